@@ -1,0 +1,89 @@
+package pipetrain_test
+
+import (
+	"encoding/json"
+	"io"
+	"os/exec"
+	"strings"
+	"testing"
+)
+
+const module = "github.com/pipetrain/pipetrain"
+
+// allowed lists, for each package of ours, the packages of ours it may import
+// (directly or not): the arrows of DESIGN.md. internal/... is open to all.
+var allowed = map[string][]string{
+	"tensor":    {},
+	"ops":       {"tensor"},
+	"nn":        {"ops", "tensor"},
+	"optim":     {"tensor"},
+	"dataset":   {"tensor"},
+	"actors":    {"nn", "optim", "ops", "tensor"},
+	"pipeline":  {"actors", "nn", "optim", "ops", "tensor"},
+	"cmd/train": nil, // all
+}
+
+// TestPackageArrows fails when a lower package imports a higher one.
+func TestPackageArrows(t *testing.T) {
+	out, err := exec.Command("go", "list", "-json=ImportPath,Deps", "./...").Output()
+	if err != nil {
+		t.Fatalf("go list: %v", err)
+	}
+	dec := json.NewDecoder(strings.NewReader(string(out)))
+	checked := 0
+	for {
+		var p struct {
+			ImportPath string
+			Deps       []string
+		}
+		if err := dec.Decode(&p); err == io.EOF {
+			break
+		} else if err != nil {
+			t.Fatal(err)
+		}
+		name := strings.TrimPrefix(strings.TrimPrefix(p.ImportPath, module), "/")
+		top := topLevel(name)
+		may, known := allowed[top]
+		if !known {
+			if top != "" && top != "internal" && top != "bench" {
+				t.Errorf("package %s is not placed in the stack: add it to allowed", p.ImportPath)
+			}
+			continue
+		}
+		checked++
+		if top == "cmd/train" {
+			continue
+		}
+		for _, d := range p.Deps {
+			if !strings.HasPrefix(d, module+"/") {
+				continue
+			}
+			dep := topLevel(strings.TrimPrefix(d, module+"/"))
+			if dep == top || dep == "internal" || contains(may, dep) {
+				continue
+			}
+			t.Errorf("%s imports %s: %s may import only %v", p.ImportPath, d, top, may)
+		}
+	}
+	if checked == 0 {
+		t.Fatal("no packages were checked")
+	}
+}
+
+// topLevel maps a package path below the module to its layer: "ops/opstest" is "ops".
+func topLevel(p string) string {
+	if strings.HasPrefix(p, "cmd/train") {
+		return "cmd/train"
+	}
+	first, _, _ := strings.Cut(p, "/")
+	return first
+}
+
+func contains(xs []string, s string) bool {
+	for _, x := range xs {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}

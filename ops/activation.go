@@ -1,0 +1,141 @@
+package ops
+
+import (
+	"math"
+
+	"github.com/pipetrain/pipetrain/tensor"
+)
+
+// ReLU returns max(x, 0) elementwise.
+func ReLU(x *tensor.Tensor) *tensor.Tensor {
+	return map1(x, func(v float64) float64 {
+		if v > 0 {
+			return v
+		}
+		if math.IsNaN(v) {
+			return v
+		}
+		return 0
+	})
+}
+
+// ReLUBackward passes grad where x > 0 and gives 0 elsewhere (0 at x = 0).
+func ReLUBackward(grad, x *tensor.Tensor) *tensor.Tensor {
+	return gradMap("ReLUBackward", grad, x, func(g, v float64) float64 {
+		if v > 0 {
+			return g
+		}
+		return 0
+	})
+}
+
+// LeakyReLU returns x where x > 0 and alpha*x elsewhere.
+func LeakyReLU(x *tensor.Tensor, alpha float64) *tensor.Tensor {
+	return map1(x, func(v float64) float64 {
+		if v > 0 {
+			return v
+		}
+		return alpha * v
+	})
+}
+
+// LeakyReLUBackward returns grad where x > 0 and alpha*grad elsewhere.
+func LeakyReLUBackward(grad, x *tensor.Tensor, alpha float64) *tensor.Tensor {
+	return gradMap("LeakyReLUBackward", grad, x, func(g, v float64) float64 {
+		if v > 0 {
+			return g
+		}
+		return alpha * g
+	})
+}
+
+// PReLU returns x where x > 0 and alpha*x elsewhere, with alpha a tensor that
+// broadcasts against x.
+func PReLU(x, alpha *tensor.Tensor) *tensor.Tensor {
+	return map2("PReLU", x, alpha, func(v, a float64) float64 {
+		if v > 0 {
+			return v
+		}
+		return a * v
+	})
+}
+
+// PReLUBackward returns the gradients of PReLU for x and alpha, each summed to
+// its input's shape.
+func PReLUBackward(grad, x, alpha *tensor.Tensor) (gx, galpha *tensor.Tensor) {
+	checkBinaryGrad("PReLUBackward", grad, x, alpha)
+	gx = map3("PReLUBackward", grad, x, alpha, func(g, v, a float64) float64 {
+		if v > 0 {
+			return g
+		}
+		return a * g
+	})
+	galpha = map3("PReLUBackward", grad, x, alpha, func(g, v, _ float64) float64 {
+		if v > 0 {
+			return 0
+		}
+		return v * g
+	})
+	return sumTo("PReLUBackward", gx, x.Shape()), sumTo("PReLUBackward", galpha, alpha.Shape())
+}
+
+// Sigmoid returns 1/(1+e^-x) elementwise, finite for any finite x.
+func Sigmoid(x *tensor.Tensor) *tensor.Tensor { return map1(x, sigmoid) }
+
+func sigmoid(v float64) float64 {
+	if v >= 0 {
+		return 1 / (1 + math.Exp(-v))
+	}
+	e := math.Exp(v)
+	return e / (1 + e)
+}
+
+// SigmoidBackward returns grad*out*(1-out), where out = Sigmoid(x).
+func SigmoidBackward(grad, out *tensor.Tensor) *tensor.Tensor {
+	return gradMap("SigmoidBackward", grad, out, func(g, o float64) float64 { return g * (1 - o) * o })
+}
+
+// Tanh returns tanh(x) elementwise.
+func Tanh(x *tensor.Tensor) *tensor.Tensor { return map1(x, math.Tanh) }
+
+// TanhBackward returns grad*(1-out²), where out = Tanh(x).
+func TanhBackward(grad, out *tensor.Tensor) *tensor.Tensor {
+	return gradMap("TanhBackward", grad, out, func(g, o float64) float64 { return g * (1 - o*o) })
+}
+
+const (
+	geluBeta  = math.Sqrt2 * (2 / math.SqrtPi) * 0.5 // sqrt(2/pi)
+	geluKappa = 0.044715
+	invSqrt2  = 1 / math.Sqrt2
+	invSqrt2P = (2 / math.SqrtPi) * invSqrt2 * 0.5 // 1/sqrt(2*pi)
+)
+
+// GELU returns x*Φ(x) with the exact erf form, or PyTorch's tanh approximation
+// 0.5*x*(1+tanh(sqrt(2/pi)*(x+0.044715x³))) when approximate is true.
+func GELU(x *tensor.Tensor, approximate bool) *tensor.Tensor {
+	if approximate {
+		return map1(x, func(v float64) float64 {
+			return 0.5 * v * (1 + math.Tanh(geluBeta*(v+geluKappa*v*v*v)))
+		})
+	}
+	return map1(x, func(v float64) float64 { return 0.5 * v * (1 + math.Erf(v*invSqrt2)) })
+}
+
+// GELUBackward returns grad times the derivative of GELU at x, for either form.
+func GELUBackward(grad, x *tensor.Tensor, approximate bool) *tensor.Tensor {
+	if approximate {
+		return gradMap("GELUBackward", grad, x, func(g, v float64) float64 {
+			inner := geluBeta * (v + geluKappa*v*v*v)
+			th := math.Tanh(inner)
+			left := 0.5 * v
+			right := 1 + th
+			dInner := geluBeta * (1 + 3*geluKappa*v*v)
+			return g * (0.5*right + left*(1-th*th)*dInner)
+		})
+	}
+	return gradMap("GELUBackward", grad, x, func(g, v float64) float64 {
+		cdf := 0.5 * (1 + math.Erf(v*invSqrt2))
+		pdf := math.Exp(-0.5*v*v) * invSqrt2P
+		return g * (cdf + v*pdf)
+	})
+}

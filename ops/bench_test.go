@@ -1,0 +1,27 @@
+package ops_test
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"testing"
+
+	"github.com/pipetrain/pipetrain/ops"
+	"github.com/pipetrain/pipetrain/tensor"
+)
+
+// BenchmarkMatMul reports float32 GFLOP/s at the shapes of an MLP's layers.
+func BenchmarkMatMul(b *testing.B) {
+	for _, s := range [][3]int{{128, 784, 512}, {128, 512, 256}, {128, 1024, 1024}, {1024, 1024, 1024}} {
+		m, k, n := s[0], s[1], s[2]
+		b.Run(fmt.Sprintf("%dx%dx%d", m, k, n), func(b *testing.B) {
+			rng := rand.New(rand.NewPCG(1, 1))
+			x := tensor.RandUniform(rng, tensor.Float32, -1, 1, m, k)
+			w := tensor.RandUniform(rng, tensor.Float32, -1, 1, k, n)
+			b.ReportAllocs()
+			for b.Loop() {
+				ops.MatMul(x, w)
+			}
+			b.ReportMetric(2*float64(m*n*k)*float64(b.N)/b.Elapsed().Seconds()/1e9, "GFLOP/s")
+		})
+	}
+}

@@ -1,0 +1,63 @@
+// Package ops provides pipetrain's stateless kernels: every forward operation,
+// its backward, and the losses, with PyTorch's semantics.
+//
+// # Overview
+//
+// Each forward op takes tensors and returns a new tensor; its backward takes the
+// gradient of the output (and whatever the forward saw) and returns one gradient
+// per differentiable input, in order:
+//
+//	y := ops.MatMul(x, w)
+//	gx, gw := ops.MatMulBackward(gy, x, w)
+//
+// Ops never modify their inputs. Results have the dtype of the inputs; float32
+// element-wise results are computed in float64 and rounded once, and reductions
+// and losses accumulate in float64, so float32 results are at least as accurate
+// as PyTorch's.
+//
+// Some backwards take the forward's output instead of its input, because that is
+// cheaper and what PyTorch saves: ExpBackward, SqrtBackward, SigmoidBackward,
+// TanhBackward, SoftmaxBackward and LogSoftmaxBackward.
+//
+// # Broadcasting
+//
+// Binary element-wise ops (Add, Sub, Mul, Div, Pow, PReLU, MSE) broadcast with
+// NumPy's rules (see tensor.BroadcastShapes). The gradient of a broadcast input is
+// summed back to that input's shape, over prepended axes and stretched size-1 axes
+// alike. MatMul follows torch.matmul: 1-D operands are promoted and the promoted
+// axis dropped, and leading batch axes broadcast.
+//
+// # Reductions
+//
+// Sum, Mean, Max and Min reduce over the listed axes (negative axes count from
+// the end; no axes means all axes) and drop them. Mean over no elements is NaN.
+// MaxBackward and MinBackward share the gradient equally among ties, as
+// torch.amax and torch.amin do. A 0-D input accepts axis 0 or -1, as in PyTorch.
+//
+// # Edge semantics
+//
+// ReLUBackward and AbsBackward give 0 at x = 0; ClipBackward passes the gradient
+// at the bounds. Softmax and LogSoftmax work on any axis and shift by the lane's
+// maximum, and their backwards are O(n). There are no hidden epsilons: LogBackward
+// at 0 is +Inf, as IEEE arithmetic gives. BCE clamps its logs at -100 and
+// BCEBackward is the true derivative (p-y)/(p(1-p)), with PyTorch's floor of
+// 1e-12 on the denominator. Losses take the mean over all elements and return a
+// 0-D tensor; their backward takes that 0-D gradient.
+//
+// # Panics
+//
+// Mixing dtypes, shapes that do not fit, an axis out of range, or a label outside
+// [0, C) is a programming error: the op panics with an error value whose text
+// names the op and every shape involved, for example
+//
+//	ops.MatMul: shapes [3 4] and [5 2] do not fit
+//
+// No op returns an error, and none fails with an index out of range or returns a
+// silently wrong result.
+//
+// # Matrix multiplication
+//
+// MatMul and MatMulBackward call one internal GEMM entry point with transpose
+// flags, so transposes are never materialised and the kernel can be replaced
+// without touching this package.
+package ops
