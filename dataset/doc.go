@@ -1,0 +1,57 @@
+// Package dataset loads training data into memory and serves it in deterministic
+// mini-batches.
+//
+// # Overview
+//
+// A Set holds a whole data set as a float32 feature tensor X of shape [N, Features],
+// a class index per row (Labels, with names in Classes) and, for a numeric label column,
+// a numeric target per row (Targets, shape [N, 1]). Sets are small enough to keep in
+// memory (MNIST's training images take 188 MB as float32) and are never modified by
+// this package once returned: Subset, Split and Standardize make new sets.
+//
+// A Loader cuts a Set into mini-batches. Batch returns freshly allocated tensors the
+// caller owns (they may be sent to another goroutine); BatchInto fills caller buffers
+// for a loop that must not allocate.
+//
+// # The sets
+//
+//   - Digits: the 8x8 handwritten digits (1797 rows, 64 features, 10 classes), embedded
+//     in the binary, so it needs no files. UCI "Optical Recognition of Handwritten
+//     Digits" (E. Alpaydin, C. Kaynak, 1998), CC BY 4.0; see data/README.md.
+//   - LoadIDX: MNIST or Fashion-MNIST from the four gzip-compressed IDX files (60000
+//     training and 10000 test rows of 784 features, 10 classes). Download fetches them
+//     from the canonical mirrors into a cache folder and verifies their SHA-256 sums.
+//   - LoadCSV: a delimited text file of numeric features and one label column, such as
+//     iris (string classes) or wine quality (a numeric score, usable for regression
+//     through Targets or for classification through Labels).
+//   - Spirals: the seeded synthetic 2-D spirals of CS231n, for quick experiments.
+//
+// Sets without a test split of their own (digits, CSV files, spirals) are divided with
+// Split. Standardize (or FitStandardizer and Standardizer.Apply) rescales features
+// with the training split's statistics only, so nothing about the test split leaks
+// into training.
+//
+// # Determinism
+//
+// Every random choice is keyed by an explicit seed, never by time or by the order in
+// which goroutines run. The order of epoch e of a shuffling Loader is the permutation
+// rand.New(rand.NewPCG(seed, uint64(e))).Perm(N), so batch i of epoch e is a pure
+// function of (seed, e, i): a run resumed at epoch e, batch i sees exactly the batches
+// of the unbroken run, with no random state to save. Split and Spirals draw from their
+// own PCG streams of the same seed, so they are independent of the epoch orders. A
+// golden test pins the orders, so a change in them cannot go unnoticed.
+//
+// # Errors
+//
+// Loaders return errors, never panic, on bad input files. Error text begins
+// "dataset: " and names the file and what is wrong, with a 1-based line and column
+// for CSV files, for example
+//
+//	dataset: iris.csv: line 7: column 3: "abc" is not a number
+//	dataset: /data/mnist/train-images-idx3-ubyte.gz: truncated: want 47040000 pixel bytes, got 1200
+//
+// Errors from the file system wrap the underlying error, so errors.Is(err,
+// fs.ErrNotExist) reports a missing file. Programming errors, such as a batch index
+// out of range or a non-positive batch size, panic with an error value, following
+// gonum's convention.
+package dataset
