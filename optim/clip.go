@@ -1,0 +1,123 @@
+package optim
+
+import (
+	"fmt"
+	"math"
+
+	"github.com/pipetrain/pipetrain/tensor"
+)
+
+// GradNorm returns the L2 norm of all gradients taken together, as if concatenated.
+// Squares are summed in float64, parameter by parameter in slice order and element by
+// element in row-major order, so the result depends only on the gradients and their
+// order. Params whose Grad is nil are skipped, as PyTorch skips a None .grad.
+func GradNorm(params []Param) float64 {
+	var sum float64
+	for _, p := range params {
+		if p.Grad == nil {
+			continue
+		}
+		if p.Grad.DType() == tensor.Float32 {
+			for _, g := range p.Grad.Data32() {
+				x := float64(g)
+				sum += float64(x * x)
+			}
+			continue
+		}
+		for _, x := range p.Grad.Data64() {
+			sum += float64(x * x)
+		}
+	}
+	return math.Sqrt(sum)
+}
+
+// ClipCoef returns the factor that clip_grad_norm_ multiplies gradients by:
+// min(maxNorm/(totalNorm+1e-6), 1). It is NaN when totalNorm is NaN, and 0 when it is
+// +Inf, as in PyTorch. It panics if maxNorm is negative or NaN.
+func ClipCoef(totalNorm, maxNorm float64) float64 {
+	if math.IsNaN(maxNorm) || maxNorm < 0 {
+		panic(fmt.Errorf("optim: max norm %v must be >= 0", maxNorm))
+	}
+	c := maxNorm / (totalNorm + 1e-6)
+	if c > 1 {
+		c = 1
+	}
+	return c
+}
+
+// ScaleGrads multiplies every gradient by coef, in the gradient's dtype (coef is
+// rounded to float32 for float32 gradients). Params whose Grad is nil are skipped.
+func ScaleGrads(params []Param, coef float64) {
+	for _, p := range params {
+		if p.Grad == nil {
+			continue
+		}
+		if p.Grad.DType() == tensor.Float32 {
+			c := float32(coef)
+			g := p.Grad.Data32()
+			for i := range g {
+				g[i] = g[i] * c
+			}
+			continue
+		}
+		g := p.Grad.Data64()
+		for i := range g {
+			g[i] = g[i] * coef
+		}
+	}
+}
+
+// ClipGradNorm scales all gradients together so that their global L2 norm is at most
+// maxNorm, like torch.nn.utils.clip_grad_norm_ with norm_type 2, and returns the norm
+// before clipping. It is exactly
+//
+//	total := GradNorm(params)
+//	if c := ClipCoef(total, maxNorm); c != 1 {
+//		ScaleGrads(params, c)
+//	}
+//
+// so an actor that sees the gradients of several owners can compute GradNorm over all
+// of them, in the same order, and send the coefficient to each. A NaN or infinite
+// norm is returned as is and, as in PyTorch, makes the gradients NaN or zero; check
+// the result to skip such a step. It panics if maxNorm is negative or NaN.
+func ClipGradNorm(params []Param, maxNorm float64) (totalNorm float64) {
+	total := GradNorm(params)
+	if c := ClipCoef(total, maxNorm); c != 1 {
+		ScaleGrads(params, c)
+	}
+	return total
+}
+
+// ClipGradValue clamps every gradient element to [-clip, clip], like
+// torch.nn.utils.clip_grad_value_ (clip is rounded to float32 for float32 gradients;
+// NaN elements stay NaN). It panics if clip is negative or NaN.
+func ClipGradValue(params []Param, clip float64) {
+	if math.IsNaN(clip) || clip < 0 {
+		panic(fmt.Errorf("optim: ClipGradValue: clip %v must be >= 0", clip))
+	}
+	for _, p := range params {
+		if p.Grad == nil {
+			continue
+		}
+		if p.Grad.DType() == tensor.Float32 {
+			hi := float32(clip)
+			g := p.Grad.Data32()
+			for i, v := range g {
+				if v > hi {
+					g[i] = hi
+				} else if v < -hi {
+					g[i] = -hi
+				}
+			}
+			continue
+		}
+		g := p.Grad.Data64()
+		for i, v := range g {
+			if v > clip {
+				g[i] = clip
+			} else if v < -clip {
+				g[i] = -clip
+			}
+		}
+	}
+}

@@ -1,0 +1,122 @@
+package optim
+
+import (
+	"fmt"
+	"math"
+)
+
+// Schedule gives the learning rate of each optimizer step.
+type Schedule interface {
+	// LR returns the learning rate for optimizer step step, counted from 1.
+	// It panics if step < 1.
+	LR(step int) float64
+}
+
+// Constant is a constant learning rate Base after Warmup steps of linear warmup.
+type Constant struct {
+	Base   float64
+	Warmup int
+}
+
+// LR returns Base*step/Warmup for step <= Warmup, else Base.
+func (s Constant) LR(step int) float64 {
+	checkStep(step)
+	if step <= s.Warmup {
+		return warmupLR(s.Base, step, s.Warmup)
+	}
+	return s.Base
+}
+
+// StepDecay multiplies the learning rate by Gamma every StepSize steps after Warmup
+// steps of linear warmup, like torch.optim.lr_scheduler.StepLR stepped once per
+// optimizer step.
+type StepDecay struct {
+	Base     float64
+	Warmup   int
+	StepSize int // >= 1
+	Gamma    float64
+}
+
+// LR returns Base*step/Warmup for step <= Warmup, else
+// Base * Gamma^floor((step-1-Warmup)/StepSize).
+//
+// The power is correctly rounded, as in StepLR's closed form
+// base_lr * gamma ** (epoch // step_size); StepLR's default chainable form multiplies
+// the previous rate by gamma instead, which can differ from it in the last bit.
+func (s StepDecay) LR(step int) float64 {
+	checkStep(step)
+	if step <= s.Warmup {
+		return warmupLR(s.Base, step, s.Warmup)
+	}
+	n := (step - 1 - s.Warmup) / s.StepSize
+	return float64(s.Base * powInt(s.Gamma, n))
+}
+
+// Cosine anneals the learning rate from Base to 0 over the steps after Warmup steps
+// of linear warmup, reaching 0 at step Total and staying there.
+type Cosine struct {
+	Base   float64
+	Warmup int
+	Total  int // > Warmup
+}
+
+// LR returns Base*step/Warmup for step <= Warmup, else
+// Base * 0.5 * (1 + cos(pi*(s-Warmup)/(Total-Warmup))) with s = min(step, Total).
+func (s Cosine) LR(step int) float64 {
+	checkStep(step)
+	if step <= s.Warmup {
+		return warmupLR(s.Base, step, s.Warmup)
+	}
+	k := min(step, s.Total)
+	x := float64(math.Pi*float64(k-s.Warmup)) / float64(s.Total-s.Warmup)
+	return float64(s.Base*0.5) * (1 + math.Cos(x))
+}
+
+// warmupLR is the linear warmup base*step/warmup.
+func warmupLR(base float64, step, warmup int) float64 {
+	return float64(base*float64(step)) / float64(warmup)
+}
+
+func checkStep(step int) {
+	if step < 1 {
+		panic(fmt.Errorf("optim: Schedule.LR: step %d < 1 (steps count from 1)", step))
+	}
+}
+
+// NewSchedule returns the schedule of the [schedule] table: kind is schedule.type
+// ("constant", "step" or "cosine"), base the optimizer.lr, warmup
+// schedule.warmup_steps, stepSize schedule.step_size, gamma schedule.gamma, and
+// totalSteps the number of optimizer steps in the run (used by "cosine" only).
+// Errors name the offending key.
+func NewSchedule(kind string, base float64, warmup, stepSize int, gamma float64, totalSteps int) (Schedule, error) {
+	if err := nonNegative("optimizer.lr", base); err != nil {
+		return nil, err
+	}
+	if warmup < 0 {
+		return nil, fmt.Errorf("optim: schedule.warmup_steps = %d must be >= 0", warmup)
+	}
+	if stepSize < 0 {
+		return nil, fmt.Errorf("optim: schedule.step_size = %d must be >= 0", stepSize)
+	}
+	if err := nonNegative("schedule.gamma", gamma); err != nil {
+		return nil, err
+	}
+	if totalSteps < 0 {
+		return nil, fmt.Errorf("optim: total steps %d must be >= 0", totalSteps)
+	}
+	switch kind {
+	case "constant":
+		return Constant{Base: base, Warmup: warmup}, nil
+	case "step":
+		if stepSize == 0 {
+			return nil, fmt.Errorf("optim: schedule.step_size = 0: schedule.type = \"step\" needs step_size >= 1")
+		}
+		return StepDecay{Base: base, Warmup: warmup, StepSize: stepSize, Gamma: gamma}, nil
+	case "cosine":
+		if totalSteps <= warmup {
+			return nil, fmt.Errorf("optim: schedule.warmup_steps = %d: schedule.type = \"cosine\" needs more total steps than warmup steps, got %d total", warmup, totalSteps)
+		}
+		return Cosine{Base: base, Warmup: warmup, Total: totalSteps}, nil
+	}
+	return nil, fmt.Errorf("optim: schedule.type = %q is not one of constant, step, cosine", kind)
+}

@@ -1,0 +1,183 @@
+package optim
+
+import (
+	"fmt"
+	"math"
+
+	"github.com/pipetrain/pipetrain/tensor"
+)
+
+// SGDConfig holds the hyperparameters of SGD; the zero value is plain SGD.
+// The learning rate is passed to each Step.
+type SGDConfig struct {
+	Momentum    float64 // optimizer.momentum, >= 0; 0 disables the momentum buffer
+	Nesterov    bool    // optimizer.nesterov; needs Momentum > 0
+	WeightDecay float64 // optimizer.weight_decay, >= 0; L2 penalty added to the gradient
+}
+
+// SGD is stochastic gradient descent with optional momentum, Nesterov momentum and
+// weight decay, computing what torch.optim.SGD computes with dampening 0 and
+// maximize false, on its single-tensor (foreach=False) path:
+//
+//	g = grad + weight_decay*w                  (if weight_decay != 0)
+//	buf = g                                    (first step)
+//	buf = momentum*buf + g                     (later steps, if momentum != 0)
+//	g = g + momentum*buf   if nesterov, else g = buf
+//	w = w - lr*g
+type SGD struct {
+	cfg    SGDConfig
+	step   int
+	layout layout
+	buf    []*tensor.Tensor // momentum buffers, nil until the first step
+}
+
+var sgdSlots = []string{"momentum"}
+
+// NewSGD returns an SGD optimizer, or an error if a hyperparameter is out of range.
+func NewSGD(cfg SGDConfig) (*SGD, error) {
+	if err := nonNegative("optimizer.momentum", cfg.Momentum); err != nil {
+		return nil, err
+	}
+	if err := nonNegative("optimizer.weight_decay", cfg.WeightDecay); err != nil {
+		return nil, err
+	}
+	if cfg.Nesterov && cfg.Momentum == 0 {
+		return nil, fmt.Errorf("optim: optimizer.nesterov = true needs optimizer.momentum > 0")
+	}
+	return &SGD{cfg: cfg}, nil
+}
+
+// Config returns the hyperparameters.
+func (o *SGD) Config() SGDConfig { return o.cfg }
+
+// StepCount returns the number of steps taken.
+func (o *SGD) StepCount() int { return o.step }
+
+// Step applies one SGD update with learning rate lr to every parameter, in the
+// parameter's own dtype.
+func (o *SGD) Step(params []Param, lr float64) error {
+	if err := checkLR("sgd", lr); err != nil {
+		return err
+	}
+	if err := o.layout.check("sgd", params); err != nil {
+		return err
+	}
+	mom := o.cfg.Momentum != 0
+	first := o.step == 0
+	if mom && o.buf == nil {
+		o.buf = make([]*tensor.Tensor, len(params))
+		for i, p := range params {
+			o.buf[i] = tensor.Zeros(p.Value.DType(), p.Value.Shape()...)
+		}
+	}
+	for i, p := range params {
+		var buf *tensor.Tensor
+		if mom {
+			buf = o.buf[i]
+		}
+		if p.Value.DType() == tensor.Float32 {
+			var b []float32
+			if buf != nil {
+				b = buf.Data32()
+			}
+			sgd32(p.Value.Data32(), p.Grad.Data32(), b, float32(lr), float32(o.cfg.Momentum), float32(o.cfg.WeightDecay), o.cfg.WeightDecay != 0, first, o.cfg.Nesterov)
+		} else {
+			var b []float64
+			if buf != nil {
+				b = buf.Data64()
+			}
+			sgd64(p.Value.Data64(), p.Grad.Data64(), b, lr, o.cfg.Momentum, o.cfg.WeightDecay, o.cfg.WeightDecay != 0, first, o.cfg.Nesterov)
+		}
+	}
+	o.layout = layoutOf(params)
+	o.step++
+	return nil
+}
+
+// sgd32 updates w in float32. buf is nil without momentum. Every product is
+// converted explicitly so that it is rounded before the addition (no FMA).
+func sgd32(w, g, buf []float32, lr, mom, wd float32, decay, first, nesterov bool) {
+	for i := range w {
+		gi := g[i]
+		if decay {
+			gi = gi + float32(wd*w[i])
+		}
+		if buf != nil {
+			if first {
+				buf[i] = gi
+			} else {
+				buf[i] = float32(mom*buf[i]) + gi
+			}
+			if nesterov {
+				gi = gi + float32(mom*buf[i])
+			} else {
+				gi = buf[i]
+			}
+		}
+		w[i] = w[i] - float32(lr*gi)
+	}
+}
+
+// sgd64 is sgd32 in float64.
+func sgd64(w, g, buf []float64, lr, mom, wd float64, decay, first, nesterov bool) {
+	for i := range w {
+		gi := g[i]
+		if decay {
+			gi = gi + float64(wd*w[i])
+		}
+		if buf != nil {
+			if first {
+				buf[i] = gi
+			} else {
+				buf[i] = float64(mom*buf[i]) + gi
+			}
+			if nesterov {
+				gi = gi + float64(mom*buf[i])
+			} else {
+				gi = buf[i]
+			}
+		}
+		w[i] = w[i] - float64(lr*gi)
+	}
+}
+
+// State returns a deep copy of the step count and the momentum buffers
+// ("<i>.momentum"; none without momentum or before the first step).
+func (o *SGD) State() State {
+	var ts [][]*tensor.Tensor
+	for _, b := range o.buf {
+		ts = append(ts, []*tensor.Tensor{b})
+	}
+	return exportState("sgd", o.step, o.layout, sgdSlots, ts)
+}
+
+// LoadState replaces the state with a deep copy of st. st must come from an SGD
+// optimizer with the same use of momentum and, if this optimizer has already
+// stepped, the same parameters.
+func (o *SGD) LoadState(st State) error {
+	var slots []string
+	if o.cfg.Momentum != 0 {
+		slots = sgdSlots
+	}
+	ts, l, err := checkState("sgd", slots, o.layout, st)
+	if err != nil {
+		return err
+	}
+	o.buf = nil
+	if slots != nil && ts != nil {
+		o.buf = make([]*tensor.Tensor, len(ts))
+		for i, row := range ts {
+			o.buf[i] = row[0]
+		}
+	}
+	o.step, o.layout = st.Step, l
+	return nil
+}
+
+// nonNegative checks that a hyperparameter is finite and >= 0.
+func nonNegative(key string, v float64) error {
+	if math.IsNaN(v) || math.IsInf(v, 0) || v < 0 {
+		return fmt.Errorf("optim: %s = %v must be finite and >= 0", key, v)
+	}
+	return nil
+}
