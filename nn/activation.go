@@ -1,0 +1,132 @@
+package nn
+
+import (
+	"fmt"
+
+	"github.com/pipetrain/pipetrain/ops"
+	"github.com/pipetrain/pipetrain/tensor"
+)
+
+// Activation is a parameter-free element-wise layer built from an ops forward
+// and backward. Some backwards take the forward's output, some its input.
+type Activation struct {
+	kind     string
+	forward  func(x *tensor.Tensor) *tensor.Tensor
+	backward func(dy, saved *tensor.Tensor) *tensor.Tensor
+	useOut   bool // backward needs the output rather than the input
+	saved    cache[*tensor.Tensor]
+}
+
+func newActivation(kind string, useOut bool, f func(*tensor.Tensor) *tensor.Tensor, b func(dy, saved *tensor.Tensor) *tensor.Tensor) *Activation {
+	return &Activation{kind: kind, forward: f, backward: b, useOut: useOut, saved: cache[*tensor.Tensor]{}}
+}
+
+// NewReLU returns max(x, 0).
+func NewReLU() *Activation { return newActivation("relu", false, ops.ReLU, ops.ReLUBackward) }
+
+// NewLeakyReLU returns x for x > 0 and alpha*x otherwise.
+func NewLeakyReLU(alpha float64) *Activation {
+	return newActivation("leaky_relu", false,
+		func(x *tensor.Tensor) *tensor.Tensor { return ops.LeakyReLU(x, alpha) },
+		func(dy, x *tensor.Tensor) *tensor.Tensor { return ops.LeakyReLUBackward(dy, x, alpha) })
+}
+
+// NewSigmoid returns 1/(1+e^-x).
+func NewSigmoid() *Activation {
+	return newActivation("sigmoid", true, ops.Sigmoid, ops.SigmoidBackward)
+}
+
+// NewTanh returns tanh(x).
+func NewTanh() *Activation { return newActivation("tanh", true, ops.Tanh, ops.TanhBackward) }
+
+// NewGELU returns x*Φ(x), exact or with the tanh approximation.
+func NewGELU(approximate bool) *Activation {
+	return newActivation("gelu", false,
+		func(x *tensor.Tensor) *tensor.Tensor { return ops.GELU(x, approximate) },
+		func(dy, x *tensor.Tensor) *tensor.Tensor { return ops.GELUBackward(dy, x, approximate) })
+}
+
+// NewSoftmax returns the softmax over the last axis.
+func NewSoftmax() *Activation {
+	return newActivation("softmax", true,
+		func(x *tensor.Tensor) *tensor.Tensor { return ops.Softmax(x, -1) },
+		func(dy, out *tensor.Tensor) *tensor.Tensor { return ops.SoftmaxBackward(dy, out, -1) })
+}
+
+func (a *Activation) Kind() string    { return a.kind }
+func (a *Activation) Params() []Param { return nil }
+func (a *Activation) ZeroGrad()       {}
+func (a *Activation) InFlight() int   { return len(a.saved) }
+
+func (a *Activation) Forward(p Pass, x *tensor.Tensor) *tensor.Tensor {
+	y := a.forward(x)
+	switch {
+	case !p.Train:
+	case a.useOut:
+		a.saved.put(p, y.Clone()) // y is handed on; keep our own copy
+	default:
+		a.saved.put(p, x)
+	}
+	return y
+}
+
+func (a *Activation) Backward(p Pass, dy *tensor.Tensor, needDX bool) *tensor.Tensor {
+	saved := a.saved.take(a.kind, p)
+	if !needDX {
+		return nil
+	}
+	return a.backward(dy, saved)
+}
+
+// PReLU is a leaky ReLU with a learnable slope, one shared parameter as in
+// torch.nn.PReLU(num_parameters=1), initialised to 0.25.
+type PReLU struct {
+	Alpha, GAlpha *tensor.Tensor
+	x             cache[*tensor.Tensor]
+}
+
+// NewPReLU returns a PReLU layer with alpha = 0.25.
+func NewPReLU(dt tensor.DType) *PReLU {
+	return &PReLU{Alpha: tensor.Full(dt, 0.25, 1), GAlpha: tensor.Zeros(dt, 1), x: cache[*tensor.Tensor]{}}
+}
+
+func (l *PReLU) Kind() string    { return "prelu" }
+func (l *PReLU) Params() []Param { return []Param{{"alpha", l.Alpha, l.GAlpha}} }
+func (l *PReLU) ZeroGrad()       { zeroGrads(l.Params()) }
+func (l *PReLU) InFlight() int   { return len(l.x) }
+func (l *PReLU) Reset()          { clear(l.x) }
+
+func (l *PReLU) Forward(p Pass, x *tensor.Tensor) *tensor.Tensor {
+	l.x.put(p, x)
+	return ops.PReLU(x, l.Alpha)
+}
+
+func (l *PReLU) Backward(p Pass, dy *tensor.Tensor, needDX bool) *tensor.Tensor {
+	x := l.x.take("PReLU", p)
+	dx, da := ops.PReLUBackward(dy, x, l.Alpha)
+	addInto(l.GAlpha, da)
+	if !needDX {
+		return nil
+	}
+	return dx
+}
+
+// addInto adds src to dst elementwise in dst's dtype.
+func addInto(dst, src *tensor.Tensor) {
+	if dst.Size() != src.Size() || dst.DType() != src.DType() {
+		panic(fmt.Errorf("nn: gradient %v %v does not fit parameter %v %v", src.DType(), src.Shape(), dst.DType(), dst.Shape()))
+	}
+	if dst.DType() == tensor.Float32 {
+		d, s := dst.Data32(), src.Data32()
+		for i := range d {
+			d[i] += s[i]
+		}
+		return
+	}
+	d, s := dst.Data64(), src.Data64()
+	for i := range d {
+		d[i] += s[i]
+	}
+}
+
+func (a *Activation) Reset() { clear(a.saved) }

@@ -1,0 +1,130 @@
+// Package nn provides pipetrain's layers: plain Go values that own their
+// parameters and gradients, the weight initializers, the losses, and
+// Sequential, the single-goroutine reference trainer that the actor pipeline
+// must reproduce bit for bit.
+//
+// # Overview
+//
+// A model is a list of layers and a loss. Layers are built by constructors
+// (NewLinear, NewReLU, NewLeakyReLU, NewPReLU, NewSigmoid, NewTanh, NewGELU,
+// NewSoftmax, NewDropout, NewLayerNorm) and compute with the stateless kernels
+// of package ops, in the dtype of their parameters, float32 or float64.
+// Numerics follow PyTorch's: the same layouts, the same initializer formulas,
+// the same loss reductions.
+//
+//	rng := rand.New(rand.NewPCG(seed, 1))
+//	l1, _ := nn.NewLinear(tensor.Float32, 784, 128, nn.HeUniform, rng)
+//	l2, _ := nn.NewLinear(tensor.Float32, 128, 10, nn.XavierUniform, rng)
+//	model := &nn.Sequential{Loss: nn.CrossEntropy, Layers: []nn.Layer{l1, nn.NewReLU(), l2}}
+//
+// # The Layer contract
+//
+// Every layer implements Layer. Forward and Backward are keyed by a Pass, which
+// names the optimizer step, the micro-batch within it, and whether the model is
+// training:
+//
+//	y := l.Forward(nn.Pass{Step: s, Micro: m, Train: true}, x)
+//	dx := l.Backward(nn.Pass{Step: s, Micro: m, Train: true}, dy, true)
+//
+// Micro-batch caching. A training Forward caches what Backward needs under
+// p.Micro, so several micro-batches may be in flight at once (GPipe runs every
+// forward before any backward; 1F1B interleaves them). Backward of a
+// micro-batch consumes its cache, in any order; InFlight reports how many are
+// cached and Reset drops them all, as after a failed step. A Backward without
+// its Forward is a programming error and panics with an error that names the
+// layer, the micro-batch and the step. An evaluation Forward (Train false)
+// caches nothing and turns dropout off.
+//
+// Accumulating gradients. Backward adds the parameter gradients to each
+// Param's Grad (llm.c's dinp +=, micrograd's +=) and returns dX, or nil when
+// needDX is false, as for the first layer. Gradients are never cleared
+// implicitly: the trainer calls ZeroGrad after the optimizer has read them.
+// This is what lets micro-batch gradients sum to the mini-batch gradient.
+//
+// Ownership. Forward and Backward never write to their arguments and return
+// new tensors, which belong to the caller. A layer may keep a reference to the
+// x it was given until the matching Backward, so the caller must not write to
+// x in between. Params returns the layer's own tensors, not copies: an
+// optimizer updates Value in place.
+//
+// One goroutine per layer. A layer is not safe for concurrent use. In the
+// pipeline one actor owns and drives each layer; in Sequential one goroutine
+// drives them all.
+//
+// # Layouts and initializers
+//
+// Linear computes y = x·Wᵀ + b for x of shape [N, In], with W in PyTorch's
+// layout [Out, In] and b of shape [Out], so checkpoints read the same in other
+// tools. Its weights are drawn by an Init from an explicit *rand.Rand; biases
+// start at zero. With fan_in = In and fan_out = Out, as torch.nn.init computes
+// them for a [Out, In] weight:
+//
+//	xavier_uniform  U(-a, a), a = sqrt(6/(fan_in+fan_out))   (gain 1)
+//	xavier_normal   N(0, σ²), σ = sqrt(2/(fan_in+fan_out))   (gain 1)
+//	he_uniform      U(-a, a), a = sqrt(6/fan_in)             (kaiming_uniform_, ReLU gain sqrt(2))
+//	he_normal       N(0, σ²), σ = sqrt(2/fan_in)             (kaiming_normal_, ReLU gain sqrt(2))
+//
+// An unknown name is an error, not a default. PReLU has one shared slope, as
+// torch.nn.PReLU(num_parameters=1), initialised to 0.25. LayerNorm normalises
+// each row of [N, F] with the biased variance and eps = 1e-5, as
+// torch.nn.LayerNorm, computes its statistics in float64, and has a gain
+// (init 1) and a bias (init 0), named "weight" and "bias" as in PyTorch. GELU
+// has the exact erf form and PyTorch's tanh approximation; Softmax works over
+// the last axis.
+//
+// # Dropout
+//
+// Dropout is inverted dropout: while training it zeroes each element with
+// probability P and scales the others by 1/(1-P), so the expected output equals
+// the input; evaluation passes the input through. P must lie in [0, 1).
+//
+// The mask of a micro-batch is drawn from its own PCG stream, keyed by the
+// layer's Seed, its Index in the model, the step and the micro-batch, and
+// never by the order in which micro-batches arrive. The pipeline, under any
+// schedule, and Sequential therefore draw the same masks, and a repeated
+// Forward of the same Pass draws the same mask (which is what lets a
+// finite-difference check run through dropout).
+//
+// # Losses and micro-batch gradient scaling
+//
+// A Loss (cross_entropy, mse, bce_with_logits) returns, from Compute, the mean
+// loss over the micro-batch and its gradient with respect to the output
+// multiplied by scale. A trainer passes
+//
+//	scale = rows in this micro-batch / rows in the mini-batch
+//
+// so that the gradients of the micro-batches, accumulated by the layers, add up
+// to the gradient of the mini-batch mean loss, whatever the split. The
+// mini-batch loss is the same weighted sum of micro-batch losses. mse and
+// bce_with_logits accept class labels in place of values and use their one-hot
+// encoding.
+//
+// SplitRows cuts a mini-batch of n rows into min(m, n) contiguous micro-batches
+// whose sizes differ by at most one, the larger first. Every trainer uses it,
+// so every trainer sees the same micro-batches.
+//
+// # Sequential
+//
+// Sequential is the reference trainer. TrainStep runs one mini-batch as
+// micro-batches on one goroutine, forward then backward for each in turn, in
+// micro-batch order, and returns the mini-batch mean loss; the gradients of
+// the mini-batch mean are added to every parameter's Grad. The caller applies
+// the optimizer and calls ZeroGrad. With the same seeds, data order and split
+// it is deterministic to the bit, and the actor pipeline must match it: that
+// is the test that catches races, stale weights and lost messages.
+//
+// TrainStep checks every layer's output and input gradient: the first NaN or
+// infinity stops the step with a *NonFiniteError naming the layer, its kind
+// and the direction, after dropping every cached micro-batch. Gradients that
+// earlier micro-batches of the failed step accumulated are left for the caller
+// to clear with ZeroGrad. Evaluate runs the model in evaluation mode in chunks
+// and returns the mean loss and, with labels, the accuracy.
+//
+// # Panics and errors
+//
+// Constructors and initializers that validate configuration (NewLinear,
+// NewDropout, Init.Fill) return errors. Misuse that is a programming error,
+// such as an input whose shape does not fit a layer or a backward without its
+// forward, panics with an error value whose text names the function and the
+// shapes involved, as in packages tensor and ops.
+package nn

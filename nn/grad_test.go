@@ -1,0 +1,210 @@
+package nn_test
+
+// Finite-difference checks, in float64 through ops/opstest, of the input and
+// parameter gradients of every layer. The inputs of a check are [x, params...]:
+// f copies the parameter inputs into the layer and runs a training Forward;
+// backward zeroes the gradients, runs Forward then Backward and returns
+// [dx, grads...]. Inputs are kept away from kinks (ReLU at 0).
+
+import (
+	"fmt"
+	"testing"
+
+	"github.com/pipetrain/pipetrain/nn"
+	"github.com/pipetrain/pipetrain/ops/opstest"
+	"github.com/pipetrain/pipetrain/tensor"
+)
+
+// gradTol is the combined tolerance |analytic-numeric| <= gradTol*max(1, |numeric|)
+// for central differences with step 1e-6 in float64.
+const gradTol = 1e-6
+
+// fdPass is the training pass every check runs under; Dropout's mask is a
+// function of it, so it is fixed across the finite differences.
+var fdPass = nn.Pass{Step: 3, Micro: 1, Train: true}
+
+// checkLayer checks dX and every parameter gradient of l at x by central
+// differences.
+func checkLayer(t *testing.T, name string, l nn.Layer, x *tt) {
+	t.Helper()
+	ps := l.Params()
+	inputs := []*tt{x}
+	for _, p := range ps {
+		inputs = append(inputs, p.Value.Clone())
+	}
+	load := func(in []*tt) {
+		for i, p := range ps {
+			p.Value.CopyFrom(in[i+1])
+		}
+	}
+	f := func(in []*tt) *tt {
+		load(in)
+		return l.Forward(fdPass, in[0])
+	}
+	backward := func(g *tt, in []*tt, _ *tt) []*tt {
+		l.ZeroGrad()
+		load(in)
+		l.Forward(fdPass, in[0])
+		grads := []*tt{l.Backward(fdPass, g, true)}
+		for _, p := range ps {
+			grads = append(grads, p.Grad.Clone())
+		}
+		return grads
+	}
+	opstest.CheckGrad(t, name, inputs, f, backward, gradTol)
+	l.Reset()
+}
+
+func TestLinearGrad(t *testing.T) {
+	for _, c := range []struct{ in, out, rows int }{
+		{1, 1, 1}, {3, 2, 1}, {1, 4, 3}, {4, 1, 5}, {4, 5, 3}, {7, 3, 6}, {16, 8, 2},
+	} {
+		name := fmt.Sprintf("Linear(in=%d,out=%d,rows=%d)", c.in, c.out, c.rows)
+		t.Run(name, func(t *testing.T) {
+			rng := newRNG(uint64(100*c.in + 10*c.out + c.rows))
+			l := mustLinear(t, tensor.Float64, c.in, c.out, nn.XavierUniform, 7)
+			l.B.CopyFrom(randN(rng, tensor.Float64, 1, c.out)) // nonzero bias
+			checkLayer(t, name, l, randN(rng, tensor.Float64, 1, c.rows, c.in))
+		})
+	}
+}
+
+func TestActivationGrad(t *testing.T) {
+	for _, c := range []struct {
+		name  string
+		layer func() nn.Layer
+	}{
+		{"ReLU", func() nn.Layer { return nn.NewReLU() }},
+		{"LeakyReLU(0.01)", func() nn.Layer { return nn.NewLeakyReLU(0.01) }},
+		{"LeakyReLU(0.3)", func() nn.Layer { return nn.NewLeakyReLU(0.3) }},
+		{"Sigmoid", func() nn.Layer { return nn.NewSigmoid() }},
+		{"Tanh", func() nn.Layer { return nn.NewTanh() }},
+		{"GELU(exact)", func() nn.Layer { return nn.NewGELU(false) }},
+		{"GELU(tanh)", func() nn.Layer { return nn.NewGELU(true) }},
+		{"Softmax", func() nn.Layer { return nn.NewSoftmax() }},
+	} {
+		for _, shape := range [][]int{{1, 1}, {1, 5}, {4, 3}, {6, 7}} {
+			name := fmt.Sprintf("%s%v", c.name, shape)
+			t.Run(name, func(t *testing.T) {
+				rng := newRNG(uint64(len(name)))
+				checkLayer(t, name, c.layer(), randAway(rng, 1.5, 0.05, shape...))
+			})
+		}
+	}
+}
+
+func TestPReLUGrad(t *testing.T) {
+	for _, c := range []struct {
+		alpha float64
+		shape []int
+	}{
+		{0.25, []int{1, 1}}, {0.25, []int{3, 4}}, {-0.4, []int{5, 2}}, {1.7, []int{2, 9}},
+	} {
+		name := fmt.Sprintf("PReLU(alpha=%v)%v", c.alpha, c.shape)
+		t.Run(name, func(t *testing.T) {
+			l := nn.NewPReLU(tensor.Float64)
+			l.Alpha.Fill(c.alpha)
+			x := randAway(newRNG(11), 1, 0.05, c.shape...)
+			x.Set(-0.8, 0, 0) // at least one negative element: alpha's gradient is nonzero
+			checkLayer(t, name, l, x)
+		})
+	}
+}
+
+func TestDropoutGrad(t *testing.T) {
+	for _, c := range []struct {
+		p     float64
+		shape []int
+	}{
+		{0, []int{3, 4}}, {0.2, []int{1, 6}}, {0.5, []int{5, 8}}, {0.9, []int{4, 4}},
+	} {
+		name := fmt.Sprintf("Dropout(p=%v)%v", c.p, c.shape)
+		t.Run(name, func(t *testing.T) {
+			d := mustDropout(t, c.p, 42, 2)
+			checkLayer(t, name, d, randN(newRNG(12), tensor.Float64, 1, c.shape...))
+		})
+	}
+}
+
+func TestLayerNormGrad(t *testing.T) {
+	for _, shape := range [][]int{{1, 2}, {1, 5}, {4, 3}, {6, 8}} {
+		name := fmt.Sprintf("LayerNorm%v", shape)
+		t.Run(name, func(t *testing.T) {
+			rng := newRNG(uint64(13 + shape[1]))
+			l := nn.NewLayerNorm(tensor.Float64, shape[1])
+			// Away from the initial gain 1 and bias 0, so that every term counts.
+			l.Gain.CopyFrom(tensor.RandUniform(rng, tensor.Float64, 0.5, 1.5, shape[1]))
+			l.Bias.CopyFrom(randN(rng, tensor.Float64, 1, shape[1]))
+			x := randN(rng, tensor.Float64, 2, shape...)
+			checkLayer(t, name, l, x)
+		})
+	}
+}
+
+// TestSequentialGrad checks the gradients TrainStep accumulates, over several
+// micro-batches and every kind of layer, against finite differences of the
+// mean loss it returns.
+func TestSequentialGrad(t *testing.T) {
+	for _, c := range []struct {
+		loss  nn.Loss
+		micro int
+	}{
+		{nn.CrossEntropy, 1}, {nn.CrossEntropy, 3}, {nn.MSE, 2}, {nn.BCEWithLogits, 4},
+	} {
+		name := fmt.Sprintf("Sequential(%s,micro=%d)", c.loss, c.micro)
+		t.Run(name, func(t *testing.T) {
+			const n, in, hidden, out = 7, 4, 6, 3
+			rng := newRNG(14)
+			model := &nn.Sequential{Loss: c.loss, Layers: []nn.Layer{
+				mustLinear(t, tensor.Float64, in, hidden, nn.HeNormal, 1),
+				nn.NewTanh(),
+				mustDropout(t, 0.25, 9, 2),
+				nn.NewLayerNorm(tensor.Float64, hidden),
+				nn.NewGELU(false),
+				mustLinear(t, tensor.Float64, hidden, out, nn.XavierNormal, 2),
+			}}
+			x := randN(rng, tensor.Float64, 1, n, in)
+			labels := []int{0, 2, 1, 1, 0, 2, 2}
+			target := nn.Target{Labels: labels}
+			if c.loss == nn.BCEWithLogits {
+				target = nn.Target{Values: tensor.RandUniform(rng, tensor.Float64, 0, 1, n, out)}
+			}
+			ps := model.Params()
+			inputs := make([]*tt, len(ps))
+			for i, p := range ps {
+				inputs[i] = p.Value.Clone()
+			}
+			load := func(in []*tt) {
+				for i, p := range ps {
+					p.Value.CopyFrom(in[i])
+				}
+			}
+			const step = 5
+			f := func(in []*tt) *tt {
+				load(in)
+				loss, err := model.TrainStep(step, x, target, c.micro)
+				if err != nil {
+					t.Fatal(err)
+				}
+				return tensor.Full(tensor.Float64, loss)
+			}
+			backward := func(g *tt, in []*tt, _ *tt) []*tt {
+				load(in)
+				model.ZeroGrad()
+				if _, err := model.TrainStep(step, x, target, c.micro); err != nil {
+					t.Fatal(err)
+				}
+				grads := make([]*tt, len(ps))
+				for i, p := range ps {
+					grads[i] = tensor.FromFloat64s(tensor.Float64, p.Grad.Float64s(), p.Grad.Shape()...)
+					d := grads[i].Data64()
+					for j := range d {
+						d[j] *= g.Item()
+					}
+				}
+				return grads
+			}
+			opstest.CheckGrad(t, name, inputs, f, backward, gradTol)
+		})
+	}
+}

@@ -1,0 +1,65 @@
+package nn
+
+import (
+	"fmt"
+
+	"github.com/pipetrain/pipetrain/tensor"
+)
+
+// Pass identifies one forward or backward computation: which optimizer step,
+// which micro-batch of it, and whether the model is training.
+type Pass struct {
+	Step  int  // optimizer step, counted from 1
+	Micro int  // micro-batch index within the step
+	Train bool // false for evaluation: no caching, dropout off
+}
+
+// Param is a parameter and its accumulated gradient, of the same dtype and shape.
+type Param struct {
+	Name  string
+	Value *tensor.Tensor
+	Grad  *tensor.Tensor
+}
+
+// Layer is a differentiable function that owns its parameters and gradients.
+//
+// Forward with p.Train set caches what Backward needs under p.Micro, so several
+// micro-batches may be in flight at once; Backward for the same micro-batch
+// consumes that cache, adds the parameter gradients to Grad (gradients
+// accumulate; ZeroGrad clears them) and returns dX, or nil when needDX is false.
+// A Layer is not safe for concurrent use: one goroutine (one actor) drives it.
+type Layer interface {
+	Kind() string
+	Forward(p Pass, x *tensor.Tensor) *tensor.Tensor
+	Backward(p Pass, dy *tensor.Tensor, needDX bool) *tensor.Tensor
+	Params() []Param
+	ZeroGrad()
+	// InFlight reports how many micro-batches hold cached activations.
+	InFlight() int
+	// Reset discards every cached micro-batch, as after a failed step.
+	Reset()
+}
+
+// cache holds what backward needs, per micro-batch.
+type cache[T any] map[int]T
+
+func (c cache[T]) put(p Pass, v T) {
+	if p.Train {
+		c[p.Micro] = v
+	}
+}
+
+func (c cache[T]) take(kind string, p Pass) T {
+	v, ok := c[p.Micro]
+	if !ok {
+		panic(fmt.Errorf("nn.%s: backward for micro-batch %d of step %d without its forward", kind, p.Micro, p.Step))
+	}
+	delete(c, p.Micro)
+	return v
+}
+
+func zeroGrads(ps []Param) {
+	for _, p := range ps {
+		p.Grad.Zero()
+	}
+}

@@ -1,0 +1,484 @@
+package nn_test
+
+// Tests of the Layer contract: gradients accumulate until ZeroGrad, several
+// micro-batches may be in flight, a backward without its forward panics, and
+// Reset drops every cache. Plus forward values checked against PyTorch's
+// definitions, and float32 against float64.
+
+import (
+	"fmt"
+	"math"
+	"strings"
+	"testing"
+
+	"github.com/pipetrain/pipetrain/nn"
+	"github.com/pipetrain/pipetrain/tensor"
+)
+
+// layerCase builds one fresh, deterministic layer of each kind, for inputs of
+// width feat.
+type layerCase struct {
+	name string
+	feat int
+	make func(t testing.TB, dt tensor.DType) nn.Layer
+}
+
+func layerCases() []layerCase {
+	return []layerCase{
+		{"linear", 5, func(t testing.TB, dt tensor.DType) nn.Layer {
+			l := mustLinear(t, dt, 5, 4, nn.HeUniform, 21)
+			l.B.CopyFrom(randN(newRNG(22), dt, 1, 4))
+			return l
+		}},
+		{"relu", 5, func(testing.TB, tensor.DType) nn.Layer { return nn.NewReLU() }},
+		{"leaky_relu", 5, func(testing.TB, tensor.DType) nn.Layer { return nn.NewLeakyReLU(0.1) }},
+		{"prelu", 5, func(_ testing.TB, dt tensor.DType) nn.Layer { return nn.NewPReLU(dt) }},
+		{"sigmoid", 5, func(testing.TB, tensor.DType) nn.Layer { return nn.NewSigmoid() }},
+		{"tanh", 5, func(testing.TB, tensor.DType) nn.Layer { return nn.NewTanh() }},
+		{"gelu", 5, func(testing.TB, tensor.DType) nn.Layer { return nn.NewGELU(false) }},
+		{"gelu", 5, func(testing.TB, tensor.DType) nn.Layer { return nn.NewGELU(true) }},
+		{"softmax", 5, func(testing.TB, tensor.DType) nn.Layer { return nn.NewSoftmax() }},
+		{"dropout", 5, func(t testing.TB, _ tensor.DType) nn.Layer { return mustDropout(t, 0.4, 3, 1) }},
+		{"layernorm", 5, func(_ testing.TB, dt tensor.DType) nn.Layer {
+			l := nn.NewLayerNorm(dt, 5)
+			l.Gain.CopyFrom(tensor.RandUniform(newRNG(23), dt, 0.5, 1.5, 5))
+			l.Bias.CopyFrom(randN(newRNG(24), dt, 1, 5))
+			return l
+		}},
+	}
+}
+
+// outWidth returns the width of l's output for inputs of width feat.
+func outWidth(l nn.Layer, feat int) int {
+	if lin, ok := l.(*nn.Linear); ok {
+		return lin.Out
+	}
+	return feat
+}
+
+func TestKind(t *testing.T) {
+	for _, c := range layerCases() {
+		if got := c.make(t, tensor.Float64).Kind(); got != c.name {
+			t.Errorf("Kind() = %q, want %q", got, c.name)
+		}
+	}
+}
+
+func TestGradientsAccumulate(t *testing.T) {
+	for _, c := range layerCases() {
+		l := c.make(t, tensor.Float64)
+		if len(l.Params()) == 0 {
+			continue
+		}
+		t.Run(c.name, func(t *testing.T) {
+			rng := newRNG(31)
+			x := randAway(rng, 1, 0.05, 4, c.feat)
+			dy := randN(rng, tensor.Float64, 1, 4, outWidth(l, c.feat))
+			p := nn.Pass{Step: 1, Train: true}
+
+			l.Forward(p, x)
+			dx1 := l.Backward(p, dy, true)
+			once := cloneGrads(l.Params())
+
+			l.Forward(p, x)
+			dx2 := l.Backward(p, dy, false)
+			if dx2 != nil {
+				t.Errorf("Backward(needDX=false) = %v, want nil", dx2)
+			}
+			for i, pr := range l.Params() {
+				want := once[i].Clone()
+				d := want.Data64()
+				for j := range d {
+					d[j] *= 2
+				}
+				if diff := maxDiff(pr.Grad, want); diff > 1e-12 {
+					t.Errorf("%s grad after two backwards: got %v, want twice %v (max diff %g)", pr.Name, pr.Grad, once[i], diff)
+				}
+				if !tensor.EqualShapes(pr.Grad.Shape(), pr.Value.Shape()) || pr.Grad.DType() != pr.Value.DType() {
+					t.Errorf("%s grad is %v %v, value %v %v", pr.Name, pr.Grad.DType(), pr.Grad.Shape(), pr.Value.DType(), pr.Value.Shape())
+				}
+			}
+
+			l.ZeroGrad()
+			for _, pr := range l.Params() {
+				if z := tensor.Zeros(tensor.Float64, pr.Grad.Shape()...); !sameBits(pr.Grad, z) {
+					t.Errorf("%s grad after ZeroGrad: got %v, want zeros", pr.Name, pr.Grad)
+				}
+			}
+
+			// The input gradient does not depend on accumulated state.
+			l.Forward(p, x)
+			if dx3 := l.Backward(p, dy, true); !sameBits(dx3, dx1) {
+				t.Errorf("dx after ZeroGrad: got %v, want %v", dx3, dx1)
+			}
+			if l.InFlight() != 0 {
+				t.Errorf("InFlight() = %d after every backward, want 0", l.InFlight())
+			}
+		})
+	}
+}
+
+// TestMicroBatchesInFlight runs three micro-batches all forward then all
+// backward (GPipe), interleaved (sequential), and backward out of order, and
+// wants the same input gradients and parameter gradients from each.
+func TestMicroBatchesInFlight(t *testing.T) {
+	const micros = 3
+	for _, c := range layerCases() {
+		t.Run(c.name, func(t *testing.T) {
+			rng := newRNG(41)
+			var xs, dys []*tt
+			for m := range micros {
+				rows := m + 2 // micro-batches of different sizes
+				xs = append(xs, randAway(rng, 1, 0.05, rows, c.feat))
+				dys = append(dys, randN(rng, tensor.Float64, 1, rows, outWidth(c.make(t, tensor.Float64), c.feat)))
+			}
+			pass := func(m int) nn.Pass { return nn.Pass{Step: 7, Micro: m, Train: true} }
+
+			// Interleaved: F0 B0 F1 B1 F2 B2.
+			seq := c.make(t, tensor.Float64)
+			seqDX := make([]*tt, micros)
+			for m := range micros {
+				seq.Forward(pass(m), xs[m])
+				if got := seq.InFlight(); got != 1 {
+					t.Errorf("interleaved: InFlight() after forward %d = %d, want 1", m, got)
+				}
+				seqDX[m] = seq.Backward(pass(m), dys[m], true)
+				if got := seq.InFlight(); got != 0 {
+					t.Errorf("interleaved: InFlight() after backward %d = %d, want 0", m, got)
+				}
+			}
+
+			// All forward, then all backward in order: F0 F1 F2 B0 B1 B2.
+			pipe := c.make(t, tensor.Float64)
+			outs := make([]*tt, micros)
+			for m := range micros {
+				outs[m] = pipe.Forward(pass(m), xs[m])
+				if got := pipe.InFlight(); got != m+1 {
+					t.Errorf("forward micro %d: InFlight() = %d, want %d", m, got, m+1)
+				}
+			}
+			for m := range micros {
+				dx := pipe.Backward(pass(m), dys[m], true)
+				if got, want := pipe.InFlight(), micros-m-1; got != want {
+					t.Errorf("backward micro %d: InFlight() = %d, want %d", m, got, want)
+				}
+				if !sameBits(dx, seqDX[m]) {
+					t.Errorf("micro %d dx: got %v, want %v (interleaved)", m, dx, seqDX[m])
+				}
+			}
+			want := cloneGrads(seq.Params())
+			for i, pr := range pipe.Params() {
+				if !sameBits(pr.Grad, want[i]) {
+					t.Errorf("%s grad: got %v, want %v (interleaved)", pr.Name, pr.Grad, want[i])
+				}
+			}
+
+			// Backward out of order: F0 F1 F2 B2 B0 B1. Same dx; the grads
+			// are summed in another order, so equal to rounding.
+			ooo := c.make(t, tensor.Float64)
+			for m := range micros {
+				ooo.Forward(pass(m), xs[m])
+			}
+			for _, m := range []int{2, 0, 1} {
+				if dx := ooo.Backward(pass(m), dys[m], true); !sameBits(dx, seqDX[m]) {
+					t.Errorf("out of order micro %d dx: got %v, want %v", m, dx, seqDX[m])
+				}
+			}
+			for i, pr := range ooo.Params() {
+				if d := maxDiff(pr.Grad, want[i]); d > 1e-12 {
+					t.Errorf("out of order %s grad: got %v, want %v (max diff %g)", pr.Name, pr.Grad, want[i], d)
+				}
+			}
+		})
+	}
+}
+
+func TestBackwardWithoutForwardPanics(t *testing.T) {
+	for _, c := range layerCases() {
+		t.Run(c.name, func(t *testing.T) {
+			l := c.make(t, tensor.Float64)
+			x := randAway(newRNG(51), 1, 0.05, 2, c.feat)
+			dy := randN(newRNG(52), tensor.Float64, 1, 2, outWidth(l, c.feat))
+
+			// Never forwarded.
+			p := nn.Pass{Step: 4, Micro: 5, Train: true}
+			msg, ok := panicText(func() { l.Backward(p, dy, true) })
+			if !ok {
+				t.Fatalf("Backward(%+v) without Forward did not panic", p)
+			}
+			if !strings.Contains(msg, "micro-batch 5") || !strings.Contains(msg, "step 4") {
+				t.Errorf("Backward(%+v) without Forward panicked with %q, want it to name micro-batch 5 and step 4", p, msg)
+			}
+
+			// Forwarded as another micro-batch.
+			l.Forward(nn.Pass{Step: 4, Micro: 0, Train: true}, x)
+			if _, ok := panicText(func() { l.Backward(p, dy, true) }); !ok {
+				t.Errorf("Backward(%+v) after a Forward of micro-batch 0 did not panic", p)
+			}
+
+			// Twice after one forward: the first consumed the cache.
+			l.Forward(p, x)
+			l.Backward(p, dy, true)
+			if msg, ok := panicText(func() { l.Backward(p, dy, true) }); !ok || !strings.Contains(msg, "micro-batch 5") {
+				t.Errorf("second Backward(%+v): panicked %v with %q, want a panic naming micro-batch 5", p, ok, msg)
+			}
+
+			// An evaluation forward caches nothing.
+			l.Reset()
+			ev := nn.Pass{Step: 4, Micro: 5}
+			l.Forward(ev, x)
+			if got := l.InFlight(); got != 0 {
+				t.Errorf("InFlight() after an evaluation Forward = %d, want 0", got)
+			}
+			if _, ok := panicText(func() { l.Backward(ev, dy, true) }); !ok {
+				t.Errorf("Backward after an evaluation Forward did not panic")
+			}
+		})
+	}
+}
+
+func TestReset(t *testing.T) {
+	for _, c := range layerCases() {
+		t.Run(c.name, func(t *testing.T) {
+			l := c.make(t, tensor.Float64)
+			x := randAway(newRNG(61), 1, 0.05, 3, c.feat)
+			dy := randN(newRNG(62), tensor.Float64, 1, 3, outWidth(l, c.feat))
+			for m := range 3 {
+				l.Forward(nn.Pass{Step: 1, Micro: m, Train: true}, x)
+			}
+			if got := l.InFlight(); got != 3 {
+				t.Fatalf("InFlight() = %d after three forwards, want 3", got)
+			}
+			l.Reset()
+			if got := l.InFlight(); got != 0 {
+				t.Errorf("InFlight() = %d after Reset, want 0", got)
+			}
+			for m := range 3 {
+				if _, ok := panicText(func() { l.Backward(nn.Pass{Step: 1, Micro: m, Train: true}, dy, true) }); !ok {
+					t.Errorf("Backward of micro-batch %d after Reset did not panic", m)
+				}
+			}
+			// The layer works again after Reset.
+			p := nn.Pass{Step: 2, Micro: 0, Train: true}
+			l.Forward(p, x)
+			if dx := l.Backward(p, dy, true); dx == nil || !dx.IsFinite() {
+				t.Errorf("Backward after Reset and Forward: got %v, want a finite dx", dx)
+			}
+		})
+	}
+}
+
+// TestFloat32MatchesFloat64 runs every layer in float32 and float64 on the same
+// values; outputs, dx and parameter gradients agree to float32 rounding.
+func TestFloat32MatchesFloat64(t *testing.T) {
+	for _, c := range layerCases() {
+		t.Run(c.name, func(t *testing.T) {
+			rng := newRNG(71)
+			x := randAway(rng, 1, 0.05, 6, c.feat)
+			l64, l32 := c.make(t, tensor.Float64), c.make(t, tensor.Float32)
+			for i, p := range l32.Params() {
+				p.Value.CopyFrom(l64.Params()[i].Value.As(tensor.Float32))
+			}
+			dy := randN(rng, tensor.Float64, 1, 6, outWidth(l64, c.feat))
+			p := nn.Pass{Step: 1, Train: true}
+			y64 := l64.Forward(p, x)
+			y32 := l32.Forward(p, x.As(tensor.Float32))
+			if y32.DType() != tensor.Float32 {
+				t.Fatalf("float32 forward returned %v", y32.DType())
+			}
+			const tol = 1e-5
+			if d := maxDiff(y32, y64); d > tol {
+				t.Errorf("y: float32 %v, float64 %v (max diff %g)", y32, y64, d)
+			}
+			dx64 := l64.Backward(p, dy, true)
+			dx32 := l32.Backward(p, dy.As(tensor.Float32), true)
+			if dx32.DType() != tensor.Float32 {
+				t.Errorf("float32 backward returned %v", dx32.DType())
+			}
+			if d := maxDiff(dx32, dx64); d > tol {
+				t.Errorf("dx: float32 %v, float64 %v (max diff %g)", dx32, dx64, d)
+			}
+			for i, pr := range l32.Params() {
+				want := l64.Params()[i].Grad
+				if d := maxDiff(pr.Grad, want); d > tol {
+					t.Errorf("%s grad: float32 %v, float64 %v (max diff %g)", pr.Name, pr.Grad, want, d)
+				}
+			}
+		})
+	}
+}
+
+func TestLinearForward(t *testing.T) {
+	// y = x·Wᵀ + b with W in PyTorch's [out, in] layout.
+	w := tensor.FromFloat64s(tensor.Float64, []float64{1, 2, 3, 4, 5, 6}, 2, 3)
+	b := tensor.FromFloat64s(tensor.Float64, []float64{0.5, -1}, 2)
+	for _, c := range []struct {
+		x    []float64
+		rows int
+		want []float64
+	}{
+		{[]float64{1, 0, 0}, 1, []float64{1.5, 3}},
+		{[]float64{0, 0, 1}, 1, []float64{3.5, 5}},
+		{[]float64{1, 1, 1, -1, 2, 0}, 2, []float64{6.5, 14, 3.5, 5}},
+	} {
+		for _, dt := range []tensor.DType{tensor.Float32, tensor.Float64} {
+			l := nn.LinearFrom(w.As(dt), b.As(dt))
+			x := tensor.FromFloat64s(dt, c.x, c.rows, 3)
+			got := l.Forward(nn.Pass{}, x)
+			want := tensor.FromFloat64s(dt, c.want, c.rows, 2)
+			if !sameBits(got, want) {
+				t.Errorf("%v Linear(W=%v, b=%v).Forward(%v): got %v, want %v", dt, w, b, x, got, want)
+			}
+		}
+	}
+	if l := nn.LinearFrom(w, b); l.In != 3 || l.Out != 2 {
+		t.Errorf("LinearFrom(%v): In, Out = %d, %d, want 3, 2", w.Shape(), l.In, l.Out)
+	}
+}
+
+func TestLinearFromCopies(t *testing.T) {
+	w := tensor.FromFloat64s(tensor.Float64, []float64{1, 2}, 1, 2)
+	b := tensor.FromFloat64s(tensor.Float64, []float64{3}, 1)
+	l := nn.LinearFrom(w, b)
+	w.Fill(0)
+	b.Fill(0)
+	if l.W.At(0, 1) != 2 || l.B.At(0) != 3 {
+		t.Errorf("LinearFrom shares storage with its arguments: W %v, B %v", l.W, l.B)
+	}
+}
+
+func TestLinearMisfitPanics(t *testing.T) {
+	f64 := tensor.Float64
+	for _, c := range []struct {
+		name string
+		f    func()
+	}{
+		{"LinearFrom bias too long", func() { nn.LinearFrom(tensor.Zeros(f64, 2, 3), tensor.Zeros(f64, 3)) }},
+		{"LinearFrom 1-D weight", func() { nn.LinearFrom(tensor.Zeros(f64, 3), tensor.Zeros(f64, 3)) }},
+		{"LinearFrom mixed dtypes", func() { nn.LinearFrom(tensor.Zeros(f64, 2, 3), tensor.Zeros(tensor.Float32, 2)) }},
+		{"Forward wrong width", func() {
+			nn.LinearFrom(tensor.Zeros(f64, 2, 3), tensor.Zeros(f64, 2)).Forward(nn.Pass{}, tensor.Zeros(f64, 4, 2))
+		}},
+		{"Forward wrong dtype", func() {
+			nn.LinearFrom(tensor.Zeros(f64, 2, 3), tensor.Zeros(f64, 2)).Forward(nn.Pass{}, tensor.Zeros(tensor.Float32, 4, 3))
+		}},
+		{"Backward wrong dy", func() {
+			l := nn.LinearFrom(tensor.Zeros(f64, 2, 3), tensor.Zeros(f64, 2))
+			p := nn.Pass{Train: true}
+			l.Forward(p, tensor.Zeros(f64, 4, 3))
+			l.Backward(p, tensor.Zeros(f64, 4, 3), true)
+		}},
+	} {
+		if msg, ok := panicText(c.f); !ok || !strings.Contains(msg, "nn.") {
+			t.Errorf("%s: panicked %v with %q, want a panic naming the nn function", c.name, ok, msg)
+		}
+	}
+	for _, c := range []struct{ in, out int }{{0, 3}, {3, 0}, {-1, 2}} {
+		if _, err := nn.NewLinear(f64, c.in, c.out, nn.HeNormal, newRNG(1)); err == nil {
+			t.Errorf("NewLinear(in=%d, out=%d): got nil error, want one", c.in, c.out)
+		}
+	}
+}
+
+func TestActivationForward(t *testing.T) {
+	x := []float64{-2, -0.5, 0, 0.5, 1, 3}
+	gelu := func(v float64) float64 { return 0.5 * v * (1 + math.Erf(v/math.Sqrt2)) }
+	geluTanh := func(v float64) float64 {
+		return 0.5 * v * (1 + math.Tanh(math.Sqrt(2/math.Pi)*(v+0.044715*v*v*v)))
+	}
+	for _, c := range []struct {
+		name  string
+		layer nn.Layer
+		f     func(float64) float64
+	}{
+		{"relu", nn.NewReLU(), func(v float64) float64 { return max(v, 0) }},
+		{"leaky_relu(0.1)", nn.NewLeakyReLU(0.1), func(v float64) float64 { return math.Max(v, 0.1*v) }},
+		{"prelu(0.25)", nn.NewPReLU(tensor.Float64), func(v float64) float64 { return math.Max(v, 0.25*v) }},
+		{"sigmoid", nn.NewSigmoid(), func(v float64) float64 { return 1 / (1 + math.Exp(-v)) }},
+		{"tanh", nn.NewTanh(), math.Tanh},
+		{"gelu", nn.NewGELU(false), gelu},
+		{"gelu(tanh)", nn.NewGELU(true), geluTanh},
+	} {
+		in := tensor.FromFloat64s(tensor.Float64, x, 2, 3)
+		got := c.layer.Forward(nn.Pass{}, in).Float64s()
+		for i, v := range x {
+			if want := c.f(v); math.Abs(got[i]-want) > 1e-15 {
+				t.Errorf("%s(%v) = %v, want %v", c.name, v, got[i], want)
+			}
+		}
+		if !sameBits(in, tensor.FromFloat64s(tensor.Float64, x, 2, 3)) {
+			t.Errorf("%s modified its input", c.name)
+		}
+	}
+	// Softmax over the last axis: each row sums to 1 and is shift-invariant.
+	in := tensor.FromFloat64s(tensor.Float64, []float64{1, 2, 3, 1001, 1002, 1003}, 2, 3)
+	got := nn.NewSoftmax().Forward(nn.Pass{}, in)
+	for j := range 3 {
+		if a, b := got.At(0, j), got.At(1, j); math.Abs(a-b) > 1e-15 {
+			t.Errorf("softmax(%v) column %d: rows %v and %v differ", in, j, a, b)
+		}
+	}
+	if s := got.At(0, 0) + got.At(0, 1) + got.At(0, 2); math.Abs(s-1) > 1e-15 {
+		t.Errorf("softmax(%v) row 0 sums to %v, want 1", in, s)
+	}
+}
+
+func TestPReLUInit(t *testing.T) {
+	for _, dt := range []tensor.DType{tensor.Float32, tensor.Float64} {
+		l := nn.NewPReLU(dt)
+		ps := l.Params()
+		if len(ps) != 1 || ps[0].Name != "alpha" || ps[0].Value.Size() != 1 || ps[0].Value.Item() != 0.25 || ps[0].Value.DType() != dt {
+			t.Errorf("NewPReLU(%v).Params() = %+v, want one %v alpha = 0.25", dt, ps, dt)
+		}
+	}
+}
+
+func TestLayerNormForward(t *testing.T) {
+	// torch.nn.LayerNorm(3)(torch.tensor([[1., 2., 3.], [-4., 0., 4.]])), eps 1e-5.
+	in := tensor.FromFloat64s(tensor.Float64, []float64{1, 2, 3, -4, 0, 4}, 2, 3)
+	l := nn.NewLayerNorm(tensor.Float64, 3)
+	got := l.Forward(nn.Pass{}, in)
+	r0 := 1 / math.Sqrt(2.0/3+1e-5)
+	r1 := 4 / math.Sqrt(32.0/3+1e-5)
+	want := tensor.FromFloat64s(tensor.Float64, []float64{-r0, 0, r0, -r1, 0, r1}, 2, 3)
+	if d := maxDiff(got, want); d > 1e-14 {
+		t.Errorf("LayerNorm(%v) = %v, want %v", in, got, want)
+	}
+	// Gain and bias apply per feature.
+	l.Gain.CopyFrom(tensor.FromFloat64s(tensor.Float64, []float64{2, 3, 4}, 3))
+	l.Bias.CopyFrom(tensor.FromFloat64s(tensor.Float64, []float64{1, -1, 0.5}, 3))
+	got = l.Forward(nn.Pass{}, in)
+	want = tensor.FromFloat64s(tensor.Float64, []float64{1 - 2*r0, -1, 0.5 + 4*r0, 1 - 2*r1, -1, 0.5 + 4*r1}, 2, 3)
+	if d := maxDiff(got, want); d > 1e-14 {
+		t.Errorf("LayerNorm(gain %v, bias %v)(%v) = %v, want %v", l.Gain, l.Bias, in, got, want)
+	}
+	for _, c := range []struct {
+		name string
+		x    *tt
+	}{
+		{"wrong width", tensor.Zeros(tensor.Float64, 2, 4)},
+		{"1-D", tensor.Zeros(tensor.Float64, 3)},
+		{"wrong dtype", tensor.Zeros(tensor.Float32, 2, 3)},
+	} {
+		if _, ok := panicText(func() { l.Forward(nn.Pass{}, c.x) }); !ok {
+			t.Errorf("LayerNorm(3).Forward(%s %v %v) did not panic", c.name, c.x.DType(), c.x.Shape())
+		}
+	}
+}
+
+func TestParamNames(t *testing.T) {
+	model := &nn.Sequential{Layers: []nn.Layer{
+		mustLinear(t, tensor.Float32, 2, 3, nn.HeNormal, 1),
+		nn.NewReLU(),
+		nn.NewPReLU(tensor.Float32),
+		nn.NewLayerNorm(tensor.Float32, 3),
+	}}
+	var got []string
+	for _, p := range model.Params() {
+		got = append(got, fmt.Sprintf("%s%v", p.Name, p.Value.Shape()))
+	}
+	want := []string{"0.weight[3 2]", "0.bias[3]", "2.alpha[1]", "3.weight[3]", "3.bias[3]"}
+	if fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Errorf("Params() names: got %v, want %v", got, want)
+	}
+}

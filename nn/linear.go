@@ -1,0 +1,120 @@
+package nn
+
+import (
+	"fmt"
+	"math/rand/v2"
+
+	"github.com/pipetrain/pipetrain/internal/gemm"
+	"github.com/pipetrain/pipetrain/tensor"
+)
+
+// Linear computes y = x·Wᵀ + b for x of shape [N, In]. W has PyTorch's layout
+// [Out, In], so checkpoints read the same in other tools.
+type Linear struct {
+	In, Out int
+	W, B    *tensor.Tensor
+	GW, GB  *tensor.Tensor
+	x       cache[*tensor.Tensor]
+}
+
+// NewLinear returns a layer with weights drawn by init from rng and zero biases.
+func NewLinear(dt tensor.DType, in, out int, init Init, rng *rand.Rand) (*Linear, error) {
+	if in <= 0 || out <= 0 {
+		return nil, fmt.Errorf("nn: linear layer needs positive sizes, got in=%d out=%d", in, out)
+	}
+	l := &Linear{
+		In: in, Out: out,
+		W: tensor.Zeros(dt, out, in), B: tensor.Zeros(dt, out),
+		GW: tensor.Zeros(dt, out, in), GB: tensor.Zeros(dt, out),
+		x: cache[*tensor.Tensor]{},
+	}
+	if err := init.Fill(l.W, rng); err != nil {
+		return nil, err
+	}
+	return l, nil
+}
+
+// LinearFrom returns a layer holding copies of w [out, in] and b [out].
+func LinearFrom(w, b *tensor.Tensor) *Linear {
+	s := w.Shape()
+	if len(s) != 2 || !tensor.EqualShapes(b.Shape(), s[:1]) || w.DType() != b.DType() {
+		panic(fmt.Errorf("nn.LinearFrom: weight %v %v and bias %v %v do not fit", w.DType(), s, b.DType(), b.Shape()))
+	}
+	return &Linear{
+		In: s[1], Out: s[0], W: w.Clone(), B: b.Clone(),
+		GW: tensor.Zeros(w.DType(), s...), GB: tensor.Zeros(w.DType(), s[0]),
+		x: cache[*tensor.Tensor]{},
+	}
+}
+
+func (l *Linear) Kind() string { return "linear" }
+
+func (l *Linear) Params() []Param {
+	return []Param{{"weight", l.W, l.GW}, {"bias", l.B, l.GB}}
+}
+
+func (l *Linear) ZeroGrad() { zeroGrads(l.Params()) }
+
+func (l *Linear) InFlight() int { return len(l.x) }
+
+func (l *Linear) check(x *tensor.Tensor) int {
+	s := x.Shape()
+	if len(s) != 2 || s[1] != l.In || x.DType() != l.W.DType() {
+		panic(fmt.Errorf("nn.Linear: input %v %v does not fit weight %v %v", x.DType(), s, l.W.DType(), l.W.Shape()))
+	}
+	return s[0]
+}
+
+func (l *Linear) Forward(p Pass, x *tensor.Tensor) *tensor.Tensor {
+	n := l.check(x)
+	y := tensor.Zeros(x.DType(), n, l.Out)
+	if x.DType() == tensor.Float32 {
+		linearForward(y.Data32(), x.Data32(), l.W.Data32(), l.B.Data32(), n, l.In, l.Out, gemm.Sgemm)
+	} else {
+		linearForward(y.Data64(), x.Data64(), l.W.Data64(), l.B.Data64(), n, l.In, l.Out, gemm.Dgemm)
+	}
+	l.x.put(p, x)
+	return y
+}
+
+func (l *Linear) Backward(p Pass, dy *tensor.Tensor, needDX bool) *tensor.Tensor {
+	x := l.x.take("Linear", p)
+	n := l.check(x)
+	if !tensor.EqualShapes(dy.Shape(), []int{n, l.Out}) || dy.DType() != x.DType() {
+		panic(fmt.Errorf("nn.Linear: dy %v %v does not fit output [%d %d]", dy.DType(), dy.Shape(), n, l.Out))
+	}
+	var dx *tensor.Tensor
+	if needDX {
+		dx = tensor.Zeros(x.DType(), n, l.In)
+	}
+	if x.DType() == tensor.Float32 {
+		linearBackward(dx, dy.Data32(), x.Data32(), l.W.Data32(), l.GW.Data32(), l.GB.Data32(), n, l.In, l.Out, gemm.Sgemm, (*tensor.Tensor).Data32)
+	} else {
+		linearBackward(dx, dy.Data64(), x.Data64(), l.W.Data64(), l.GW.Data64(), l.GB.Data64(), n, l.In, l.Out, gemm.Dgemm, (*tensor.Tensor).Data64)
+	}
+	return dx
+}
+
+type gemmFunc[T float32 | float64] func(tA, tB bool, m, n, k int, alpha T, a []T, lda int, b []T, ldb int, beta T, c []T, ldc int)
+
+func linearForward[T float32 | float64](y, x, w, b []T, n, in, out int, mm gemmFunc[T]) {
+	for i := range n {
+		copy(y[i*out:(i+1)*out], b)
+	}
+	mm(false, true, n, out, in, 1, x, in, w, in, 1, y, out)
+}
+
+func linearBackward[T float32 | float64](dx *tensor.Tensor, dy, x, w, gw, gb []T, n, in, out int, mm gemmFunc[T], data func(*tensor.Tensor) []T) {
+	mm(true, false, out, in, n, 1, dy, out, x, in, 1, gw, in)
+	for i := range n {
+		row := dy[i*out : (i+1)*out]
+		for j, v := range row {
+			gb[j] += v
+		}
+	}
+	if dx != nil {
+		mm(false, false, n, in, out, 1, dy, out, w, in, 0, data(dx), in)
+	}
+}
+
+func (l *Linear) Reset() { clear(l.x) }

@@ -1,0 +1,51 @@
+package nn
+
+import (
+	"fmt"
+
+	"github.com/pipetrain/pipetrain/tensor"
+)
+
+// Span is a half-open range of rows [Lo, Hi).
+type Span struct{ Lo, Hi int }
+
+// SplitRows splits n rows into min(m, n) micro-batches of near-equal size, the
+// first n%m one row larger, in order. Every trainer splits with it, so the
+// pipeline and the sequential trainer see the same micro-batches.
+func SplitRows(n, m int) []Span {
+	if m <= 0 {
+		panic(fmt.Errorf("nn.SplitRows: %d micro-batches", m))
+	}
+	m = min(m, n)
+	spans := make([]Span, m)
+	lo := 0
+	for i := range m {
+		size := n / m
+		if i < n%m {
+			size++
+		}
+		spans[i] = Span{lo, lo + size}
+		lo += size
+	}
+	return spans
+}
+
+// SliceRows returns a copy of rows [lo, hi) of x (first axis).
+func SliceRows(x *tensor.Tensor, lo, hi int) *tensor.Tensor {
+	s := x.Shape()
+	if len(s) == 0 || lo < 0 || hi > s[0] || lo > hi {
+		panic(fmt.Errorf("nn.SliceRows: rows [%d, %d) of shape %v", lo, hi, s))
+	}
+	row := 1
+	for _, d := range s[1:] {
+		row *= d
+	}
+	s[0] = hi - lo
+	out := tensor.Zeros(x.DType(), s...)
+	if x.DType() == tensor.Float32 {
+		copy(out.Data32(), x.Data32()[lo*row:hi*row])
+	} else {
+		copy(out.Data64(), x.Data64()[lo*row:hi*row])
+	}
+	return out
+}

@@ -1,0 +1,135 @@
+package nn
+
+import (
+	"fmt"
+	"math"
+
+	"github.com/pipetrain/pipetrain/tensor"
+)
+
+// Sequential is a stack of layers and a loss, trained on one goroutine. It is
+// the reference the actor pipeline must reproduce bit for bit: same micro-batch
+// split, same order of gradient accumulation, same loss arithmetic.
+type Sequential struct {
+	Layers []Layer
+	Loss   Loss
+}
+
+// Params returns every layer's parameters in layer order, named "<layer>.<param>".
+func (s *Sequential) Params() []Param {
+	var ps []Param
+	for i, l := range s.Layers {
+		for _, p := range l.Params() {
+			p.Name = fmt.Sprintf("%d.%s", i, p.Name)
+			ps = append(ps, p)
+		}
+	}
+	return ps
+}
+
+// ZeroGrad clears every layer's gradients.
+func (s *Sequential) ZeroGrad() {
+	for _, l := range s.Layers {
+		l.ZeroGrad()
+	}
+}
+
+// Forward runs x through every layer.
+func (s *Sequential) Forward(p Pass, x *tensor.Tensor) *tensor.Tensor {
+	for _, l := range s.Layers {
+		x = l.Forward(p, x)
+	}
+	return x
+}
+
+// NonFiniteError reports the first layer whose output or input gradient was
+// NaN or infinite.
+type NonFiniteError struct {
+	Layer int
+	Kind  string
+	Step  int
+	Where string // "forward", "backward" or "loss"
+}
+
+func (e *NonFiniteError) Error() string {
+	if e.Where == "loss" {
+		return fmt.Sprintf("nn: non-finite loss at step %d", e.Step)
+	}
+	return fmt.Sprintf("nn: layer %d (%s) gave a non-finite %s at step %d", e.Layer, e.Kind, e.Where, e.Step)
+}
+
+// TrainStep runs one mini-batch as micro micro-batches, forward then backward
+// each in turn, adding every parameter's gradient of the mini-batch mean loss
+// to its Grad. It returns the mini-batch mean loss. The caller zeroes gradients
+// and applies the optimizer.
+func (s *Sequential) TrainStep(step int, x *tensor.Tensor, t Target, micro int) (float64, error) {
+	n := x.Shape()[0]
+	if t.Rows() != n {
+		return math.NaN(), fmt.Errorf("nn: target has %d rows for a batch of %d", t.Rows(), n)
+	}
+	total := 0.0
+	for m, sp := range SplitRows(n, micro) {
+		p := Pass{Step: step, Micro: m, Train: true}
+		h := SliceRows(x, sp.Lo, sp.Hi)
+		for i, l := range s.Layers {
+			h = l.Forward(p, h)
+			if !h.IsFinite() {
+				s.drop(p)
+				return math.NaN(), &NonFiniteError{i, l.Kind(), step, "forward"}
+			}
+		}
+		rows := sp.Hi - sp.Lo
+		loss, g := s.Loss.Compute(h, t.Slice(sp.Lo, sp.Hi), float64(rows)/float64(n))
+		total += loss * float64(rows) / float64(n)
+		for i := len(s.Layers) - 1; i >= 0; i-- {
+			g = s.Layers[i].Backward(p, g, i > 0)
+			if i > 0 && !g.IsFinite() {
+				s.drop(p)
+				return math.NaN(), &NonFiniteError{i, s.Layers[i].Kind(), step, "backward"}
+			}
+		}
+	}
+	if math.IsNaN(total) || math.IsInf(total, 0) {
+		return total, &NonFiniteError{Step: step, Where: "loss"}
+	}
+	return total, nil
+}
+
+// drop discards the caches a failed step left behind.
+func (s *Sequential) drop(Pass) {
+	for _, l := range s.Layers {
+		l.Reset()
+	}
+}
+
+// Evaluate returns the mean loss of the model on x against t and, when t has
+// labels, the fraction of rows whose largest output is the label. Rows are
+// processed in chunks of batch rows; batch <= 0 means all rows at once.
+func (s *Sequential) Evaluate(x *tensor.Tensor, t Target, batch int) (loss, accuracy float64) {
+	n := x.Shape()[0]
+	if n == 0 {
+		return math.NaN(), math.NaN()
+	}
+	if batch <= 0 {
+		batch = n // a step of 0 rows would never end
+	}
+	correct := 0
+	for lo := 0; lo < n; lo += batch {
+		hi := min(lo+batch, n)
+		out := s.Forward(Pass{}, SliceRows(x, lo, hi))
+		tt := t.Slice(lo, hi)
+		l, _ := s.Loss.Compute(out, tt, 0)
+		loss += l * float64(hi-lo) / float64(n)
+		if tt.Labels != nil {
+			for i, p := range Predict(out) {
+				if p == tt.Labels[i] {
+					correct++
+				}
+			}
+		}
+	}
+	if t.Labels == nil {
+		return loss, math.NaN()
+	}
+	return loss, float64(correct) / float64(n)
+}
