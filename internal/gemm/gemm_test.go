@@ -77,3 +77,22 @@ func to32(x []float64) []float32 {
 	}
 	return out
 }
+
+// TestSgemmLongK checks that a long inner axis keeps float32 close to float64.
+func TestSgemmLongK(t *testing.T) {
+	const k = 1 << 20
+	rng := rand.New(rand.NewPCG(5, 6))
+	a := make([]float32, k)
+	b := make([]float32, k)
+	want := 0.0
+	for i := range a {
+		a[i], b[i] = rng.Float32(), rng.Float32()
+		want += float64(a[i]) * float64(b[i])
+	}
+	c := []float32{7}
+	Sgemm(false, false, 1, 1, k, 1, a, k, b, 1, 1, c, 1)
+	want += 7
+	if rel := math.Abs(float64(c[0])-want) / want; rel > 2e-5 {
+		t.Fatalf("Sgemm over K=%d: got %v, want %v (relative error %.2g)", k, c[0], want, rel)
+	}
+}
