@@ -1,0 +1,82 @@
+package main
+
+import (
+	"context"
+
+	"github.com/pipetrain/pipetrain/cmd/train/internal/config"
+	"github.com/pipetrain/pipetrain/dataset"
+	"github.com/pipetrain/pipetrain/nn"
+)
+
+// spiralsRows is the size of the synthetic spirals set.
+const spiralsRows = 3000
+
+// loadData returns the training and test sets the config names. Every error is
+// the user's input being wrong (exit 2).
+func loadData(ctx context.Context, c *config.Config, log *runLog) (train, test *dataset.Set, err error) {
+	d := c.Data
+	split := func(s *dataset.Set, err error) (*dataset.Set, *dataset.Set, error) {
+		if err != nil {
+			return nil, nil, badInput(err)
+		}
+		tr, te, err := dataset.Split(s, d.TestFraction, c.Seed)
+		if err != nil {
+			return nil, nil, badInputf("data.test_fraction = %v: %v", d.TestFraction, err)
+		}
+		return tr, te, nil
+	}
+	switch d.Name {
+	case "digits":
+		return split(dataset.Digits())
+	case "spirals":
+		return split(dataset.Spirals(spiralsRows, 3, 0.2, c.Seed), nil)
+	case "csv":
+		tr, te, err := split(dataset.LoadCSV(d.Path, d.LabelColumn))
+		if err != nil {
+			return nil, nil, err
+		}
+		tr, te = dataset.Standardize(tr, te)
+		return tr, te, nil
+	case "mnist", "fashion-mnist":
+		dir := d.Path
+		if dir == "" {
+			if !d.Download {
+				return nil, nil, badInputf("data.path is empty: give the folder holding the %s IDX files, or set data.download = true", d.Name)
+			}
+			log.event("download").Str("data", d.Name).Msg("fetching data set into the cache")
+			if dir, err = dataset.Download(ctx, d.Name, dataset.DownloadOptions{}); err != nil {
+				return nil, nil, badInputf("data.download: %v", err)
+			}
+		}
+		tr, te, err := dataset.LoadIDX(dir, d.Name)
+		if err != nil {
+			return nil, nil, badInput(err)
+		}
+		return tr, te, nil
+	}
+	return nil, nil, badInputf("data.name = %q: unknown data set", d.Name)
+}
+
+// target returns what the loss compares outputs with: the set's numeric targets
+// for a regression model (one output, mse, numeric targets), labels otherwise.
+func target(s *dataset.Set, regression bool) nn.Target {
+	if regression {
+		return nn.Target{Values: s.Targets}
+	}
+	return nn.Target{Labels: s.Labels}
+}
+
+// isRegression reports whether the model regresses the set's numeric target.
+func isRegression(c *config.Config, s *dataset.Set) bool {
+	return c.Loss.Type == string(nn.MSE) && s.Targets != nil && lastUnits(c) == 1
+}
+
+// lastUnits returns the units of the model's last linear layer.
+func lastUnits(c *config.Config) int {
+	for i := len(c.Model.Layers) - 1; i >= 0; i-- {
+		if c.Model.Layers[i].Type == "linear" {
+			return c.Model.Layers[i].Units
+		}
+	}
+	return 0
+}

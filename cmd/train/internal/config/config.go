@@ -1,0 +1,217 @@
+package config
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"os"
+
+	"github.com/BurntSushi/toml"
+)
+
+// Config is a whole training run: what to learn from, the model, how to
+// optimise it, how to pipeline it, and where to write logs and checkpoints.
+// The toml tags are the key names of CONTRACT.md section 4.
+type Config struct {
+	Seed      uint64    `toml:"seed" json:"seed"`
+	Data      Data      `toml:"data" json:"data"`
+	Model     Model     `toml:"model" json:"model"`
+	Loss      Loss      `toml:"loss" json:"loss"`
+	Optimizer Optimizer `toml:"optimizer" json:"optimizer"`
+	Schedule  Schedule  `toml:"schedule" json:"schedule"`
+	Pipeline  Pipeline  `toml:"pipeline" json:"pipeline"`
+	Train     Train     `toml:"train" json:"train"`
+	Log       Log       `toml:"log" json:"log"`
+}
+
+// Data is the [data] table: which data set, and how to batch it.
+type Data struct {
+	Name         string  `toml:"name" json:"name"`                 // digits | mnist | fashion-mnist | csv | spirals
+	Path         string  `toml:"path" json:"path"`                 // mnist/fashion-mnist: a folder; csv: the file
+	Download     bool    `toml:"download" json:"download"`         // mnist/fashion-mnist: fetch into the cache when path is empty
+	LabelColumn  int     `toml:"label_column" json:"label_column"` // csv: the label column; negative counts from the end
+	BatchSize    int     `toml:"batch_size" json:"batch_size"`
+	Shuffle      bool    `toml:"shuffle" json:"shuffle"`
+	TestFraction float64 `toml:"test_fraction" json:"test_fraction"` // for sets with no test split of their own
+}
+
+// Model is the [model] table: the layers, in order. The input width comes
+// from the data.
+type Model struct {
+	Layers []Layer `toml:"layers" json:"layers"`
+}
+
+// Layer is one [[model.layers]] element. Only some keys belong to each type:
+// units, init and shards to linear; alpha to leaky_relu; p to dropout;
+// approximate to gelu. Setting any other key of a layer is an error.
+//
+// Build layers in Go with NewLayer, which fills in the per-layer defaults.
+type Layer struct {
+	Type        string  `toml:"type" json:"type"`               // linear | relu | leaky_relu | prelu | sigmoid | tanh | gelu | softmax | dropout | layernorm
+	Units       int     `toml:"units" json:"units"`             // linear: output features, required
+	Init        string  `toml:"init" json:"init"`               // linear: one of nn.Inits
+	Shards      int     `toml:"shards" json:"shards"`           // linear: split the output columns over this many actors
+	Alpha       float64 `toml:"alpha" json:"alpha"`             // leaky_relu: the negative slope
+	P           float64 `toml:"p" json:"p"`                     // dropout: the drop probability
+	Approximate bool    `toml:"approximate" json:"approximate"` // gelu: the tanh form
+
+	// set records which keys the config file or a --set gave this layer
+	// (bit i: field i of this struct), so that Validate can reject keys that
+	// do not belong to the layer's type even when they hold the default.
+	set keyBits
+}
+
+// Loss is the [loss] table.
+type Loss struct {
+	Type string `toml:"type" json:"type"` // one of nn.Losses
+}
+
+// Optimizer is the [optimizer] table.
+type Optimizer struct {
+	Type        string     `toml:"type" json:"type"` // sgd | adam | adamw
+	LR          float64    `toml:"lr" json:"lr"`
+	Momentum    float64    `toml:"momentum" json:"momentum"` // sgd
+	Nesterov    bool       `toml:"nesterov" json:"nesterov"` // sgd, with momentum > 0
+	WeightDecay float64    `toml:"weight_decay" json:"weight_decay"`
+	Betas       [2]float64 `toml:"betas" json:"betas"` // adam, adamw
+	Eps         float64    `toml:"eps" json:"eps"`     // adam, adamw
+	ClipNorm    float64    `toml:"clip_norm" json:"clip_norm"`
+	ClipValue   float64    `toml:"clip_value" json:"clip_value"`
+}
+
+// Schedule is the [schedule] table: the learning-rate schedule.
+type Schedule struct {
+	Type        string  `toml:"type" json:"type"` // constant | step | cosine
+	WarmupSteps int     `toml:"warmup_steps" json:"warmup_steps"`
+	StepSize    int     `toml:"step_size" json:"step_size"` // step: decay every step_size steps
+	Gamma       float64 `toml:"gamma" json:"gamma"`         // step: the decay factor
+}
+
+// Pipeline is the [pipeline] table: how the layers are spread over actors.
+type Pipeline struct {
+	Schedule     string   `toml:"schedule" json:"schedule"` // sequential | gpipe | 1f1b
+	MicroBatches int      `toml:"micro_batches" json:"micro_batches"`
+	Stages       int      `toml:"stages" json:"stages"` // 0: one actor per layer
+	Nodes        []string `toml:"nodes" json:"nodes"`   // host:port of remote stage hosts
+}
+
+// Train is the [train] table.
+type Train struct {
+	Epochs          int    `toml:"epochs" json:"epochs"`
+	MaxSteps        int    `toml:"max_steps" json:"max_steps"`   // 0: no cap
+	EvalEvery       int    `toml:"eval_every" json:"eval_every"` // 0: at each epoch's end
+	CheckpointDir   string `toml:"checkpoint_dir" json:"checkpoint_dir"`
+	CheckpointEvery int    `toml:"checkpoint_every" json:"checkpoint_every"` // 0: at each epoch's end
+}
+
+// Log is the [log] table.
+type Log struct {
+	Dir   string `toml:"dir" json:"dir"`
+	Every int    `toml:"every" json:"every"` // a step event every this many optimizer steps
+	Trace string `toml:"trace" json:"trace"` // a Chrome trace event file for the pipeline timeline
+}
+
+// AvailableSchedules lists the pipeline schedules that are implemented; a
+// pipeline.schedule that is valid but not listed here is rejected by Validate
+// as not available yet.
+var AvailableSchedules = []string{"sequential"}
+
+// RemoteAvailable reports whether remote stage hosts (pipeline.nodes) are
+// implemented; while false, Validate rejects a non-empty pipeline.nodes.
+var RemoteAvailable = false
+
+// Default returns the defaults of every key (CONTRACT.md section 4). The
+// model has no layers: a config must give at least one.
+func Default() *Config {
+	return &Config{
+		Seed: 1,
+		Data: Data{
+			Name:         "digits",
+			LabelColumn:  -1,
+			BatchSize:    64,
+			Shuffle:      true,
+			TestFraction: 0.2,
+		},
+		Loss: Loss{Type: "cross_entropy"},
+		Optimizer: Optimizer{
+			Type:  "sgd",
+			LR:    0.05,
+			Betas: [2]float64{0.9, 0.999},
+			Eps:   1e-8,
+		},
+		Schedule: Schedule{Type: "constant", Gamma: 0.1},
+		Pipeline: Pipeline{Schedule: "1f1b", MicroBatches: 4},
+		Train:    Train{Epochs: 1, CheckpointDir: "checkpoints"},
+		Log:      Log{Dir: "logs", Every: 10},
+	}
+}
+
+// NewLayer returns a layer of the given type holding the per-layer defaults:
+// init "xavier_uniform", shards 1, alpha 0.01, p 0.1, approximate false.
+// A linear layer still needs its Units.
+func NewLayer(typ string) Layer {
+	return Layer{Type: typ, Init: "xavier_uniform", Shards: 1, Alpha: 0.01, P: 0.1}
+}
+
+// Load reads the TOML file at path and returns its config: the defaults,
+// overridden by the file, overridden by each of sets ("KEY=VALUE", as given
+// to --set) in order, then validated with Validate.
+func Load(path string, sets []string) (*Config, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		var pe *os.PathError
+		if errors.As(err, &pe) {
+			return nil, fmt.Errorf("config: %s: %v", path, pe.Err)
+		}
+		return nil, fmt.Errorf("config: %v", err)
+	}
+	return Parse(path, data, sets)
+}
+
+// Parse is Load for a file already read: name is the file's name, used in
+// error messages, and data its contents.
+func Parse(name string, data []byte, sets []string) (*Config, error) {
+	c, err := parse(name, data, sets)
+	if err != nil {
+		return nil, err
+	}
+	if err := c.Validate(); err != nil {
+		return nil, err
+	}
+	return c, nil
+}
+
+// parse is Parse without the validation.
+func parse(name string, data []byte, sets []string) (*Config, error) {
+	if name == "" {
+		name = "<config>"
+	}
+	var raw map[string]any
+	if _, err := toml.Decode(string(data), &raw); err != nil {
+		var pe toml.ParseError
+		if errors.As(err, &pe) {
+			return nil, fmt.Errorf("config: %s: line %d: %s", name, errorLine(data, pe.Position), pe.Message)
+		}
+		return nil, fmt.Errorf("config: %s: %v", name, err)
+	}
+	c := Default()
+	if err := decodeTable(configValue(c), raw, ""); err != nil {
+		return nil, fmt.Errorf("config: %s: %w", name, err)
+	}
+	for _, s := range sets {
+		if err := c.set(s); err != nil {
+			return nil, fmt.Errorf("config: --set %q: %w", s, err)
+		}
+	}
+	return c, nil
+}
+
+// errorLine returns the line of a TOML syntax error. The toml package counts
+// an error at a newline (say, "[data" with no "]") as on the next line; this
+// returns the line the newline ends.
+func errorLine(data []byte, p toml.Position) int {
+	if p.Start >= 0 && p.Start < len(data) {
+		return 1 + bytes.Count(data[:p.Start], []byte("\n"))
+	}
+	return p.Line
+}

@@ -1,0 +1,408 @@
+package config
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"net"
+	"reflect"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/pipetrain/pipetrain/nn"
+)
+
+// The valid names of the string-valued keys.
+var (
+	dataNames         = []string{"digits", "mnist", "fashion-mnist", "csv", "spirals"}
+	layerTypes        = []string{"linear", "relu", "leaky_relu", "prelu", "sigmoid", "tanh", "gelu", "softmax", "dropout", "layernorm"}
+	optimizerTypes    = []string{"sgd", "adam", "adamw"}
+	scheduleTypes     = []string{"constant", "step", "cosine"}
+	pipelineSchedules = []string{"sequential", "gpipe", "1f1b"}
+)
+
+// layerKeys lists the keys that belong to each layer type.
+var layerKeys = map[string][]string{
+	"linear":     {"type", "units", "init", "shards"},
+	"relu":       {"type"},
+	"leaky_relu": {"type", "alpha"},
+	"prelu":      {"type"},
+	"sigmoid":    {"type"},
+	"tanh":       {"type"},
+	"gelu":       {"type", "approximate"},
+	"softmax":    {"type"},
+	"dropout":    {"type", "p"},
+	"layernorm":  {"type"},
+}
+
+func errorf(format string, args ...any) error {
+	return fmt.Errorf("config: "+format, args...)
+}
+
+func names[S ~string](xs []S) []string {
+	out := make([]string, len(xs))
+	for i, x := range xs {
+		out[i] = string(x)
+	}
+	return out
+}
+
+// oneOf checks that the string key holds one of valid.
+func oneOf(key, v string, valid []string) error {
+	if slices.Contains(valid, v) {
+		return nil
+	}
+	return errorf("%s = %q: want one of %s", key, v, strings.Join(valid, ", "))
+}
+
+// finite checks that the float keys hold neither NaN nor an infinity.
+func finite(kv ...any) error {
+	for i := 0; i < len(kv); i += 2 {
+		if v := kv[i+1].(float64); math.IsNaN(v) || math.IsInf(v, 0) {
+			return errorf("%s = %s: must be a finite number", kv[i], formatFloat(v))
+		}
+	}
+	return nil
+}
+
+// atLeast checks the integer key holds at least lo.
+func atLeast(key string, v, lo int) error {
+	if v < lo {
+		return errorf("%s = %d: must be at least %d", key, v, lo)
+	}
+	return nil
+}
+
+// Validate checks every key that can be checked without the data: each value
+// is known and in its range, and the keys agree with each other. The error
+// names the first offending key and its value.
+func (c *Config) Validate() error {
+	for _, check := range []func() error{
+		c.validateData, c.validateModel, c.validateLoss, c.validateOptimizer,
+		c.validateSchedule, c.validatePipeline, c.validateTrain, c.validateLog,
+	} {
+		if err := check(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (c *Config) validateData() error {
+	d := c.Data
+	if err := oneOf("data.name", d.Name, dataNames); err != nil {
+		return err
+	}
+	if d.Name == "csv" && d.Path == "" {
+		return errorf(`data.path: required for data.name = "csv"`)
+	}
+	if err := atLeast("data.batch_size", d.BatchSize, 1); err != nil {
+		return err
+	}
+	if err := finite("data.test_fraction", d.TestFraction); err != nil {
+		return err
+	}
+	if !(d.TestFraction >= 0 && d.TestFraction < 1) {
+		return errorf("data.test_fraction = %s: must be in [0, 1)", formatFloat(d.TestFraction))
+	}
+	return nil
+}
+
+func (c *Config) validateModel() error {
+	if len(c.Model.Layers) == 0 {
+		return errorf("model.layers: at least one layer is required")
+	}
+	for i, l := range c.Model.Layers {
+		if err := l.validate(fmt.Sprintf("model.layers[%d]", i)); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// validate checks one layer; p is its path, e.g. "model.layers[2]".
+func (l *Layer) validate(p string) error {
+	if l.Type == "" {
+		return errorf("%s.type: required (one of %s)", p, strings.Join(layerTypes, ", "))
+	}
+	if err := oneOf(p+".type", l.Type, layerTypes); err != nil {
+		return err
+	}
+	keys := layerKeys[l.Type]
+	rv := reflect.ValueOf(*l)
+	for i := range layerType.NumField() {
+		k := key(layerType.Field(i))
+		if k == "" || slices.Contains(keys, k) || !l.given(i) {
+			continue
+		}
+		which := "only type"
+		if len(keys) > 1 {
+			which = "keys " + strings.Join(keys, ", ")
+		}
+		return errorf("%s.%s = %s: not a key of a %s layer (it takes %s)",
+			p, k, formatValue(tomlValue(rv.Field(i))), l.Type, which)
+	}
+	switch l.Type {
+	case "linear":
+		if l.Units == 0 && !l.given(fieldUnits) {
+			return errorf("%s.units: required for a linear layer", p)
+		}
+		if err := atLeast(p+".units", l.Units, 1); err != nil {
+			return err
+		}
+		if err := oneOf(p+".init", l.Init, names(nn.Inits)); err != nil {
+			return err
+		}
+		if err := atLeast(p+".shards", l.Shards, 1); err != nil {
+			return err
+		}
+		if l.Shards > l.Units {
+			return errorf("%s.shards = %d exceeds %s.units = %d", p, l.Shards, p, l.Units)
+		}
+	case "leaky_relu":
+		if err := finite(p+".alpha", l.Alpha); err != nil {
+			return err
+		}
+		if l.Alpha < 0 {
+			return errorf("%s.alpha = %s: must be >= 0", p, formatFloat(l.Alpha))
+		}
+	case "dropout":
+		if err := finite(p+".p", l.P); err != nil {
+			return err
+		}
+		if !(l.P >= 0 && l.P < 1) {
+			return errorf("%s.p = %s: must be in [0, 1)", p, formatFloat(l.P))
+		}
+	}
+	return nil
+}
+
+var fieldUnits, _ = field(layerType, "units")
+
+// given reports whether field i of the layer was set. For a layer that came
+// from a file or a --set that is exact; for one built in Go it is a guess:
+// the field holds neither its zero value nor NewLayer's default.
+func (l *Layer) given(i int) bool {
+	if l.set&tracked != 0 {
+		return l.set&(1<<i) != 0
+	}
+	v := reflect.ValueOf(*l).Field(i)
+	return !v.IsZero() && !v.Equal(reflect.ValueOf(NewLayer("")).Field(i))
+}
+
+// tomlValue returns a Go value as the TOML decoder would give it, for
+// formatValue.
+func tomlValue(v reflect.Value) any {
+	switch v.Kind() {
+	case reflect.Int, reflect.Int64:
+		return v.Int()
+	case reflect.Uint64:
+		return v.Uint()
+	case reflect.Slice, reflect.Array:
+		a := make([]any, v.Len())
+		for i := range a {
+			a[i] = tomlValue(v.Index(i))
+		}
+		return a
+	}
+	return v.Interface()
+}
+
+func (c *Config) validateLoss() error {
+	return oneOf("loss.type", c.Loss.Type, names(nn.Losses))
+}
+
+func (c *Config) validateOptimizer() error {
+	o := c.Optimizer
+	if err := oneOf("optimizer.type", o.Type, optimizerTypes); err != nil {
+		return err
+	}
+	if err := finite("optimizer.lr", o.LR, "optimizer.momentum", o.Momentum,
+		"optimizer.weight_decay", o.WeightDecay, "optimizer.betas[0]", o.Betas[0],
+		"optimizer.betas[1]", o.Betas[1], "optimizer.eps", o.Eps,
+		"optimizer.clip_norm", o.ClipNorm, "optimizer.clip_value", o.ClipValue); err != nil {
+		return err
+	}
+	if !(o.LR > 0) {
+		return errorf("optimizer.lr = %s: must be > 0", formatFloat(o.LR))
+	}
+	if !(o.Momentum >= 0 && o.Momentum < 1) {
+		return errorf("optimizer.momentum = %s: must be in [0, 1)", formatFloat(o.Momentum))
+	}
+	if o.Momentum != 0 && o.Type != "sgd" {
+		return errorf(`optimizer.momentum = %s: only used by optimizer.type = "sgd", not %q (%s has optimizer.betas)`,
+			formatFloat(o.Momentum), o.Type, o.Type)
+	}
+	if o.Nesterov && o.Type != "sgd" {
+		return errorf(`optimizer.nesterov = true: only used by optimizer.type = "sgd", not %q`, o.Type)
+	}
+	if o.Nesterov && o.Momentum == 0 {
+		return errorf("optimizer.nesterov = true: needs optimizer.momentum > 0")
+	}
+	if o.WeightDecay < 0 {
+		return errorf("optimizer.weight_decay = %s: must be >= 0", formatFloat(o.WeightDecay))
+	}
+	for i, b := range o.Betas {
+		if !(b >= 0 && b < 1) {
+			return errorf("optimizer.betas[%d] = %s: must be in [0, 1)", i, formatFloat(b))
+		}
+	}
+	if !(o.Eps > 0) {
+		return errorf("optimizer.eps = %s: must be > 0", formatFloat(o.Eps))
+	}
+	if o.ClipNorm < 0 {
+		return errorf("optimizer.clip_norm = %s: must be >= 0 (0 is off)", formatFloat(o.ClipNorm))
+	}
+	if o.ClipValue < 0 {
+		return errorf("optimizer.clip_value = %s: must be >= 0 (0 is off)", formatFloat(o.ClipValue))
+	}
+	return nil
+}
+
+func (c *Config) validateSchedule() error {
+	s := c.Schedule
+	if err := oneOf("schedule.type", s.Type, scheduleTypes); err != nil {
+		return err
+	}
+	if err := atLeast("schedule.warmup_steps", s.WarmupSteps, 0); err != nil {
+		return err
+	}
+	if err := atLeast("schedule.step_size", s.StepSize, 0); err != nil {
+		return err
+	}
+	if s.Type == "step" && s.StepSize < 1 {
+		return errorf(`schedule.step_size = %d: must be at least 1 for schedule.type = "step"`, s.StepSize)
+	}
+	if err := finite("schedule.gamma", s.Gamma); err != nil {
+		return err
+	}
+	if !(s.Gamma > 0 && s.Gamma <= 1) {
+		return errorf("schedule.gamma = %s: must be in (0, 1]", formatFloat(s.Gamma))
+	}
+	return nil
+}
+
+func (c *Config) validatePipeline() error {
+	p := c.Pipeline
+	if err := oneOf("pipeline.schedule", p.Schedule, pipelineSchedules); err != nil {
+		return err
+	}
+	if !slices.Contains(AvailableSchedules, p.Schedule) {
+		return errorf("pipeline.schedule = %q: not available yet (available: %s)",
+			p.Schedule, strings.Join(AvailableSchedules, ", "))
+	}
+	if err := atLeast("pipeline.micro_batches", p.MicroBatches, 1); err != nil {
+		return err
+	}
+	if p.MicroBatches > c.Data.BatchSize {
+		return errorf("pipeline.micro_batches = %d exceeds data.batch_size = %d", p.MicroBatches, c.Data.BatchSize)
+	}
+	if err := atLeast("pipeline.stages", p.Stages, 0); err != nil {
+		return err
+	}
+	if p.Stages > len(c.Model.Layers) {
+		return errorf("pipeline.stages = %d exceeds the %d layers of model.layers", p.Stages, len(c.Model.Layers))
+	}
+	seen := map[string]int{}
+	for i, n := range p.Nodes {
+		if err := checkHostPort(n); err != nil {
+			return errorf("pipeline.nodes[%d] = %q: %v", i, n, err)
+		}
+		if j, dup := seen[n]; dup {
+			return errorf("pipeline.nodes[%d] = %q: the same node as pipeline.nodes[%d]", i, n, j)
+		}
+		seen[n] = i
+	}
+	if len(p.Nodes) > 0 && !RemoteAvailable {
+		return errorf("pipeline.nodes = %s: remote stage hosts are not available yet (leave it empty)",
+			formatValue(tomlValue(reflect.ValueOf(p.Nodes))))
+	}
+	return nil
+}
+
+// checkHostPort checks that s is a host:port with a non-empty host and a
+// numeric port in 1..65535.
+func checkHostPort(s string) error {
+	host, port, err := net.SplitHostPort(s)
+	if err != nil {
+		var ae *net.AddrError
+		if errors.As(err, &ae) {
+			return fmt.Errorf("not a host:port (%s)", ae.Err)
+		}
+		return fmt.Errorf("not a host:port (%v)", err)
+	}
+	if host == "" {
+		return fmt.Errorf("not a host:port (missing host)")
+	}
+	n, err := strconv.Atoi(port)
+	if err != nil || n < 1 || n > 65535 || strings.TrimLeft(port, "0123456789") != "" {
+		return fmt.Errorf("port %q: want a number in 1..65535", port)
+	}
+	return nil
+}
+
+func (c *Config) validateTrain() error {
+	t := c.Train
+	if err := atLeast("train.epochs", t.Epochs, 1); err != nil {
+		return err
+	}
+	if err := atLeast("train.max_steps", t.MaxSteps, 0); err != nil {
+		return err
+	}
+	if err := atLeast("train.eval_every", t.EvalEvery, 0); err != nil {
+		return err
+	}
+	if t.CheckpointDir == "" {
+		return errorf(`train.checkpoint_dir = "": must not be empty`)
+	}
+	return atLeast("train.checkpoint_every", t.CheckpointEvery, 0)
+}
+
+func (c *Config) validateLog() error {
+	l := c.Log
+	if l.Dir == "" {
+		return errorf(`log.dir = "": must not be empty`)
+	}
+	return atLeast("log.every", l.Every, 1)
+}
+
+// CheckData checks the config against the data it will train on: features
+// inputs per sample, and classes classes (0 for a regression set with one
+// numeric target). The model's output width, the units of its last linear
+// layer, must be the number of classes (1 for regression), and
+// cross_entropy needs classes.
+func (c *Config) CheckData(features, classes int) error {
+	name := c.Data.Name
+	if features < 1 {
+		return errorf("data %q has %d features per sample; want at least 1", name, features)
+	}
+	if classes < 0 {
+		return errorf("data %q has %d classes; want 0 (regression) or more", name, classes)
+	}
+	width, last := features, -1
+	for i, l := range c.Model.Layers {
+		if l.Type == "linear" {
+			width, last = l.Units, i
+		}
+	}
+	if classes == 0 {
+		if c.Loss.Type == string(nn.CrossEntropy) {
+			return errorf("loss.type = %q: needs class labels, but data %q has a numeric target (use mse)", c.Loss.Type, name)
+		}
+		if width == 1 {
+			return nil
+		}
+		if last < 0 {
+			return errorf("the model has no linear layer, so its output is the %d features of data %q; its numeric target needs 1 output", width, name)
+		}
+		return errorf("model.layers[%d].units = %d does not match the single numeric target of data %q (want 1)", last, width, name)
+	}
+	if width == classes {
+		return nil
+	}
+	if last < 0 {
+		return errorf("the model has no linear layer, so its output is the %d features of data %q, which does not match its %d classes", width, name, classes)
+	}
+	return errorf("model.layers[%d].units = %d does not match the %d classes of data %q", last, width, classes, name)
+}

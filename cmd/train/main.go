@@ -1,0 +1,138 @@
+// Command train trains a model described by a TOML config file.
+//
+//	train --config FILE [--set KEY=VALUE]... [--resume] [--log-format auto|json|console]
+//	train worker --listen HOST:PORT
+//
+// Exit status: 0 done; 2 the command line, config or data is wrong; 1 training
+// failed (the last checkpoint is kept); 130 interrupted (a checkpoint is written).
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+)
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	code := run(ctx, os.Args[1:], os.Stderr)
+	stop()
+	os.Exit(code)
+}
+
+// Exit statuses.
+const (
+	exitOK          = 0
+	exitFailed      = 1
+	exitBadInput    = 2
+	exitInterrupted = 130
+)
+
+// exitError carries the exit status an error maps to.
+type exitError struct {
+	code int
+	err  error
+}
+
+func (e *exitError) Error() string { return e.err.Error() }
+func (e *exitError) Unwrap() error { return e.err }
+
+// badInput marks err as the user's input being wrong (exit 2).
+func badInput(err error) error { return &exitError{exitBadInput, err} }
+
+func badInputf(format string, args ...any) error { return badInput(fmt.Errorf(format, args...)) }
+
+// exitCode maps an error to the process exit status.
+func exitCode(err error) int {
+	var e *exitError
+	if errors.As(err, &e) {
+		return e.code
+	}
+	return exitFailed
+}
+
+// options are the parsed command line.
+type options struct {
+	config    string
+	sets      []string
+	resume    bool
+	logFormat string
+}
+
+type setFlags []string
+
+func (s *setFlags) String() string     { return strings.Join(*s, ",") }
+func (s *setFlags) Set(v string) error { *s = append(*s, v); return nil }
+
+// parseArgs parses the command line; its errors are exit-2 errors.
+func parseArgs(args []string) (*options, error) {
+	fs := flag.NewFlagSet("train", flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	o := &options{}
+	fs.StringVar(&o.config, "config", "", "the TOML config file")
+	fs.Var((*setFlags)(&o.sets), "set", "override a config key: KEY=VALUE (repeatable)")
+	fs.BoolVar(&o.resume, "resume", false, "continue from the newest checkpoint in train.checkpoint_dir")
+	fs.StringVar(&o.logFormat, "log-format", "auto", "stderr log format: auto, json or console")
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return nil, badInputf("usage: train --config FILE [--set KEY=VALUE]... [--resume] [--log-format auto|json|console]")
+		}
+		return nil, badInputf("%v (usage: train --config FILE [--set KEY=VALUE]... [--resume] [--log-format auto|json|console])", err)
+	}
+	if fs.NArg() > 0 {
+		return nil, badInputf("unexpected argument %q (usage: train --config FILE ...)", fs.Arg(0))
+	}
+	if o.config == "" {
+		return nil, badInputf("--config FILE is required")
+	}
+	switch o.logFormat {
+	case "auto", "json", "console":
+	default:
+		return nil, badInputf("--log-format %q: want auto, json or console", o.logFormat)
+	}
+	return o, nil
+}
+
+// run is the whole command, returning its exit status. The last line it writes
+// to stderr on failure begins "train: " and no panic escapes it.
+func run(ctx context.Context, args []string, stderr io.Writer) (code int) {
+	defer func() {
+		if r := recover(); r != nil {
+			fmt.Fprintf(stderr, "train: internal error: %v\n", r)
+			code = exitFailed
+		}
+	}()
+	var err error
+	if len(args) > 0 && args[0] == "worker" {
+		err = runWorker(args[1:])
+	} else {
+		var o *options
+		if o, err = parseArgs(args); err == nil {
+			err = runTrain(ctx, o, stderr)
+		}
+	}
+	if err == nil {
+		return exitOK
+	}
+	fmt.Fprintf(stderr, "train: %v\n", err)
+	return exitCode(err)
+}
+
+func runWorker(args []string) error {
+	fs := flag.NewFlagSet("worker", flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	listen := fs.String("listen", "", "HOST:PORT to serve pipeline stages on")
+	if err := fs.Parse(args); err != nil {
+		return badInputf("worker: %v (usage: train worker --listen HOST:PORT)", err)
+	}
+	if *listen == "" {
+		return badInputf("worker: --listen HOST:PORT is required")
+	}
+	return badInputf("worker: remote pipeline stages are not available yet")
+}

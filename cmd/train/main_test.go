@@ -1,0 +1,288 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// baseConfig is a small digits model that trains in well under a second.
+const baseConfig = `
+seed = 7
+[data]
+name = "digits"
+batch_size = 64
+[[model.layers]]
+type = "linear"
+units = 32
+[[model.layers]]
+type = "relu"
+[[model.layers]]
+type = "dropout"
+p = 0.1
+[[model.layers]]
+type = "linear"
+units = 10
+[optimizer]
+type = "sgd"
+lr = 0.05
+momentum = 0.9
+clip_norm = 5.0
+[pipeline]
+schedule = "sequential"
+micro_batches = 2
+[train]
+epochs = 2
+[log]
+every = 1
+`
+
+// runResult is what one in-process run of the command left behind.
+type runResult struct {
+	code   int
+	stderr string
+	events []map[string]any
+}
+
+// runCmd runs the command in a temporary folder with the given config text and
+// extra arguments; logs and checkpoints go under dir.
+func runCmd(t *testing.T, dir, cfg string, args ...string) runResult {
+	t.Helper()
+	path := filepath.Join(dir, "run.toml")
+	if err := os.WriteFile(path, []byte(cfg), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	logDir := filepath.Join(dir, "logs")
+	full := append([]string{"--config", path,
+		"--set", "log.dir=" + logDir,
+		"--set", "train.checkpoint_dir=" + filepath.Join(dir, "checkpoints")}, args...)
+	var stderr bytes.Buffer
+	code := run(context.Background(), full, &stderr)
+	return runResult{code: code, stderr: stderr.String(), events: readEvents(t, logDir)}
+}
+
+// readEvents returns the events of the newest log file in dir.
+func readEvents(t *testing.T, dir string) []map[string]any {
+	t.Helper()
+	files, _ := filepath.Glob(filepath.Join(dir, "*.jsonl"))
+	if len(files) == 0 {
+		return nil
+	}
+	newest := files[0]
+	for _, f := range files {
+		a, _ := os.Stat(f)
+		b, _ := os.Stat(newest)
+		if a.ModTime().After(b.ModTime()) || a.ModTime().Equal(b.ModTime()) && f > newest {
+			newest = f
+		}
+	}
+	data, err := os.ReadFile(newest)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var events []map[string]any
+	sc := bufio.NewScanner(bytes.NewReader(data))
+	sc.Buffer(make([]byte, 1<<20), 1<<24)
+	for sc.Scan() {
+		var ev map[string]any
+		if err := json.Unmarshal(sc.Bytes(), &ev); err != nil {
+			t.Fatalf("%s: line %q is not JSON: %v", newest, sc.Text(), err)
+		}
+		events = append(events, ev)
+	}
+	return events
+}
+
+func eventsNamed(evs []map[string]any, name string) []map[string]any {
+	var out []map[string]any
+	for _, e := range evs {
+		if e["event"] == name {
+			out = append(out, e)
+		}
+	}
+	return out
+}
+
+// stepLosses maps step to loss from step events.
+func stepLosses(evs []map[string]any) map[int]float64 {
+	out := map[int]float64{}
+	for _, e := range eventsNamed(evs, "step") {
+		out[int(e["step"].(float64))] = e["loss"].(float64)
+	}
+	return out
+}
+
+func lastLine(s string) string {
+	lines := strings.Split(strings.TrimRight(s, "\n"), "\n")
+	return lines[len(lines)-1]
+}
+
+func TestRunWritesEveryEvent(t *testing.T) {
+	r := runCmd(t, t.TempDir(), baseConfig)
+	if r.code != 0 {
+		t.Fatalf("exit %d, stderr:\n%s", r.code, r.stderr)
+	}
+	for _, name := range []string{"run_start", "step", "eval", "checkpoint", "run_end"} {
+		if len(eventsNamed(r.events, name)) == 0 {
+			t.Errorf("no %q event in the log", name)
+		}
+	}
+	for _, e := range r.events {
+		for _, k := range []string{"level", "time", "event", "run_id"} {
+			if _, ok := e[k]; !ok {
+				t.Errorf("event %v lacks %q", e, k)
+			}
+		}
+	}
+	start := eventsNamed(r.events, "run_start")[0]
+	for _, k := range []string{"config", "go_version", "cpus"} {
+		if _, ok := start[k]; !ok {
+			t.Errorf("run_start lacks %q: %v", k, start)
+		}
+	}
+	for _, e := range eventsNamed(r.events, "step") {
+		for _, k := range []string{"epoch", "step", "loss", "lr", "samples_per_sec"} {
+			if _, ok := e[k]; !ok {
+				t.Errorf("step event lacks %q: %v", k, e)
+			}
+		}
+	}
+	end := eventsNamed(r.events, "run_end")
+	if len(end) != 1 || end[0]["status"] != "ok" {
+		t.Fatalf("run_end = %v, want one with status ok", end)
+	}
+	evals := eventsNamed(r.events, "eval")
+	if acc := evals[len(evals)-1]["accuracy"].(float64); acc < 0.85 {
+		t.Errorf("final test accuracy %v after two epochs, want >= 0.85", acc)
+	}
+}
+
+func TestRunIsDeterministic(t *testing.T) {
+	a := stepLosses(runCmd(t, t.TempDir(), baseConfig).events)
+	b := stepLosses(runCmd(t, t.TempDir(), baseConfig).events)
+	if len(a) == 0 || len(a) != len(b) {
+		t.Fatalf("runs logged %d and %d steps", len(a), len(b))
+	}
+	for s, l := range a {
+		if b[s] != l {
+			t.Fatalf("step %d: loss %v then %v", s, l, b[s])
+		}
+	}
+}
+
+// TestResumeIsExact stops a run at step 20 and resumes it: every later step's
+// loss equals the unbroken run's, across the epoch boundary at step 23.
+func TestResumeIsExact(t *testing.T) {
+	for _, opt := range []string{
+		`type = "sgd"` + "\nlr = 0.05\nmomentum = 0.9\nclip_norm = 5.0",
+		`type = "adamw"` + "\nlr = 0.002\nweight_decay = 0.01",
+	} {
+		cfg := strings.Replace(baseConfig, "type = \"sgd\"\nlr = 0.05\nmomentum = 0.9\nclip_norm = 5.0", opt, 1)
+		whole := stepLosses(runCmd(t, t.TempDir(), cfg).events)
+		dir := t.TempDir()
+		first := runCmd(t, dir, cfg, "--set", "train.max_steps=20")
+		if first.code != 0 {
+			t.Fatalf("%s: first half exit %d:\n%s", opt, first.code, first.stderr)
+		}
+		second := runCmd(t, dir, cfg, "--resume")
+		if second.code != 0 {
+			t.Fatalf("%s: resumed half exit %d:\n%s", opt, second.code, second.stderr)
+		}
+		resumed := stepLosses(second.events)
+		if len(resumed) != len(whole)-20 {
+			t.Fatalf("%s: resumed run logged %d steps, want %d", opt, len(resumed), len(whole)-20)
+		}
+		for s, l := range resumed {
+			if s <= 20 {
+				t.Fatalf("%s: resumed run logged step %d", opt, s)
+			}
+			if whole[s] != l {
+				t.Errorf("%s: step %d: resumed loss %v, unbroken %v", opt, s, l, whole[s])
+			}
+		}
+	}
+}
+
+func TestNonFiniteLossFails(t *testing.T) {
+	dir := t.TempDir()
+	cfg := strings.Replace(baseConfig, "lr = 0.05", "lr = 1e30", 1)
+	cfg = strings.Replace(cfg, "clip_norm = 5.0", "clip_norm = 0.0", 1)
+	r := runCmd(t, dir, cfg, "--set", "train.checkpoint_every=1")
+	if r.code != exitFailed {
+		t.Fatalf("exit %d, want %d; stderr:\n%s", r.code, exitFailed, r.stderr)
+	}
+	if l := lastLine(r.stderr); !strings.HasPrefix(l, "train: ") || !strings.Contains(l, "non-finite") {
+		t.Errorf("last stderr line %q, want train: ... non-finite ...", l)
+	}
+	end := eventsNamed(r.events, "run_end")
+	if len(end) != 1 || end[0]["status"] != "failed" || end[0]["error"] == "" {
+		t.Errorf("run_end = %v, want status failed with an error", end)
+	}
+	ck := eventsNamed(r.events, "checkpoint")
+	if len(ck) == 0 {
+		t.Fatal("no checkpoint was written before the failure")
+	}
+	last := ck[len(ck)-1]["path"].(string)
+	if _, err := os.Stat(filepath.Join(last, "state.json")); err != nil {
+		t.Errorf("last good checkpoint %s is gone: %v", last, err)
+	}
+}
+
+func TestBadInputExitsTwo(t *testing.T) {
+	dir := t.TempDir()
+	csv := filepath.Join(dir, "ragged.csv")
+	os.WriteFile(csv, []byte("a,b,label\n1,2,x\n3,4\n"), 0o644)
+	tests := []struct {
+		name string
+		args []string
+		cfg  string
+		want string // in the last stderr line
+	}{
+		{"no config flag", []string{}, "", "--config"},
+		{"unknown flag", []string{"--bogus"}, "", "bogus"},
+		{"bad log format", []string{"--config", "x.toml", "--log-format", "xml"}, "", "xml"},
+		{"stray argument", []string{"--config", "x.toml", "extra"}, "", "extra"},
+		{"missing file", []string{"--config", filepath.Join(dir, "nope.toml")}, "", "nope.toml"},
+		{"unknown key", nil, baseConfig + "\nbogus_key = 1\n", "bogus_key"},
+		{"bad set", nil, baseConfig, "optimizer.lrr"},
+		{"ragged csv", nil, strings.Replace(baseConfig, `name = "digits"`, `name = "csv"`+"\npath = \""+csv+"\"", 1), "ragged.csv"},
+		{"missing idx folder", nil, strings.Replace(baseConfig, `name = "digits"`, `name = "mnist"`+"\npath = \""+filepath.Join(dir, "none")+"\"", 1), "none"},
+		{"mnist without path", nil, strings.Replace(baseConfig, `name = "digits"`, `name = "mnist"`, 1), "data.path"},
+		{"classes do not fit", nil, strings.Replace(baseConfig, "units = 10", "units = 7", 1), "units"},
+		{"resume without checkpoint", []string{"--resume"}, baseConfig, "--resume"},
+		{"worker", []string{"worker", "--listen", "127.0.0.1:7101"}, "", "worker"},
+		{"worker without listen", []string{"worker"}, "", "--listen"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			var stderr bytes.Buffer
+			args := tc.args
+			if tc.cfg != "" {
+				d := t.TempDir()
+				path := filepath.Join(d, "run.toml")
+				os.WriteFile(path, []byte(tc.cfg), 0o644)
+				args = append([]string{"--config", path, "--set", "log.dir=" + filepath.Join(d, "logs"),
+					"--set", "train.checkpoint_dir=" + filepath.Join(d, "ck")}, args...)
+				if tc.name == "bad set" {
+					args = append(args, "--set", "optimizer.lrr=1")
+				}
+			}
+			code := run(context.Background(), args, &stderr)
+			if code != exitBadInput {
+				t.Fatalf("args %v: exit %d, want 2; stderr:\n%s", args, code, stderr.String())
+			}
+			l := lastLine(stderr.String())
+			if !strings.HasPrefix(l, "train: ") || !strings.Contains(l, tc.want) {
+				t.Errorf("args %v: last stderr line %q, want train: ...%s...", args, l, tc.want)
+			}
+			if strings.Contains(stderr.String(), "goroutine ") {
+				t.Errorf("stderr holds a stack trace:\n%s", stderr.String())
+			}
+		})
+	}
+}

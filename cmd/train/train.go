@@ -1,0 +1,315 @@
+package main
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"runtime"
+	"time"
+
+	"github.com/pipetrain/pipetrain/cmd/train/internal/checkpoint"
+	"github.com/pipetrain/pipetrain/cmd/train/internal/config"
+	"github.com/pipetrain/pipetrain/dataset"
+	"github.com/pipetrain/pipetrain/nn"
+	"github.com/pipetrain/pipetrain/optim"
+	"github.com/pipetrain/pipetrain/tensor"
+)
+
+// trainRun is the state of one run of the training loop.
+type trainRun struct {
+	cfg        *config.Config
+	log        *runLog
+	eng        engine
+	loader     *dataset.Loader
+	test       *dataset.Set
+	regression bool
+	sched      optim.Schedule
+	progress   *progress
+
+	// position: the next batch is (epoch, batch); step optimizer steps are done.
+	step, epoch, batch int
+
+	lastCheckpoint int // step of the newest checkpoint written or loaded
+
+	// curves for the plot
+	stepLosses []point
+	evalAcc    []point
+	evalLoss   []point
+}
+
+type point struct{ x, y float64 }
+
+// errInterrupted ends a run stopped by a signal after its checkpoint is written.
+var errInterrupted = errors.New("interrupted")
+
+func runTrain(ctx context.Context, o *options, stderr io.Writer) (err error) {
+	cfg, err := config.Load(o.config, o.sets)
+	if err != nil {
+		return badInput(err)
+	}
+	log, err := openRunLog(cfg.Log.Dir, o.logFormat, stderr)
+	if err != nil {
+		return err
+	}
+	start := time.Now()
+	r := &trainRun{cfg: cfg, log: log}
+	log.event("run_start").Interface("config", cfg.Resolved()).
+		Str("go_version", runtime.Version()).Int("cpus", runtime.NumCPU()).
+		Int("gomaxprocs", runtime.GOMAXPROCS(0)).Str("log_file", log.path).Msg("run started")
+	defer func() {
+		if p := recover(); p != nil {
+			err = fmt.Errorf("internal error: %v", p)
+		}
+		ev := log.event("run_end").Int("steps", r.step).Float64("wall_seconds", time.Since(start).Seconds())
+		if err != nil {
+			ev = ev.Str("status", "failed").Str("error", err.Error())
+		} else {
+			ev = ev.Str("status", "ok")
+		}
+		ev.Msg("run ended")
+		if perr := r.writePlot(); perr != nil {
+			log.Warn().Str("event", "plot").Err(perr).Msg("could not write the plot")
+		}
+		if cerr := log.Close(); cerr != nil && err == nil {
+			err = cerr
+		}
+		if errors.Is(err, errInterrupted) {
+			err = &exitError{exitInterrupted, err}
+		}
+	}()
+	if err := r.setup(ctx, o.resume); err != nil {
+		return err
+	}
+	defer r.eng.Close()
+	return r.loop(ctx)
+}
+
+// setup loads the data, builds the model and optimizer, and restores the newest
+// checkpoint when resuming.
+func (r *trainRun) setup(ctx context.Context, resume bool) error {
+	c := r.cfg
+	train, test, err := loadData(ctx, c, r.log)
+	if err != nil {
+		return err
+	}
+	r.regression = isRegression(c, train)
+	classes := len(train.Classes)
+	if r.regression {
+		classes = 0
+	}
+	if err := c.CheckData(train.Features, classes); err != nil {
+		return badInput(err)
+	}
+	layers, err := buildModel(c, train.Features)
+	if err != nil {
+		return err
+	}
+	if r.eng, err = newEngine(c, layers); err != nil {
+		return err
+	}
+	r.loader = dataset.NewLoader(train, c.Data.BatchSize, c.Data.Shuffle, c.Seed)
+	r.test = test
+	total := c.Train.Epochs * r.loader.BatchesPerEpoch()
+	if c.Train.MaxSteps > 0 {
+		total = min(total, c.Train.MaxSteps)
+	}
+	s := c.Schedule
+	if r.sched, err = optim.NewSchedule(s.Type, c.Optimizer.LR, s.WarmupSteps, s.StepSize, s.Gamma, total); err != nil {
+		return badInput(err)
+	}
+	r.log.event("data").Str("data", c.Data.Name).Int("train_rows", train.Len()).Int("test_rows", test.Len()).
+		Int("features", train.Features).Int("classes", len(train.Classes)).
+		Str("model", describeModel(c, train.Features)).Int("batches_per_epoch", r.loader.BatchesPerEpoch()).
+		Msg("data loaded")
+	if resume {
+		return r.restore()
+	}
+	return nil
+}
+
+// newEngine picks the engine for the configured schedule.
+func newEngine(c *config.Config, layers []nn.Layer) (engine, error) {
+	return newSeqEngine(c, layers)
+}
+
+// loop is the training loop: next batch, step, log, sometimes evaluate,
+// sometimes checkpoint. (epoch, batch) always names the next batch to train on.
+func (r *trainRun) loop(ctx context.Context) error {
+	c := r.cfg
+	nb := r.loader.BatchesPerEpoch()
+	r.progress = newProgress(r.log, c.Train.Epochs*nb, r.epoch*nb+r.batch)
+	defer r.progress.finish()
+	lastTime, lastSamples := time.Now(), 0
+	for ; r.epoch < c.Train.Epochs; r.epoch, r.batch = r.epoch+1, 0 {
+		for r.batch < nb {
+			if ctx.Err() != nil {
+				return r.interrupted()
+			}
+			if c.Train.MaxSteps > 0 && r.step >= c.Train.MaxSteps {
+				return r.finish()
+			}
+			x, labels, targets := r.loader.Batch(r.epoch, r.batch)
+			t := nn.Target{Labels: labels}
+			if r.regression {
+				t = nn.Target{Values: targets}
+			}
+			lr := r.sched.LR(r.step + 1)
+			loss, err := r.eng.Step(r.step+1, lr, x, t)
+			if err != nil {
+				return r.failed(err)
+			}
+			r.step++
+			r.batch++
+			lastSamples += x.Shape()[0]
+			r.stepLosses = append(r.stepLosses, point{float64(r.step), loss})
+			r.progress.step(r.epoch, loss)
+			if r.step%c.Log.Every == 0 {
+				now := time.Now()
+				r.log.event("step").Int("epoch", r.epoch+1).Int("step", r.step).Float64("loss", loss).
+					Float64("lr", lr).Float64("samples_per_sec", float64(lastSamples)/now.Sub(lastTime).Seconds()).Msg("")
+				lastTime, lastSamples = now, 0
+			}
+			if c.Train.EvalEvery > 0 && r.step%c.Train.EvalEvery == 0 {
+				r.evaluate()
+			}
+			if c.Train.CheckpointEvery > 0 && r.step%c.Train.CheckpointEvery == 0 {
+				if err := r.checkpoint(); err != nil {
+					return err
+				}
+			}
+		}
+		if c.Train.EvalEvery == 0 {
+			r.evaluate()
+		}
+		if c.Train.CheckpointEvery == 0 {
+			if err := r.checkpoint(); err != nil {
+				return err
+			}
+		}
+	}
+	return r.finish()
+}
+
+// finish evaluates and checkpoints the final state unless that was just done.
+func (r *trainRun) finish() error {
+	if n := len(r.evalLoss); n == 0 || r.evalLoss[n-1].x != float64(r.step) {
+		r.evaluate()
+	}
+	if r.lastCheckpoint != r.step {
+		return r.checkpoint()
+	}
+	return nil
+}
+
+// interrupted writes a checkpoint at the current position and ends the run.
+func (r *trainRun) interrupted() error {
+	if err := r.checkpoint(); err != nil {
+		return fmt.Errorf("interrupted, and the checkpoint failed: %w", err)
+	}
+	return fmt.Errorf("%w at step %d: resume with --resume", errInterrupted, r.step)
+}
+
+// failed reports a training failure; the last good checkpoint stays as it is.
+func (r *trainRun) failed(err error) error {
+	var nf *nn.NonFiniteError
+	if errors.As(err, &nf) {
+		return fmt.Errorf("training failed: %v (the last good checkpoint in %q is kept)", err, r.cfg.Train.CheckpointDir)
+	}
+	return fmt.Errorf("training failed at step %d: %v", r.step+1, err)
+}
+
+// evaluate logs the model's loss and accuracy on the test split.
+func (r *trainRun) evaluate() {
+	if r.test == nil || r.test.Len() == 0 {
+		return
+	}
+	loss, acc := r.eng.Evaluate(r.test.X, target(r.test, r.regression))
+	ev := r.log.event("eval").Int("epoch", r.epoch+1).Int("step", r.step).Str("split", "test").Float64("loss", loss)
+	if !math.IsNaN(acc) {
+		ev = ev.Float64("accuracy", acc)
+		r.evalAcc = append(r.evalAcc, point{float64(r.step), acc})
+	}
+	ev.Msg("")
+	r.evalLoss = append(r.evalLoss, point{float64(r.step), loss})
+}
+
+// checkpoint saves weights, optimizer state and the position of the next batch.
+func (r *trainRun) checkpoint() error {
+	model := map[string]*tensor.Tensor{}
+	for _, p := range r.eng.Params() {
+		model[p.Name] = p.Value.Clone()
+	}
+	st := r.eng.Optimizer().State()
+	meta := checkpoint.Meta{
+		Version: 1, Step: r.step, Epoch: r.epoch, Batch: r.batch, Seed: r.cfg.Seed,
+		OptimizerType: st.Kind, OptimizerStep: st.Step, ConfigHash: configHash(r.cfg),
+		Extra: map[string]any{"optimizer_params": st.NumParams},
+	}
+	if r.batch >= r.loader.BatchesPerEpoch() {
+		meta.Epoch, meta.Batch = r.epoch+1, 0
+	}
+	dir, err := checkpoint.Save(r.cfg.Train.CheckpointDir, meta, model, st.Tensors)
+	if err != nil {
+		return fmt.Errorf("checkpoint at step %d: %w", r.step, err)
+	}
+	r.lastCheckpoint = r.step
+	r.log.event("checkpoint").Int("step", r.step).Str("path", dir).Msg("")
+	return nil
+}
+
+// restore continues from the newest checkpoint in train.checkpoint_dir.
+func (r *trainRun) restore() error {
+	root := r.cfg.Train.CheckpointDir
+	dir, ok, err := checkpoint.Latest(root)
+	if err != nil {
+		return badInputf("--resume: %v", err)
+	}
+	if !ok {
+		return badInputf("--resume: no checkpoint in train.checkpoint_dir = %q", root)
+	}
+	meta, model, opt, err := checkpoint.Load(dir)
+	if err != nil {
+		return badInputf("--resume: %v", err)
+	}
+	if meta.ConfigHash != configHash(r.cfg) {
+		return badInputf("--resume: %s was written for a different model, data or optimizer than this config", dir)
+	}
+	for _, p := range r.eng.Params() {
+		w, ok := model[p.Name]
+		if !ok || !tensor.EqualShapes(w.Shape(), p.Value.Shape()) || w.DType() != p.Value.DType() {
+			return badInputf("--resume: %s: parameter %q is missing or does not fit shape %v", dir, p.Name, p.Value.Shape())
+		}
+		p.Value.CopyFrom(w)
+	}
+	nparams := 0
+	if v, ok := meta.Extra["optimizer_params"].(json.Number); ok {
+		n, err := v.Int64()
+		if err != nil {
+			return badInputf("--resume: %s: optimizer_params %q: %v", dir, v, err)
+		}
+		nparams = int(n)
+	}
+	st := optim.State{Kind: meta.OptimizerType, Step: meta.OptimizerStep, NumParams: nparams, Tensors: opt}
+	if err := r.eng.Optimizer().LoadState(st); err != nil {
+		return badInputf("--resume: %s: %v", dir, err)
+	}
+	r.step, r.epoch, r.batch = meta.Step, meta.Epoch, meta.Batch
+	r.lastCheckpoint = r.step
+	r.log.event("resume").Int("step", r.step).Int("epoch", r.epoch+1).Int("batch", r.batch).Str("path", dir).Msg("resumed")
+	return nil
+}
+
+// configHash identifies what a checkpoint's tensors and data position depend on.
+func configHash(c *config.Config) string {
+	b, _ := json.Marshal(struct {
+		Seed                  uint64
+		Data, Model, Loss, Op any
+	}{c.Seed, []any{c.Data.Name, c.Data.BatchSize, c.Data.Shuffle, c.Data.TestFraction, c.Data.LabelColumn}, c.Model, c.Loss, c.Optimizer.Type})
+	h := sha256.Sum256(b)
+	return hex.EncodeToString(h[:8])
+}
