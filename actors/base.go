@@ -1,0 +1,192 @@
+package actors
+
+import (
+	"fmt"
+	"reflect"
+	"runtime/debug"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/asynkron/protoactor-go/actor"
+)
+
+// Span is one piece of work an actor did, for the timeline trace.
+type Span struct {
+	Kind        byte // 'F' forward, 'B' backward, 'U' update, 'E' evaluation forward, 'O' optimizer
+	Step, Micro int
+	Start, Dur  time.Duration // since the graph's epoch
+}
+
+// Stats are an actor's counters since they were last reset.
+type Stats struct {
+	Actor       int
+	Name        string
+	Layers      []int // global indices of the layers it runs
+	Busy        time.Duration
+	Messages    int
+	MaxInFlight int // most micro-batches holding activations at once
+	Spans       []Span
+}
+
+// Status is what a watchdog may read of an actor while it runs; every field is
+// safe for concurrent use.
+type Status struct {
+	Name     string
+	sent     atomic.Int64
+	received atomic.Int64
+	mu       sync.Mutex
+	last     string
+	inHand   string
+}
+
+// Pending returns how many messages wait in the actor's mailbox.
+func (s *Status) Pending() int64 { return s.sent.Load() - s.received.Load() }
+
+// Describe returns the last message the actor took and what it is working on.
+func (s *Status) Describe() (last, inHand string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.last, s.inHand
+}
+
+func (s *Status) set(last, inHand string) {
+	s.mu.Lock()
+	s.last, s.inHand = last, inHand
+	s.mu.Unlock()
+}
+
+// Graph is what all actors of one pipeline share: the clock of the trace, the
+// status of every actor by PID, and a counter of messages moved, read by the watchdog.
+type Graph struct {
+	Epoch  time.Time
+	Trace  bool
+	status map[string]*Status
+	Moved  atomic.Int64
+}
+
+// NewGraph returns an empty graph whose trace clock starts now.
+func NewGraph(trace bool) *Graph {
+	return &Graph{Epoch: time.Now(), Trace: trace, status: map[string]*Status{}}
+}
+
+// Register records pid's status; call it before any message is sent to pid.
+func (g *Graph) Register(pid *actor.PID, st *Status) { g.status[pid.Id] = st }
+
+// base is embedded in every actor: identity, counters, spans, status, and the
+// panic guard that turns a failure into a Failed message.
+type base struct {
+	id       int
+	name     string
+	layerIDs []int
+	graph    *Graph
+	status   *Status
+	coord    *actor.PID
+	failed   bool
+
+	busy     time.Duration
+	messages int
+	maxIn    int
+	spans    []Span
+}
+
+func newBase(id int, name string, g *Graph) base {
+	return base{id: id, name: name, graph: g, status: &Status{Name: name}}
+}
+
+// Status returns the actor's live status.
+func (b *base) Status() *Status { return b.status }
+
+// send sends msg to pid, counting it as pending there.
+func (b *base) send(ctx actor.Context, pid *actor.PID, msg any) {
+	if st := b.graph.status[pid.Id]; st != nil {
+		st.sent.Add(1)
+	}
+	ctx.Send(pid, msg)
+}
+
+// receive does the bookkeeping common to every user message and reports whether
+// the actor should handle it; system messages are left to protoactor.
+func (b *base) receive(ctx actor.Context) bool {
+	switch ctx.Message().(type) {
+	case *actor.Started, *actor.Stopping, *actor.Stopped, *actor.Restarting, *actor.Terminated:
+		return false
+	}
+	b.status.received.Add(1)
+	b.graph.Moved.Add(1)
+	b.messages++
+	b.status.set(describe(ctx.Message()), "")
+	return !b.failed
+}
+
+// span times f as a span of the given kind, and marks the actor busy with it.
+func (b *base) span(kind byte, step, micro int, f func()) {
+	b.status.set(b.lastMsg(), fmt.Sprintf("%c step %d micro-batch %d", kind, step, micro))
+	start := time.Now()
+	f()
+	d := time.Since(start)
+	b.busy += d
+	if b.graph.Trace {
+		b.spans = append(b.spans, Span{kind, step, micro, start.Sub(b.graph.Epoch), d})
+	}
+	b.status.set(b.lastMsg(), "")
+}
+
+func (b *base) lastMsg() string {
+	last, _ := b.status.Describe()
+	return last
+}
+
+// guard runs f and turns a panic into a Failed message to the coordinator; the
+// actor then ignores further work. It reports whether f completed.
+func (b *base) guard(ctx actor.Context, what string, f func() error) (ok bool) {
+	defer func() {
+		if r := recover(); r != nil {
+			b.fail(ctx, fmt.Errorf("%s panicked: %v\n%s", what, r, debug.Stack()))
+			ok = false
+		}
+	}()
+	if err := f(); err != nil {
+		b.fail(ctx, err)
+		return false
+	}
+	return true
+}
+
+func (b *base) fail(ctx actor.Context, err error) {
+	b.failed = true
+	if b.coord != nil {
+		b.send(ctx, b.coord, &Failed{Actor: b.id, Err: err})
+	}
+}
+
+// stats returns the counters, resetting them if asked.
+func (b *base) stats(reset bool) *Stats {
+	s := &Stats{Actor: b.id, Name: b.name, Layers: b.layerIDs, Busy: b.busy, Messages: b.messages, MaxInFlight: b.maxIn, Spans: b.spans}
+	if reset {
+		b.busy, b.messages, b.maxIn, b.spans = 0, 0, 0, nil
+	}
+	return s
+}
+
+// describe names a message for the watchdog: its type and step and micro-batch.
+func describe(m any) string {
+	switch m := m.(type) {
+	case *Forward:
+		return fmt.Sprintf("Forward step %d micro-batch %d part %d", m.Step, m.Micro, m.Part)
+	case *Backward:
+		return fmt.Sprintf("Backward step %d micro-batch %d part %d", m.Step, m.Micro, m.Part)
+	case *GradReady:
+		return fmt.Sprintf("GradReady step %d from actor %d", m.Step, m.Actor)
+	case *ApplyUpdate:
+		return fmt.Sprintf("ApplyUpdate step %d", m.Step)
+	}
+	t := reflect.TypeOf(m)
+	if t == nil {
+		return "nil"
+	}
+	if t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	return t.Name()
+}

@@ -1,0 +1,202 @@
+package actors
+
+import (
+	"errors"
+	"fmt"
+	"math"
+
+	"github.com/asynkron/protoactor-go/actor"
+	"github.com/pipetrain/pipetrain/nn"
+	"github.com/pipetrain/pipetrain/tensor"
+)
+
+// ErrStopped is returned for work asked of a pipeline that has already failed.
+var ErrStopped = errors.New("actors: the pipeline stopped after an earlier failure")
+
+// Hang is sent to the coordinator by a watchdog that saw no message move.
+type Hang struct{ Err error }
+
+// Coordinator is the actor that runs steps: it splits a mini-batch into
+// micro-batches, feeds the first node as the schedule allows, and answers the
+// step when the loss is known and every parameter-owning actor has applied its
+// update. The first failure ends the pipeline.
+type Coordinator struct {
+	base
+	schedule    Schedule
+	micro       int
+	first       []*actor.PID
+	loss, opt   *actor.PID
+	paramActors int
+	err         error
+
+	// the step in progress
+	req      *actor.PID
+	step     int
+	x        *tensor.Tensor
+	spans    []nn.Span
+	sent     int
+	bwd      map[int]int // micro-batch to first-node actors done with it
+	finished int         // micro-batches whose backward is done
+	stepLoss float64
+	haveLoss bool
+	updates  int
+
+	// the evaluation in progress
+	evalReq   *actor.PID
+	evalRows  []int
+	evalParts []*EvalPart
+	evalGot   int
+	evalLabel bool
+}
+
+// NewCoordinator returns the coordinator of a pipeline whose first node is
+// first, with paramActors actors that take part in updates.
+func NewCoordinator(id int, g *Graph, s Schedule, micro int, first []*actor.PID, loss, opt *actor.PID, paramActors int) *Coordinator {
+	return &Coordinator{base: newBase(id, "coordinator", g), schedule: s, micro: micro, first: first,
+		loss: loss, opt: opt, paramActors: paramActors}
+}
+
+func (c *Coordinator) Receive(ctx actor.Context) {
+	if !c.receive(ctx) {
+		return
+	}
+	switch m := ctx.Message().(type) {
+	case *RunStep:
+		c.runStep(ctx, m)
+	case *BackwardDone:
+		c.bwd[m.Micro]++
+		if c.bwd[m.Micro] == len(c.first) {
+			delete(c.bwd, m.Micro)
+			c.finished++
+			if c.schedule == Sequential && c.sent < len(c.spans) {
+				c.sendForward(ctx, c.sent)
+			}
+		}
+		c.maybeDone(ctx)
+	case *StepLoss:
+		c.stepLoss, c.haveLoss = m.Loss, true
+		c.maybeDone(ctx)
+	case *UpdateApplied:
+		c.updates++
+		c.maybeDone(ctx)
+	case *RunEval:
+		c.runEval(ctx, m)
+	case *EvalPart:
+		c.evalParts[m.Chunk] = m
+		c.evalGot++
+		if c.evalGot == len(c.evalParts) {
+			c.answerEval(ctx)
+		}
+	case *Failed:
+		c.stop(ctx, m.Err)
+	case *Hang:
+		c.stop(ctx, m.Err)
+	case *GetStats:
+		ctx.Respond(c.stats(m.Reset))
+	}
+}
+
+func (c *Coordinator) runStep(ctx actor.Context, m *RunStep) {
+	if c.err != nil {
+		ctx.Respond(&StepResult{Step: m.Step, Err: c.err})
+		return
+	}
+	n := m.X.Shape()[0]
+	if m.T.Rows() != n || n == 0 {
+		ctx.Respond(&StepResult{Step: m.Step, Err: fmt.Errorf("actors: step %d: %d target rows for a batch of %d", m.Step, m.T.Rows(), n)})
+		return
+	}
+	c.req, c.step, c.x = ctx.Sender(), m.Step, m.X
+	c.spans = nn.SplitRows(n, c.micro)
+	c.sent, c.finished, c.updates, c.haveLoss = 0, 0, 0, false
+	c.bwd = map[int]int{}
+	c.send(ctx, c.opt, &BeginStep{Step: m.Step, LR: m.LR})
+	for k, sp := range c.spans {
+		c.send(ctx, c.loss, &Target{Step: m.Step, Micro: k, Micros: len(c.spans), T: m.T.Slice(sp.Lo, sp.Hi), Rows: sp.Hi - sp.Lo, Total: n})
+	}
+	if c.schedule == Sequential {
+		c.sendForward(ctx, 0)
+		return
+	}
+	for k := range c.spans {
+		c.sendForward(ctx, k)
+	}
+}
+
+// sendForward feeds micro-batch k to every actor of the first node; its rows
+// are shared read-only among them.
+func (c *Coordinator) sendForward(ctx actor.Context, k int) {
+	sp := c.spans[k]
+	f := &Forward{Step: c.step, Micro: k, Micros: len(c.spans), X: nn.SliceRows(c.x, sp.Lo, sp.Hi)}
+	for _, pid := range c.first {
+		c.send(ctx, pid, f)
+	}
+	c.sent++
+}
+
+func (c *Coordinator) maybeDone(ctx actor.Context) {
+	if c.req == nil || !c.haveLoss || c.finished < len(c.spans) || c.updates < c.paramActors {
+		return
+	}
+	c.send(ctx, c.req, &StepResult{Step: c.step, Loss: c.stepLoss})
+	c.req, c.x = nil, nil
+}
+
+func (c *Coordinator) runEval(ctx actor.Context, m *RunEval) {
+	if c.err != nil {
+		ctx.Respond(&EvalResult{Err: c.err})
+		return
+	}
+	n := m.X.Shape()[0]
+	if n == 0 || m.Rows <= 0 {
+		ctx.Respond(&EvalResult{Loss: math.NaN(), Accuracy: math.NaN()})
+		return
+	}
+	c.evalReq, c.evalGot, c.evalLabel = ctx.Sender(), 0, m.T.Labels != nil
+	c.evalRows = c.evalRows[:0]
+	chunks := (n + m.Rows - 1) / m.Rows
+	c.evalParts = make([]*EvalPart, chunks)
+	for k := range chunks {
+		lo, hi := k*m.Rows, min((k+1)*m.Rows, n)
+		c.evalRows = append(c.evalRows, hi-lo)
+		c.send(ctx, c.loss, &Target{Step: c.step, Micro: k, Micros: chunks, Eval: true, T: m.T.Slice(lo, hi), Rows: hi - lo, Total: n})
+		f := &Forward{Step: c.step, Micro: k, Micros: chunks, Eval: true, X: nn.SliceRows(m.X, lo, hi)}
+		for _, pid := range c.first {
+			c.send(ctx, pid, f)
+		}
+	}
+}
+
+// answerEval sums the chunks in order, as nn.Sequential.Evaluate does.
+func (c *Coordinator) answerEval(ctx actor.Context) {
+	n := 0
+	for _, r := range c.evalRows {
+		n += r
+	}
+	loss, correct := 0.0, 0
+	for _, p := range c.evalParts {
+		loss += p.Loss * float64(p.Rows) / float64(n)
+		correct += p.Correct
+	}
+	acc := math.NaN()
+	if c.evalLabel {
+		acc = float64(correct) / float64(n)
+	}
+	c.send(ctx, c.evalReq, &EvalResult{Loss: loss, Accuracy: acc})
+	c.evalReq = nil
+}
+
+// stop records the first failure and answers whatever is waiting with it.
+func (c *Coordinator) stop(ctx actor.Context, err error) {
+	if c.err == nil {
+		c.err = err
+	}
+	if c.req != nil {
+		c.send(ctx, c.req, &StepResult{Step: c.step, Err: c.err})
+		c.req = nil
+	}
+	if c.evalReq != nil {
+		c.send(ctx, c.evalReq, &EvalResult{Err: c.err})
+		c.evalReq = nil
+	}
+}

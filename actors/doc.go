@@ -1,0 +1,43 @@
+// Package actors holds the protoactor actors of a pipetrain pipeline and the
+// messages they exchange.
+//
+// # The actors
+//
+// A Stage runs consecutive layers of the model, or one shard of a linear layer,
+// for every micro-batch sent to it; it alone holds and writes its layers'
+// weights. The Loss actor compares the last stage's output with the target and
+// starts the backward pass. The Optimizer actor owns the optimizer state
+// (momentum, Adam moments): when every parameter-owning stage has sent copies
+// of its values and gradients, it clips them as one set in a fixed order, runs
+// the optimizer, and sends each stage its new values. The Coordinator splits a
+// mini-batch into micro-batches, feeds the first stage, and answers the step.
+//
+// # Messages and ownership
+//
+// Every message is a plain struct sent as a pointer and declared in
+// messages.go, with its ownership written on it: once sent, a message and its
+// tensors belong to the receiver. The one exception is Forward.X, which the
+// actors of one node share read-only. protoactor delivers messages from one
+// sender in order, and each stage processes forwards and backwards in
+// micro-batch order, so gradients accumulate in the order nn.Sequential uses and
+// the results match it bit for bit.
+//
+// # Schedules
+//
+// Under Sequential the coordinator sends the next micro-batch when the previous
+// one's backward is done. Under GPipe every forward runs, and the loss actor
+// holds the backwards until the last forward arrives. Under OneFOneB
+// (PipeDream-Flush) stage i of p admits at most p-i micro-batches: a stage runs
+// a backward as soon as it has it, and takes a queued forward only through a
+// message to itself, behind whatever is already in its mailbox, so a ready
+// backward goes first. Mailboxes are unbounded; in-flight work is bounded by
+// these credits.
+//
+// # Failure
+//
+// A kernel that panics or yields a non-finite value makes its actor send Failed
+// to the coordinator, which answers the step in progress, and every later one,
+// with that error. Actors are spawned with a stop directive and a producer that
+// refuses to run twice: protoactor's default supervisor would restart an actor
+// by calling its producer again, silently re-initialising its weights.
+package actors

@@ -1,0 +1,148 @@
+package actors
+
+import (
+	"fmt"
+	"math"
+
+	"github.com/asynkron/protoactor-go/actor"
+	"github.com/pipetrain/pipetrain/nn"
+	"github.com/pipetrain/pipetrain/tensor"
+)
+
+// Loss is the actor after the last node: it compares each micro-batch's output
+// with its target, sends the scaled loss gradient back, and sums the step's
+// loss in micro-batch order, as nn.Sequential does. Under GPipe it holds every
+// backward until the step's last forward has arrived (the flush).
+type Loss struct {
+	base
+	loss  nn.Loss
+	gpipe bool
+	w     Wire
+
+	step    int
+	parts   map[partKey][]*tensor.Tensor
+	outs    map[partKey]*tensor.Tensor
+	targets map[partKey]*Target
+	next    int // next training micro-batch to take, in order
+	total   float64
+	held    []*Backward
+}
+
+// NewLoss returns the loss actor.
+func NewLoss(id int, g *Graph, loss nn.Loss, gpipe bool) *Loss {
+	return &Loss{base: newBase(id, "loss", g), loss: loss, gpipe: gpipe,
+		parts: map[partKey][]*tensor.Tensor{}, outs: map[partKey]*tensor.Tensor{}, targets: map[partKey]*Target{}}
+}
+
+func (l *Loss) Receive(ctx actor.Context) {
+	if !l.receive(ctx) {
+		return
+	}
+	switch m := ctx.Message().(type) {
+	case *Wire:
+		l.w, l.coord = *m, m.Coordinator
+	case *Target:
+		l.newStep(m.Step, m.Eval)
+		l.targets[partKey{m.Eval, m.Micro}] = m
+		l.drain(ctx)
+	case *Forward:
+		l.newStep(m.Step, m.Eval)
+		k := partKey{m.Eval, m.Micro}
+		out, ok := gather(l.parts, k, l.w.InParts, m.Part, m.X)
+		if !ok {
+			return
+		}
+		l.outs[k] = out
+		l.drain(ctx)
+	case *GetStats:
+		ctx.Respond(l.stats(m.Reset))
+	}
+}
+
+func (l *Loss) newStep(step int, eval bool) {
+	if !eval && step != l.step {
+		l.step, l.next, l.total, l.held = step, 0, 0, nil
+	}
+}
+
+// drain handles every micro-batch whose output and target are both here:
+// evaluation chunks in any order, training micro-batches strictly in order.
+func (l *Loss) drain(ctx actor.Context) {
+	for k, out := range l.outs {
+		if t := l.targets[k]; k.eval && t != nil {
+			delete(l.outs, k)
+			delete(l.targets, k)
+			l.guard(ctx, "loss", func() error { return l.evaluate(ctx, t, out) })
+		}
+	}
+	for {
+		k := partKey{false, l.next}
+		out, t := l.outs[k], l.targets[k]
+		if out == nil || t == nil {
+			return
+		}
+		delete(l.outs, k)
+		delete(l.targets, k)
+		l.next++
+		if !l.guard(ctx, "loss", func() error { return l.train(ctx, t, out) }) {
+			return
+		}
+	}
+}
+
+func (l *Loss) train(ctx actor.Context, t *Target, out *tensor.Tensor) error {
+	var (
+		loss float64
+		grad *tensor.Tensor
+	)
+	l.span('F', t.Step, t.Micro, func() {
+		loss, grad = l.loss.Compute(out, t.T, float64(t.Rows)/float64(t.Total))
+	})
+	l.total += loss * float64(t.Rows) / float64(t.Total)
+	if !grad.IsFinite() {
+		return &nn.NonFiniteError{Step: t.Step, Where: "loss"}
+	}
+	b := &Backward{Step: t.Step, Micro: t.Micro, DY: grad}
+	if l.gpipe {
+		l.held = append(l.held, b)
+	} else {
+		l.sendBack(ctx, b)
+	}
+	if t.Micro == t.Micros-1 {
+		if math.IsNaN(l.total) || math.IsInf(l.total, 0) {
+			return &nn.NonFiniteError{Step: t.Step, Where: "loss"}
+		}
+		for _, h := range l.held {
+			l.sendBack(ctx, h)
+		}
+		l.held = nil
+		l.send(ctx, l.coord, &StepLoss{Step: t.Step, Loss: l.total})
+	}
+	return nil
+}
+
+// sendBack splits the output gradient by the last node's column blocks.
+func (l *Loss) sendBack(ctx actor.Context, b *Backward) {
+	for k, block := range splitCols(b.DY, l.w.PrevSplit) {
+		l.send(ctx, l.w.Prev[k], &Backward{Step: b.Step, Micro: b.Micro, DY: block})
+	}
+}
+
+func (l *Loss) evaluate(ctx actor.Context, t *Target, out *tensor.Tensor) error {
+	part := &EvalPart{Chunk: t.Micro, Rows: t.Rows}
+	l.span('E', t.Step, t.Micro, func() {
+		part.Loss, _ = l.loss.Compute(out, t.T, 0)
+		if t.T.Labels != nil {
+			for i, p := range nn.Predict(out) {
+				if p == t.T.Labels[i] {
+					part.Correct++
+				}
+			}
+		}
+	})
+	if t.T.Labels != nil && len(t.T.Labels) != t.Rows {
+		return fmt.Errorf("actors: evaluation chunk %d has %d labels for %d rows", t.Micro, len(t.T.Labels), t.Rows)
+	}
+	l.send(ctx, l.coord, part)
+	return nil
+}

@@ -1,0 +1,176 @@
+package actors
+
+import (
+	"github.com/asynkron/protoactor-go/actor"
+	"github.com/pipetrain/pipetrain/nn"
+	"github.com/pipetrain/pipetrain/optim"
+	"github.com/pipetrain/pipetrain/tensor"
+)
+
+// Every message is a plain struct sent as a pointer. Ownership is written on each:
+// once sent, a message and the tensors in it belong to the receiver, except where
+// a field says it is shared read-only.
+
+// Forward carries one micro-batch's activations downstream, from one actor of a
+// node to every actor of the next node (or to the loss actor). X is shared
+// read-only by all receivers of one send: none may write it, any may keep it.
+type Forward struct {
+	Step, Micro int
+	Micros      int  // micro-batches in this step
+	Part        int  // index of the sending actor within its node: X is that column block
+	Eval        bool // evaluation: no caching, no backward
+	X           *tensor.Tensor
+}
+
+// Backward carries the loss gradient with respect to the receiver's output
+// block, from one actor of the next node (or from the loss actor). Partial
+// gradients from several senders are summed in Part order. DY belongs to the receiver.
+type Backward struct {
+	Step, Micro int
+	Part        int // index of the sending actor within its node
+	DY          *tensor.Tensor
+}
+
+// Target tells the loss actor what micro-batch Micro of Step is compared with:
+// Rows of the mini-batch's Total rows. Coordinator to loss actor.
+type Target struct {
+	Step, Micro, Micros int
+	Eval                bool
+	T                   nn.Target
+	Rows, Total         int
+}
+
+// BackwardDone reports that an actor of the first node finished a micro-batch's
+// backward. First-node actor to coordinator.
+type BackwardDone struct {
+	Step, Micro int
+	Actor       int
+}
+
+// StepLoss is a step's mini-batch mean loss, summed over micro-batches in order.
+// Loss actor to coordinator.
+type StepLoss struct {
+	Step int
+	Loss float64
+}
+
+// EvalPart is the summed loss and correct count of one evaluation chunk.
+// Loss actor to coordinator.
+type EvalPart struct {
+	Chunk   int
+	Loss    float64 // the chunk's mean loss
+	Correct int     // rows whose largest output is the label
+	Rows    int
+}
+
+// BeginStep gives the optimizer the learning rate of a step. Coordinator to optimizer.
+type BeginStep struct {
+	Step int
+	LR   float64
+}
+
+// GradReady carries an actor's parameter values and accumulated gradients after
+// its last backward of a step. Values and Grads are copies that belong to the
+// optimizer. Actor to optimizer.
+type GradReady struct {
+	Step   int
+	Actor  int
+	Values []*tensor.Tensor
+	Grads  []*tensor.Tensor
+}
+
+// ApplyUpdate carries an actor's new parameter values, in Params order; they
+// belong to the receiver, which copies them into its weights. Optimizer to actor.
+type ApplyUpdate struct {
+	Step   int
+	Values []*tensor.Tensor
+}
+
+// UpdateApplied reports that an actor holds the weights of the end of Step.
+// Actor to coordinator.
+type UpdateApplied struct {
+	Step, Actor int
+}
+
+// Failed reports that an actor cannot go on: a kernel panicked or produced a
+// non-finite value. Any actor to coordinator.
+type Failed struct {
+	Actor int
+	Err   error
+}
+
+// RunStep asks the coordinator to run one training step; it answers the sender
+// with a *StepResult. X and T belong to the coordinator.
+type RunStep struct {
+	Step int
+	LR   float64
+	X    *tensor.Tensor
+	T    nn.Target
+}
+
+// StepResult answers RunStep.
+type StepResult struct {
+	Step int
+	Loss float64
+	Err  error
+}
+
+// RunEval asks the coordinator to evaluate the model on X in chunks of Rows
+// rows; it answers with an *EvalResult.
+type RunEval struct {
+	X    *tensor.Tensor
+	T    nn.Target
+	Rows int
+}
+
+// EvalResult answers RunEval. Accuracy is NaN when the target has no labels.
+type EvalResult struct {
+	Loss, Accuracy float64
+	Err            error
+}
+
+// GetParams asks an actor for copies of its parameters; it answers with *Params.
+type GetParams struct{}
+
+// Params answers GetParams; the tensors are copies that belong to the receiver.
+type Params struct {
+	Actor  int
+	Names  []string
+	Values []*tensor.Tensor
+}
+
+// SetParams replaces an actor's parameter values, in Params order; it answers
+// with *Ack. The tensors are copied.
+type SetParams struct {
+	Values []*tensor.Tensor
+}
+
+// GetOptimizerState asks the optimizer for a copy of its state (*optim.State).
+type GetOptimizerState struct{}
+
+// SetOptimizerState replaces the optimizer's state; it answers with *Ack.
+type SetOptimizerState struct {
+	State optim.State
+}
+
+// GetStats asks an actor for its counters (*Stats), resetting them if Reset.
+type GetStats struct{ Reset bool }
+
+// Ack answers requests that return nothing but an error.
+type Ack struct{ Err error }
+
+// kick makes a stage look at its queue of forwards again, after any message
+// already in its mailbox, so ready backwards run first.
+type kick struct{}
+
+// Wire connects an actor to its neighbours; it is the first message each actor
+// gets, before any work.
+type Wire struct {
+	Coordinator, Optimizer *actor.PID
+	Next                   []*actor.PID // actors of the next node, or the loss actor
+	Prev                   []*actor.PID // actors of the previous node; none for the first node
+	PrevSplit              []int        // column bounds of the previous node's output, len(Prev)+1
+	InParts                int          // forward parts to gather: actors of the previous node, or 1
+	OutParts               int          // backward parts to gather: actors of the next node, or 1
+	Limit                  int          // micro-batches admitted at once
+}

@@ -1,0 +1,279 @@
+package actors
+
+import (
+	"fmt"
+
+	"github.com/asynkron/protoactor-go/actor"
+	"github.com/pipetrain/pipetrain/nn"
+	"github.com/pipetrain/pipetrain/ops"
+	"github.com/pipetrain/pipetrain/tensor"
+)
+
+// Stage is an actor that runs consecutive layers of the model, or one shard of a
+// linear layer, for every micro-batch sent to it. It alone holds and writes the
+// weights of its layers.
+//
+// Forwards are admitted while fewer than Limit micro-batches hold activations
+// here (1F1B gives stage i of p the limit p-i); a backward runs as soon as it is
+// complete, and queued forwards resume only after the messages already in the
+// mailbox, so a ready backward always goes before a new forward.
+type Stage struct {
+	base
+	layers []nn.Layer
+	needDX bool // the first layer's input gradient is wanted (false on the first node)
+	part   int  // index within its node
+
+	w Wire
+
+	fwdParts map[partKey][]*tensor.Tensor
+	bwdParts map[int][]*tensor.Tensor
+	queue    []*Forward // complete forwards waiting for a credit
+	inFlight int
+	kicked   bool
+	done     int // backwards finished in this step
+	micros   int
+}
+
+type partKey struct {
+	eval  bool
+	micro int
+}
+
+// NewStage returns a stage actor running layers, whose global indices start at
+// first; part is its index within its node.
+func NewStage(id int, name string, g *Graph, layers []nn.Layer, first, part int, needDX bool) *Stage {
+	s := &Stage{base: newBase(id, name, g), layers: layers, needDX: needDX, part: part,
+		fwdParts: map[partKey][]*tensor.Tensor{}, bwdParts: map[int][]*tensor.Tensor{}}
+	for i := range layers {
+		s.layerIDs = append(s.layerIDs, first+i)
+	}
+	return s
+}
+
+// HasParams reports whether the stage owns parameters (and so takes part in updates).
+func (s *Stage) HasParams() bool { return len(s.params()) > 0 }
+
+func (s *Stage) params() []nn.Param {
+	var ps []nn.Param
+	for _, l := range s.layers {
+		ps = append(ps, l.Params()...)
+	}
+	return ps
+}
+
+func (s *Stage) Receive(ctx actor.Context) {
+	if !s.receive(ctx) {
+		return
+	}
+	switch m := ctx.Message().(type) {
+	case *Wire:
+		s.w, s.coord = *m, m.Coordinator
+	case *Forward:
+		s.gatherForward(ctx, m)
+	case *kick:
+		s.kicked = false
+		s.runForward(ctx)
+	case *Backward:
+		s.gatherBackward(ctx, m)
+	case *ApplyUpdate:
+		s.guard(ctx, s.name+" update", func() error { return s.apply(ctx, m) })
+	case *GetParams:
+		ctx.Respond(s.snapshot())
+	case *SetParams:
+		ctx.Respond(&Ack{Err: s.setParams(m.Values)})
+	case *GetStats:
+		ctx.Respond(s.stats(m.Reset))
+	}
+}
+
+// gatherForward collects the parts of a micro-batch's input, joins them by
+// columns in part order, and queues it.
+func (s *Stage) gatherForward(ctx actor.Context, m *Forward) {
+	x, ok := gather(s.fwdParts, partKey{m.Eval, m.Micro}, s.w.InParts, m.Part, m.X)
+	if !ok {
+		return
+	}
+	f := &Forward{Step: m.Step, Micro: m.Micro, Micros: m.Micros, Eval: m.Eval, X: x}
+	if m.Eval {
+		s.forward(ctx, f) // evaluation holds no activations: no credit needed
+		return
+	}
+	s.queue = append(s.queue, f)
+	s.maybeKick(ctx)
+}
+
+// maybeKick schedules one queued forward behind the mailbox's current messages.
+func (s *Stage) maybeKick(ctx actor.Context) {
+	if !s.kicked && len(s.queue) > 0 && s.inFlight < s.w.Limit {
+		s.kicked = true
+		ctx.Send(ctx.Self(), &kick{})
+		s.status.sent.Add(1)
+	}
+}
+
+func (s *Stage) runForward(ctx actor.Context) {
+	if len(s.queue) == 0 || s.inFlight >= s.w.Limit {
+		return
+	}
+	f := s.queue[0]
+	s.queue = s.queue[1:]
+	s.inFlight++
+	s.micros = f.Micros
+	s.forward(ctx, f)
+	s.maybeKick(ctx)
+}
+
+func (s *Stage) forward(ctx actor.Context, f *Forward) {
+	kind := byte('F')
+	if f.Eval {
+		kind = 'E'
+	}
+	p := nn.Pass{Step: f.Step, Micro: f.Micro, Train: !f.Eval}
+	var y *tensor.Tensor
+	ok := s.guard(ctx, s.name+" forward", func() (err error) {
+		s.span(kind, f.Step, f.Micro, func() {
+			h := f.X
+			for i, l := range s.layers {
+				h = l.Forward(p, h)
+				if !h.IsFinite() {
+					err = &nn.NonFiniteError{Layer: s.layerIDs[i], Kind: l.Kind(), Step: f.Step, Where: "forward"}
+					return
+				}
+			}
+			y = h
+		})
+		return err
+	})
+	if !ok {
+		return
+	}
+	s.trackInFlight()
+	out := &Forward{Step: f.Step, Micro: f.Micro, Micros: f.Micros, Part: s.part, Eval: f.Eval, X: y}
+	for _, pid := range s.w.Next {
+		s.send(ctx, pid, out) // y is shared read-only by the next node's actors
+	}
+}
+
+func (s *Stage) trackInFlight() {
+	for _, l := range s.layers {
+		s.maxIn = max(s.maxIn, l.InFlight())
+	}
+}
+
+// gatherBackward sums the partial gradients of a micro-batch in part order and
+// runs its backward.
+func (s *Stage) gatherBackward(ctx actor.Context, m *Backward) {
+	parts := s.bwdParts[m.Micro]
+	if parts == nil {
+		parts = make([]*tensor.Tensor, s.w.OutParts)
+	}
+	parts[m.Part] = m.DY
+	for _, p := range parts {
+		if p == nil {
+			s.bwdParts[m.Micro] = parts
+			return
+		}
+	}
+	delete(s.bwdParts, m.Micro)
+	dy := parts[0]
+	for _, p := range parts[1:] {
+		dy = ops.Add(dy, p)
+	}
+	s.backward(ctx, m.Step, m.Micro, dy)
+	s.maybeKick(ctx)
+}
+
+func (s *Stage) backward(ctx actor.Context, step, micro int, dy *tensor.Tensor) {
+	p := nn.Pass{Step: step, Micro: micro, Train: true}
+	var dx *tensor.Tensor
+	ok := s.guard(ctx, s.name+" backward", func() (err error) {
+		s.span('B', step, micro, func() {
+			g := dy
+			for i := len(s.layers) - 1; i >= 0; i-- {
+				need := i > 0 || s.needDX
+				g = s.layers[i].Backward(p, g, need)
+				if need && !g.IsFinite() {
+					err = &nn.NonFiniteError{Layer: s.layerIDs[i], Kind: s.layers[i].Kind(), Step: step, Where: "backward"}
+					return
+				}
+			}
+			dx = g
+		})
+		return err
+	})
+	if !ok {
+		return
+	}
+	s.inFlight--
+	if len(s.w.Prev) == 0 {
+		s.send(ctx, s.coord, &BackwardDone{Step: step, Micro: micro, Actor: s.id})
+	} else {
+		s.sendBack(ctx, step, micro, dx)
+	}
+	s.done++
+	if s.done == s.micros {
+		s.done = 0
+		s.gradReady(ctx, step)
+	}
+}
+
+// sendBack splits dx by the previous node's column blocks and sends each block
+// to the actor that produced it.
+func (s *Stage) sendBack(ctx actor.Context, step, micro int, dx *tensor.Tensor) {
+	for k, block := range splitCols(dx, s.w.PrevSplit) {
+		s.send(ctx, s.w.Prev[k], &Backward{Step: step, Micro: micro, Part: s.part, DY: block})
+	}
+}
+
+// gradReady hands copies of the step's parameters and gradients to the
+// optimizer, then zeroes the gradients for the next step.
+func (s *Stage) gradReady(ctx actor.Context, step int) {
+	ps := s.params()
+	if len(ps) == 0 {
+		return
+	}
+	g := &GradReady{Step: step, Actor: s.id}
+	for _, p := range ps {
+		g.Values = append(g.Values, p.Value.Clone())
+		g.Grads = append(g.Grads, p.Grad.Clone())
+		p.Grad.Zero()
+	}
+	s.send(ctx, s.w.Optimizer, g)
+}
+
+func (s *Stage) apply(ctx actor.Context, m *ApplyUpdate) error {
+	var err error
+	s.span('U', m.Step, -1, func() { err = s.setParams(m.Values) })
+	if err != nil {
+		return err
+	}
+	s.send(ctx, s.coord, &UpdateApplied{Step: m.Step, Actor: s.id})
+	return nil
+}
+
+func (s *Stage) setParams(values []*tensor.Tensor) error {
+	ps := s.params()
+	if len(values) != len(ps) {
+		return fmt.Errorf("actors: %s: %d values for %d parameters", s.name, len(values), len(ps))
+	}
+	for i, p := range ps {
+		if values[i].DType() != p.Value.DType() || !tensor.EqualShapes(values[i].Shape(), p.Value.Shape()) {
+			return fmt.Errorf("actors: %s: parameter %s: value %v %v does not fit %v %v", s.name, p.Name, values[i].DType(), values[i].Shape(), p.Value.DType(), p.Value.Shape())
+		}
+	}
+	for i, p := range ps {
+		p.Value.CopyFrom(values[i])
+	}
+	return nil
+}
+
+func (s *Stage) snapshot() *Params {
+	out := &Params{Actor: s.id}
+	for i, l := range s.layers {
+		for _, p := range l.Params() {
+			out.Names = append(out.Names, fmt.Sprintf("%d.%s", s.layerIDs[i], p.Name))
+			out.Values = append(out.Values, p.Value.Clone())
+		}
+	}
+	return out
+}

@@ -1,0 +1,46 @@
+// Package pipeline builds a graph of actors from nn layers and runs training
+// steps through it under the sequential, GPipe and 1F1B schedules.
+//
+// # Stages, nodes and actors
+//
+// Config.Stages = 0 makes every layer its own stage; N groups consecutive
+// layers into N stages balanced by their measured cost (each layer's forward
+// and backward is timed on a sample, and the split minimises the costliest
+// stage). A stage is one actor, and so runs on one goroutine at a time; the Go
+// scheduler spreads the actors over the cores.
+//
+// Config.Shards[i] = K splits linear layer i's output columns over K actors,
+// each owning its slice of W and b. A sharded layer is a node of its own in the
+// chain: the next node joins the K output blocks by columns, and the K partial
+// input gradients are summed in shard order. So the chain is a list of nodes,
+// each one stage actor or K shard actors; the p of the schedules is the number
+// of nodes (Engine.Nodes). Sharded results agree with the unsharded layer to
+// rounding (within 1e-6 relative), not bit for bit, since dX sums in a
+// different order.
+//
+// # Equivalence
+//
+// For the same seed and micro-batch split, every schedule at every stage count
+// gives the step losses and final weights of nn.Sequential, bit for bit: each
+// layer sees the same micro-batches in the same order, dropout masks are keyed
+// by (seed, layer, step, micro-batch), the loss is summed in micro-batch order,
+// and the optimizer actor runs the same optim code over the same parameters in
+// the same order. TestEquivalence checks it.
+//
+// # Failure, hangs and shutdown
+//
+// The first failure of any actor fails the step in progress and every later
+// one. A watchdog goroutine fails a step when no message has moved for
+// Config.Hang, logging a "hang" event with each actor's mailbox length, last
+// message and the micro-batch in hand. Close stops the watchdog and every actor
+// and shuts the actor system down, leaving no goroutine behind. protoactor's
+// own logging goes to Config.Logger through zerolog's slog handler, or nowhere.
+//
+// # Seeing the pipeline
+//
+// Stats returns each actor's busy time, message count, largest number of
+// micro-batches in flight and, with Config.Trace, its spans. WriteTrace writes
+// the spans as Chrome trace-event JSON (open it in Perfetto): a track per
+// actor, a span per forward, backward and update, labelled by step and
+// micro-batch. Bubble measures the idle fraction of the forward/backward phase.
+package pipeline

@@ -1,0 +1,509 @@
+package pipeline
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"math"
+	"sort"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/asynkron/protoactor-go/actor"
+	"github.com/rs/zerolog"
+
+	"github.com/pipetrain/pipetrain/actors"
+	"github.com/pipetrain/pipetrain/nn"
+	"github.com/pipetrain/pipetrain/optim"
+	"github.com/pipetrain/pipetrain/tensor"
+)
+
+// Config describes a pipeline.
+type Config struct {
+	Schedule     actors.Schedule
+	MicroBatches int   // micro-batches per mini-batch
+	Stages       int   // 0: one stage per layer; N: N stages balanced by measured cost
+	Shards       []int // per layer: split a linear layer's output columns over this many actors (0 or 1: none)
+	Loss         nn.Loss
+	Optimizer    optim.Optimizer
+	ClipNorm     float64 // 0: off
+	ClipValue    float64 // 0: off
+
+	Features   int           // input width, for measuring layer costs
+	SampleRows int           // rows of the cost sample (default 64)
+	Trace      bool          // record spans for WriteTrace
+	Hang       time.Duration // watchdog: no message moved for this long fails the step (default 2 minutes)
+	Logger     *zerolog.Logger
+}
+
+// Engine is a running pipeline of actors. Its methods are for one goroutine, the
+// training loop; the actors do the work.
+type Engine struct {
+	cfg    Config
+	system *actor.ActorSystem
+	root   *actor.RootContext
+	graph  *actors.Graph
+	log    zerolog.Logger
+
+	nodes   []node
+	stages  []*actor.PID // stage actors in id order
+	paramOf []*actor.PID // parameter-owning stage actors in global parameter order
+	status  []*actors.Status
+	all     []*actor.PID
+	coord   *actor.PID
+	opt     *actor.PID
+	shapes  map[string][]int // full parameter shapes by name
+
+	busy    atomic.Bool // a step or evaluation is in flight
+	stop    chan struct{}
+	stopped sync.WaitGroup
+	closed  bool
+	spans   map[int][]actors.Span
+	names   map[int]string
+}
+
+// node is one position in the chain: a group of consecutive layers run by one
+// actor, or a linear layer split over several shard actors.
+type node struct {
+	layers []int // global layer indices
+	actors []int // stage actor ids
+	split  []int // column bounds of the node's output over its actors
+}
+
+// StageInfo describes a stage actor.
+type StageInfo struct {
+	Actor  int
+	Node   int
+	Shard  int
+	Layers []int
+}
+
+// New builds the actor graph for layers and starts it. The layers belong to the
+// engine from then on: only its actors touch them.
+func New(layers []nn.Layer, cfg Config) (*Engine, error) {
+	if len(layers) == 0 {
+		return nil, errors.New("pipeline: no layers")
+	}
+	if cfg.MicroBatches < 1 {
+		return nil, fmt.Errorf("pipeline: micro_batches = %d must be at least 1", cfg.MicroBatches)
+	}
+	if cfg.Stages < 0 || cfg.Stages > len(layers) {
+		return nil, fmt.Errorf("pipeline: stages = %d must lie in [0, %d layers]", cfg.Stages, len(layers))
+	}
+	if cfg.Hang <= 0 {
+		cfg.Hang = 2 * time.Minute
+	}
+	if cfg.SampleRows <= 0 {
+		cfg.SampleRows = 64
+	}
+	e := &Engine{cfg: cfg, graph: actors.NewGraph(cfg.Trace), stop: make(chan struct{}),
+		shapes: map[string][]int{}, spans: map[int][]actors.Span{}, names: map[int]string{}}
+	e.log = zerolog.Nop()
+	if cfg.Logger != nil {
+		e.log = *cfg.Logger
+	}
+	for i, l := range layers {
+		for _, p := range l.Params() {
+			e.shapes[fmt.Sprintf("%d.%s", i, p.Name)] = p.Value.Shape()
+		}
+	}
+	groups, err := e.group(layers)
+	if err != nil {
+		return nil, err
+	}
+	units, err := e.buildNodes(layers, groups)
+	if err != nil {
+		return nil, err
+	}
+	e.start(units)
+	return e, nil
+}
+
+// group partitions the layers into stages: one per layer, or cfg.Stages groups
+// balanced by measured cost.
+func (e *Engine) group(layers []nn.Layer) ([]int, error) {
+	if e.cfg.Stages == 0 || e.cfg.Stages >= len(layers) {
+		return Partition(make([]float64, len(layers)), len(layers)), nil
+	}
+	if e.cfg.Stages == 1 {
+		return []int{0, len(layers)}, nil
+	}
+	rows := max(1, e.cfg.SampleRows)
+	costs, err := MeasureCosts(layers, e.cfg.Features, rows, 3, paramDType(layers))
+	if err != nil {
+		return nil, err
+	}
+	for i, k := range e.cfg.Shards {
+		if k > 1 && i < len(costs) {
+			costs[i] /= float64(k)
+		}
+	}
+	return Partition(costs, e.cfg.Stages), nil
+}
+
+func paramDType(layers []nn.Layer) tensor.DType {
+	for _, l := range layers {
+		for _, p := range l.Params() {
+			return p.Value.DType()
+		}
+	}
+	return tensor.Float32
+}
+
+// unit is one stage actor to be: its layers and where it sits.
+type unit struct {
+	layers []nn.Layer
+	first  int
+	node   int
+	part   int
+}
+
+// buildNodes turns stage groups into nodes, splitting a sharded linear layer
+// into a node of its own with one actor per shard.
+func (e *Engine) buildNodes(layers []nn.Layer, bounds []int) ([]unit, error) {
+	var units []unit
+	addNode := func(ls []nn.Layer, first int, split []int) {
+		n := node{split: split}
+		for i := range ls {
+			n.layers = append(n.layers, first+i)
+		}
+		units = append(units, unit{layers: ls, first: first, node: len(e.nodes)})
+		n.actors = []int{len(units) - 1}
+		e.nodes = append(e.nodes, n)
+	}
+	for g := 0; g+1 < len(bounds); g++ {
+		run := bounds[g]
+		for i := bounds[g]; i < bounds[g+1]; i++ {
+			k := 1
+			if i < len(e.cfg.Shards) {
+				k = max(1, e.cfg.Shards[i])
+			}
+			if k == 1 {
+				continue
+			}
+			lin, ok := layers[i].(*nn.Linear)
+			if !ok {
+				return nil, fmt.Errorf("pipeline: layer %d (%s) cannot be sharded: only linear layers can", i, layers[i].Kind())
+			}
+			if k > lin.Out {
+				return nil, fmt.Errorf("pipeline: layer %d: %d shards for %d output columns", i, k, lin.Out)
+			}
+			if run < i {
+				addNode(layers[run:i], run, nil)
+			}
+			n := node{layers: []int{i}, split: []int{0}}
+			for part, sp := range nn.SplitRows(lin.Out, k) {
+				shard := nn.LinearFrom(nn.SliceRows(lin.W, sp.Lo, sp.Hi), nn.SliceRows(lin.B, sp.Lo, sp.Hi))
+				units = append(units, unit{layers: []nn.Layer{shard}, first: i, node: len(e.nodes), part: part})
+				n.actors = append(n.actors, len(units)-1)
+				n.split = append(n.split, sp.Hi)
+			}
+			e.nodes = append(e.nodes, n)
+			run = i + 1
+		}
+		if run < bounds[g+1] {
+			addNode(layers[run:bounds[g+1]], run, nil)
+		}
+	}
+	return units, nil
+}
+
+var stopStrategy = actor.NewOneForOneStrategy(0, 0, func(any) actor.Directive { return actor.StopDirective })
+
+// start spawns and wires every actor.
+func (e *Engine) start(units []unit) {
+	logger := slog.New(slog.DiscardHandler)
+	if e.cfg.Logger != nil {
+		logger = slog.New(zerolog.NewSlogHandler(*e.cfg.Logger))
+	}
+	e.system = actor.NewActorSystem(actor.WithLoggerFactory(func(*actor.ActorSystem) *slog.Logger { return logger }))
+	e.root = e.system.Root
+	spawn := func(a actor.Actor, st *actors.Status) *actor.PID {
+		produced := false
+		pid := e.root.Spawn(actor.PropsFromProducer(func() actor.Actor {
+			if produced {
+				panic("pipeline: an actor may not be restarted") // its weights would be lost
+			}
+			produced = true
+			return a
+		}, actor.WithGuardian(stopStrategy), actor.WithSupervisor(stopStrategy)))
+		e.graph.Register(pid, st)
+		e.status = append(e.status, st)
+		e.all = append(e.all, pid)
+		return pid
+	}
+	p := len(e.nodes)
+	stageActors := make([]*actors.Stage, len(units))
+	for id, u := range units {
+		name := fmt.Sprintf("stage %d", u.node)
+		if len(e.nodes[u.node].actors) > 1 {
+			name = fmt.Sprintf("stage %d shard %d", u.node, u.part)
+		}
+		s := actors.NewStage(id, name, e.graph, u.layers, u.first, u.part, u.node > 0)
+		stageActors[id] = s
+		e.names[id] = name
+		e.stages = append(e.stages, spawn(s, s.Status()))
+	}
+	var paramIDs []int
+	for id, s := range stageActors {
+		if s.HasParams() {
+			paramIDs = append(paramIDs, id)
+			e.paramOf = append(e.paramOf, e.stages[id])
+		}
+	}
+	lossID, optID, coordID := len(units), len(units)+1, len(units)+2
+	loss := actors.NewLoss(lossID, e.graph, e.cfg.Loss, e.cfg.Schedule == actors.GPipe)
+	lossPID := spawn(loss, loss.Status())
+	opt := actors.NewOptimizer(optID, e.graph, e.cfg.Optimizer, e.cfg.ClipNorm, e.cfg.ClipValue, paramIDs, e.paramOf)
+	e.opt = spawn(opt, opt.Status())
+	first := e.pids(e.nodes[0].actors)
+	coord := actors.NewCoordinator(coordID, e.graph, e.cfg.Schedule, e.cfg.MicroBatches, first, lossPID, e.opt, len(paramIDs))
+	e.coord = spawn(coord, coord.Status())
+	e.names[lossID], e.names[optID], e.names[coordID] = "loss", "optimizer", "coordinator"
+
+	for i, n := range e.nodes {
+		w := actors.Wire{Coordinator: e.coord, Optimizer: e.opt, InParts: 1, OutParts: 1,
+			Limit: e.cfg.Schedule.Limit(i, p, e.cfg.MicroBatches)}
+		if i > 0 {
+			w.Prev = e.pids(e.nodes[i-1].actors)
+			w.PrevSplit = e.nodes[i-1].split
+			w.InParts = len(w.Prev)
+		}
+		if i+1 < p {
+			w.Next = e.pids(e.nodes[i+1].actors)
+			w.OutParts = len(w.Next)
+		} else {
+			w.Next = []*actor.PID{lossPID}
+		}
+		for _, id := range n.actors {
+			e.root.Send(e.stages[id], &w)
+		}
+	}
+	last := e.nodes[p-1]
+	e.root.Send(lossPID, &actors.Wire{Coordinator: e.coord, Prev: e.pids(last.actors), PrevSplit: last.split, InParts: len(last.actors)})
+	e.root.Send(e.opt, &actors.Wire{Coordinator: e.coord})
+	e.stopped.Add(1)
+	go e.watchdog()
+}
+
+func (e *Engine) pids(ids []int) []*actor.PID {
+	out := make([]*actor.PID, len(ids))
+	for i, id := range ids {
+		out[i] = e.stages[id]
+	}
+	return out
+}
+
+// Stages describes every stage actor.
+func (e *Engine) Stages() []StageInfo {
+	var out []StageInfo
+	for i, n := range e.nodes {
+		for part, id := range n.actors {
+			out = append(out, StageInfo{Actor: id, Node: i, Shard: part, Layers: n.layers})
+		}
+	}
+	return out
+}
+
+// Nodes returns the number of positions in the chain (the p of the schedules).
+func (e *Engine) Nodes() int { return len(e.nodes) }
+
+// requestTimeout bounds every request; the watchdog ends a stuck step first.
+const requestTimeout = 24 * time.Hour
+
+func (e *Engine) request(pid *actor.PID, msg any) (any, error) {
+	return e.root.RequestFuture(pid, msg, requestTimeout).Result()
+}
+
+// Step runs one training step on a mini-batch and returns its mean loss. x and
+// t belong to the engine from then on.
+func (e *Engine) Step(step int, lr float64, x *tensor.Tensor, t nn.Target) (float64, error) {
+	e.busy.Store(true)
+	defer e.busy.Store(false)
+	res, err := e.request(e.coord, &actors.RunStep{Step: step, LR: lr, X: x, T: t})
+	if err != nil {
+		return math.NaN(), fmt.Errorf("pipeline: step %d: %w", step, err)
+	}
+	r := res.(*actors.StepResult)
+	return r.Loss, r.Err
+}
+
+// Evaluate returns the model's mean loss on x and the accuracy (NaN without
+// labels), processing rows at a time.
+func (e *Engine) Evaluate(x *tensor.Tensor, t nn.Target, rows int) (float64, float64, error) {
+	e.busy.Store(true)
+	defer e.busy.Store(false)
+	res, err := e.request(e.coord, &actors.RunEval{X: x, T: t, Rows: rows})
+	if err != nil {
+		return math.NaN(), math.NaN(), err
+	}
+	r := res.(*actors.EvalResult)
+	return r.Loss, r.Accuracy, r.Err
+}
+
+// Snapshot returns copies of every parameter, named "<layer>.<param>" with
+// shards joined back into whole tensors, and of the optimizer state.
+func (e *Engine) Snapshot() (map[string]*tensor.Tensor, optim.State, error) {
+	parts := map[string][]*tensor.Tensor{}
+	var order []string
+	for _, pid := range e.stages {
+		res, err := e.request(pid, &actors.GetParams{})
+		if err != nil {
+			return nil, optim.State{}, err
+		}
+		p := res.(*actors.Params)
+		for i, name := range p.Names {
+			if parts[name] == nil {
+				order = append(order, name)
+			}
+			parts[name] = append(parts[name], p.Values[i])
+		}
+	}
+	out := map[string]*tensor.Tensor{}
+	for _, name := range order {
+		ps := parts[name]
+		if len(ps) == 1 {
+			out[name] = ps[0]
+			continue
+		}
+		out[name] = joinRows(ps)
+	}
+	res, err := e.request(e.opt, &actors.GetOptimizerState{})
+	if err != nil {
+		return nil, optim.State{}, err
+	}
+	return out, res.(optim.State), nil
+}
+
+// Restore sets every parameter from weights (as Snapshot names them) and the
+// optimizer state.
+func (e *Engine) Restore(weights map[string]*tensor.Tensor, st optim.State) error {
+	for name, shape := range e.shapes {
+		w, ok := weights[name]
+		if !ok || !tensor.EqualShapes(w.Shape(), shape) {
+			return fmt.Errorf("pipeline: parameter %q is missing or does not have shape %v", name, shape)
+		}
+	}
+	for _, n := range e.nodes {
+		for part, id := range n.actors {
+			res, err := e.request(e.stages[id], &actors.GetParams{})
+			if err != nil {
+				return err
+			}
+			p := res.(*actors.Params)
+			values := make([]*tensor.Tensor, len(p.Names))
+			for i, name := range p.Names {
+				w := weights[name]
+				if len(n.actors) > 1 {
+					w = nn.SliceRows(w, n.split[part], n.split[part+1])
+				}
+				values[i] = w
+			}
+			res, err = e.request(e.stages[id], &actors.SetParams{Values: values})
+			if err != nil {
+				return err
+			}
+			if err := res.(*actors.Ack).Err; err != nil {
+				return err
+			}
+		}
+	}
+	res, err := e.request(e.opt, &actors.SetOptimizerState{State: st})
+	if err != nil {
+		return err
+	}
+	return res.(*actors.Ack).Err
+}
+
+// joinRows stacks tensors along their first axis.
+func joinRows(ps []*tensor.Tensor) *tensor.Tensor {
+	var vals []float64
+	rows := 0
+	for _, p := range ps {
+		vals = append(vals, p.Float64s()...)
+		rows += p.Shape()[0]
+	}
+	shape := ps[0].Shape()
+	shape[0] = rows
+	return tensor.FromFloat64s(ps[0].DType(), vals, shape...)
+}
+
+// Stats returns every stage actor's counters since the last reset, keeping the
+// spans for the trace.
+func (e *Engine) Stats(reset bool) ([]actors.Stats, error) {
+	var out []actors.Stats
+	for _, pid := range e.all {
+		res, err := e.request(pid, &actors.GetStats{Reset: reset})
+		if err != nil {
+			return nil, err
+		}
+		s := res.(*actors.Stats)
+		if reset {
+			e.spans[s.Actor] = append(e.spans[s.Actor], s.Spans...)
+		}
+		out = append(out, *s)
+	}
+	return out, nil
+}
+
+// watchdog fails the step in flight when no message has moved for cfg.Hang, and
+// logs a "hang" event with what every actor was doing.
+func (e *Engine) watchdog() {
+	defer e.stopped.Done()
+	tick := time.NewTicker(max(e.cfg.Hang/8, 10*time.Millisecond))
+	defer tick.Stop()
+	last, since := e.graph.Moved.Load(), time.Now()
+	for {
+		select {
+		case <-e.stop:
+			return
+		case now := <-tick.C:
+			moved := e.graph.Moved.Load()
+			if moved != last || !e.busy.Load() {
+				last, since = moved, now
+				continue
+			}
+			if now.Sub(since) < e.cfg.Hang {
+				continue
+			}
+			err := e.hangReport()
+			e.root.Send(e.coord, &actors.Hang{Err: err})
+			since = now
+		}
+	}
+}
+
+func (e *Engine) hangReport() error {
+	arr := zerolog.Arr()
+	var parts []string
+	for _, st := range e.status {
+		last, inHand := st.Describe()
+		arr.Dict(zerolog.Dict().Str("actor", st.Name).Int64("mailbox", st.Pending()).Str("last_message", last).Str("in_hand", inHand))
+		if inHand != "" {
+			parts = append(parts, fmt.Sprintf("%s is in %s", st.Name, inHand))
+		}
+	}
+	e.log.Error().Str("event", "hang").Dur("quiet", e.cfg.Hang).Array("actors", arr).Msg("no message moved")
+	sort.Strings(parts)
+	return fmt.Errorf("pipeline: no message moved for %v (%s)", e.cfg.Hang, strings.Join(parts, "; "))
+}
+
+// Close stops the watchdog and every actor and shuts the actor system down.
+func (e *Engine) Close() error {
+	if e.closed {
+		return nil
+	}
+	e.closed = true
+	close(e.stop)
+	e.stopped.Wait()
+	var errs []error
+	for _, pid := range e.all {
+		if err := e.root.StopFuture(pid).Wait(); err != nil {
+			errs = append(errs, fmt.Errorf("pipeline: stopping %s: %w", pid.Id, err))
+		}
+	}
+	e.system.Shutdown()
+	return errors.Join(errs...)
+}

@@ -1,0 +1,188 @@
+package pipeline_test
+
+import (
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"testing"
+
+	"github.com/pipetrain/pipetrain/actors"
+	"github.com/pipetrain/pipetrain/nn"
+	"github.com/pipetrain/pipetrain/optim"
+	"github.com/pipetrain/pipetrain/pipeline"
+	"github.com/pipetrain/pipetrain/tensor"
+)
+
+const (
+	features = 8
+	classes  = 4
+	rows     = 24
+	steps    = 6
+	seed     = 11
+)
+
+// model returns a fresh copy of the test model: linear, relu, dropout, linear,
+// tanh, linear, with weights drawn from fixed streams.
+func model(t testing.TB) []nn.Layer {
+	t.Helper()
+	lin := func(i, in, out int) *nn.Linear {
+		l, err := nn.NewLinear(tensor.Float32, in, out, nn.XavierUniform, rand.New(rand.NewPCG(seed, uint64(i))))
+		if err != nil {
+			t.Fatal(err)
+		}
+		// non-zero biases, so their gradients and updates show
+		l.B.FillUniform(rand.New(rand.NewPCG(seed, 100+uint64(i))), -0.1, 0.1)
+		return l
+	}
+	drop, err := nn.NewDropout(0.25, seed, 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return []nn.Layer{lin(0, features, 16), nn.NewReLU(), drop, lin(3, 16, 12), nn.NewTanh(), lin(5, 12, classes)}
+}
+
+// batch returns the mini-batch of a step.
+func batch(step int) (*tensor.Tensor, nn.Target) {
+	rng := rand.New(rand.NewPCG(seed, 1000+uint64(step)))
+	x := tensor.RandNormal(rng, tensor.Float32, 0, 1, rows, features)
+	labels := make([]int, rows)
+	for i := range labels {
+		labels[i] = rng.IntN(classes)
+	}
+	return x, nn.Target{Labels: labels}
+}
+
+func lr(step int) float64 { return 0.1 / float64(step) }
+
+func newSGD(t testing.TB) optim.Optimizer {
+	opt, err := optim.NewSGD(optim.SGDConfig{Momentum: 0.9, WeightDecay: 1e-3})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return opt
+}
+
+const clipNorm = 0.5
+
+// reference trains the model with nn.Sequential on one goroutine.
+func reference(t testing.TB, micro int) ([]float64, map[string][]float32) {
+	seq := &nn.Sequential{Layers: model(t), Loss: nn.CrossEntropy}
+	opt := newSGD(t)
+	var ps []optim.Param
+	for _, p := range seq.Params() {
+		ps = append(ps, optim.Param{Name: p.Name, Value: p.Value, Grad: p.Grad})
+	}
+	var losses []float64
+	for step := 1; step <= steps; step++ {
+		seq.ZeroGrad()
+		x, tg := batch(step)
+		loss, err := seq.TrainStep(step, x, tg, micro)
+		if err != nil {
+			t.Fatal(err)
+		}
+		optim.ClipGradNorm(ps, clipNorm)
+		if err := opt.Step(ps, lr(step)); err != nil {
+			t.Fatal(err)
+		}
+		losses = append(losses, loss)
+	}
+	w := map[string][]float32{}
+	for _, p := range seq.Params() {
+		w[p.Name] = p.Value.Float32s()
+	}
+	return losses, w
+}
+
+func runPipeline(t testing.TB, sched actors.Schedule, stages, micro int, shards []int) ([]float64, map[string][]float32) {
+	eng, err := pipeline.New(model(t), pipeline.Config{
+		Schedule: sched, MicroBatches: micro, Stages: stages, Shards: shards,
+		Loss: nn.CrossEntropy, Optimizer: newSGD(t), ClipNorm: clipNorm, Features: features,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() {
+		if err := eng.Close(); err != nil {
+			t.Error(err)
+		}
+	}()
+	var losses []float64
+	for step := 1; step <= steps; step++ {
+		x, tg := batch(step)
+		loss, err := eng.Step(step, lr(step), x, tg)
+		if err != nil {
+			t.Fatalf("%v stages=%d micro=%d step %d: %v", sched, stages, micro, step, err)
+		}
+		losses = append(losses, loss)
+	}
+	snap, _, err := eng.Snapshot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	w := map[string][]float32{}
+	for name, v := range snap {
+		w[name] = v.Float32s()
+	}
+	return losses, w
+}
+
+// TestEquivalence is the invariant the pipeline rests on: for the same seed and
+// micro-batch split, every schedule at every stage count gives nn.Sequential's
+// step losses and final weights, bit for bit.
+func TestEquivalence(t *testing.T) {
+	for _, micro := range []int{1, 3, 4} {
+		wantLoss, wantW := reference(t, micro)
+		for _, sched := range []actors.Schedule{actors.Sequential, actors.GPipe, actors.OneFOneB} {
+			for _, stages := range []int{0, 1, 2, 3} {
+				t.Run(fmt.Sprintf("%v/stages=%d/micro=%d", sched, stages, micro), func(t *testing.T) {
+					gotLoss, gotW := runPipeline(t, sched, stages, micro, nil)
+					for i := range wantLoss {
+						if math.Float64bits(gotLoss[i]) != math.Float64bits(wantLoss[i]) {
+							t.Errorf("step %d: loss %v, want %v (nn.Sequential)", i+1, gotLoss[i], wantLoss[i])
+						}
+					}
+					if len(gotW) != len(wantW) {
+						t.Fatalf("%d parameters, want %d", len(gotW), len(wantW))
+					}
+					for name, want := range wantW {
+						got := gotW[name]
+						for j := range want {
+							if math.Float32bits(got[j]) != math.Float32bits(want[j]) {
+								t.Errorf("%s[%d] = %v, want %v (nn.Sequential)", name, j, got[j], want[j])
+								break
+							}
+						}
+					}
+				})
+			}
+		}
+	}
+}
+
+// TestShards splits linear layers' columns over actors: results stay within
+// 1e-6 relative of the unsharded model.
+func TestShards(t *testing.T) {
+	wantLoss, wantW := reference(t, 4)
+	for _, shards := range [][]int{{2, 1, 1, 3, 1, 2}, {4, 1, 1, 1, 1, 1}, {1, 1, 1, 1, 1, 4}} {
+		for _, sched := range []actors.Schedule{actors.Sequential, actors.OneFOneB} {
+			gotLoss, gotW := runPipeline(t, sched, 0, 4, shards)
+			for i := range wantLoss {
+				if rel := math.Abs(gotLoss[i]-wantLoss[i]) / math.Abs(wantLoss[i]); rel > 1e-6 {
+					t.Errorf("shards %v %v step %d: loss %v, want %v (relative %.2g)", shards, sched, i+1, gotLoss[i], wantLoss[i], rel)
+				}
+			}
+			for name, want := range wantW {
+				got := gotW[name]
+				if len(got) != len(want) {
+					t.Fatalf("shards %v: %s has %d values, want %d", shards, name, len(got), len(want))
+				}
+				for j := range want {
+					if d := math.Abs(float64(got[j] - want[j])); d > 1e-6*math.Max(1, math.Abs(float64(want[j]))) {
+						t.Errorf("shards %v %v: %s[%d] = %v, want %v", shards, sched, name, j, got[j], want[j])
+						break
+					}
+				}
+			}
+		}
+	}
+}

@@ -1,0 +1,110 @@
+package pipeline
+
+import (
+	"fmt"
+	"math"
+	"slices"
+	"time"
+
+	"github.com/pipetrain/pipetrain/nn"
+	"github.com/pipetrain/pipetrain/tensor"
+)
+
+// Partition splits layers with the given costs into n groups of consecutive
+// layers that minimise the largest group's cost, returning each group's first
+// index and a final len(costs). With n >= len(costs) every layer is its own group.
+func Partition(costs []float64, n int) []int {
+	l := len(costs)
+	if n >= l {
+		b := make([]int, l+1)
+		for i := range b {
+			b[i] = i
+		}
+		return b
+	}
+	prefix := make([]float64, l+1)
+	for i, c := range costs {
+		prefix[i+1] = prefix[i] + c
+	}
+	// best[g][i]: the least largest cost of splitting layers [0, i) into g groups.
+	best := make([][]float64, n+1)
+	cut := make([][]int, n+1)
+	for g := range best {
+		best[g] = make([]float64, l+1)
+		cut[g] = make([]int, l+1)
+		for i := range best[g] {
+			best[g][i] = math.Inf(1)
+		}
+	}
+	best[0][0] = 0
+	for g := 1; g <= n; g++ {
+		for i := g; i <= l; i++ {
+			for j := g - 1; j < i; j++ {
+				c := math.Max(best[g-1][j], prefix[i]-prefix[j])
+				if c < best[g][i] {
+					best[g][i], cut[g][i] = c, j
+				}
+			}
+		}
+	}
+	bounds := []int{l}
+	for g, i := n, l; g > 0; g-- {
+		i = cut[g][i]
+		bounds = append(bounds, i)
+	}
+	slices.Reverse(bounds)
+	return bounds
+}
+
+// MeasureCosts times each layer's forward and backward on a sample of rows
+// random inputs of width features, the least of reps runs, and leaves the
+// layers as they were (no caches, zero gradients).
+func MeasureCosts(layers []nn.Layer, features, rows, reps int, dt tensor.DType) ([]float64, error) {
+	costs := make([]float64, len(layers))
+	for i := range costs {
+		costs[i] = math.Inf(1)
+	}
+	defer func() {
+		for _, l := range layers {
+			l.Reset()
+			l.ZeroGrad()
+		}
+	}()
+	for r := range reps {
+		p := nn.Pass{Step: 0, Micro: -1 - r, Train: true}
+		h := tensor.Full(dt, 0.5, rows, features)
+		outs := make([]*tensor.Tensor, len(layers))
+		times := make([]time.Duration, len(layers))
+		for i, l := range layers {
+			start := time.Now()
+			h = runSafely(func() *tensor.Tensor { return l.Forward(p, h) })
+			if h == nil {
+				return nil, fmt.Errorf("pipeline: layer %d (%s) failed on a sample of %d rows", i, l.Kind(), rows)
+			}
+			times[i] = time.Since(start)
+			outs[i] = h
+		}
+		g := tensor.Full(dt, 1e-3, h.Shape()...)
+		for i := len(layers) - 1; i >= 0; i-- {
+			start := time.Now()
+			g = runSafely(func() *tensor.Tensor { return layers[i].Backward(p, g, i > 0) })
+			if g == nil && i > 0 {
+				return nil, fmt.Errorf("pipeline: layer %d (%s) failed backward on a sample", i, layers[i].Kind())
+			}
+			times[i] += time.Since(start)
+		}
+		for i, t := range times {
+			costs[i] = math.Min(costs[i], t.Seconds())
+		}
+	}
+	return costs, nil
+}
+
+func runSafely(f func() *tensor.Tensor) (t *tensor.Tensor) {
+	defer func() {
+		if recover() != nil {
+			t = nil
+		}
+	}()
+	return f()
+}

@@ -1,0 +1,331 @@
+package pipeline_test
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"sort"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"go.uber.org/goleak"
+
+	"github.com/pipetrain/pipetrain/actors"
+	"github.com/pipetrain/pipetrain/nn"
+	"github.com/pipetrain/pipetrain/pipeline"
+	"github.com/pipetrain/pipetrain/tensor"
+)
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+// passLayer is an identity layer for tests: it caches nothing but counts, can
+// spin to cost a fixed time, panic at a step, or block until released.
+type passLayer struct {
+	fwd, bwd  time.Duration
+	panicAt   int
+	nanAt     int
+	block     chan struct{}
+	blockAt   int
+	inFlight  map[int]bool
+	blockOnce sync.Once
+}
+
+func newPass() *passLayer { return &passLayer{inFlight: map[int]bool{}, panicAt: -1, nanAt: -1, blockAt: -1} }
+
+func (l *passLayer) Kind() string       { return "pass" }
+func (l *passLayer) Params() []nn.Param { return nil }
+func (l *passLayer) ZeroGrad()          {}
+func (l *passLayer) InFlight() int      { return len(l.inFlight) }
+func (l *passLayer) Reset()             { clear(l.inFlight) }
+
+func spin(d time.Duration) {
+	for start := time.Now(); time.Since(start) < d; {
+	}
+}
+
+func (l *passLayer) Forward(p nn.Pass, x *tensor.Tensor) *tensor.Tensor {
+	if l.panicAt == p.Step && p.Train {
+		panic("kernel exploded")
+	}
+	if l.block != nil && l.blockAt == p.Step {
+		<-l.block
+	}
+	spin(l.fwd)
+	if p.Train {
+		l.inFlight[p.Micro] = true
+	}
+	y := x.Clone()
+	if l.nanAt == p.Step && p.Train {
+		y.Data32()[0] = float32(math.NaN())
+	}
+	return y
+}
+
+func (l *passLayer) Backward(p nn.Pass, dy *tensor.Tensor, needDX bool) *tensor.Tensor {
+	delete(l.inFlight, p.Micro)
+	spin(l.bwd)
+	if !needDX {
+		return nil
+	}
+	return dy.Clone()
+}
+
+// passModel is a linear layer followed by n pass layers.
+func passModel(t testing.TB, n int) ([]nn.Layer, []*passLayer) {
+	lin, err := nn.NewLinear(tensor.Float32, features, classes, nn.XavierUniform, rand.New(rand.NewPCG(1, 1)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	layers := []nn.Layer{lin}
+	var passes []*passLayer
+	for range n {
+		p := newPass()
+		layers = append(layers, p)
+		passes = append(passes, p)
+	}
+	return layers, passes
+}
+
+func newEngine(t testing.TB, layers []nn.Layer, cfg pipeline.Config) *pipeline.Engine {
+	t.Helper()
+	if cfg.Optimizer == nil {
+		cfg.Optimizer = newSGD(t)
+	}
+	cfg.Loss, cfg.Features = nn.CrossEntropy, features
+	eng, err := pipeline.New(layers, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return eng
+}
+
+// TestEveryShapeCompletes runs every (stages, micro-batches) pair with p <= 6
+// and m <= 8, m < p included, under every schedule: nothing hangs.
+func TestEveryShapeCompletes(t *testing.T) {
+	for _, sched := range []actors.Schedule{actors.Sequential, actors.GPipe, actors.OneFOneB} {
+		for p := 1; p <= 6; p++ {
+			for m := 1; m <= 8; m++ {
+				layers, _ := passModel(t, 5)
+				eng := newEngine(t, layers, pipeline.Config{Schedule: sched, Stages: p, MicroBatches: m, Hang: 5 * time.Second})
+				if eng.Nodes() != p {
+					t.Errorf("stages=%d built %d nodes", p, eng.Nodes())
+				}
+				for step := 1; step <= 2; step++ {
+					x, tg := batch(step)
+					if _, err := eng.Step(step, 0.01, x, tg); err != nil {
+						t.Errorf("%v p=%d m=%d step %d: %v", sched, p, m, step, err)
+					}
+				}
+				if err := eng.Close(); err != nil {
+					t.Error(err)
+				}
+			}
+		}
+	}
+}
+
+// TestOneFOneBMemory checks that under 1F1B stage s of p holds at most
+// min(p-s, m) micro-batches' activations, and under GPipe all m.
+func TestOneFOneBMemory(t *testing.T) {
+	const p = 4
+	for _, m := range []int{2, 4, 8} {
+		for _, sched := range []actors.Schedule{actors.OneFOneB, actors.GPipe} {
+			layers, passes := passModel(t, p-1)
+			for _, l := range passes {
+				l.fwd = 200 * time.Microsecond // let micro-batches pile up if they can
+			}
+			eng := newEngine(t, layers, pipeline.Config{Schedule: sched, MicroBatches: m})
+			for step := 1; step <= 3; step++ {
+				x, tg := batch(step)
+				if _, err := eng.Step(step, 0.01, x, tg); err != nil {
+					t.Fatal(err)
+				}
+			}
+			stats, err := eng.Stats(true)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, info := range eng.Stages() {
+				if info.Node == 0 {
+					continue // the linear layer caches; pass layers count for the others
+				}
+				got := stats[info.Actor].MaxInFlight
+				want := min(p-info.Node, m)
+				if sched == actors.GPipe {
+					want = m
+				}
+				if got > want || sched == actors.GPipe && got != want {
+					t.Errorf("%v m=%d: stage %d held %d micro-batches at once, want at most %d", sched, m, info.Node, got, want)
+				}
+			}
+			eng.Close()
+		}
+	}
+}
+
+// TestFailureStopsCleanly makes a kernel panic, and another produce NaN: the
+// step fails with an error naming the layer and step, later steps fail too, and
+// Close leaves no goroutine behind (TestMain checks with goleak).
+func TestFailureStopsCleanly(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		set  func(*passLayer)
+		want []string
+	}{
+		{"panic", func(l *passLayer) { l.panicAt = 3 }, []string{"stage 2", "panicked", "kernel exploded"}},
+		{"nan", func(l *passLayer) { l.nanAt = 3 }, []string{"layer 2 (pass)", "non-finite", "step 3"}},
+	} {
+		for _, sched := range []actors.Schedule{actors.Sequential, actors.GPipe, actors.OneFOneB} {
+			layers, passes := passModel(t, 3)
+			tc.set(passes[1])
+			eng := newEngine(t, layers, pipeline.Config{Schedule: sched, MicroBatches: 4})
+			var err error
+			for step := 1; step <= 3 && err == nil; step++ {
+				x, tg := batch(step)
+				_, err = eng.Step(step, 0.01, x, tg)
+				if step < 3 && err != nil {
+					t.Fatalf("%s %v: step %d failed early: %v", tc.name, sched, step, err)
+				}
+			}
+			if err == nil {
+				t.Fatalf("%s %v: step 3 succeeded", tc.name, sched)
+			}
+			for _, w := range tc.want {
+				if !strings.Contains(err.Error(), w) {
+					t.Errorf("%s %v: error %q does not mention %q", tc.name, sched, err, w)
+				}
+			}
+			x, tg := batch(4)
+			if _, err := eng.Step(4, 0.01, x, tg); !errors.Is(err, err) || err == nil {
+				t.Errorf("%s %v: a step after the failure succeeded", tc.name, sched)
+			}
+			if err := eng.Close(); err != nil {
+				t.Error(err)
+			}
+		}
+	}
+}
+
+// TestWatchdog blocks a kernel: the watchdog fails the step within its limit.
+func TestWatchdog(t *testing.T) {
+	layers, passes := passModel(t, 2)
+	passes[0].block, passes[0].blockAt = make(chan struct{}), 2
+	eng := newEngine(t, layers, pipeline.Config{Schedule: actors.OneFOneB, MicroBatches: 2, Hang: 200 * time.Millisecond})
+	x, tg := batch(1)
+	if _, err := eng.Step(1, 0.01, x, tg); err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now()
+	x, tg = batch(2)
+	_, err := eng.Step(2, 0.01, x, tg)
+	if err == nil || !strings.Contains(err.Error(), "no message moved") || !strings.Contains(err.Error(), "stage 1") {
+		t.Fatalf("step 2 with a stuck kernel: %v, want a hang naming stage 1", err)
+	}
+	if d := time.Since(start); d > 5*time.Second {
+		t.Errorf("the watchdog took %v", d)
+	}
+	close(passes[0].block) // let the stuck kernel return so Close can stop it
+	if err := eng.Close(); err != nil {
+		t.Error(err)
+	}
+}
+
+// TestEvaluateMatchesSequential compares evaluation through the actors with
+// nn.Sequential.Evaluate, chunked the same way.
+func TestEvaluateMatchesSequential(t *testing.T) {
+	seq := &nn.Sequential{Layers: model(t), Loss: nn.CrossEntropy}
+	x, tg := batch(9)
+	wantLoss, wantAcc := seq.Evaluate(x, tg, 5)
+	for _, stages := range []int{0, 2} {
+		eng := newEngine(t, model(t), pipeline.Config{Schedule: actors.OneFOneB, Stages: stages, MicroBatches: 2})
+		loss, acc, err := eng.Evaluate(x, tg, 5)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if loss != wantLoss || acc != wantAcc {
+			t.Errorf("stages=%d: Evaluate = %v, %v; nn.Sequential gives %v, %v", stages, loss, acc, wantLoss, wantAcc)
+		}
+		eng.Close()
+	}
+}
+
+// TestSnapshotRestoreContinues restores a snapshot into a fresh engine and
+// checks that it continues exactly as the original.
+func TestSnapshotRestoreContinues(t *testing.T) {
+	a := newEngine(t, model(t), pipeline.Config{Schedule: actors.OneFOneB, MicroBatches: 3, Shards: []int{2}})
+	defer a.Close()
+	for step := 1; step <= 3; step++ {
+		x, tg := batch(step)
+		if _, err := a.Step(step, lr(step), x, tg); err != nil {
+			t.Fatal(err)
+		}
+	}
+	w, st, err := a.Snapshot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := w["0.weight"].Shape(); got[0] != 16 || got[1] != features {
+		t.Fatalf("snapshot joins the shards of 0.weight into shape %v, want [16 %d]", got, features)
+	}
+	b := newEngine(t, model(t), pipeline.Config{Schedule: actors.OneFOneB, MicroBatches: 3, Shards: []int{2}})
+	defer b.Close()
+	if err := b.Restore(w, st); err != nil {
+		t.Fatal(err)
+	}
+	for step := 4; step <= 6; step++ {
+		x, tg := batch(step)
+		la, err := a.Step(step, lr(step), x, tg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		lb, err := b.Step(step, lr(step), x.Clone(), tg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if la != lb {
+			t.Errorf("step %d: restored engine gives %v, original %v", step, lb, la)
+		}
+	}
+}
+
+// TestBubble runs equal-cost stages and compares the idle fraction of the
+// forward/backward phase with the theory, (p-1)/(m+p-1).
+func TestBubble(t *testing.T) {
+	if testing.Short() {
+		t.Skip("timing test")
+	}
+	const p, m = 2, 8
+	for _, sched := range []actors.Schedule{actors.GPipe, actors.OneFOneB} {
+		layers, passes := passModel(t, p)
+		for _, l := range passes {
+			l.fwd, l.bwd = 1500*time.Microsecond, 3000*time.Microsecond
+		}
+		// the linear layer shares the first stage; it costs microseconds
+		eng := newEngine(t, layers, pipeline.Config{Schedule: sched, Stages: p, MicroBatches: m, Trace: true})
+		var bubbles []float64
+		for step := 1; step <= 7; step++ {
+			x, tg := batch(step)
+			if _, err := eng.Step(step, 0.01, x, tg); err != nil {
+				t.Fatal(err)
+			}
+			stats, err := eng.Stats(true)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if step > 2 { // warm up
+				bubbles = append(bubbles, pipeline.Bubble(stats, eng.Stages()))
+			}
+		}
+		eng.Close()
+		sort.Float64s(bubbles)
+		got := bubbles[len(bubbles)/2]
+		want := float64(p-1) / float64(m+p-1)
+		t.Logf("%v p=%d m=%d: bubble %.3f (median of %v), theory %.3f", sched, p, m, got, fmt.Sprintf("%.3f", bubbles), want)
+		if math.Abs(got-want) > 0.05 {
+			t.Errorf("%v p=%d m=%d: measured bubble %.3f, theory %.3f: more than 5 points apart", sched, p, m, got, want)
+		}
+	}
+}

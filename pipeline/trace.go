@@ -1,0 +1,84 @@
+package pipeline
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"sort"
+	"time"
+
+	"github.com/pipetrain/pipetrain/actors"
+)
+
+// Bubble returns the idle fraction of the stage actors during the forward and
+// backward phase of the spans in stats: 1 - mean busy time / the phase's span,
+// the phase running from the first forward to the last backward. With equal
+// stages it approaches (p-1)/(m+p-1) under GPipe and 1F1B.
+func Bubble(stats []actors.Stats, stages []StageInfo) float64 {
+	isStage := map[int]bool{}
+	for _, s := range stages {
+		isStage[s.Actor] = true
+	}
+	var first, last time.Duration = 1<<62 - 1, 0
+	busy, n := time.Duration(0), 0
+	for _, st := range stats {
+		if !isStage[st.Actor] {
+			continue
+		}
+		n++
+		for _, sp := range st.Spans {
+			if sp.Kind != 'F' && sp.Kind != 'B' {
+				continue
+			}
+			first, last = min(first, sp.Start), max(last, sp.Start+sp.Dur)
+			busy += sp.Dur
+		}
+	}
+	if n == 0 || last <= first {
+		return 0
+	}
+	return 1 - float64(busy)/float64(n)/float64(last-first)
+}
+
+// traceEvent is one record of the Chrome trace event format (Perfetto reads it).
+type traceEvent struct {
+	Name string         `json:"name"`
+	Ph   string         `json:"ph"`
+	Ts   float64        `json:"ts"` // microseconds
+	Dur  float64        `json:"dur,omitempty"`
+	Pid  int            `json:"pid"`
+	Tid  int            `json:"tid"`
+	Args map[string]any `json:"args,omitempty"`
+}
+
+var spanNames = map[byte]string{'F': "forward", 'B': "backward", 'U': "update", 'E': "eval", 'O': "optimizer"}
+
+// WriteTrace writes every span recorded so far (collected by Stats with reset)
+// as Chrome trace-event JSON: a track per actor, a span per forward, backward
+// and update, labelled by step and micro-batch.
+func (e *Engine) WriteTrace(w io.Writer) error {
+	if _, err := e.Stats(true); err != nil {
+		return err
+	}
+	var evs []traceEvent
+	ids := make([]int, 0, len(e.names))
+	for id := range e.names {
+		ids = append(ids, id)
+	}
+	sort.Ints(ids)
+	for _, id := range ids {
+		evs = append(evs, traceEvent{Name: "thread_name", Ph: "M", Pid: 1, Tid: id, Args: map[string]any{"name": e.names[id]}})
+		for _, sp := range e.spans[id] {
+			name := fmt.Sprintf("%s s%d", spanNames[sp.Kind], sp.Step)
+			args := map[string]any{"step": sp.Step}
+			if sp.Micro >= 0 {
+				name += fmt.Sprintf(" m%d", sp.Micro)
+				args["micro_batch"] = sp.Micro
+			}
+			evs = append(evs, traceEvent{Name: name, Ph: "X", Ts: float64(sp.Start.Nanoseconds()) / 1e3,
+				Dur: float64(sp.Dur.Nanoseconds()) / 1e3, Pid: 1, Tid: id, Args: args})
+		}
+	}
+	enc := json.NewEncoder(w)
+	return enc.Encode(map[string]any{"traceEvents": evs, "displayTimeUnit": "ms"})
+}
