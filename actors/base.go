@@ -116,7 +116,14 @@ func (b *base) receive(ctx actor.Context) bool {
 	b.graph.Moved.Add(1)
 	b.messages++
 	b.status.set(describe(ctx.Message()), "")
-	return !b.failed
+	if b.failed {
+		switch ctx.Message().(type) {
+		case *GetStats, *GetParams, *GetOptimizerState:
+			return true // a failed actor still answers questions, never does work
+		}
+		return false
+	}
+	return true
 }
 
 // span times f as a span of the given kind, and marks the actor busy with it.

@@ -216,7 +216,9 @@ var stopStrategy = actor.NewOneForOneStrategy(0, 0, func(any) actor.Directive { 
 func (e *Engine) start(units []unit) {
 	logger := slog.New(slog.DiscardHandler)
 	if e.cfg.Logger != nil {
-		logger = slog.New(zerolog.NewSlogHandler(*e.cfg.Logger))
+		// protoactor's own lines join the stream as "protoactor" events, warnings up
+		l := e.cfg.Logger.With().Str("event", "protoactor").Logger().Level(zerolog.WarnLevel)
+		logger = slog.New(zerolog.NewSlogHandler(l))
 	}
 	e.system = actor.NewActorSystem(actor.WithLoggerFactory(func(*actor.ActorSystem) *slog.Logger { return logger }))
 	e.root = e.system.Root
@@ -310,11 +312,19 @@ func (e *Engine) Stages() []StageInfo {
 // Nodes returns the number of positions in the chain (the p of the schedules).
 func (e *Engine) Nodes() int { return len(e.nodes) }
 
-// requestTimeout bounds every request; the watchdog ends a stuck step first.
-const requestTimeout = 24 * time.Hour
+// stepTimeout bounds a step or evaluation; the watchdog ends a stuck one first.
+const stepTimeout = 24 * time.Hour
+
+// queryTimeout bounds questions to idle actors (parameters, state, counters).
+const queryTimeout = time.Minute
 
 func (e *Engine) request(pid *actor.PID, msg any) (any, error) {
-	return e.root.RequestFuture(pid, msg, requestTimeout).Result()
+	d := queryTimeout
+	switch msg.(type) {
+	case *actors.RunStep, *actors.RunEval:
+		d = stepTimeout
+	}
+	return e.root.RequestFuture(pid, msg, d).Result()
 }
 
 // Step runs one training step on a mini-batch and returns its mean loss. x and

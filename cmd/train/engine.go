@@ -2,85 +2,47 @@ package main
 
 import (
 	"fmt"
+	"os"
+	"path/filepath"
+	"time"
 
+	"github.com/pipetrain/pipetrain/actors"
 	"github.com/pipetrain/pipetrain/cmd/train/internal/config"
 	"github.com/pipetrain/pipetrain/nn"
 	"github.com/pipetrain/pipetrain/optim"
-	"github.com/pipetrain/pipetrain/tensor"
+	"github.com/pipetrain/pipetrain/pipeline"
 )
-
-// engine runs training steps. The sequential engine is the reference; the actor
-// pipeline implements the same interface and must give the same numbers.
-type engine interface {
-	// Step runs one optimizer step on a mini-batch and returns its mean loss.
-	Step(step int, lr float64, x *tensor.Tensor, t nn.Target) (float64, error)
-	// Evaluate returns the mean loss and accuracy (NaN without labels) on x.
-	Evaluate(x *tensor.Tensor, t nn.Target) (loss, accuracy float64)
-	// Params returns the parameters in a fixed order; read them only between steps.
-	Params() []nn.Param
-	Optimizer() optim.Optimizer
-	Close() error
-}
 
 // evalRows is how many rows evaluation runs through the model at once.
 const evalRows = 1024
 
-// seqEngine trains an nn.Sequential on the calling goroutine.
-type seqEngine struct {
-	model     *nn.Sequential
-	params    []optim.Param
-	opt       optim.Optimizer
-	micro     int
-	clipNorm  float64
-	clipValue float64
-}
+// hangAfter is how long no message may move before the watchdog fails a step.
+const hangAfter = 2 * time.Minute
 
-func newSeqEngine(c *config.Config, layers []nn.Layer) (*seqEngine, error) {
+// newEngine builds the actor pipeline for every schedule, sequential included.
+func newEngine(c *config.Config, layers []nn.Layer, features int, log *runLog) (*pipeline.Engine, error) {
 	opt, err := newOptimizer(c)
 	if err != nil {
 		return nil, err
 	}
-	m := &nn.Sequential{Layers: layers, Loss: nn.Loss(c.Loss.Type)}
-	return &seqEngine{
-		model: m, params: optimParams(m.Params()), opt: opt,
-		micro: c.Pipeline.MicroBatches, clipNorm: c.Optimizer.ClipNorm, clipValue: c.Optimizer.ClipValue,
-	}, nil
-}
-
-func (e *seqEngine) Step(step int, lr float64, x *tensor.Tensor, t nn.Target) (float64, error) {
-	e.model.ZeroGrad()
-	loss, err := e.model.TrainStep(step, x, t, e.micro)
+	sched, err := actors.ParseSchedule(c.Pipeline.Schedule)
 	if err != nil {
-		return loss, err
+		return nil, badInputf("pipeline.schedule = %q: %v", c.Pipeline.Schedule, err)
 	}
-	clipGrads(e.params, e.clipValue, e.clipNorm)
-	return loss, e.opt.Step(e.params, lr)
-}
-
-func (e *seqEngine) Evaluate(x *tensor.Tensor, t nn.Target) (float64, float64) {
-	return e.model.Evaluate(x, t, evalRows)
-}
-
-func (e *seqEngine) Params() []nn.Param         { return e.model.Params() }
-func (e *seqEngine) Optimizer() optim.Optimizer { return e.opt }
-func (e *seqEngine) Close() error               { return nil }
-
-// clipGrads clips by value, then by global L2 norm; a zero limit is off.
-func clipGrads(ps []optim.Param, value, norm float64) {
-	if value > 0 {
-		optim.ClipGradValue(ps, value)
+	shards := make([]int, len(c.Model.Layers))
+	for i, l := range c.Model.Layers {
+		shards[i] = max(1, l.Shards)
 	}
-	if norm > 0 {
-		optim.ClipGradNorm(ps, norm)
+	eng, err := pipeline.New(layers, pipeline.Config{
+		Schedule: sched, MicroBatches: c.Pipeline.MicroBatches, Stages: c.Pipeline.Stages, Shards: shards,
+		Loss: nn.Loss(c.Loss.Type), Optimizer: opt, ClipNorm: c.Optimizer.ClipNorm, ClipValue: c.Optimizer.ClipValue,
+		Features: features, SampleRows: max(1, c.Data.BatchSize/c.Pipeline.MicroBatches),
+		Trace: c.Log.Trace != "", Hang: hangAfter, Logger: &log.Logger,
+	})
+	if err != nil {
+		return nil, badInput(err)
 	}
-}
-
-func optimParams(ps []nn.Param) []optim.Param {
-	out := make([]optim.Param, len(ps))
-	for i, p := range ps {
-		out[i] = optim.Param{Name: p.Name, Value: p.Value, Grad: p.Grad}
-	}
-	return out
+	return eng, nil
 }
 
 func newOptimizer(c *config.Config) (optim.Optimizer, error) {
@@ -106,4 +68,40 @@ func newOptimizer(c *config.Config) (optim.Optimizer, error) {
 		return nil, badInput(err)
 	}
 	return opt, nil
+}
+
+// logStages writes a "stage" event per stage actor: its share of the wall time
+// since the last call spent computing, and the messages it handled.
+func (r *trainRun) logStages() {
+	now := time.Now()
+	wall := now.Sub(r.statsSince).Seconds()
+	r.statsSince = now
+	stats, err := r.eng.Stats(true)
+	if err != nil {
+		r.log.Warn().Str("event", "stage").Err(err).Msg("could not read stage counters")
+		return
+	}
+	for _, info := range r.eng.Stages() {
+		s := stats[info.Actor]
+		ev := r.log.event("stage").Int("stage", info.Node).Ints("layers", info.Layers).
+			Float64("busy_fraction", s.Busy.Seconds()/wall).Int("messages", s.Messages).Int("max_in_flight", s.MaxInFlight)
+		if len(r.eng.Stages()) > r.eng.Nodes() {
+			ev = ev.Int("shard", info.Shard)
+		}
+		ev.Msg("")
+	}
+}
+
+// writeTrace writes the pipeline timeline to log.trace, through a temporary file.
+func (r *trainRun) writeTrace() error {
+	path := r.cfg.Log.Trace
+	if path == "" || r.eng == nil {
+		return nil
+	}
+	if dir := filepath.Dir(path); dir != "" {
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			return err
+		}
+	}
+	return writeFileAtomic(path, r.eng.WriteTrace)
 }

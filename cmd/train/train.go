@@ -17,14 +17,15 @@ import (
 	"github.com/pipetrain/pipetrain/dataset"
 	"github.com/pipetrain/pipetrain/nn"
 	"github.com/pipetrain/pipetrain/optim"
-	"github.com/pipetrain/pipetrain/tensor"
+	"github.com/pipetrain/pipetrain/pipeline"
 )
 
 // trainRun is the state of one run of the training loop.
 type trainRun struct {
 	cfg        *config.Config
 	log        *runLog
-	eng        engine
+	eng        *pipeline.Engine
+	statsSince time.Time
 	loader     *dataset.Loader
 	test       *dataset.Set
 	regression bool
@@ -83,10 +84,20 @@ func runTrain(ctx context.Context, o *options, stderr io.Writer) (err error) {
 		}
 	}()
 	if err := r.setup(ctx, o.resume); err != nil {
+		if r.eng != nil {
+			r.eng.Close()
+		}
 		return err
 	}
-	defer r.eng.Close()
-	return r.loop(ctx)
+	err = r.loop(ctx)
+	r.logStages()
+	if terr := r.writeTrace(); terr != nil {
+		log.Warn().Str("event", "trace").Err(terr).Msg("could not write the trace")
+	}
+	if cerr := r.eng.Close(); cerr != nil && err == nil {
+		err = cerr
+	}
+	return err
 }
 
 // setup loads the data, builds the model and optimizer, and restores the newest
@@ -109,9 +120,10 @@ func (r *trainRun) setup(ctx context.Context, resume bool) error {
 	if err != nil {
 		return err
 	}
-	if r.eng, err = newEngine(c, layers); err != nil {
+	if r.eng, err = newEngine(c, layers, train.Features, r.log); err != nil {
 		return err
 	}
+	r.statsSince = time.Now()
 	r.loader = dataset.NewLoader(train, c.Data.BatchSize, c.Data.Shuffle, c.Seed)
 	r.test = test
 	total := c.Train.Epochs * r.loader.BatchesPerEpoch()
@@ -130,11 +142,6 @@ func (r *trainRun) setup(ctx context.Context, resume bool) error {
 		return r.restore()
 	}
 	return nil
-}
-
-// newEngine picks the engine for the configured schedule.
-func newEngine(c *config.Config, layers []nn.Layer) (engine, error) {
-	return newSeqEngine(c, layers)
 }
 
 // loop is the training loop: next batch, step, log, sometimes evaluate,
@@ -186,6 +193,7 @@ func (r *trainRun) loop(ctx context.Context) error {
 		if c.Train.EvalEvery == 0 {
 			r.evaluate()
 		}
+		r.logStages()
 		if c.Train.CheckpointEvery == 0 {
 			if err := r.checkpoint(); err != nil {
 				return err
@@ -228,7 +236,11 @@ func (r *trainRun) evaluate() {
 	if r.test == nil || r.test.Len() == 0 {
 		return
 	}
-	loss, acc := r.eng.Evaluate(r.test.X, target(r.test, r.regression))
+	loss, acc, err := r.eng.Evaluate(r.test.X, target(r.test, r.regression), evalRows)
+	if err != nil {
+		r.log.Warn().Str("event", "eval").Err(err).Msg("evaluation failed")
+		return
+	}
 	ev := r.log.event("eval").Int("epoch", r.epoch+1).Int("step", r.step).Str("split", "test").Float64("loss", loss)
 	if !math.IsNaN(acc) {
 		ev = ev.Float64("accuracy", acc)
@@ -240,11 +252,10 @@ func (r *trainRun) evaluate() {
 
 // checkpoint saves weights, optimizer state and the position of the next batch.
 func (r *trainRun) checkpoint() error {
-	model := map[string]*tensor.Tensor{}
-	for _, p := range r.eng.Params() {
-		model[p.Name] = p.Value.Clone()
+	model, st, err := r.eng.Snapshot()
+	if err != nil {
+		return fmt.Errorf("checkpoint at step %d: %w", r.step, err)
 	}
-	st := r.eng.Optimizer().State()
 	meta := checkpoint.Meta{
 		Version: 1, Step: r.step, Epoch: r.epoch, Batch: r.batch, Seed: r.cfg.Seed,
 		OptimizerType: st.Kind, OptimizerStep: st.Step, ConfigHash: configHash(r.cfg),
@@ -279,13 +290,6 @@ func (r *trainRun) restore() error {
 	if meta.ConfigHash != configHash(r.cfg) {
 		return badInputf("--resume: %s was written for a different model, data or optimizer than this config", dir)
 	}
-	for _, p := range r.eng.Params() {
-		w, ok := model[p.Name]
-		if !ok || !tensor.EqualShapes(w.Shape(), p.Value.Shape()) || w.DType() != p.Value.DType() {
-			return badInputf("--resume: %s: parameter %q is missing or does not fit shape %v", dir, p.Name, p.Value.Shape())
-		}
-		p.Value.CopyFrom(w)
-	}
 	nparams := 0
 	if v, ok := meta.Extra["optimizer_params"].(json.Number); ok {
 		n, err := v.Int64()
@@ -295,7 +299,7 @@ func (r *trainRun) restore() error {
 		nparams = int(n)
 	}
 	st := optim.State{Kind: meta.OptimizerType, Step: meta.OptimizerStep, NumParams: nparams, Tensors: opt}
-	if err := r.eng.Optimizer().LoadState(st); err != nil {
+	if err := r.eng.Restore(model, st); err != nil {
 		return badInputf("--resume: %s: %v", dir, err)
 	}
 	r.step, r.epoch, r.batch = meta.Step, meta.Epoch, meta.Batch

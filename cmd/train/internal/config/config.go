@@ -114,7 +114,7 @@ type Log struct {
 // AvailableSchedules lists the pipeline schedules that are implemented; a
 // pipeline.schedule that is valid but not listed here is rejected by Validate
 // as not available yet.
-var AvailableSchedules = []string{"sequential"}
+var AvailableSchedules = []string{"sequential", "gpipe", "1f1b"}
 
 // RemoteAvailable reports whether remote stage hosts (pipeline.nodes) are
 // implemented; while false, Validate rejects a non-empty pipeline.nodes.

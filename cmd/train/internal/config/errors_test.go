@@ -120,8 +120,7 @@ var badConfigs = []struct {
 
 	// [pipeline]
 	{"", []string{"pipeline.schedule=zigzag"}, []string{`pipeline.schedule = "zigzag": want one of sequential, gpipe, 1f1b`}},
-	{"", []string{"pipeline.schedule=1f1b"}, []string{`pipeline.schedule = "1f1b": not available yet (available: sequential)`}},
-	{"", []string{"pipeline.schedule=gpipe"}, []string{`pipeline.schedule = "gpipe": not available yet`}},
+	{"", []string{"pipeline.schedule=zigzag"}, []string{`pipeline.schedule`, `zigzag`}},
 	{"", []string{"pipeline.micro_batches=0"}, []string{`pipeline.micro_batches = 0: must be at least 1`}},
 	{"", []string{"pipeline.micro_batches=128"}, []string{`pipeline.micro_batches = 128 exceeds data.batch_size = 64`}},
 	{"", []string{"data.batch_size=2"}, []string{`pipeline.micro_batches = 4 exceeds data.batch_size = 2`}},

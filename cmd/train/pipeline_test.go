@@ -1,0 +1,163 @@
+package main
+
+import (
+	"bufio"
+	"encoding/json"
+	"fmt"
+	"math"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// TestSchedulesGiveIdenticalLosses runs the small dropout and clip_norm model
+// under every schedule, stages 0 and 2, micro-batches 1, 4 and 8: for each
+// micro-batch count every step's loss is the same, bit for bit.
+func TestSchedulesGiveIdenticalLosses(t *testing.T) {
+	for _, micro := range []int{1, 4, 8} {
+		var want map[int]float64
+		var wantName string
+		for _, sched := range []string{"sequential", "gpipe", "1f1b"} {
+			for _, stages := range []int{0, 2} {
+				name := fmt.Sprintf("%s/stages=%d/micro=%d", sched, stages, micro)
+				cfg := strings.Replace(baseConfig, "micro_batches = 2", fmt.Sprintf("micro_batches = %d", micro), 1)
+				r := runCmd(t, t.TempDir(), cfg, "--set", "pipeline.schedule="+sched,
+					"--set", fmt.Sprintf("pipeline.stages=%d", stages), "--set", "train.max_steps=30")
+				if r.code != 0 {
+					t.Fatalf("%s: exit %d:\n%s", name, r.code, r.stderr)
+				}
+				got := stepLosses(r.events)
+				if len(got) != 30 {
+					t.Fatalf("%s: %d step events, want 30", name, len(got))
+				}
+				if want == nil {
+					want, wantName = got, name
+					continue
+				}
+				for s, l := range want {
+					if math.Float64bits(got[s]) != math.Float64bits(l) {
+						t.Errorf("%s: step %d loss %v; %s gives %v", name, s, got[s], wantName, l)
+					}
+				}
+			}
+		}
+	}
+}
+
+func TestStageEventsAndTrace(t *testing.T) {
+	dir := t.TempDir()
+	trace := filepath.Join(dir, "trace.json")
+	r := runCmd(t, dir, baseConfig, "--set", "pipeline.schedule=1f1b", "--set", "pipeline.micro_batches=4",
+		"--set", "log.trace="+trace, "--set", "model.layers.0.shards=2")
+	if r.code != 0 {
+		t.Fatalf("exit %d:\n%s", r.code, r.stderr)
+	}
+	stages := eventsNamed(r.events, "stage")
+	// 2 epochs and the run's end, 5 stage actors (2 shards + 3 layers) each time
+	if len(stages) != 3*5 {
+		t.Fatalf("%d stage events, want 15", len(stages))
+	}
+	for _, e := range stages {
+		for _, k := range []string{"stage", "layers", "busy_fraction", "messages"} {
+			if _, ok := e[k]; !ok {
+				t.Errorf("stage event lacks %q: %v", k, e)
+			}
+		}
+		if f := e["busy_fraction"].(float64); f < 0 || f > 1 {
+			t.Errorf("busy_fraction %v outside [0, 1]: %v", f, e)
+		}
+	}
+	data, err := os.ReadFile(trace)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var tr struct {
+		TraceEvents []struct {
+			Name, Ph string
+			Tid      int
+			Dur      float64
+		}
+	}
+	if err := json.Unmarshal(data, &tr); err != nil {
+		t.Fatalf("trace is not JSON: %v", err)
+	}
+	kinds := map[string]int{}
+	tracks := map[int]bool{}
+	for _, ev := range tr.TraceEvents {
+		if ev.Ph == "X" {
+			kinds[strings.Fields(ev.Name)[0]]++
+			tracks[ev.Tid] = true
+		}
+	}
+	for _, k := range []string{"forward", "backward", "update", "optimizer"} {
+		if kinds[k] == 0 {
+			t.Errorf("trace has no %s span (kinds %v)", k, kinds)
+		}
+	}
+	if len(tracks) < 6 {
+		t.Errorf("trace has spans on %d tracks, want one per busy actor", len(tracks))
+	}
+}
+
+// TestInterruptWritesCheckpoint sends SIGINT to a real train process: it writes
+// a checkpoint, ends its log with run_end, and exits 130; --resume continues.
+func TestInterruptWritesCheckpoint(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds and runs the binary")
+	}
+	dir := t.TempDir()
+	bin := filepath.Join(dir, "train")
+	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
+		t.Fatalf("go build: %v\n%s", err, out)
+	}
+	cfgPath := filepath.Join(dir, "run.toml")
+	os.WriteFile(cfgPath, []byte(strings.Replace(baseConfig, "epochs = 2", "epochs = 100000", 1)), 0o644)
+	cmd := exec.Command(bin, "--config", cfgPath, "--log-format", "json",
+		"--set", "log.dir="+filepath.Join(dir, "logs"), "--set", "train.checkpoint_dir="+filepath.Join(dir, "ck"))
+	stderr, err := cmd.StderrPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	sc := bufio.NewScanner(stderr)
+	steps := 0
+	for sc.Scan() && steps < 50 {
+		if strings.Contains(sc.Text(), `"event":"step"`) {
+			steps++
+		}
+	}
+	cmd.Process.Signal(syscall.SIGINT)
+	var rest []string
+	for sc.Scan() {
+		rest = append(rest, sc.Text())
+	}
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	select {
+	case <-done:
+	case <-time.After(30 * time.Second):
+		cmd.Process.Kill()
+		t.Fatal("train did not stop within 30 s of SIGINT")
+	}
+	if code := cmd.ProcessState.ExitCode(); code != exitInterrupted {
+		t.Fatalf("exit %d after SIGINT, want %d; stderr tail:\n%s", code, exitInterrupted, strings.Join(rest, "\n"))
+	}
+	if len(rest) == 0 || !strings.HasPrefix(rest[len(rest)-1], "train: interrupted") {
+		t.Errorf("last stderr line %q, want train: interrupted ...", rest)
+	}
+	evs := readEvents(t, filepath.Join(dir, "logs"))
+	if len(eventsNamed(evs, "checkpoint")) == 0 || len(eventsNamed(evs, "run_end")) != 1 {
+		t.Fatalf("after SIGINT the log has %d checkpoint and %d run_end events", len(eventsNamed(evs, "checkpoint")), len(eventsNamed(evs, "run_end")))
+	}
+	last := eventsNamed(evs, "checkpoint")
+	stepAt := int(last[len(last)-1]["step"].(float64))
+	if stepAt < 50 {
+		t.Errorf("the interrupt checkpoint is at step %d, before the 50 steps seen", stepAt)
+	}
+}
