@@ -220,7 +220,11 @@ func (e *Engine) start(units []unit) {
 		l := e.cfg.Logger.With().Str("event", "protoactor").Logger().Level(zerolog.WarnLevel)
 		logger = slog.New(zerolog.NewSlogHandler(l))
 	}
-	e.system = actor.NewActorSystem(actor.WithLoggerFactory(func(*actor.ActorSystem) *slog.Logger { return logger }))
+	// A dead letter (a message to an actor already stopped, as in Close after a
+	// failure) starts a throttle timer goroutine; keep its life short so Close
+	// leaves nothing running for long.
+	e.system = actor.NewActorSystem(actor.WithLoggerFactory(func(*actor.ActorSystem) *slog.Logger { return logger }),
+		actor.WithDeadLetterThrottleInterval(time.Millisecond))
 	e.root = e.system.Root
 	spawn := func(a actor.Actor, st *actors.Status) *actor.PID {
 		produced := false
@@ -509,7 +513,9 @@ func (e *Engine) Close() error {
 	close(e.stop)
 	e.stopped.Wait()
 	var errs []error
-	for _, pid := range e.all {
+	// the coordinator first, so no new work starts while the others stop
+	order := append([]*actor.PID{e.coord}, e.all[:len(e.all)-1]...)
+	for _, pid := range order {
 		if err := e.root.StopFuture(pid).Wait(); err != nil {
 			errs = append(errs, fmt.Errorf("pipeline: stopping %s: %w", pid.Id, err))
 		}

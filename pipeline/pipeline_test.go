@@ -2,10 +2,10 @@ package pipeline_test
 
 import (
 	"errors"
-	"os"
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"os"
 	"sort"
 	"strings"
 	"sync"
@@ -34,7 +34,9 @@ type passLayer struct {
 	blockOnce sync.Once
 }
 
-func newPass() *passLayer { return &passLayer{inFlight: map[int]bool{}, panicAt: -1, nanAt: -1, blockAt: -1} }
+func newPass() *passLayer {
+	return &passLayer{inFlight: map[int]bool{}, panicAt: -1, nanAt: -1, blockAt: -1}
+}
 
 func (l *passLayer) Kind() string       { return "pass" }
 func (l *passLayer) Params() []nn.Param { return nil }
