@@ -1,13 +1,7 @@
-// Package gemm is the one place general matrix multiplication happens, so the
-// kernel behind it can be swapped without touching its callers.
-//
-// Matrices are row-major with leading dimensions; C = alpha*op(A)*op(B) + beta*C
-// where op transposes in place of a copy. It currently runs on gonum's BLAS.
 package gemm
 
 import (
 	"gonum.org/v1/gonum/blas"
-	"gonum.org/v1/gonum/blas/blas32"
 	"gonum.org/v1/gonum/blas/blas64"
 )
 
@@ -19,44 +13,23 @@ func trans(t bool) blas.Transpose {
 }
 
 // Sgemm computes C = alpha*op(A)*op(B) + beta*C in float32, where op(A) is m×k and
-// op(B) is k×n. Degenerate sizes (0 rows, columns or depth) are handled here.
+// op(B) is k×n, all row-major with leading dimensions lda, ldb and ldc. When
+// beta is 0, C is written without being read (NaNs in it do not survive); when
+// alpha is 0, A and B are not read. It panics on negative sizes and on slices
+// too short for their matrices.
 func Sgemm(transA, transB bool, m, n, k int, alpha float32, a []float32, lda int, b []float32, ldb int, beta float32, c []float32, ldc int) {
+	checkSgemm(transA, transB, m, n, k, a, lda, b, ldb, c, ldc)
 	if m == 0 || n == 0 {
 		return
 	}
-	if k == 0 {
+	if k == 0 || alpha == 0 {
 		scale(m, n, beta, c, ldc)
 		return
 	}
-	if k <= sgemmKBlock {
-		blas32.Implementation().Sgemm(trans(transA), trans(transB), m, n, k, alpha, a, lda, b, ldb, beta, c, ldc)
-		return
-	}
-	// One running float32 sum per element loses about 2e-3 relative by K = 4M:
-	// sum blocks of K into scratch and add the block sums into C.
-	scale(m, n, beta, c, ldc)
-	tmp := make([]float32, m*n)
-	for k0 := 0; k0 < k; k0 += sgemmKBlock {
-		kb := min(sgemmKBlock, k-k0)
-		ao, bo := k0, k0*ldb
-		if transA {
-			ao = k0 * lda
-		}
-		if transB {
-			bo = k0
-		}
-		blas32.Implementation().Sgemm(trans(transA), trans(transB), m, n, kb, alpha, a[ao:], lda, b[bo:], ldb, 0, tmp, n)
-		for i := range m {
-			row := c[i*ldc : i*ldc+n]
-			for j, v := range tmp[i*n : (i+1)*n] {
-				row[j] += v
-			}
-		}
-	}
+	g := sgemmArgs{transA: transA, transB: transB, m: m, n: n, k: k, alpha: alpha, beta: beta,
+		a: a, lda: lda, b: b, ldb: ldb, c: c, ldc: ldc}
+	sgemm(&g)
 }
-
-// sgemmKBlock bounds how many products one float32 running sum takes.
-const sgemmKBlock = 16384
 
 // Dgemm computes C = alpha*op(A)*op(B) + beta*C in float64, as Sgemm.
 func Dgemm(transA, transB bool, m, n, k int, alpha float64, a []float64, lda int, b []float64, ldb int, beta float64, c []float64, ldc int) {
@@ -84,3 +57,5 @@ func scale[T float32 | float64](m, n int, beta T, c []T, ldc int) {
 		}
 	}
 }
+
+//go:generate go run genasm.go

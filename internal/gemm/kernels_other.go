@@ -1,0 +1,7 @@
+//go:build purego || !amd64
+
+package gemm
+
+// kernelSets lists the kernels this build runs: without assembly (the purego
+// build tag, or a CPU architecture other than amd64), the pure-Go micro-kernel.
+func kernelSets() []*kernelSet { return []*kernelSet{&goKernels} }

@@ -1,0 +1,238 @@
+package gemm
+
+import (
+	"runtime"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// Parallel calls split C into parts (blocks of rows or of columns, never of
+// k) and run them on the calling goroutine and on helper goroutines from a
+// small pool. Parts are claimed with an atomic counter, so the caller alone
+// finishes the call if no helper turns up, and a helper slowed down by a busy
+// CPU holds up the call by at most the part it is on. Which goroutine computes
+// a part never changes its bits.
+//
+// Waking a parked goroutine on an idle CPU costs tens to hundreds of
+// microseconds on a virtual machine (the idle vCPU is halted), more than a
+// whole 128×512×256 product. So a helper that finishes its work spins,
+// yielding to any runnable goroutine, for up to helperSpin waiting for the
+// next call before it exits. Back-to-back calls, as in a training step, find
+// their helpers running; no helper outlives helperSpin of idleness, and a
+// call never uses more goroutines than its thread budget.
+//
+// The caller, once no part is left to claim, spins for callerSpin waiting for
+// the helpers' last parts, then blocks: a helper whose thread the OS has
+// descheduled then gets the caller's CPU instead of waiting out another
+// process's time slice.
+
+const (
+	helperSpin = 2 * time.Millisecond  // idle helper's wait for work before exiting
+	callerSpin = 50 * time.Microsecond // caller's spin before blocking for helpers
+)
+
+// job is one parallel Sgemm call.
+type job struct {
+	ks     *kernelSet
+	g      sgemmArgs
+	parts  int
+	alongN bool
+	apre   []float32     // all of op(A) packed, shared by column parts; or nil
+	next   atomic.Int64  // next part to claim
+	refs   atomic.Int64  // helpers holding the job
+	done   chan struct{} // a helper dropping refs to 0 sends here (buffer 1)
+}
+
+// part computes part q of the job on workspace w.
+func (j *job) part(w *workspace, q int) {
+	g, ks := &j.g, j.ks
+	i0, i1, j0, j1 := 0, g.m, 0, g.n
+	if j.alongN {
+		j0, j1 = bounds(q, j.parts, g.n, ks.nr()), bounds(q+1, j.parts, g.n, ks.nr())
+	} else {
+		i0, i1 = bounds(q, j.parts, g.m, ks.mr), bounds(q+1, j.parts, g.m, ks.mr)
+	}
+	w.run(ks, g, i0, i1, j0, j1, j.apre)
+}
+
+// work claims and computes parts until none is left, on w or, if w is nil, on
+// a workspace of its own.
+func (j *job) work(w *workspace) {
+	own := false
+	for {
+		q := int(j.next.Add(1) - 1)
+		if q >= j.parts {
+			break
+		}
+		if w == nil {
+			w, own = getWorkspace(), true
+		}
+		j.part(w, q)
+	}
+	if own {
+		putWorkspace(w)
+	}
+}
+
+// bounds returns the start of part q of parts over [0, size), in whole units.
+func bounds(q, parts, size, unit int) int {
+	units := (size + unit - 1) / unit
+	return min(size, (units*q/parts)*unit)
+}
+
+// packAll packs all of op(A), block of k after block of k, in the layout run
+// reads when given apre.
+func packAll(ks *kernelSet, g *sgemmArgs, dst []float32) {
+	kcb := kBlock(g.k, ks.kc)
+	mPad := roundUp(g.m, ks.mr)
+	for pc := 0; pc < g.k; pc += kcb {
+		ks.packA(dst[pc*mPad:], g.a, g.lda, g.transA, 0, g.m, pc, min(kcb, g.k-pc))
+	}
+}
+
+// sharedAMax bounds the floats of a shared packed A.
+const sharedAMax = 1 << 22
+
+// claimed marks a helper's mailbox once it has taken the job offered there.
+var claimed = new(job)
+
+// helper is a pooled goroutine.
+type helper struct {
+	mail atomic.Pointer[job] // nil, an offered job, or claimed
+}
+
+var (
+	poolMu  sync.Mutex
+	idle    []*helper // live helpers with an empty mailbox
+	helpers int       // live helpers
+	jobPool = sync.Pool{New: func() any { return &job{done: make(chan struct{}, 1)} }}
+)
+
+// loop runs offered jobs until it has been idle for helperSpin.
+func (h *helper) loop() {
+	last := time.Now()
+	for i := 1; ; i++ {
+		if j := h.mail.Load(); j != nil && j != claimed {
+			if h.mail.CompareAndSwap(j, claimed) {
+				j.work(nil)
+				done := j.done
+				if j.refs.Add(-1) == 0 { // j may be reused from here on
+					select {
+					case done <- struct{}{}:
+					default:
+					}
+				}
+				h.mail.Store(nil)
+				poolMu.Lock()
+				idle = append(idle, h)
+				poolMu.Unlock()
+				last = time.Now()
+			}
+			// Else the caller took the offer back and returns h to idle.
+			continue
+		}
+		if i%64 != 0 {
+			continue
+		}
+		runtime.Gosched()
+		osYield()
+		if time.Since(last) < helperSpin {
+			continue
+		}
+		poolMu.Lock()
+		for x, y := range idle {
+			if y == h {
+				idle = append(idle[:x], idle[x+1:]...)
+				helpers--
+				poolMu.Unlock()
+				return
+			}
+		}
+		// A caller has taken h from idle to offer it a job: wait for it.
+		poolMu.Unlock()
+		last = time.Now()
+	}
+}
+
+// runParallel runs the call in parts over the caller and up to threads-1
+// helpers.
+func runParallel(ks *kernelSet, g *sgemmArgs, parts int, alongN bool, threads int) {
+	j := jobPool.Get().(*job)
+	j.ks, j.g, j.parts, j.alongN = ks, *g, parts, alongN
+	j.next.Store(0)
+	w := getWorkspace()
+	j.apre = nil
+	if alongN {
+		// Column parts all need all of op(A): pack it once, before any
+		// helper starts, so that no one waits on another's panel.
+		kcb := kBlock(g.k, ks.kc)
+		if size := roundUp(g.m, ks.mr) * roundUp(g.k, kcb); size <= sharedAMax {
+			w.shared = grow(w.shared, size)
+			j.apre = w.shared
+			packAll(ks, &j.g, j.apre)
+		}
+	}
+
+	var offered [maxOffer]*helper
+	want := min(parts-1, threads-1, maxOffer)
+	poolMu.Lock()
+	n := min(want, len(idle))
+	copy(offered[:n], idle[len(idle)-n:])
+	idle = idle[:len(idle)-n]
+	helpers += want - n
+	poolMu.Unlock()
+	j.refs.Store(int64(want))
+	for _, h := range offered[:n] {
+		h.mail.Store(j)
+	}
+	for x := n; x < want; x++ {
+		h := new(helper)
+		h.mail.Store(j)
+		offered[x] = h
+		go h.loop()
+	}
+
+	j.work(w)
+
+	// Take back the offers no helper has claimed, then wait for the helpers
+	// that did to finish their parts: spin a little, then block.
+	for _, h := range offered[:want] {
+		if h.mail.CompareAndSwap(j, nil) {
+			j.refs.Add(-1)
+			poolMu.Lock()
+			idle = append(idle, h)
+			poolMu.Unlock()
+		}
+	}
+	if j.refs.Load() != 0 {
+		start := time.Now()
+		for i := 1; j.refs.Load() != 0; i++ {
+			if i%64 == 0 {
+				if time.Since(start) > callerSpin {
+					// A token left by an earlier use of j only costs a
+					// second look at refs.
+					for j.refs.Load() != 0 {
+						<-j.done
+					}
+					break
+				}
+				runtime.Gosched()
+				osYield()
+			}
+		}
+	}
+	putWorkspace(w)
+	j.g, j.apre = sgemmArgs{}, nil // drop the caller's matrices before pooling
+	jobPool.Put(j)
+}
+
+// maxOffer bounds the helpers of one call.
+const maxOffer = 63
+
+// liveHelpers reports how many helper goroutines exist (for tests).
+func liveHelpers() int {
+	poolMu.Lock()
+	defer poolMu.Unlock()
+	return helpers
+}

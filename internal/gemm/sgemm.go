@@ -1,0 +1,343 @@
+package gemm
+
+import (
+	"fmt"
+	"sync"
+)
+
+// microKernel computes one mr×nr tile of C from a packed A micro-panel (k steps
+// of mr values) and a packed B micro-panel (k steps of nr values):
+// acc = Σ_p a[p]ᵀ·b[p], summed in float32 in the order p = 0..k-1, then
+// C = alpha*acc + beta*C, or C = alpha*acc without reading C when beta is 0.
+type microKernel func(k int, a, b, c *float32, ldc int, alpha, beta float32)
+
+// kernelSet is a family of micro-kernels sharing a row count and the blocking
+// that suits them.
+type kernelSet struct {
+	name  string
+	mr    int           // rows of a tile (the broadcast side, from A)
+	vec   int           // columns of a vector register
+	kerns []microKernel // kerns[i] computes mr × (i+1)*vec tiles; the last is the widest
+	kc    int           // depth of a block: an mr×kc A micro-panel stays in L1
+	mc    int           // rows of a packed A block (a multiple of mr)
+	nc    int           // columns of a packed kc×nc B block, kept in L2 (a multiple of nr)
+
+	copyPanel, transPanel panelPacker
+
+	// kernPack, if not nil, is the widest kernel that also packs its B
+	// micro-panel from row-major B: it reads step p from bsrc[p*lds:] and
+	// stores it at b[p*nr:] before using it.
+	kernPack func(k int, a, b, c *float32, ldc int, alpha, beta float32, bsrc *float32, lds int)
+}
+
+func (ks *kernelSet) nr() int { return ks.vec * len(ks.kerns) }
+
+// kernels is the set Sgemm runs: the first of kernelSets, fastest first.
+var kernels = kernelSets()[0]
+
+// sgemmArgs is one call of Sgemm.
+type sgemmArgs struct {
+	transA, transB bool
+	m, n, k        int
+	alpha, beta    float32
+	a              []float32
+	lda            int
+	b              []float32
+	ldb            int
+	c              []float32
+	ldc            int
+}
+
+// kBlock returns the depth of the blocks k is cut into: the fewest blocks of at
+// most kc, made about equal and rounded up to a multiple of 4. It depends only
+// on k and kc, never on the thread count, so each element of C always sees the
+// same blocks in the same order.
+func kBlock(k, kc int) int {
+	nb := (k + kc - 1) / kc
+	kb := (k + nb - 1) / nb
+	return (kb + 3) &^ 3
+}
+
+// workspace holds one worker's packing buffers, reused across calls: they
+// grow to the largest call seen and are kept on a free list.
+type workspace struct {
+	ap, bp, tile []float32
+	shared       []float32 // op(A) packed for all the parts of a call
+}
+
+var (
+	wsMu   sync.Mutex
+	wsFree []*workspace
+)
+
+func getWorkspace() *workspace {
+	wsMu.Lock()
+	defer wsMu.Unlock()
+	if n := len(wsFree); n > 0 {
+		w := wsFree[n-1]
+		wsFree = wsFree[:n-1]
+		return w
+	}
+	return new(workspace)
+}
+
+func putWorkspace(w *workspace) {
+	wsMu.Lock()
+	if len(wsFree) < 64 {
+		wsFree = append(wsFree, w)
+	}
+	wsMu.Unlock()
+}
+
+func grow(s []float32, n int) []float32 {
+	if cap(s) < n {
+		return make([]float32, n)
+	}
+	return s[:n]
+}
+
+// nBlock returns the width of the column blocks [0, n) is cut into: about
+// nc, equal, and a multiple of nr. One block may reach 1.5·nc rather than
+// leave a sliver.
+func nBlock(n, nc, nr int) int {
+	nb := max(1, (2*n+nc)/(2*nc))
+	return roundUp((n+nb-1)/nb, nr)
+}
+
+// run computes the block C[i0:i1, j0:j1] of g with kernel set ks. If apre is
+// not nil it holds all of op(A) packed by packAll, and rows [i0, i1) must be
+// all of them.
+func (w *workspace) run(ks *kernelSet, g *sgemmArgs, i0, i1, j0, j1 int, apre []float32) {
+	mr, nr, vec := ks.mr, ks.nr(), ks.vec
+	kcb := kBlock(g.k, ks.kc)
+	ncb := nBlock(j1-j0, ks.nc, nr)
+	mcb := ks.mc
+	if apre != nil {
+		mcb = roundUp(i1-i0, mr)
+	} else {
+		w.ap = grow(w.ap, min(mcb, roundUp(i1-i0, mr))*kcb)
+	}
+	w.bp = grow(w.bp, min(ncb, roundUp(j1-j0, vec))*kcb)
+	w.tile = grow(w.tile, mr*nr)
+	c, ldc, alpha := g.c, g.ldc, g.alpha
+	for pc := 0; pc < g.k; pc += kcb {
+		kc := min(kcb, g.k-pc)
+		beta := g.beta
+		if pc > 0 {
+			beta = 1
+		}
+		for ic := i0; ic < i1; ic += mcb {
+			mc := min(mcb, i1-ic)
+			a := w.ap
+			if apre != nil {
+				a = apre[pc*mcb:]
+			} else {
+				ks.packA(a, g.a, g.lda, g.transA, ic, mc, pc, kc)
+			}
+			for jc := j0; jc < j1; jc += ncb {
+				nc := min(ncb, j1-jc)
+				// With a packing kernel, B's full panels are packed by their
+				// first use (ir == 0) rather than in a pass of their own.
+				fused := ks.kernPack != nil && !g.transB
+				if fused {
+					if tail := nc % nr; tail != 0 {
+						jr := nc - tail
+						ks.copyPanel(w.bp[jr*kc:], g.b[pc*g.ldb+jc+jr:], g.ldb, kc, tail, roundUp(tail, vec))
+					}
+				} else {
+					ks.packB(w.bp, g.b, g.ldb, g.transB, jc, nc, pc, kc)
+				}
+				for ir := 0; ir < mc; ir += mr {
+					mm := min(mr, mc-ir)
+					ap := &a[ir*kc]
+					for jr := 0; jr < nc; jr += nr {
+						nn := min(nr, nc-jr)
+						pw := roundUp(nn, vec)
+						kern := ks.kerns[pw/vec-1]
+						bp := &w.bp[jr*kc]
+						ci := (ic+ir)*ldc + jc + jr
+						var bsrc *float32
+						if fused && ir == 0 && nn == nr {
+							bsrc = &g.b[pc*g.ldb+jc+jr]
+						}
+						if mm == mr && nn == pw {
+							if bsrc != nil {
+								ks.kernPack(kc, ap, bp, &c[ci], ldc, alpha, beta, bsrc, g.ldb)
+							} else {
+								kern(kc, ap, bp, &c[ci], ldc, alpha, beta)
+							}
+							continue
+						}
+						// An edge tile: run the same kernel on a full tile of
+						// scratch, so every element of C sees the same arithmetic
+						// wherever the tile boundaries fall.
+						t := w.tile[:mr*pw]
+						if beta != 0 {
+							for r := range mm {
+								copy(t[r*pw:r*pw+nn], c[ci+r*ldc:ci+r*ldc+nn])
+							}
+						}
+						if bsrc != nil {
+							ks.kernPack(kc, ap, bp, &t[0], pw, alpha, beta, bsrc, g.ldb)
+						} else {
+							kern(kc, ap, bp, &t[0], pw, alpha, beta)
+						}
+						for r := range mm {
+							copy(c[ci+r*ldc:ci+r*ldc+nn], t[r*pw:r*pw+nn])
+						}
+					}
+				}
+			}
+		}
+	}
+}
+
+func roundUp(x, m int) int { return (x + m - 1) / m * m }
+
+// A panelPacker packs one micro-panel: for p < kc and c < nn it sets
+// dst[p*pw+c] to src[c*lds+p] (transPanel) or src[p*lds+c] (copyPanel), and
+// zeroes columns nn <= c < pw. Only those elements of src are read.
+type panelPacker func(dst, src []float32, lds, kc, nn, pw int)
+
+// packA copies op(A)[i0:i0+mc, p0:p0+kc] into dst as micro-panels of mr rows:
+// panel q holds, for each p, the mr values op(A)[i0+q*mr+r, p0+p], rows past
+// mc zero.
+func (ks *kernelSet) packA(dst, a []float32, lda int, trans bool, i0, mc, p0, kc int) {
+	mr := ks.mr
+	for ir := 0; ir < mc; ir += mr {
+		mm := min(mr, mc-ir)
+		d := dst[ir*kc : ir*kc+mr*kc]
+		if trans {
+			// op(A) = Aᵀ: A is k×m, so a step's mr values are contiguous.
+			ks.copyPanel(d, a[p0*lda+i0+ir:], lda, kc, mm, mr)
+		} else {
+			ks.transPanel(d, a[(i0+ir)*lda+p0:], lda, kc, mm, mr)
+		}
+	}
+}
+
+// packB copies op(B)[p0:p0+kc, j0:j0+nc] into dst as micro-panels of nr
+// columns: panel q holds, for each p, op(B)[p0+p, j0+q*nr : j0+q*nr+nr]. The
+// last panel is only as wide as the remaining columns rounded up to vec, and
+// columns past nc are zero.
+func (ks *kernelSet) packB(dst, b []float32, ldb int, trans bool, j0, nc, p0, kc int) {
+	nr, vec := ks.nr(), ks.vec
+	for jr := 0; jr < nc; jr += nr {
+		nn := min(nr, nc-jr)
+		pw := roundUp(nn, vec)
+		d := dst[jr*kc : jr*kc+pw*kc]
+		if trans {
+			// op(B) = Bᵀ: B is n×k, so a column of op(B) is a row of B.
+			ks.transPanel(d, b[(j0+jr)*ldb+p0:], ldb, kc, nn, pw)
+		} else {
+			ks.copyPanel(d, b[p0*ldb+j0+jr:], ldb, kc, nn, pw)
+		}
+	}
+}
+
+// copyPanelGo is the portable copyPanel.
+func copyPanelGo(dst, src []float32, lds, kc, nn, pw int) {
+	for p := range kc {
+		row := dst[p*pw : p*pw+pw]
+		copy(row[:nn], src[p*lds:p*lds+nn])
+		clear(row[nn:])
+	}
+}
+
+// transPanelGo is the portable transPanel.
+func transPanelGo(dst, src []float32, lds, kc, nn, pw int) {
+	dst = dst[:kc*pw]
+	for c := range nn {
+		col := src[c*lds : c*lds+kc]
+		for p, v := range col {
+			dst[p*pw+c] = v
+		}
+	}
+	if nn < pw {
+		for p := range kc {
+			clear(dst[p*pw+nn : p*pw+pw])
+		}
+	}
+}
+
+// sgemm runs a validated, non-degenerate call, splitting C over workers.
+func sgemm(g *sgemmArgs) {
+	ks := kernels
+	threads := Threads()
+	parts, alongN := partition(ks, g.m, g.n, g.k, threads)
+	if parts <= 1 {
+		w := getWorkspace()
+		w.run(ks, g, 0, g.m, 0, g.n, nil)
+		putWorkspace(w)
+		return
+	}
+	runParallel(ks, g, parts, alongN, threads)
+}
+
+// parallelMin is the smallest m·n·k worth splitting over goroutines; smaller
+// problems run on the calling goroutine.
+const parallelMin = 1 << 20
+
+// partsPerThread is how many parts a call is cut into per thread: parts are
+// claimed dynamically, so a goroutine that runs slow (a busy CPU) holds up the
+// call by one small part rather than by half of it. Column parts share one
+// packed A and pack disjoint parts of B, so smaller parts cost little.
+const partsPerThread = 4
+
+// partition decides how many blocks of C the call is split into and whether
+// they are blocks of columns (alongN, in whole B micro-panels) or of rows (in
+// whole A micro-panels). Work is never split along k.
+func partition(ks *kernelSet, m, n, k, threads int) (parts int, alongN bool) {
+	work := int64(m) * int64(n) * int64(k)
+	if threads <= 1 || work < parallelMin {
+		return 1, false
+	}
+	nUnits := (n + ks.nr() - 1) / ks.nr()
+	mUnits := (m + ks.mr - 1) / ks.mr
+	// Split columns (the parts then share one packed A and each packs only
+	// its own B) unless there are too few of them.
+	alongN = nUnits >= 2*threads || nUnits >= mUnits
+	units := mUnits
+	if alongN {
+		units = nUnits
+	}
+	perThread := partsPerThread
+	if alongN && int64(m)*int64(k) > 1<<18 {
+		// Every column part streams all of A, which no longer fits in L2:
+		// wider parts reuse each A micro-panel over more of B.
+		perThread = 2
+	}
+	// Each part gets enough work to pay for handing it over.
+	parts = int(min(int64(units), int64(threads*perThread), max(1, work/(parallelMin/4))))
+	return parts, alongN
+}
+
+// checkSgemm panics, as BLAS does, on negative sizes, leading dimensions
+// narrower than a row, and slices too short for the matrices they hold.
+func checkSgemm(transA, transB bool, m, n, k int, a []float32, lda int, b []float32, ldb int, c []float32, ldc int) {
+	if m < 0 || n < 0 || k < 0 {
+		panic(fmt.Sprintf("gemm: negative size m=%d n=%d k=%d", m, n, k))
+	}
+	ar, ac := m, k
+	if transA {
+		ar, ac = k, m
+	}
+	br, bc := k, n
+	if transB {
+		br, bc = n, k
+	}
+	check := func(name string, s []float32, rows, cols, ld int) {
+		if rows == 0 || cols == 0 {
+			return // an empty matrix is never read, whatever its ld
+		}
+		if ld < cols {
+			panic(fmt.Sprintf("gemm: ld%s=%d is less than the %d columns of %s", name, ld, cols, name))
+		}
+		if len(s) < (rows-1)*ld+cols {
+			panic(fmt.Sprintf("gemm: %s has %d elements, want at least %d for %d×%d with ld%s=%d", name, len(s), (rows-1)*ld+cols, rows, cols, name, ld))
+		}
+	}
+	check("a", a, ar, ac, lda)
+	check("b", b, br, bc, ldb)
+	check("c", c, m, n, ldc)
+}
