@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"log/slog"
 	"math"
+	"runtime"
 	"sort"
 	"strings"
 	"sync"
@@ -15,6 +16,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/pipetrain/pipetrain/actors"
+	"github.com/pipetrain/pipetrain/internal/gemm"
 	"github.com/pipetrain/pipetrain/nn"
 	"github.com/pipetrain/pipetrain/optim"
 	"github.com/pipetrain/pipetrain/tensor"
@@ -31,11 +33,12 @@ type Config struct {
 	ClipNorm     float64 // 0: off
 	ClipValue    float64 // 0: off
 
-	Features   int           // input width, for measuring layer costs
-	SampleRows int           // rows of the cost sample (default 64)
-	Trace      bool          // record spans for WriteTrace
-	Hang       time.Duration // watchdog: no message moved for this long fails the step (default 2 minutes)
-	Logger     *zerolog.Logger
+	Features    int           // input width, for measuring layer costs
+	SampleRows  int           // rows of the cost sample (default 64)
+	GEMMThreads int           // GEMM goroutines per call; 0: all cores for one stage actor, else 1 each
+	Trace       bool          // record spans for WriteTrace
+	Hang        time.Duration // watchdog: no message moved for this long fails the step (default 2 minutes)
+	Logger      *zerolog.Logger
 }
 
 // Engine is a running pipeline of actors. Its methods are for one goroutine, the
@@ -118,7 +121,21 @@ func New(layers []nn.Layer, cfg Config) (*Engine, error) {
 		return nil, err
 	}
 	e.start(units)
+	gemm.SetThreads(e.gemmBudget(len(units)))
 	return e, nil
+}
+
+// gemmBudget keeps kernels and stages from oversubscribing the cores: stage
+// actors that run at once share GOMAXPROCS, so each GEMM gets one thread
+// unless a single actor does all the work.
+func (e *Engine) gemmBudget(n int) int {
+	if e.cfg.GEMMThreads > 0 {
+		return e.cfg.GEMMThreads
+	}
+	if n == 1 || e.cfg.Schedule == actors.Sequential { // one actor busy at a time
+		return runtime.GOMAXPROCS(0)
+	}
+	return max(1, runtime.GOMAXPROCS(0)/n)
 }
 
 // group partitions the layers into stages: one per layer, or cfg.Stages groups
