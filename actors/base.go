@@ -13,7 +13,7 @@ import (
 
 // Span is one piece of work an actor did, for the timeline trace.
 type Span struct {
-	Kind        byte // 'F' forward, 'B' backward, 'U' update, 'E' evaluation forward, 'O' optimizer
+	Kind        byte // 'F' forward, 'B' backward (input gradients), 'W' weight gradients, 'U' update, 'E' evaluation forward, 'O' optimizer
 	Step, Micro int
 	Start, Dur  time.Duration // since the graph's epoch
 }

@@ -173,4 +173,5 @@ type Wire struct {
 	InParts                int          // forward parts to gather: actors of the previous node, or 1
 	OutParts               int          // backward parts to gather: actors of the next node, or 1
 	Limit                  int          // micro-batches admitted at once
+	SplitBackward          bool         // send dX upstream before computing dW
 }

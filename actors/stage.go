@@ -185,13 +185,21 @@ func (s *Stage) gatherBackward(ctx actor.Context, m *Backward) {
 
 func (s *Stage) backward(ctx actor.Context, step, micro int, dy *tensor.Tensor) {
 	p := nn.Pass{Step: step, Micro: micro, Train: true}
-	var dx *tensor.Tensor
+	var (
+		dx       *tensor.Tensor
+		deferred []nn.SplitBackward
+	)
 	ok := s.guard(ctx, s.name+" backward", func() (err error) {
 		s.span('B', step, micro, func() {
 			g := dy
 			for i := len(s.layers) - 1; i >= 0; i-- {
 				need := i > 0 || s.needDX
-				g = s.layers[i].Backward(p, g, need)
+				if sb, ok := s.layers[i].(nn.SplitBackward); ok && need && s.w.SplitBackward {
+					g = sb.BackwardInput(p, g)
+					deferred = append(deferred, sb)
+				} else {
+					g = s.layers[i].Backward(p, g, need)
+				}
 				if need && !g.IsFinite() {
 					err = &nn.NonFiniteError{Layer: s.layerIDs[i], Kind: s.layers[i].Kind(), Step: step, Where: "backward"}
 					return
@@ -209,6 +217,20 @@ func (s *Stage) backward(ctx actor.Context, step, micro int, dy *tensor.Tensor) 
 		s.send(ctx, s.coord, &BackwardDone{Step: step, Micro: micro, Actor: s.id})
 	} else {
 		s.sendBack(ctx, step, micro, dx)
+	}
+	if len(deferred) > 0 {
+		// the weight gradients, after dX has gone upstream
+		ok = s.guard(ctx, s.name+" backward", func() error {
+			s.span('W', step, micro, func() {
+				for _, sb := range deferred {
+					sb.BackwardParams(p)
+				}
+			})
+			return nil
+		})
+		if !ok {
+			return
+		}
 	}
 	s.done++
 	if s.done == s.micros {

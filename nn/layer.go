@@ -63,3 +63,13 @@ func zeroGrads(ps []Param) {
 		p.Grad.Zero()
 	}
 }
+
+// SplitBackward is a Layer whose backward can run in two halves: the input
+// gradient first, so a pipeline can send it upstream at once, and the parameter
+// gradients after. BackwardInput followed by BackwardParams for the same Pass
+// does exactly what Backward with needDX does.
+type SplitBackward interface {
+	Layer
+	BackwardInput(p Pass, dy *tensor.Tensor) *tensor.Tensor
+	BackwardParams(p Pass)
+}

@@ -15,6 +15,7 @@ type Linear struct {
 	W, B    *tensor.Tensor
 	GW, GB  *tensor.Tensor
 	x       cache[*tensor.Tensor]
+	dy      cache[*tensor.Tensor] // between BackwardInput and BackwardParams
 }
 
 // NewLinear returns a layer with weights drawn by init from rng and zero biases.
@@ -26,7 +27,7 @@ func NewLinear(dt tensor.DType, in, out int, init Init, rng *rand.Rand) (*Linear
 		In: in, Out: out,
 		W: tensor.Zeros(dt, out, in), B: tensor.Zeros(dt, out),
 		GW: tensor.Zeros(dt, out, in), GB: tensor.Zeros(dt, out),
-		x: cache[*tensor.Tensor]{},
+		x: cache[*tensor.Tensor]{}, dy: cache[*tensor.Tensor]{},
 	}
 	if err := init.Fill(l.W, rng); err != nil {
 		return nil, err
@@ -43,7 +44,7 @@ func LinearFrom(w, b *tensor.Tensor) *Linear {
 	return &Linear{
 		In: s[1], Out: s[0], W: w.Clone(), B: b.Clone(),
 		GW: tensor.Zeros(w.DType(), s...), GB: tensor.Zeros(w.DType(), s[0]),
-		x: cache[*tensor.Tensor]{},
+		x: cache[*tensor.Tensor]{}, dy: cache[*tensor.Tensor]{},
 	}
 }
 
@@ -78,21 +79,56 @@ func (l *Linear) Forward(p Pass, x *tensor.Tensor) *tensor.Tensor {
 }
 
 func (l *Linear) Backward(p Pass, dy *tensor.Tensor, needDX bool) *tensor.Tensor {
-	x := l.x.take("Linear", p)
-	n := l.check(x)
+	var dx *tensor.Tensor
+	if needDX {
+		dx = l.BackwardInput(p, dy)
+	} else {
+		l.checkDY(l.x[p.Micro], dy)
+		l.dy.put(p, dy)
+	}
+	l.BackwardParams(p)
+	return dx
+}
+
+func (l *Linear) checkDY(x, dy *tensor.Tensor) {
+	if x == nil {
+		return // take reports the missing forward
+	}
+	n := x.Shape()[0]
 	if !tensor.EqualShapes(dy.Shape(), []int{n, l.Out}) || dy.DType() != x.DType() {
 		panic(fmt.Errorf("nn.Linear: dy %v %v does not fit output [%d %d]", dy.DType(), dy.Shape(), n, l.Out))
 	}
-	var dx *tensor.Tensor
-	if needDX {
-		dx = tensor.Zeros(x.DType(), n, l.In)
+}
+
+// BackwardInput returns dX = dY·W and keeps dY for BackwardParams.
+func (l *Linear) BackwardInput(p Pass, dy *tensor.Tensor) *tensor.Tensor {
+	x, ok := l.x[p.Micro]
+	if !ok {
+		l.x.take("Linear", p) // panics naming the micro-batch
 	}
+	l.checkDY(x, dy)
+	n := x.Shape()[0]
+	dx := tensor.Zeros(x.DType(), n, l.In)
 	if x.DType() == tensor.Float32 {
-		linearBackward(dx, dy.Data32(), x.Data32(), l.W.Data32(), l.GW.Data32(), l.GB.Data32(), n, l.In, l.Out, gemm.Sgemm, (*tensor.Tensor).Data32)
+		gemm.Sgemm(false, false, n, l.In, l.Out, 1, dy.Data32(), l.Out, l.W.Data32(), l.In, 0, dx.Data32(), l.In)
 	} else {
-		linearBackward(dx, dy.Data64(), x.Data64(), l.W.Data64(), l.GW.Data64(), l.GB.Data64(), n, l.In, l.Out, gemm.Dgemm, (*tensor.Tensor).Data64)
+		gemm.Dgemm(false, false, n, l.In, l.Out, 1, dy.Data64(), l.Out, l.W.Data64(), l.In, 0, dx.Data64(), l.In)
 	}
+	l.dy.put(p, dy)
 	return dx
+}
+
+// BackwardParams adds dW += dYᵀ·X and db += Σ dY for the micro-batch whose
+// BackwardInput ran, and frees its cache.
+func (l *Linear) BackwardParams(p Pass) {
+	x := l.x.take("Linear", p)
+	dy := l.dy.take("Linear", p)
+	n := x.Shape()[0]
+	if x.DType() == tensor.Float32 {
+		linearParamGrads(dy.Data32(), x.Data32(), l.GW.Data32(), l.GB.Data32(), n, l.In, l.Out, gemm.Sgemm)
+	} else {
+		linearParamGrads(dy.Data64(), x.Data64(), l.GW.Data64(), l.GB.Data64(), n, l.In, l.Out, gemm.Dgemm)
+	}
 }
 
 type gemmFunc[T float32 | float64] func(tA, tB bool, m, n, k int, alpha T, a []T, lda int, b []T, ldb int, beta T, c []T, ldc int)
@@ -104,7 +140,7 @@ func linearForward[T float32 | float64](y, x, w, b []T, n, in, out int, mm gemmF
 	mm(false, true, n, out, in, 1, x, in, w, in, 1, y, out)
 }
 
-func linearBackward[T float32 | float64](dx *tensor.Tensor, dy, x, w, gw, gb []T, n, in, out int, mm gemmFunc[T], data func(*tensor.Tensor) []T) {
+func linearParamGrads[T float32 | float64](dy, x, gw, gb []T, n, in, out int, mm gemmFunc[T]) {
 	mm(true, false, out, in, n, 1, dy, out, x, in, 1, gw, in)
 	for i := range n {
 		row := dy[i*out : (i+1)*out]
@@ -112,9 +148,9 @@ func linearBackward[T float32 | float64](dx *tensor.Tensor, dy, x, w, gw, gb []T
 			gb[j] += v
 		}
 	}
-	if dx != nil {
-		mm(false, false, n, in, out, 1, dy, out, w, in, 0, data(dx), in)
-	}
 }
 
-func (l *Linear) Reset() { clear(l.x) }
+func (l *Linear) Reset() {
+	clear(l.x)
+	clear(l.dy)
+}

@@ -36,6 +36,17 @@
 // and shuts the actor system down, leaving no goroutine behind. protoactor's
 // own logging goes to Config.Logger through zerolog's slog handler, or nowhere.
 //
+// # Sending dX before dW
+//
+// Config.SplitBackward makes a stage compute its linear layers' input
+// gradients first, send them upstream, and only then their weight gradients
+// (the zero-bubble idea): the arithmetic is unchanged, so results stay bit for
+// bit the same. Measured on 784-1024-1024-1024-10, batch 256, 8 micro-batches,
+// 1f1b, five alternating runs each on this 2-core machine: 5868 against 5766
+// samples/s at stages=2, 6495 against 6590 at stages=0, within the noise, since
+// the stages' GEMMs already share two cores. It is off by default;
+// PIPETRAIN_SPLIT_BACKWARD=1 turns it on in train.
+//
 // # Seeing the pipeline
 //
 // Stats returns each actor's busy time, message count, largest number of

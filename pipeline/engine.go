@@ -33,12 +33,13 @@ type Config struct {
 	ClipNorm     float64 // 0: off
 	ClipValue    float64 // 0: off
 
-	Features    int           // input width, for measuring layer costs
-	SampleRows  int           // rows of the cost sample (default 64)
-	GEMMThreads int           // GEMM goroutines per call; 0: all cores for one stage actor, else 1 each
-	Trace       bool          // record spans for WriteTrace
-	Hang        time.Duration // watchdog: no message moved for this long fails the step (default 2 minutes)
-	Logger      *zerolog.Logger
+	Features      int           // input width, for measuring layer costs
+	SampleRows    int           // rows of the cost sample (default 64)
+	GEMMThreads   int           // GEMM goroutines per call; 0: all cores for one stage actor, else 1 each
+	SplitBackward bool          // send dX upstream before computing dW (the zero-bubble idea)
+	Trace         bool          // record spans for WriteTrace
+	Hang          time.Duration // watchdog: no message moved for this long fails the step (default 2 minutes)
+	Logger        *zerolog.Logger
 }
 
 // Engine is a running pipeline of actors. Its methods are for one goroutine, the
@@ -288,7 +289,7 @@ func (e *Engine) start(units []unit) {
 
 	for i, n := range e.nodes {
 		w := actors.Wire{Coordinator: e.coord, Optimizer: e.opt, InParts: 1, OutParts: 1,
-			Limit: e.cfg.Schedule.Limit(i, p, e.cfg.MicroBatches)}
+			Limit: e.cfg.Schedule.Limit(i, p, e.cfg.MicroBatches), SplitBackward: e.cfg.SplitBackward}
 		if i > 0 {
 			w.Prev = e.pids(e.nodes[i-1].actors)
 			w.PrevSplit = e.nodes[i-1].split

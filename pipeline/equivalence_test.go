@@ -93,9 +93,9 @@ func reference(t testing.TB, micro int) ([]float64, map[string][]float32) {
 	return losses, w
 }
 
-func runPipeline(t testing.TB, sched actors.Schedule, stages, micro int, shards []int) ([]float64, map[string][]float32) {
+func runPipeline(t testing.TB, sched actors.Schedule, stages, micro int, shards []int, split ...bool) ([]float64, map[string][]float32) {
 	eng, err := pipeline.New(model(t), pipeline.Config{
-		Schedule: sched, MicroBatches: micro, Stages: stages, Shards: shards,
+		Schedule: sched, MicroBatches: micro, Stages: stages, Shards: shards, SplitBackward: len(split) > 0 && split[0],
 		Loss: nn.CrossEntropy, Optimizer: newSGD(t), ClipNorm: clipNorm, Features: features,
 	})
 	if err != nil {
@@ -127,15 +127,17 @@ func runPipeline(t testing.TB, sched actors.Schedule, stages, micro int, shards 
 }
 
 // TestEquivalence is the invariant the pipeline rests on: for the same seed and
-// micro-batch split, every schedule at every stage count gives nn.Sequential's
-// step losses and final weights, bit for bit.
+// micro-batch split, every schedule at every stage count, with or without the
+// split backward (dX sent before dW), gives nn.Sequential's step losses and
+// final weights, bit for bit.
 func TestEquivalence(t *testing.T) {
 	for _, micro := range []int{1, 3, 4} {
 		wantLoss, wantW := reference(t, micro)
 		for _, sched := range []actors.Schedule{actors.Sequential, actors.GPipe, actors.OneFOneB} {
-			for _, stages := range []int{0, 1, 2, 3} {
-				t.Run(fmt.Sprintf("%v/stages=%d/micro=%d", sched, stages, micro), func(t *testing.T) {
-					gotLoss, gotW := runPipeline(t, sched, stages, micro, nil)
+			for _, cfg := range [][2]int{{0, 0}, {1, 0}, {2, 0}, {3, 0}, {0, 1}, {2, 1}} {
+				stages, split := cfg[0], cfg[1] == 1
+				t.Run(fmt.Sprintf("%v/stages=%d/micro=%d/split=%v", sched, stages, micro, split), func(t *testing.T) {
+					gotLoss, gotW := runPipeline(t, sched, stages, micro, nil, split)
 					for i := range wantLoss {
 						if math.Float64bits(gotLoss[i]) != math.Float64bits(wantLoss[i]) {
 							t.Errorf("step %d: loss %v, want %v (nn.Sequential)", i+1, gotLoss[i], wantLoss[i])

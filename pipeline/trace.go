@@ -27,7 +27,7 @@ func Bubble(stats []actors.Stats, stages []StageInfo) float64 {
 		}
 		n++
 		for _, sp := range st.Spans {
-			if sp.Kind != 'F' && sp.Kind != 'B' {
+			if sp.Kind != 'F' && sp.Kind != 'B' && sp.Kind != 'W' {
 				continue
 			}
 			first, last = min(first, sp.Start), max(last, sp.Start+sp.Dur)
@@ -51,7 +51,7 @@ type traceEvent struct {
 	Args map[string]any `json:"args,omitempty"`
 }
 
-var spanNames = map[byte]string{'F': "forward", 'B': "backward", 'U': "update", 'E': "eval", 'O': "optimizer"}
+var spanNames = map[byte]string{'F': "forward", 'B': "backward", 'W': "weight-grad", 'U': "update", 'E': "eval", 'O': "optimizer"}
 
 // WriteTrace writes every span recorded so far (collected by Stats with reset)
 // as Chrome trace-event JSON: a track per actor, a span per forward, backward

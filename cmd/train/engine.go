@@ -39,6 +39,7 @@ func newEngine(c *config.Config, layers []nn.Layer, features int, log *runLog) (
 		Loss: nn.Loss(c.Loss.Type), Optimizer: opt, ClipNorm: c.Optimizer.ClipNorm, ClipValue: c.Optimizer.ClipValue,
 		Features: features, SampleRows: max(1, c.Data.BatchSize/c.Pipeline.MicroBatches),
 		Trace: c.Log.Trace != "", Hang: hangAfter, Logger: &log.Logger, GEMMThreads: gemmThreads(),
+		SplitBackward: os.Getenv("PIPETRAIN_SPLIT_BACKWARD") != "",
 	})
 	if err != nil {
 		return nil, badInput(err)
