@@ -143,3 +143,31 @@ func TestSeededFillsRepeat(t *testing.T) {
 		}
 	}
 }
+
+func TestIsFinite(t *testing.T) {
+	inf := 1.0
+	for range 2000 {
+		inf *= 10
+	}
+	nan := inf - inf
+	for _, dt := range []DType{Float32, Float64} {
+		for _, n := range []int{0, 1, 255, 256, 257, 1000} {
+			x := Full(dt, 1.5, n)
+			if !x.IsFinite() {
+				t.Errorf("%v[%d] of 1.5: IsFinite() = false", dt, n)
+			}
+			for _, bad := range []float64{nan, inf, -inf} {
+				for _, at := range []int{0, n / 2, n - 1} {
+					if n == 0 {
+						continue
+					}
+					y := x.Clone()
+					y.Set(bad, at)
+					if y.IsFinite() {
+						t.Errorf("%v[%d] with %v at %d: IsFinite() = true", dt, n, bad, at)
+					}
+				}
+			}
+		}
+	}
+}

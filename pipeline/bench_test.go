@@ -1,0 +1,67 @@
+package pipeline_test
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"testing"
+
+	"github.com/pipetrain/pipetrain/actors"
+	"github.com/pipetrain/pipetrain/nn"
+	"github.com/pipetrain/pipetrain/optim"
+	"github.com/pipetrain/pipetrain/pipeline"
+	"github.com/pipetrain/pipetrain/tensor"
+)
+
+// mnistMLP is 784-512-256-10 with ReLU, the MNIST recipe.
+func mnistMLP(b *testing.B) []nn.Layer {
+	var layers []nn.Layer
+	in := 784
+	for i, out := range []int{512, 256, 10} {
+		l, err := nn.NewLinear(tensor.Float32, in, out, nn.XavierUniform, rand.New(rand.NewPCG(1, uint64(i))))
+		if err != nil {
+			b.Fatal(err)
+		}
+		layers = append(layers, l)
+		if out != 10 {
+			layers = append(layers, nn.NewReLU())
+		}
+		in = out
+	}
+	return layers
+}
+
+// BenchmarkTrainStep times one optimizer step of the MNIST MLP at batch 128
+// (SGD with momentum) through the actor pipeline, reporting samples/s and the
+// allocations of a whole step, protoactor's envelopes included.
+func BenchmarkTrainStep(b *testing.B) {
+	for _, c := range []struct {
+		sched  actors.Schedule
+		micro  int
+		stages int
+	}{{actors.Sequential, 1, 1}, {actors.Sequential, 1, 0}, {actors.OneFOneB, 2, 0}, {actors.OneFOneB, 4, 2}} {
+		b.Run(fmt.Sprintf("%v/micro=%d/stages=%d", c.sched, c.micro, c.stages), func(b *testing.B) {
+			opt, _ := optim.NewSGD(optim.SGDConfig{Momentum: 0.9})
+			eng, err := pipeline.New(mnistMLP(b), pipeline.Config{Schedule: c.sched, MicroBatches: c.micro, Stages: c.stages,
+				Loss: nn.CrossEntropy, Optimizer: opt, Features: 784})
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer eng.Close()
+			rng := rand.New(rand.NewPCG(2, 2))
+			x := tensor.RandUniform(rng, tensor.Float32, 0, 1, 128, 784)
+			labels := make([]int, 128)
+			for i := range labels {
+				labels[i] = rng.IntN(10)
+			}
+			step := 0
+			b.ReportAllocs()
+			for b.Loop() {
+				step++
+				if _, err := eng.Step(step, 0.01, x, nn.Target{Labels: labels}); err != nil {
+					b.Fatal(err)
+				}
+			}
+			b.ReportMetric(128*float64(b.N)/b.Elapsed().Seconds(), "samples/s")
+		})
+	}
+}
