@@ -3,7 +3,6 @@ package actors
 import (
 	"fmt"
 	"reflect"
-	"runtime/debug"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -145,11 +144,12 @@ func (b *base) lastMsg() string {
 }
 
 // guard runs f and turns a panic into a Failed message to the coordinator; the
-// actor then ignores further work. It reports whether f completed.
-func (b *base) guard(ctx actor.Context, what string, f func() error) (ok bool) {
+// actor then ignores further work. what describes the work when it panicked,
+// such as the layer, step and micro-batch. It reports whether f completed.
+func (b *base) guard(ctx actor.Context, what func() string, f func() error) (ok bool) {
 	defer func() {
 		if r := recover(); r != nil {
-			b.fail(ctx, fmt.Errorf("%s panicked: %v\n%s", what, r, debug.Stack()))
+			b.fail(ctx, fmt.Errorf("%s panicked: %v", what(), r))
 			ok = false
 		}
 	}()

@@ -72,7 +72,7 @@ func (l *Loss) drain(ctx actor.Context) {
 		if t := l.targets[k]; k.eval && t != nil {
 			delete(l.outs, k)
 			delete(l.targets, k)
-			l.guard(ctx, "loss", func() error { return l.evaluate(ctx, t, out) })
+			l.guard(ctx, func() string { return fmt.Sprintf("the loss, evaluating chunk %d", t.Micro) }, func() error { return l.evaluate(ctx, t, out) })
 		}
 	}
 	for {
@@ -84,7 +84,7 @@ func (l *Loss) drain(ctx actor.Context) {
 		delete(l.outs, k)
 		delete(l.targets, k)
 		l.next++
-		if !l.guard(ctx, "loss", func() error { return l.train(ctx, t, out) }) {
+		if !l.guard(ctx, func() string { return fmt.Sprintf("the loss at step %d, micro-batch %d", t.Step, t.Micro) }, func() error { return l.train(ctx, t, out) }) {
 			return
 		}
 	}

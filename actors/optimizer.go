@@ -1,6 +1,8 @@
 package actors
 
 import (
+	"fmt"
+
 	"github.com/asynkron/protoactor-go/actor"
 	"github.com/pipetrain/pipetrain/optim"
 )
@@ -49,7 +51,7 @@ func (o *Optimizer) Receive(ctx actor.Context) {
 		o.n++
 		if o.n == len(o.got) {
 			o.n = 0
-			o.guard(ctx, "optimizer", func() error { return o.update(ctx) })
+			o.guard(ctx, func() string { return fmt.Sprintf("the optimizer at step %d", o.step) }, func() error { return o.update(ctx) })
 		}
 	case *GetOptimizerState:
 		ctx.Respond(o.opt.State())

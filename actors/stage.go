@@ -2,6 +2,7 @@ package actors
 
 import (
 	"fmt"
+	"slices"
 
 	"github.com/asynkron/protoactor-go/actor"
 	"github.com/pipetrain/pipetrain/nn"
@@ -30,6 +31,7 @@ type Stage struct {
 	queue    []*Forward // complete forwards waiting for a credit
 	inFlight int
 	kicked   bool
+	current  int // index into layers of the layer running, for failure messages
 	done     int // backwards finished in this step
 	micros   int
 }
@@ -76,7 +78,7 @@ func (s *Stage) Receive(ctx actor.Context) {
 	case *Backward:
 		s.gatherBackward(ctx, m)
 	case *ApplyUpdate:
-		s.guard(ctx, s.name+" update", func() error { return s.apply(ctx, m) })
+		s.guard(ctx, func() string { return fmt.Sprintf("%s applying the update of step %d", s.name, m.Step) }, func() error { return s.apply(ctx, m) })
 	case *GetParams:
 		ctx.Respond(s.snapshot())
 	case *SetParams:
@@ -130,10 +132,11 @@ func (s *Stage) forward(ctx actor.Context, f *Forward) {
 	}
 	p := nn.Pass{Step: f.Step, Micro: f.Micro, Train: !f.Eval}
 	var y *tensor.Tensor
-	ok := s.guard(ctx, s.name+" forward", func() (err error) {
+	ok := s.guard(ctx, func() string { return s.where("forward", f.Step, f.Micro) }, func() (err error) {
 		s.span(kind, f.Step, f.Micro, func() {
 			h := f.X
 			for i, l := range s.layers {
+				s.current = i
 				h = l.Forward(p, h)
 				if !h.IsFinite() {
 					err = &nn.NonFiniteError{Layer: s.layerIDs[i], Kind: l.Kind(), Step: f.Step, Where: "forward"}
@@ -158,6 +161,13 @@ func (s *Stage) trackInFlight() {
 	for _, l := range s.layers {
 		s.maxIn = max(s.maxIn, l.InFlight())
 	}
+}
+
+// where names the layer a stage was running, e.g. "layer 3 (relu) forward at
+// step 5, micro-batch 1".
+func (s *Stage) where(pass string, step, micro int) string {
+	i := min(max(s.current, 0), len(s.layers)-1)
+	return fmt.Sprintf("layer %d (%s) %s at step %d, micro-batch %d", s.layerIDs[i], s.layers[i].Kind(), pass, step, micro)
 }
 
 // gatherBackward sums the partial gradients of a micro-batch in part order and
@@ -189,10 +199,11 @@ func (s *Stage) backward(ctx actor.Context, step, micro int, dy *tensor.Tensor) 
 		dx       *tensor.Tensor
 		deferred []nn.SplitBackward
 	)
-	ok := s.guard(ctx, s.name+" backward", func() (err error) {
+	ok := s.guard(ctx, func() string { return s.where("backward", step, micro) }, func() (err error) {
 		s.span('B', step, micro, func() {
 			g := dy
 			for i := len(s.layers) - 1; i >= 0; i-- {
+				s.current = i
 				need := i > 0 || s.needDX
 				if sb, ok := s.layers[i].(nn.SplitBackward); ok && need && s.w.SplitBackward {
 					g = sb.BackwardInput(p, g)
@@ -220,9 +231,10 @@ func (s *Stage) backward(ctx actor.Context, step, micro int, dy *tensor.Tensor) 
 	}
 	if len(deferred) > 0 {
 		// the weight gradients, after dX has gone upstream
-		ok = s.guard(ctx, s.name+" backward", func() error {
+		ok = s.guard(ctx, func() string { return s.where("backward", step, micro) }, func() error {
 			s.span('W', step, micro, func() {
 				for _, sb := range deferred {
+					s.current = slices.Index(s.layers, nn.Layer(sb))
 					sb.BackwardParams(p)
 				}
 			})

@@ -188,7 +188,7 @@ func TestFailureStopsCleanly(t *testing.T) {
 		set  func(*passLayer)
 		want []string
 	}{
-		{"panic", func(l *passLayer) { l.panicAt = 3 }, []string{"stage 2", "panicked", "kernel exploded"}},
+		{"panic", func(l *passLayer) { l.panicAt = 3 }, []string{"layer 2 (pass) forward at step 3", "panicked", "kernel exploded"}},
 		{"nan", func(l *passLayer) { l.nanAt = 3 }, []string{"layer 2 (pass)", "non-finite", "step 3"}},
 	} {
 		for _, sched := range []actors.Schedule{actors.Sequential, actors.GPipe, actors.OneFOneB} {
@@ -205,6 +205,9 @@ func TestFailureStopsCleanly(t *testing.T) {
 			}
 			if err == nil {
 				t.Fatalf("%s %v: step 3 succeeded", tc.name, sched)
+			}
+			if strings.Contains(err.Error(), "goroutine ") || strings.Contains(err.Error(), ".go:") {
+				t.Errorf("%s %v: the error carries a stack trace: %q", tc.name, sched, err)
 			}
 			for _, w := range tc.want {
 				if !strings.Contains(err.Error(), w) {
