@@ -69,9 +69,12 @@ type BeginStep struct {
 	LR   float64
 }
 
-// GradReady carries an actor's parameter values and accumulated gradients after
-// its last backward of a step. Values and Grads are copies that belong to the
-// optimizer. Actor to optimizer.
+// GradReady carries an actor's accumulated gradients after its last backward of
+// a step. Grads are the actor's own tensors, lent to the optimizer until they
+// come back in ApplyUpdate; the actor does not touch them meanwhile. Values are
+// copies of the parameters, belonging to the optimizer, sent only on the first
+// step and after SetParams: the optimizer keeps them as its master copy.
+// Actor to optimizer.
 type GradReady struct {
 	Step   int
 	Actor  int
@@ -79,11 +82,14 @@ type GradReady struct {
 	Grads  []*tensor.Tensor
 }
 
-// ApplyUpdate carries an actor's new parameter values, in Params order; they
-// belong to the receiver, which copies them into its weights. Optimizer to actor.
+// ApplyUpdate carries an actor's new parameter values, in Params order, and
+// returns the gradients it lent. Values are the optimizer's master copy, shared
+// read-only: the receiver copies them into its weights and keeps no reference.
+// Optimizer to actor.
 type ApplyUpdate struct {
 	Step   int
 	Values []*tensor.Tensor
+	Grads  []*tensor.Tensor
 }
 
 // UpdateApplied reports that an actor holds the weights of the end of Step.

@@ -5,6 +5,7 @@ import (
 
 	"github.com/asynkron/protoactor-go/actor"
 	"github.com/pipetrain/pipetrain/optim"
+	"github.com/pipetrain/pipetrain/tensor"
 )
 
 // Optimizer is the actor that owns the optimizer state (momentum, Adam moments).
@@ -20,17 +21,18 @@ type Optimizer struct {
 	order     map[int]int // actor id to position in the global parameter order
 	targets   []*actor.PID
 
-	step int
-	lr   float64
-	got  []*GradReady
-	n    int
+	step   int
+	lr     float64
+	got    []*GradReady
+	n      int
+	master [][]*tensor.Tensor // per actor, the parameter values: the optimizer's own copy
 }
 
 // NewOptimizer returns the optimizer actor for parameter-owning actors whose ids,
 // in global parameter order, are ids, at PIDs targets.
 func NewOptimizer(id int, g *Graph, opt optim.Optimizer, clipNorm, clipValue float64, ids []int, targets []*actor.PID) *Optimizer {
 	o := &Optimizer{base: newBase(id, "optimizer", g), opt: opt, clipNorm: clipNorm, clipValue: clipValue,
-		order: map[int]int{}, targets: targets, got: make([]*GradReady, len(ids))}
+		order: map[int]int{}, targets: targets, got: make([]*GradReady, len(ids)), master: make([][]*tensor.Tensor, len(ids))}
 	for i, a := range ids {
 		o.order[a] = i
 	}
@@ -47,7 +49,11 @@ func (o *Optimizer) Receive(ctx actor.Context) {
 	case *BeginStep:
 		o.step, o.lr = m.Step, m.LR
 	case *GradReady:
-		o.got[o.order[m.Actor]] = m
+		pos := o.order[m.Actor]
+		if m.Values != nil {
+			o.master[pos] = m.Values
+		}
+		o.got[pos] = m
 		o.n++
 		if o.n == len(o.got) {
 			o.n = 0
@@ -64,9 +70,12 @@ func (o *Optimizer) Receive(ctx actor.Context) {
 
 func (o *Optimizer) update(ctx actor.Context) error {
 	var ps []optim.Param
-	for _, g := range o.got {
-		for i := range g.Values {
-			ps = append(ps, optim.Param{Value: g.Values[i], Grad: g.Grads[i]})
+	for pos, g := range o.got {
+		if len(o.master[pos]) != len(g.Grads) {
+			return fmt.Errorf("actors: optimizer: actor %d sent %d gradients for %d values", g.Actor, len(g.Grads), len(o.master[pos]))
+		}
+		for i := range g.Grads {
+			ps = append(ps, optim.Param{Value: o.master[pos][i], Grad: g.Grads[i]})
 		}
 	}
 	var err error
@@ -83,7 +92,7 @@ func (o *Optimizer) update(ctx actor.Context) error {
 		return err
 	}
 	for i, g := range o.got {
-		o.send(ctx, o.targets[i], &ApplyUpdate{Step: o.step, Values: g.Values})
+		o.send(ctx, o.targets[i], &ApplyUpdate{Step: o.step, Values: o.master[i], Grads: g.Grads})
 		o.got[i] = nil
 	}
 	return nil

@@ -31,8 +31,9 @@ type Stage struct {
 	queue    []*Forward // complete forwards waiting for a credit
 	inFlight int
 	kicked   bool
-	current  int // index into layers of the layer running, for failure messages
-	done     int // backwards finished in this step
+	current  int  // index into layers of the layer running, for failure messages
+	sentVals bool // the optimizer holds our current values
+	done     int  // backwards finished in this step
 	micros   int
 }
 
@@ -259,8 +260,8 @@ func (s *Stage) sendBack(ctx actor.Context, step, micro int, dx *tensor.Tensor) 
 	}
 }
 
-// gradReady hands copies of the step's parameters and gradients to the
-// optimizer, then zeroes the gradients for the next step.
+// gradReady lends the step's gradients to the optimizer, with copies of the
+// values when it does not hold them yet.
 func (s *Stage) gradReady(ctx actor.Context, step int) {
 	ps := s.params()
 	if len(ps) == 0 {
@@ -268,16 +269,24 @@ func (s *Stage) gradReady(ctx actor.Context, step int) {
 	}
 	g := &GradReady{Step: step, Actor: s.id}
 	for _, p := range ps {
-		g.Values = append(g.Values, p.Value.Clone())
-		g.Grads = append(g.Grads, p.Grad.Clone())
-		p.Grad.Zero()
+		if !s.sentVals {
+			g.Values = append(g.Values, p.Value.Clone())
+		}
+		g.Grads = append(g.Grads, p.Grad)
 	}
+	s.sentVals = true
 	s.send(ctx, s.w.Optimizer, g)
 }
 
 func (s *Stage) apply(ctx actor.Context, m *ApplyUpdate) error {
 	var err error
-	s.span('U', m.Step, -1, func() { err = s.setParams(m.Values) })
+	s.span('U', m.Step, -1, func() {
+		if err = s.copyValues(m.Values); err == nil {
+			for _, p := range s.params() {
+				p.Grad.Zero() // the lent gradients are back: clear them for the next step
+			}
+		}
+	})
 	if err != nil {
 		return err
 	}
@@ -285,7 +294,14 @@ func (s *Stage) apply(ctx actor.Context, m *ApplyUpdate) error {
 	return nil
 }
 
+// setParams replaces the parameter values from outside (a restore): the
+// optimizer's master copy is stale until the next GradReady carries them.
 func (s *Stage) setParams(values []*tensor.Tensor) error {
+	s.sentVals = false
+	return s.copyValues(values)
+}
+
+func (s *Stage) copyValues(values []*tensor.Tensor) error {
 	ps := s.params()
 	if len(values) != len(ps) {
 		return fmt.Errorf("actors: %s: %d values for %d parameters", s.name, len(values), len(ps))
