@@ -2,7 +2,6 @@ package ops
 
 import (
 	"fmt"
-	"slices"
 	"strings"
 
 	"github.com/pipetrain/pipetrain/tensor"
@@ -261,18 +260,6 @@ func reduceAxes(op string, shape []int, axes []int) *reduction {
 	}
 	r.idx = offsets(shape, strides)
 	return r
-}
-
-// keptShape is the output shape with reduced axes kept as length 1, the shape
-// against which an output-shaped gradient broadcasts back to the input.
-func (r *reduction) keptShape() []int {
-	s := slices.Clone(r.in)
-	for i, red := range r.reduced {
-		if red {
-			s[i] = 1
-		}
-	}
-	return s
 }
 
 // values returns x's elements as float64 without copying a float64 tensor.

@@ -8,7 +8,6 @@ import (
 	"os"
 	"sort"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -26,14 +25,13 @@ func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 // spin to cost a fixed time (or sleep it, standing for a device of its own),
 // panic at a step, or block until released.
 type passLayer struct {
-	fwd, bwd  time.Duration
-	sleep     bool
-	panicAt   int
-	nanAt     int
-	block     chan struct{}
-	blockAt   int
-	inFlight  map[int]bool
-	blockOnce sync.Once
+	fwd, bwd time.Duration
+	sleep    bool
+	panicAt  int
+	nanAt    int
+	block    chan struct{}
+	blockAt  int
+	inFlight map[int]bool
 }
 
 func newPass() *passLayer {

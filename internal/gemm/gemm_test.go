@@ -323,7 +323,7 @@ func TestSgemmBeta(t *testing.T) {
 					t.Fatalf("beta=0 over NaN/Inf: C[%d] = %v, want %v", i, v, 2*k)
 				}
 			}
-			Sgemm(false, false, m, n, k, 1, a, k, b, n, -0.0, c, n) // -0 is zero too
+			Sgemm(false, false, m, n, k, 1, a, k, b, n, float32(math.Copysign(0, -1)), c, n) // -0 is zero too
 			if c[0] != float32(2*k) {
 				t.Fatalf("beta=-0: C[0] = %v", c[0])
 			}

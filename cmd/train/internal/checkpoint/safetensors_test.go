@@ -210,7 +210,7 @@ func oddTensors() map[string]*tensor.Tensor {
 		"random32":      tensor.Wrap32(random32, 2, 3, 4),
 		"random64":      tensor.Wrap64(random64, 5, 7),
 		"scalar32":      tensor.Wrap32([]float32{math.Float32frombits(0x7f800001)}),
-		"scalar64":      tensor.Wrap64([]float64{-0.0}),
+		"scalar64":      tensor.Wrap64([]float64{math.Copysign(0, -1)}),
 		"empty32":       tensor.Zeros(tensor.Float32, 0),
 		"empty64":       tensor.Zeros(tensor.Float64, 3, 0, 2),
 		"layers.0.w":    tensor.Full(tensor.Float32, 0.5, 3, 2),
