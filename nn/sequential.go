@@ -74,7 +74,7 @@ func (s *Sequential) TrainStep(step int, x *tensor.Tensor, t Target, micro int) 
 		for i, l := range s.Layers {
 			h = l.Forward(p, h)
 			if !h.IsFinite() {
-				s.drop(p)
+				s.drop()
 				return math.NaN(), &NonFiniteError{i, l.Kind(), step, "forward"}
 			}
 		}
@@ -84,7 +84,7 @@ func (s *Sequential) TrainStep(step int, x *tensor.Tensor, t Target, micro int) 
 		for i := len(s.Layers) - 1; i >= 0; i-- {
 			g = s.Layers[i].Backward(p, g, i > 0)
 			if i > 0 && !g.IsFinite() {
-				s.drop(p)
+				s.drop()
 				return math.NaN(), &NonFiniteError{i, s.Layers[i].Kind(), step, "backward"}
 			}
 		}
@@ -96,7 +96,7 @@ func (s *Sequential) TrainStep(step int, x *tensor.Tensor, t Target, micro int) 
 }
 
 // drop discards the caches a failed step left behind.
-func (s *Sequential) drop(Pass) {
+func (s *Sequential) drop() {
 	for _, l := range s.Layers {
 		l.Reset()
 	}
