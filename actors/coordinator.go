@@ -127,7 +127,7 @@ func (c *Coordinator) runStep(ctx actor.Context, m *RunStep) {
 // are shared read-only among them.
 func (c *Coordinator) sendForward(ctx actor.Context, k int) {
 	sp := c.spans[k]
-	f := &Forward{Step: c.step, Micro: k, Micros: len(c.spans), X: nn.SliceRows(c.x, sp.Lo, sp.Hi)}
+	f := &Forward{Step: c.step, Micro: k, Micros: len(c.spans), X: nn.Rows(c.x, sp.Lo, sp.Hi)}
 	for _, pid := range c.first {
 		c.send(ctx, pid, f)
 	}
@@ -160,7 +160,7 @@ func (c *Coordinator) runEval(ctx actor.Context, m *RunEval) {
 		lo, hi := k*m.Rows, min((k+1)*m.Rows, n)
 		c.evalRows = append(c.evalRows, hi-lo)
 		c.send(ctx, c.loss, &Target{Step: c.step, Micro: k, Micros: chunks, Eval: true, T: m.T.Slice(lo, hi), Rows: hi - lo, Total: n})
-		f := &Forward{Step: c.step, Micro: k, Micros: chunks, Eval: true, X: nn.SliceRows(m.X, lo, hi)}
+		f := &Forward{Step: c.step, Micro: k, Micros: chunks, Eval: true, X: nn.Rows(m.X, lo, hi)}
 		for _, pid := range c.first {
 			c.send(ctx, pid, f)
 		}

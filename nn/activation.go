@@ -63,7 +63,7 @@ func (a *Activation) Forward(p Pass, x *tensor.Tensor) *tensor.Tensor {
 	switch {
 	case !p.Train:
 	case a.useOut:
-		a.saved.put(p, y.Clone()) // y is handed on; keep our own copy
+		a.saved.put(p, y) // outputs are read-only once returned: no copy needed
 	default:
 		a.saved.put(p, x)
 	}

@@ -27,7 +27,10 @@ type Param struct {
 // micro-batches may be in flight at once; Backward for the same micro-batch
 // consumes that cache, adds the parameter gradients to Grad (gradients
 // accumulate; ZeroGrad clears them) and returns dX, or nil when needDX is false.
-// A Layer is not safe for concurrent use: one goroutine (one actor) drives it.
+// A Layer never writes its input, nor its output once returned: tensors passed
+// between layers are read-only, so a layer may keep either for its backward
+// without a copy. A Layer is not safe for concurrent use: one goroutine
+// (one actor) drives it.
 type Layer interface {
 	Kind() string
 	Forward(p Pass, x *tensor.Tensor) *tensor.Tensor

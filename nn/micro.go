@@ -30,6 +30,15 @@ func SplitRows(n, m int) []Span {
 	return spans
 }
 
+// Rows returns rows [lo, hi) of x: x itself when that is every row, else a
+// copy. Tensors passed between layers are read-only, so sharing x is safe.
+func Rows(x *tensor.Tensor, lo, hi int) *tensor.Tensor {
+	if lo == 0 && x.Dims() > 0 && hi == x.Shape()[0] {
+		return x
+	}
+	return SliceRows(x, lo, hi)
+}
+
 // SliceRows returns a copy of rows [lo, hi) of x (first axis).
 func SliceRows(x *tensor.Tensor, lo, hi int) *tensor.Tensor {
 	s := x.Shape()

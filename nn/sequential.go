@@ -70,7 +70,7 @@ func (s *Sequential) TrainStep(step int, x *tensor.Tensor, t Target, micro int) 
 	total := 0.0
 	for m, sp := range SplitRows(n, micro) {
 		p := Pass{Step: step, Micro: m, Train: true}
-		h := SliceRows(x, sp.Lo, sp.Hi)
+		h := Rows(x, sp.Lo, sp.Hi)
 		for i, l := range s.Layers {
 			h = l.Forward(p, h)
 			if !h.IsFinite() {
@@ -116,7 +116,7 @@ func (s *Sequential) Evaluate(x *tensor.Tensor, t Target, batch int) (loss, accu
 	correct := 0
 	for lo := 0; lo < n; lo += batch {
 		hi := min(lo+batch, n)
-		out := s.Forward(Pass{}, SliceRows(x, lo, hi))
+		out := s.Forward(Pass{}, Rows(x, lo, hi))
 		tt := t.Slice(lo, hi)
 		l, _ := s.Loss.Compute(out, tt, 0)
 		loss += l * float64(hi-lo) / float64(n)
