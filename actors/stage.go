@@ -35,6 +35,8 @@ type Stage struct {
 	sentVals bool // the optimizer holds our current values
 	done     int  // backwards finished in this step
 	micros   int
+	arenas   []*nn.Arena // per micro-batch: the layers' outputs, reused every step
+	arenaFor int         // the step whose tensors the arenas hold
 }
 
 type partKey struct {
@@ -132,6 +134,12 @@ func (s *Stage) forward(ctx actor.Context, f *Forward) {
 		kind = 'E'
 	}
 	p := nn.Pass{Step: f.Step, Micro: f.Micro, Train: !f.Eval}
+	if !f.Eval {
+		if f.Step != s.arenaFor {
+			s.resetArenas(f.Step)
+		}
+		p.Arena = s.arena(f.Micro)
+	}
 	var y *tensor.Tensor
 	ok := s.guard(ctx, func() string { return s.where("forward", f.Step, f.Micro) }, func() (err error) {
 		s.span(kind, f.Step, f.Micro, func() {
@@ -195,7 +203,7 @@ func (s *Stage) gatherBackward(ctx actor.Context, m *Backward) {
 }
 
 func (s *Stage) backward(ctx actor.Context, step, micro int, dy *tensor.Tensor) {
-	p := nn.Pass{Step: step, Micro: micro, Train: true}
+	p := nn.Pass{Step: step, Micro: micro, Train: true, Arena: s.arena(micro)}
 	var (
 		dx       *tensor.Tensor
 		deferred []nn.SplitBackward
@@ -276,6 +284,26 @@ func (s *Stage) gradReady(ctx actor.Context, step int) {
 	}
 	s.sentVals = true
 	s.send(ctx, s.w.Optimizer, g)
+}
+
+// arena returns micro-batch m's arena. A step starts only when the previous
+// one is over everywhere (every backward done, every update applied), so the
+// first forward of a step frees what the arenas lent in the previous one.
+func (s *Stage) arena(m int) *nn.Arena {
+	if m < 0 {
+		return nil
+	}
+	for len(s.arenas) <= m {
+		s.arenas = append(s.arenas, new(nn.Arena))
+	}
+	return s.arenas[m]
+}
+
+func (s *Stage) resetArenas(step int) {
+	for _, a := range s.arenas {
+		a.Reset()
+	}
+	s.arenaFor = step
 }
 
 func (s *Stage) apply(ctx actor.Context, m *ApplyUpdate) error {

@@ -15,6 +15,11 @@ type Activation struct {
 	backward func(dy, saved *tensor.Tensor) *tensor.Tensor
 	useOut   bool // backward needs the output rather than the input
 	saved    cache[*tensor.Tensor]
+
+	// destination-first forms, when the kernel has them: outputs then come
+	// from the pass's Arena
+	forwardInto  func(dst, x *tensor.Tensor) *tensor.Tensor
+	backwardInto func(dst, dy, saved *tensor.Tensor) *tensor.Tensor
 }
 
 func newActivation(kind string, useOut bool, f func(*tensor.Tensor) *tensor.Tensor, b func(dy, saved *tensor.Tensor) *tensor.Tensor) *Activation {
@@ -22,7 +27,11 @@ func newActivation(kind string, useOut bool, f func(*tensor.Tensor) *tensor.Tens
 }
 
 // NewReLU returns max(x, 0).
-func NewReLU() *Activation { return newActivation("relu", false, ops.ReLU, ops.ReLUBackward) }
+func NewReLU() *Activation {
+	a := newActivation("relu", false, ops.ReLU, ops.ReLUBackward)
+	a.forwardInto, a.backwardInto = ops.ReLUInto, ops.ReLUBackwardInto
+	return a
+}
 
 // NewLeakyReLU returns x for x > 0 and alpha*x otherwise.
 func NewLeakyReLU(alpha float64) *Activation {
@@ -59,7 +68,12 @@ func (a *Activation) ZeroGrad()       {}
 func (a *Activation) InFlight() int   { return len(a.saved) }
 
 func (a *Activation) Forward(p Pass, x *tensor.Tensor) *tensor.Tensor {
-	y := a.forward(x)
+	var y *tensor.Tensor
+	if a.forwardInto != nil && p.Arena != nil {
+		y = a.forwardInto(p.Arena.Like(x), x)
+	} else {
+		y = a.forward(x)
+	}
 	switch {
 	case !p.Train:
 	case a.useOut:
@@ -74,6 +88,9 @@ func (a *Activation) Backward(p Pass, dy *tensor.Tensor, needDX bool) *tensor.Te
 	saved := a.saved.take(a.kind, p)
 	if !needDX {
 		return nil
+	}
+	if a.backwardInto != nil && p.Arena != nil && dy.SameShape(saved) {
+		return a.backwardInto(p.Arena.Like(saved), dy, saved)
 	}
 	return a.backward(dy, saved)
 }

@@ -12,6 +12,8 @@ type Pass struct {
 	Step  int  // optimizer step, counted from 1
 	Micro int  // micro-batch index within the step
 	Train bool // false for evaluation: no caching, dropout off
+	// Arena, when set, lends the tensors the layers return; nil allocates.
+	Arena *Arena
 }
 
 // Param is a parameter and its accumulated gradient, of the same dtype and shape.
@@ -29,7 +31,8 @@ type Param struct {
 // accumulate; ZeroGrad clears them) and returns dX, or nil when needDX is false.
 // A Layer never writes its input, nor its output once returned: tensors passed
 // between layers are read-only, so a layer may keep either for its backward
-// without a copy. A Layer is not safe for concurrent use: one goroutine
+// without a copy. Tensors returned under a Pass with an Arena are valid until
+// that Arena's Reset. A Layer is not safe for concurrent use: one goroutine
 // (one actor) drives it.
 type Layer interface {
 	Kind() string

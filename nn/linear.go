@@ -68,7 +68,7 @@ func (l *Linear) check(x *tensor.Tensor) int {
 
 func (l *Linear) Forward(p Pass, x *tensor.Tensor) *tensor.Tensor {
 	n := l.check(x)
-	y := tensor.Zeros(x.DType(), n, l.Out)
+	y := p.Arena.Tensor(x.DType(), n, l.Out) // every element written below
 	if x.DType() == tensor.Float32 {
 		linearForward(y.Data32(), x.Data32(), l.W.Data32(), l.B.Data32(), n, l.In, l.Out, gemm.Sgemm)
 	} else {
@@ -108,7 +108,7 @@ func (l *Linear) BackwardInput(p Pass, dy *tensor.Tensor) *tensor.Tensor {
 	}
 	l.checkDY(x, dy)
 	n := x.Shape()[0]
-	dx := tensor.Zeros(x.DType(), n, l.In)
+	dx := p.Arena.Tensor(x.DType(), n, l.In) // beta = 0: written, not read
 	if x.DType() == tensor.Float32 {
 		gemm.Sgemm(false, false, n, l.In, l.Out, 1, dy.Data32(), l.Out, l.W.Data32(), l.In, 0, dx.Data32(), l.In)
 	} else {

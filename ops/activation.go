@@ -8,45 +8,59 @@ import (
 
 // ReLU returns max(x, 0) elementwise.
 func ReLU(x *tensor.Tensor) *tensor.Tensor {
-	if x.DType() == tensor.Float32 { // the hot path of every MLP: no closure per element
-		out := tensor.Zeros(tensor.Float32, x.Shape()...)
-		o := out.Data32()
-		for i, v := range x.Data32() {
-			if v > 0 || v != v {
-				o[i] = v
-			}
-		}
-		return out
+	return ReLUInto(tensor.Zeros(x.DType(), x.Shape()...), x)
+}
+
+// ReLUInto writes ReLU(x) into dst, of x's dtype and shape, and returns dst.
+// dst may be x.
+func ReLUInto(dst, x *tensor.Tensor) *tensor.Tensor {
+	into("ReLUInto", dst, x)
+	if x.DType() == tensor.Float32 {
+		relu(dst.Data32(), x.Data32())
+	} else {
+		relu(dst.Data64(), x.Data64())
 	}
-	return map1(x, func(v float64) float64 {
-		if v > 0 {
-			return v
+	return dst
+}
+
+func relu[T float](dst, x []T) {
+	dst = dst[:len(x)]
+	for i, v := range x {
+		if v > 0 || v != v {
+			dst[i] = v
+		} else {
+			dst[i] = 0
 		}
-		if math.IsNaN(v) {
-			return v
-		}
-		return 0
-	})
+	}
 }
 
 // ReLUBackward passes grad where x > 0 and gives 0 elsewhere (0 at x = 0).
 func ReLUBackward(grad, x *tensor.Tensor) *tensor.Tensor {
-	if grad.DType() == tensor.Float32 && x.DType() == tensor.Float32 && tensor.EqualShapes(grad.Shape(), x.Shape()) {
-		out := tensor.Zeros(tensor.Float32, x.Shape()...)
-		o, g := out.Data32(), grad.Data32()
-		for i, v := range x.Data32() {
-			if v > 0 {
-				o[i] = g[i]
-			}
-		}
-		return out
+	sameShape("ReLUBackward", grad, x)
+	return ReLUBackwardInto(tensor.Zeros(x.DType(), x.Shape()...), grad, x)
+}
+
+// ReLUBackwardInto writes ReLUBackward(grad, x) into dst, of x's dtype and
+// shape, and returns dst. dst may be grad or x.
+func ReLUBackwardInto(dst, grad, x *tensor.Tensor) *tensor.Tensor {
+	into("ReLUBackwardInto", dst, grad, x)
+	if x.DType() == tensor.Float32 {
+		reluBackward(dst.Data32(), grad.Data32(), x.Data32())
+	} else {
+		reluBackward(dst.Data64(), grad.Data64(), x.Data64())
 	}
-	return gradMap("ReLUBackward", grad, x, func(g, v float64) float64 {
+	return dst
+}
+
+func reluBackward[T float](dst, g, x []T) {
+	dst, g = dst[:len(x)], g[:len(x)]
+	for i, v := range x {
 		if v > 0 {
-			return g
+			dst[i] = g[i]
+		} else {
+			dst[i] = 0
 		}
-		return 0
-	})
+	}
 }
 
 // LeakyReLU returns x where x > 0 and alpha*x elsewhere.

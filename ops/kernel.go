@@ -50,6 +50,21 @@ func dtypeOf(op string, ts ...*tensor.Tensor) tensor.DType {
 	return dt
 }
 
+// into panics unless dst and every input have one dtype and one shape, naming
+// dst first.
+func into(op string, dst *tensor.Tensor, ins ...*tensor.Tensor) {
+	for _, t := range ins {
+		if t.DType() != dst.DType() || !t.SameShape(dst) {
+			all := append([]*tensor.Tensor{dst}, ins...)
+			dts := make([]string, len(all))
+			for i, u := range all {
+				dts[i] = u.DType().String()
+			}
+			fail(op, "destination and inputs differ: dtypes %s, shapes %s", strings.Join(dts, ", "), shapesOf(all...))
+		}
+	}
+}
+
 // sameShape panics unless every tensor has the same shape and dtype.
 func sameShape(op string, ts ...*tensor.Tensor) {
 	dtypeOf(op, ts...)

@@ -10,13 +10,15 @@ import (
 func SizeOf(shape []int) int { return mustSize("tensor.SizeOf", shape) }
 
 func checkedSize(shape []int) (int, error) {
+	// The messages format a copy, so that shape does not escape: a variadic
+	// shape then costs no allocation.
 	n := 1
 	for _, d := range shape {
 		if d < 0 {
-			return 0, fmt.Errorf("negative axis length in shape %v", shape)
+			return 0, fmt.Errorf("negative axis length in shape %v", cloneInts(shape))
 		}
 		if d != 0 && n > math.MaxInt/d {
-			return 0, fmt.Errorf("shape %v is too large", shape)
+			return 0, fmt.Errorf("shape %v is too large", cloneInts(shape))
 		}
 		n *= d
 	}

@@ -2,6 +2,7 @@ package tensor
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 )
 
@@ -107,6 +108,12 @@ func Wrap64(data []float64, shape ...int) *Tensor {
 
 // Shape returns a copy of the shape; a scalar has shape [].
 func (t *Tensor) Shape() []int { return cloneInts(t.shape) }
+
+// HasShape reports whether t's shape is shape, without copying either.
+func (t *Tensor) HasShape(shape ...int) bool { return slices.Equal(t.shape, shape) }
+
+// SameShape reports whether t and u have the same shape.
+func (t *Tensor) SameShape(u *Tensor) bool { return slices.Equal(t.shape, u.shape) }
 
 // Dims returns the number of axes (0 for a scalar).
 func (t *Tensor) Dims() int { return len(t.shape) }
