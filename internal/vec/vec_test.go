@@ -1,0 +1,321 @@
+package vec
+
+import (
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"slices"
+	"testing"
+
+	"golang.org/x/sys/cpu"
+)
+
+// specials are the edge values mixed into random data.
+var specials = []uint32{
+	0x7fc00000, // NaN
+	0xffc00001, // negative NaN with payload
+	0x7f800001, // signalling NaN
+	0x7f800000, // +Inf
+	0xff800000, // -Inf
+	0x00000000, // +0
+	0x80000000, // -0
+	0x00000001, // smallest subnormal
+	0x80000001,
+	0x007fffff, // largest subnormal
+	0x807fffff,
+	0x00800000, // smallest normal
+	0x7f7fffff, // MaxFloat32
+	0xff7fffff,
+	0x7f000000, // huge
+	0x3f800000, // 1
+	0xbf800000, // -1
+	0x0da24260, // tiny (1e-30)
+}
+
+func isNaN32(v float32) bool { return v != v }
+
+func finite(v float32) bool { return math.Float32bits(v)&0x7f800000 != 0x7f800000 }
+
+// randVal draws a special value, arbitrary bits, or a normal number of
+// random magnitude.
+func randVal(r *rand.Rand) float32 {
+	switch r.IntN(8) {
+	case 0:
+		return math.Float32frombits(specials[r.IntN(len(specials))])
+	case 1:
+		return math.Float32frombits(r.Uint32())
+	default:
+		return float32(math.Ldexp(r.NormFloat64(), r.IntN(40)-20))
+	}
+}
+
+func randFinite(r *rand.Rand) float32 {
+	for {
+		if v := randVal(r); finite(v) {
+			return v
+		}
+	}
+}
+
+var lengths = []int{0, 1, 2, 3, 7, 8, 9, 15, 16, 17, 24, 31, 32, 33, 39, 40, 41, 63, 64, 65, 95, 96, 97, 127, 128, 129, 1000, 1023, 1024, 1025, 100003}
+
+func offsetsFor(n int) []int {
+	if n > 2000 {
+		return []int{0, 1, 5}
+	}
+	return []int{0, 1, 2, 3, 4, 5, 6, 7}
+}
+
+// aliasings map each slice argument to the array it lives in.
+var aliasings = map[int][][]int{
+	2: {{0, 1}, {0, 0}},
+	3: {{0, 1, 2}, {0, 0, 1}, {0, 1, 0}, {0, 1, 1}, {0, 0, 0}},
+}
+
+var scalars = []float32{0.01, -0.37, 0.9, 1, 0, float32(math.Copysign(0, -1)), 1e30, 1e-40,
+	float32(math.Inf(1)), float32(math.Inf(-1)), float32(math.NaN())}
+
+type kernel struct {
+	name  string
+	nargs int
+	// exactNaN: NaN results must match bit for bit too; otherwise any NaN
+	// passes where the reference gives NaN (arithmetic may pick either
+	// operand's payload).
+	exactNaN bool
+	scalars  bool
+	run, ref func(a [][]float32, lr, mom float32)
+}
+
+var kernels = []kernel{
+	{name: "Relu", nargs: 2, exactNaN: true,
+		run: func(a [][]float32, _, _ float32) { Relu(a[0], a[1]) },
+		ref: func(a [][]float32, _, _ float32) { reluRef(a[0], a[1]) }},
+	{name: "ReluBackward", nargs: 3, exactNaN: true,
+		run: func(a [][]float32, _, _ float32) { ReluBackward(a[0], a[1], a[2]) },
+		ref: func(a [][]float32, _, _ float32) { reluBackwardRef(a[0], a[1], a[2]) }},
+	{name: "Add", nargs: 2,
+		run: func(a [][]float32, _, _ float32) { Add(a[0], a[1]) },
+		ref: func(a [][]float32, _, _ float32) { addRef(a[0], a[1]) }},
+	{name: "SGD", nargs: 2, scalars: true,
+		run: func(a [][]float32, lr, _ float32) { SGD(a[0], a[1], lr) },
+		ref: func(a [][]float32, lr, _ float32) { sgdRef(a[0], a[1], lr) }},
+	{name: "SGDMomentum", nargs: 3, scalars: true,
+		run: func(a [][]float32, lr, mom float32) { SGDMomentum(a[0], a[1], a[2], lr, mom) },
+		ref: func(a [][]float32, lr, mom float32) { sgdMomentumRef(a[0], a[1], a[2], lr, mom) }},
+}
+
+const guard = 9
+
+// sentinel fills the guard zones; any write there is caught.
+var sentinel = math.Float32frombits(0x7fbadbad)
+
+func TestKernels(t *testing.T) {
+	for _, k := range kernels {
+		t.Run(k.name, func(t *testing.T) {
+			r := rand.New(rand.NewPCG(1, uint64(len(k.name))))
+			for _, n := range lengths {
+				for _, off := range offsetsFor(n) {
+					for _, al := range aliasings[k.nargs] {
+						if !k.scalars {
+							checkKernel(t, r, k, n, off, al, 0, 0)
+							continue
+						}
+						if n > 2000 {
+							checkKernel(t, r, k, n, off, al, 0.01, 0.9)
+							continue
+						}
+						for i, lr := range scalars {
+							mom := scalars[(i*7+off)%len(scalars)]
+							checkKernel(t, r, k, n, off, al, lr, mom)
+						}
+					}
+				}
+			}
+		})
+	}
+}
+
+func checkKernel(t *testing.T, r *rand.Rand, k kernel, n, off int, al []int, lr, mom float32) {
+	t.Helper()
+	narr := slices.Max(al) + 1
+	got := make([][]float32, narr)
+	want := make([][]float32, narr)
+	offs := make([]int, narr)
+	for j := range got {
+		offs[j] = (off + 3*j) % 8 // arrays misaligned against each other
+		b := make([]float32, offs[j]+n+guard)
+		for i := range b {
+			if i < offs[j] || i >= offs[j]+n {
+				b[i] = sentinel
+			} else {
+				b[i] = randVal(r)
+			}
+		}
+		got[j] = b
+		want[j] = slices.Clone(b)
+	}
+	args := func(arrs [][]float32) [][]float32 {
+		a := make([][]float32, len(al))
+		for i, j := range al {
+			a[i] = arrs[j][offs[j] : offs[j]+n]
+		}
+		return a
+	}
+	k.run(args(got), lr, mom)
+	k.ref(args(want), lr, mom)
+	for j := range got {
+		for i := range got[j] {
+			g, w := got[j][i], want[j][i]
+			if math.Float32bits(g) == math.Float32bits(w) || !k.exactNaN && isNaN32(g) && isNaN32(w) {
+				continue
+			}
+			t.Fatalf("n=%d off=%d alias=%v lr=%v mom=%v: array %d index %d: got %#08x (%v), want %#08x (%v)",
+				n, off, al, lr, mom, j, i-offs[j], math.Float32bits(g), g, math.Float32bits(w), w)
+		}
+	}
+}
+
+func TestAllFinite(t *testing.T) {
+	r := rand.New(rand.NewPCG(2, 3))
+	bad := []float32{float32(math.NaN()), float32(math.Inf(1)), float32(math.Inf(-1)),
+		math.Float32frombits(0x7f800001), math.Float32frombits(0xffffffff)}
+	check := func(x []float32, want bool, what string) {
+		t.Helper()
+		if got := AllFinite(x); got != want {
+			t.Fatalf("%s: n=%d: AllFinite=%v, want %v", what, len(x), got, want)
+		}
+		if got := allFiniteRef(x); got != want {
+			t.Fatalf("%s: n=%d: allFiniteRef=%v, want %v", what, len(x), got, want)
+		}
+	}
+	check(nil, true, "nil")
+	for n := 0; n <= 80; n++ {
+		for off := range 8 {
+			b := make([]float32, off+n)
+			for i := range b {
+				b[i] = randFinite(r)
+			}
+			x := b[off:]
+			check(x, true, "finite")
+			for pos := range n {
+				for _, v := range bad {
+					old := x[pos]
+					x[pos] = v
+					check(x, false, fmt.Sprintf("off=%d %v at %d", off, v, pos))
+					x[pos] = old
+				}
+			}
+		}
+	}
+	for _, n := range []int{1000, 1025, 100003} {
+		for _, off := range []int{0, 3} {
+			b := make([]float32, off+n)
+			for i := range b {
+				b[i] = randFinite(r)
+			}
+			x := b[off:]
+			check(x, true, "finite")
+			for _, pos := range []int{0, 7, 8, 31, 32, 33, n / 2, n&^31 - 1, n &^ 31, n&^7 - 1, n &^ 7, n - 2, n - 1} {
+				if pos >= n {
+					continue
+				}
+				for _, v := range bad {
+					old := x[pos]
+					x[pos] = v
+					check(x, false, fmt.Sprintf("off=%d %v at %d", off, v, pos))
+					x[pos] = old
+				}
+			}
+		}
+	}
+	// Random mixes against the reference.
+	for range 2000 {
+		n := r.IntN(200)
+		x := make([]float32, n)
+		for i := range x {
+			x[i] = randFinite(r)
+			if r.IntN(300) == 0 {
+				x[i] = randVal(r)
+			}
+		}
+		check(x, allFiniteRef(x), "mix")
+	}
+}
+
+func TestLengthMismatch(t *testing.T) {
+	a, b := make([]float32, 5), make([]float32, 4)
+	tests := []struct {
+		name string
+		f    func()
+		want string
+	}{
+		{"Relu", func() { Relu(a, b) }, "vec: Relu: len(dst)=5, len(x)=4"},
+		{"ReluBackward/dy", func() { ReluBackward(a, b, a) }, "vec: ReluBackward: len(dst)=5, len(dy)=4, len(x)=5"},
+		{"ReluBackward/x", func() { ReluBackward(a, a, b) }, "vec: ReluBackward: len(dst)=5, len(dy)=5, len(x)=4"},
+		{"Add", func() { Add(b, a) }, "vec: Add: len(dst)=4, len(x)=5"},
+		{"SGD", func() { SGD(a, b, 0.1) }, "vec: SGD: len(w)=5, len(g)=4"},
+		{"SGDMomentum/g", func() { SGDMomentum(a, b, a, 0.1, 0.9) }, "vec: SGDMomentum: len(w)=5, len(g)=4, len(buf)=5"},
+		{"SGDMomentum/buf", func() { SGDMomentum(a, a, b, 0.1, 0.9) }, "vec: SGDMomentum: len(w)=5, len(g)=5, len(buf)=4"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			defer func() {
+				got := recover()
+				if got != tt.want {
+					t.Errorf("panic = %v, want %q", got, tt.want)
+				}
+			}()
+			tt.f()
+		})
+	}
+}
+
+func TestImpl(t *testing.T) {
+	want := "go"
+	if asmBuild && cpu.X86.HasAVX2 {
+		want = "avx2"
+	}
+	if impl != want {
+		t.Fatalf("impl = %q, want %q (asmBuild=%v, AVX2=%v)", impl, want, asmBuild, cpu.X86.HasAVX2)
+	}
+	t.Logf("impl = %s", impl)
+}
+
+var benchSizes = []int{65536, 535818}
+
+func BenchmarkKernels(b *testing.B) {
+	r := rand.New(rand.NewPCG(4, 5))
+	fill := func(n int) []float32 {
+		x := make([]float32, n)
+		for i := range x {
+			x[i] = float32(r.NormFloat64())
+		}
+		return x
+	}
+	for _, n := range benchSizes {
+		x, y, z := fill(n), fill(n), fill(n)
+		for i := range z {
+			z[i] *= 0.01
+		}
+		benches := []struct {
+			name  string
+			bytes int // bytes read and written per call
+			f     func()
+		}{
+			{"Relu", 8 * n, func() { Relu(y, x) }},
+			{"ReluBackward", 12 * n, func() { ReluBackward(z, y, x) }},
+			{"AllFinite", 4 * n, func() { AllFinite(x) }},
+			{"Add", 12 * n, func() { Add(y, z) }},
+			{"SGD", 12 * n, func() { SGD(y, x, 1e-6) }},
+			{"SGDMomentum", 20 * n, func() { SGDMomentum(y, x, z, 1e-6, 0.9) }},
+		}
+		for _, bb := range benches {
+			b.Run(fmt.Sprintf("%s/n=%d", bb.name, n), func(b *testing.B) {
+				b.SetBytes(int64(bb.bytes))
+				for b.Loop() {
+					bb.f()
+				}
+			})
+		}
+	}
+}
