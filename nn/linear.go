@@ -5,6 +5,7 @@ import (
 	"math/rand/v2"
 
 	"github.com/pipetrain/pipetrain/internal/gemm"
+	"github.com/pipetrain/pipetrain/internal/vec"
 	"github.com/pipetrain/pipetrain/tensor"
 )
 
@@ -142,6 +143,13 @@ func linearForward[T float32 | float64](y, x, w, b []T, n, in, out int, mm gemmF
 
 func linearParamGrads[T float32 | float64](dy, x, gw, gb []T, n, in, out int, mm gemmFunc[T]) {
 	mm(true, false, out, in, n, 1, dy, out, x, in, 1, gw, in)
+	if gb32, ok := any(gb).([]float32); ok {
+		dy32 := any(dy).([]float32)
+		for i := range n {
+			vec.Add(gb32, dy32[i*out:(i+1)*out])
+		}
+		return
+	}
 	for i := range n {
 		row := dy[i*out : (i+1)*out]
 		for j, v := range row {

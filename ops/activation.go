@@ -1,6 +1,7 @@
 package ops
 
 import (
+	"github.com/pipetrain/pipetrain/internal/vec"
 	"math"
 
 	"github.com/pipetrain/pipetrain/tensor"
@@ -16,14 +17,14 @@ func ReLU(x *tensor.Tensor) *tensor.Tensor {
 func ReLUInto(dst, x *tensor.Tensor) *tensor.Tensor {
 	into("ReLUInto", dst, x)
 	if x.DType() == tensor.Float32 {
-		relu(dst.Data32(), x.Data32())
+		vec.Relu(dst.Data32(), x.Data32())
 	} else {
 		relu(dst.Data64(), x.Data64())
 	}
 	return dst
 }
 
-func relu[T float](dst, x []T) {
+func relu(dst, x []float64) {
 	dst = dst[:len(x)]
 	for i, v := range x {
 		if v > 0 || v != v {
@@ -45,14 +46,14 @@ func ReLUBackward(grad, x *tensor.Tensor) *tensor.Tensor {
 func ReLUBackwardInto(dst, grad, x *tensor.Tensor) *tensor.Tensor {
 	into("ReLUBackwardInto", dst, grad, x)
 	if x.DType() == tensor.Float32 {
-		reluBackward(dst.Data32(), grad.Data32(), x.Data32())
+		vec.ReluBackward(dst.Data32(), grad.Data32(), x.Data32())
 	} else {
 		reluBackward(dst.Data64(), grad.Data64(), x.Data64())
 	}
 	return dst
 }
 
-func reluBackward[T float](dst, g, x []T) {
+func reluBackward(dst, g, x []float64) {
 	dst, g = dst[:len(x)], g[:len(x)]
 	for i, v := range x {
 		if v > 0 {

@@ -2,6 +2,7 @@ package optim
 
 import (
 	"fmt"
+	"github.com/pipetrain/pipetrain/internal/vec"
 	"math"
 
 	"github.com/pipetrain/pipetrain/tensor"
@@ -95,8 +96,23 @@ func (o *SGD) Step(params []Param, lr float64) error {
 }
 
 // sgd32 updates w in float32. buf is nil without momentum. Every product is
-// converted explicitly so that it is rounded before the addition (no FMA).
+// rounded before the addition (no FMA); the common cases run vectorised, with
+// the same bits as the loop.
 func sgd32(w, g, buf []float32, lr, mom, wd float32, decay, first, nesterov bool) {
+	if !decay && !nesterov {
+		switch {
+		case buf == nil:
+			vec.SGD(w, g, lr)
+			return
+		case first:
+			copy(buf, g)
+			vec.SGD(w, buf, lr)
+			return
+		default:
+			vec.SGDMomentum(w, g, buf, lr, mom)
+			return
+		}
+	}
 	for i := range w {
 		gi := g[i]
 		if decay {

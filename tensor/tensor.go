@@ -2,6 +2,7 @@ package tensor
 
 import (
 	"fmt"
+	"github.com/pipetrain/pipetrain/internal/vec"
 	"slices"
 	"strings"
 )
@@ -279,17 +280,17 @@ func (t *Tensor) As(dt DType) *Tensor {
 // IsFinite reports whether no element is NaN or infinite.
 func (t *Tensor) IsFinite() bool {
 	if t.dtype == Float32 {
-		return finite(t.f32)
+		return vec.AllFinite(t.f32)
 	}
 	return finite(t.f64)
 }
 
 // finite uses x-x, which is 0 for finite x and NaN for NaN and ±Inf; summing
 // in blocks keeps the loop free of branches.
-func finite[T float32 | float64](xs []T) bool {
+func finite(xs []float64) bool {
 	for len(xs) > 0 {
 		n := min(len(xs), 256)
-		var acc T
+		var acc float64
 		for _, v := range xs[:n] {
 			acc += v - v
 		}
