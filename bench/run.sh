@@ -3,10 +3,12 @@
 # in one run. Installs Debian's python3-torch, python3-numpy and
 # libopenblas0-pthread when missing. Not part of CI.
 #
-#   bash bench/run.sh [DATA_DIR]     # DATA_DIR holds the MNIST IDX files
+#   bash bench/run.sh [DATA_DIR] [all|matmul|mnist]   # DATA_DIR holds the MNIST IDX files
+#   ROUNDS=N sets how many times each MNIST configuration runs (default 5).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 data=${1:-../shared/data/mnist}
+what=${2:-all}
 py=/usr/bin/python3
 
 if ! $py -c "import torch, numpy" 2>/dev/null; then
@@ -19,6 +21,7 @@ ref() { env -u OPENBLAS_CORETYPE -u OPENBLAS_L2_SIZE "$@"; }
 
 median() { sort -g | awk '{v[NR]=$1} END {print v[int((NR+1)/2)]}'; }
 
+if [ "$what" != mnist ]; then
 echo "== float32 matmul, GFLOP/s (median of 5 go runs; numpy: median of 7 timings)"
 bench=$(go test -run '^$' -bench 'BenchmarkMatMul' -count 5 ./ops/ | grep GFLOP)
 np1=$(ref OPENBLAS_NUM_THREADS=1 $py bench/matmul_numpy.py)
@@ -35,20 +38,41 @@ for shape in 128x784x512 128x512x256 128x1024x1024 1024x1024x1024; do
 	printf "%-16s %10s %10s %10s %7sx\n" $shape $ours $n1 $n2 $ratio
 done
 awk -v s=$logsum -v n=$count 'BEGIN {printf "geometric mean of the ratios: %.2fx\n", exp(s/n)}'
+fi
+[ "$what" = matmul ] && exit 0
 
+rounds=${ROUNDS:-5}
 echo "== MNIST 784-512-256-10, batch 128, SGD momentum 0.9, one epoch of the real data"
+echo "   ($rounds rounds, each running every configuration once, in turn; medians)"
 go build -o /tmp/pipetrain-bench-train ./cmd/train
+go build -o /tmp/pipetrain-bench-epochrate ./bench/epochrate
 tmp=$(mktemp -d)
-for sched in sequential 1f1b; do
-	for micro in 1 2; do
+trap 'rm -rf "$tmp"' EXIT
+configs=("sequential 1 1" "sequential 1 0" "1f1b 2 0" "1f1b 4 2")
+for r in $(seq "$rounds"); do
+	for c in "${configs[@]}"; do
+		set -- $c
+		dir="$tmp/logs-$r-$1-$2-$3"
 		/tmp/pipetrain-bench-train --config configs/mnist.toml --log-format json \
 			--set data.path="$data" --set data.download=false --set train.epochs=1 \
-			--set pipeline.schedule=$sched --set pipeline.micro_batches=$micro \
-			--set log.every=1 --set log.dir="$tmp/logs-$sched-$micro" --set train.checkpoint_dir="$tmp/ck" 2>/dev/null
-		sps=$(go run ./bench/epochrate "$tmp/logs-$sched-$micro"/*.jsonl)
-		echo "pipetrain $sched micro_batches=$micro: $sps samples/s"
+			--set pipeline.schedule=$1 --set pipeline.micro_batches=$2 --set pipeline.stages=$3 \
+			--set log.every=10 --set log.dir="$dir" --set train.checkpoint_dir="$tmp/ck" 2>/dev/null
+		/tmp/pipetrain-bench-epochrate "$dir"/*.jsonl >>"$tmp/pt-$1-$2-$3"
+	done
+	for t in 1 2; do
+		ref $py bench/mnist_torch.py "$data" $t | awk '{print $1}' >>"$tmp/torch-$t"
 	done
 done
-echo "pytorch (2 threads): $(ref $py bench/mnist_torch.py "$data" 2)"
-echo "pytorch (1 thread):  $(ref $py bench/mnist_torch.py "$data" 1)"
-rm -rf "$tmp"
+best_pt=0; best_torch=0
+for c in "${configs[@]}"; do
+	set -- $c
+	m=$(median <"$tmp/pt-$1-$2-$3")
+	printf "pipetrain %-10s micro_batches=%s stages=%s: %6s samples/s  (runs: %s)\n" $1 $2 $3 $m "$(tr '\n' ' ' <"$tmp/pt-$1-$2-$3")"
+	best_pt=$(awk -v a=$best_pt -v b=$m 'BEGIN {print (b>a)?b:a}')
+done
+for t in 1 2; do
+	m=$(median <"$tmp/torch-$t")
+	printf "pytorch   %s thread(s):                       %6s samples/s  (runs: %s)\n" $t $m "$(tr '\n' ' ' <"$tmp/torch-$t")"
+	best_torch=$(awk -v a=$best_torch -v b=$m 'BEGIN {print (b>a)?b:a}')
+done
+awk -v a=$best_pt -v b=$best_torch 'BEGIN {printf "best pipetrain / best pytorch: %d / %d = %.2fx\n", a, b, a/b}'

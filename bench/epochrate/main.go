@@ -1,6 +1,7 @@
 // Command epochrate prints the training samples per second of a train log: the
-// samples of every step event after the first, over the time between the first
-// and the last step event.
+// samples of the steps after the first step event up to the last, over the
+// time between the two events. Any log.every works; the step events of one
+// epoch of full batches give an exact count.
 package main
 
 import (
@@ -23,7 +24,7 @@ func main() {
 	}
 	defer f.Close()
 	var first, last time.Time
-	samples := 0.0
+	var firstStep, lastStep int
 	var batch float64
 	sc := bufio.NewScanner(f)
 	sc.Buffer(make([]byte, 1<<20), 1<<24)
@@ -31,6 +32,7 @@ func main() {
 		var ev struct {
 			Event  string    `json:"event"`
 			Time   time.Time `json:"time"`
+			Step   int       `json:"step"`
 			Config struct {
 				Data struct {
 					BatchSize float64 `json:"batch_size"`
@@ -45,16 +47,14 @@ func main() {
 			batch = ev.Config.Data.BatchSize
 		case "step":
 			if first.IsZero() {
-				first = ev.Time
-			} else {
-				samples += batch
+				first, firstStep = ev.Time, ev.Step
 			}
-			last = ev.Time
+			last, lastStep = ev.Time, ev.Step
 		}
 	}
 	if !last.After(first) {
 		fmt.Fprintln(os.Stderr, "epochrate: fewer than two step events")
 		os.Exit(1)
 	}
-	fmt.Printf("%.0f\n", samples/last.Sub(first).Seconds())
+	fmt.Printf("%.0f\n", float64(lastStep-firstStep)*batch/last.Sub(first).Seconds())
 }

@@ -18,6 +18,7 @@ import (
 	"github.com/pipetrain/pipetrain/nn"
 	"github.com/pipetrain/pipetrain/optim"
 	"github.com/pipetrain/pipetrain/pipeline"
+	"github.com/pipetrain/pipetrain/tensor"
 )
 
 // trainRun is the state of one run of the training loop.
@@ -152,6 +153,10 @@ func (r *trainRun) loop(ctx context.Context) error {
 	r.progress = newProgress(r.log, c.Train.Epochs*nb, r.epoch*nb+r.batch)
 	defer r.progress.finish()
 	lastTime, lastSamples := time.Now(), 0
+	// One set of batch buffers for the whole run: a step is over when Step
+	// returns, and nothing of its input is kept.
+	bs, features := r.loader.BatchSize(), r.loader.Set().Features
+	xbuf, lbuf, tbuf := make([]float32, bs*features), make([]int, bs), make([]float32, bs)
 	for ; r.epoch < c.Train.Epochs; r.epoch, r.batch = r.epoch+1, 0 {
 		for r.batch < nb {
 			if ctx.Err() != nil {
@@ -160,10 +165,14 @@ func (r *trainRun) loop(ctx context.Context) error {
 			if c.Train.MaxSteps > 0 && r.step >= c.Train.MaxSteps {
 				return r.finish()
 			}
-			x, labels, targets := r.loader.Batch(r.epoch, r.batch)
-			t := nn.Target{Labels: labels}
+			rows := r.loader.BatchInto(r.epoch, r.batch, xbuf, lbuf, tbuf)
+			x := tensor.Wrap32(xbuf[:rows*features], rows, features)
+			var t nn.Target
+			if r.loader.Set().Labels != nil {
+				t.Labels = lbuf[:rows]
+			}
 			if r.regression {
-				t = nn.Target{Values: targets}
+				t = nn.Target{Values: tensor.Wrap32(tbuf[:rows], rows, 1)}
 			}
 			lr := r.sched.LR(r.step + 1)
 			loss, err := r.eng.Step(r.step+1, lr, x, t)
