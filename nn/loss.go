@@ -51,13 +51,21 @@ var Losses = []Loss{CrossEntropy, MSE, BCEWithLogits}
 // with respect to out, multiplied by scale. A trainer passes scale = rows of this
 // micro-batch / rows of the mini-batch, so summed gradients are the mini-batch mean.
 func (l Loss) Compute(out *tensor.Tensor, t Target, scale float64) (loss float64, grad *tensor.Tensor) {
-	g := tensor.Full(out.DType(), scale)
-	switch l {
-	case CrossEntropy:
+	return l.ComputeIn(nil, out, t, scale)
+}
+
+// ComputeIn is Compute with the gradient lent by a (nil allocates), as layers'
+// outputs are: a training step's loss then allocates nothing.
+func (l Loss) ComputeIn(a *Arena, out *tensor.Tensor, t Target, scale float64) (loss float64, grad *tensor.Tensor) {
+	if l == CrossEntropy {
 		if t.Labels == nil {
 			panic(fmt.Errorf("nn: cross_entropy needs class labels"))
 		}
-		return ops.CrossEntropy(out, t.Labels).Item(), ops.CrossEntropyBackward(g, out, t.Labels)
+		grad = a.Like(out)
+		return ops.CrossEntropyInto(grad, out, t.Labels, scale), grad
+	}
+	g := tensor.Full(out.DType(), scale)
+	switch l {
 	case MSE:
 		v := t.values(out)
 		return ops.MSE(out, v).Item(), ops.MSEBackward(g, out, v)

@@ -42,20 +42,82 @@ func CrossEntropyBackward(grad, logits *tensor.Tensor, labels []int) *tensor.Ten
 }
 
 func checkLabels(op string, logits *tensor.Tensor, labels []int) (n, c int) {
-	s := logits.Shape()
-	if len(s) != 2 {
-		fail(op, "logits shape %v is not [N, C]", s)
+	if logits.Dims() != 2 {
+		fail(op, "logits shape %v is not [N, C]", logits.Shape())
 	}
-	n, c = s[0], s[1]
+	n, c = logits.Dim(0), logits.Dim(1)
 	if len(labels) != n {
-		fail(op, "%d labels for logits shape %v", len(labels), s)
+		fail(op, "%d labels for logits shape %v", len(labels), logits.Shape())
 	}
 	for i, y := range labels {
 		if y < 0 || y >= c {
-			fail(op, "label %d at row %d is outside [0, %d) for logits shape %v", y, i, c, s)
+			fail(op, "label %d at row %d is outside [0, %d) for logits shape %v", y, i, c, logits.Shape())
 		}
 	}
 	return n, c
+}
+
+// CrossEntropyInto computes CrossEntropy and its backward in one pass, for a
+// training step: it writes CrossEntropyBackward(g, logits, labels) into dst,
+// where g is a 0-D tensor of logits' dtype holding scale, and returns
+// CrossEntropy(logits, labels).Item(). The bits are those of the two ops; the
+// softmax is computed once and nothing is allocated for up to 64 classes.
+func CrossEntropyInto(dst, logits *tensor.Tensor, labels []int, scale float64) float64 {
+	into("CrossEntropyInto", dst, logits)
+	n, c := checkLabels("CrossEntropyInto", logits, labels)
+	dt := logits.DType()
+	if dt == tensor.Float32 {
+		scale = float64(float32(scale)) // as a float32 loss gradient holds it
+	}
+	scale /= float64(n)
+	var buf [64]float64
+	row := buf[:0]
+	if c > len(buf) {
+		row = make([]float64, c)
+	}
+	row = row[:c]
+	total := 0.0
+	for i, y := range labels {
+		if dt == tensor.Float32 {
+			for j, v := range logits.Data32()[i*c : (i+1)*c] {
+				row[j] = float64(v)
+			}
+		} else {
+			copy(row, logits.Data64()[i*c:(i+1)*c])
+		}
+		m := math.Inf(-1)
+		for _, v := range row {
+			m = math.Max(m, v)
+		}
+		if math.IsInf(m, -1) {
+			m = 0 // as softmax does
+		}
+		sum := 0.0
+		for _, v := range row {
+			sum += math.Exp(v - m)
+		}
+		total -= row[y] - m - math.Log(sum)
+		for j, v := range row {
+			p := math.Exp(v-m) / sum
+			if j == y {
+				p--
+			}
+			row[j] = p * scale
+		}
+		if dt == tensor.Float32 {
+			d := dst.Data32()[i*c : (i+1)*c]
+			for j, v := range row {
+				d[j] = float32(v)
+			}
+		} else {
+			copy(dst.Data64()[i*c:(i+1)*c], row)
+		}
+	}
+	loss := total / float64(n)
+	if dt == tensor.Float32 {
+		loss = float64(float32(loss))
+	}
+	return loss
 }
 
 func checkScalarGrad(op string, grad, input *tensor.Tensor) {

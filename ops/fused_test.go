@@ -1,0 +1,81 @@
+package ops_test
+
+import (
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"testing"
+
+	"github.com/pipetrain/pipetrain/ops"
+	"github.com/pipetrain/pipetrain/tensor"
+)
+
+// TestCrossEntropyIntoMatchesTheTwoOps checks that the fused training loss
+// gives exactly the bits of CrossEntropy and CrossEntropyBackward.
+func TestCrossEntropyIntoMatchesTheTwoOps(t *testing.T) {
+	rng := rand.New(rand.NewPCG(7, 7))
+	special := []float64{0, math.Copysign(0, -1), 1e30, -1e30, 88, -104, math.Inf(-1), math.NaN()}
+	for _, dt := range []tensor.DType{tensor.Float32, tensor.Float64} {
+		for _, c := range []struct {
+			n, classes int
+			scale      float64
+			specials   bool
+		}{{1, 1, 1, false}, {4, 3, 0.25, false}, {128, 10, 1, false}, {32, 10, 0.3333333333, true}, {5, 100, 0.7, false}, {0, 10, 1, false}} {
+			t.Run(fmt.Sprintf("%v/%dx%d/scale=%g/specials=%v", dt, c.n, c.classes, c.scale, c.specials), func(t *testing.T) {
+				logits := tensor.RandNormal(rng, dt, 0, 3, c.n, c.classes)
+				if c.specials {
+					for i, v := range special {
+						logits.Set(v, i%c.n, (i*3)%c.classes)
+					}
+				}
+				labels := make([]int, c.n)
+				for i := range labels {
+					labels[i] = rng.IntN(c.classes)
+				}
+				wantLoss := ops.CrossEntropy(logits, labels).Item()
+				wantGrad := ops.CrossEntropyBackward(tensor.Full(dt, c.scale), logits, labels)
+				dst := tensor.Full(dt, math.NaN(), c.n, c.classes) // every element must be written
+				gotLoss := ops.CrossEntropyInto(dst, logits, labels, c.scale)
+				if math.Float64bits(gotLoss) != math.Float64bits(wantLoss) && !(math.IsNaN(gotLoss) && math.IsNaN(wantLoss)) {
+					t.Errorf("loss: got %v, want %v", gotLoss, wantLoss)
+				}
+				g, w := dst.Float64s(), wantGrad.Float64s()
+				for i := range w {
+					if math.Float64bits(g[i]) != math.Float64bits(w[i]) && !(math.IsNaN(g[i]) && math.IsNaN(w[i])) {
+						t.Fatalf("grad[%d]: got %v, want %v", i, g[i], w[i])
+					}
+				}
+			})
+		}
+	}
+}
+
+func TestCrossEntropyIntoErrors(t *testing.T) {
+	x := tensor.Zeros(tensor.Float32, 2, 3)
+	for _, c := range []struct {
+		name   string
+		dst    *tensor.Tensor
+		labels []int
+		want   string
+	}{
+		{"dst shape", tensor.Zeros(tensor.Float32, 3, 2), []int{0, 1}, "ops.CrossEntropyInto: destination and inputs differ"},
+		{"dst dtype", tensor.Zeros(tensor.Float64, 2, 3), []int{0, 1}, "ops.CrossEntropyInto: destination and inputs differ"},
+		{"labels", tensor.Zeros(tensor.Float32, 2, 3), []int{0}, "ops.CrossEntropyInto: 1 labels for logits shape [2 3]"},
+		{"label range", tensor.Zeros(tensor.Float32, 2, 3), []int{0, 3}, "ops.CrossEntropyInto: label 3 at row 1 is outside [0, 3)"},
+	} {
+		got := panicMessage(func() { ops.CrossEntropyInto(c.dst, x, c.labels, 1) })
+		if len(got) < len(c.want) || got[:len(c.want)] != c.want {
+			t.Errorf("%s: got panic %q, want it to start %q", c.name, got, c.want)
+		}
+	}
+}
+
+func panicMessage(f func()) (msg string) {
+	defer func() {
+		if r := recover(); r != nil {
+			msg = fmt.Sprint(r)
+		}
+	}()
+	f()
+	return ""
+}
