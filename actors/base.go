@@ -29,14 +29,17 @@ type Stats struct {
 }
 
 // Status is what a watchdog may read of an actor while it runs; every field is
-// safe for concurrent use.
+// safe for concurrent use. The actor records plain values on every message and
+// span; Describe formats them only when someone asks.
 type Status struct {
 	Name     string
 	sent     atomic.Int64
 	received atomic.Int64
 	mu       sync.Mutex
-	last     string
-	inHand   string
+	last     any  // the last message taken
+	kind     byte // the span in hand ('F', 'B', ...), or 0
+	step     int
+	micro    int
 }
 
 // Pending returns how many messages wait in the actor's mailbox.
@@ -46,12 +49,24 @@ func (s *Status) Pending() int64 { return s.sent.Load() - s.received.Load() }
 func (s *Status) Describe() (last, inHand string) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return s.last, s.inHand
+	if s.last != nil {
+		last = describe(s.last)
+	}
+	if s.kind != 0 {
+		inHand = fmt.Sprintf("%c step %d micro-batch %d", s.kind, s.step, s.micro)
+	}
+	return last, inHand
 }
 
-func (s *Status) set(last, inHand string) {
+func (s *Status) took(msg any) {
 	s.mu.Lock()
-	s.last, s.inHand = last, inHand
+	s.last, s.kind = msg, 0
+	s.mu.Unlock()
+}
+
+func (s *Status) working(kind byte, step, micro int) {
+	s.mu.Lock()
+	s.kind, s.step, s.micro = kind, step, micro
 	s.mu.Unlock()
 }
 
@@ -114,7 +129,7 @@ func (b *base) receive(ctx actor.Context) bool {
 	b.status.received.Add(1)
 	b.graph.Moved.Add(1)
 	b.messages++
-	b.status.set(describe(ctx.Message()), "")
+	b.status.took(ctx.Message())
 	if b.failed {
 		switch ctx.Message().(type) {
 		case *GetStats, *GetParams, *GetOptimizerState:
@@ -127,7 +142,7 @@ func (b *base) receive(ctx actor.Context) bool {
 
 // span times f as a span of the given kind, and marks the actor busy with it.
 func (b *base) span(kind byte, step, micro int, f func()) {
-	b.status.set(b.lastMsg(), fmt.Sprintf("%c step %d micro-batch %d", kind, step, micro))
+	b.status.working(kind, step, micro)
 	start := time.Now()
 	f()
 	d := time.Since(start)
@@ -135,12 +150,7 @@ func (b *base) span(kind byte, step, micro int, f func()) {
 	if b.graph.Trace {
 		b.spans = append(b.spans, Span{kind, step, micro, start.Sub(b.graph.Epoch), d})
 	}
-	b.status.set(b.lastMsg(), "")
-}
-
-func (b *base) lastMsg() string {
-	last, _ := b.status.Describe()
-	return last
+	b.status.working(0, 0, 0)
 }
 
 // guard runs f and turns a panic into a Failed message to the coordinator; the

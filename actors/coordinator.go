@@ -41,6 +41,14 @@ type Coordinator struct {
 	haveLoss bool
 	updates  int
 
+	// messages and bookkeeping reused every step (see reused)
+	begin   BeginStep
+	targets reused[Target]
+	fwds    reused[Forward]
+	views   []*tensor.Tensor // micro-batch row views of viewsOf
+	viewsOf []float32        // the storage the views share, or nil
+	result  StepResult
+
 	// the evaluation in progress
 	evalReq   *actor.PID
 	evalRows  []int
@@ -106,13 +114,22 @@ func (c *Coordinator) runStep(ctx actor.Context, m *RunStep) {
 		ctx.Respond(&StepResult{Step: m.Step, Err: fmt.Errorf("actors: step %d: %d target rows for a batch of %d", m.Step, m.T.Rows(), n)})
 		return
 	}
-	c.req, c.step, c.x = ctx.Sender(), m.Step, m.X
-	c.spans = nn.SplitRows(n, c.micro)
+	if len(c.spans) == 0 || c.spans[len(c.spans)-1].Hi != n {
+		c.spans = nn.SplitRows(n, c.micro)
+	}
+	c.req, c.step = ctx.Sender(), m.Step
+	c.setViews(m.X)
 	c.sent, c.finished, c.updates, c.haveLoss = 0, 0, 0, false
-	c.bwd = map[int]int{}
-	c.send(ctx, c.opt, &BeginStep{Step: m.Step, LR: m.LR})
+	if c.bwd == nil {
+		c.bwd = map[int]int{}
+	}
+	clear(c.bwd)
+	c.begin = BeginStep{Step: m.Step, LR: m.LR}
+	c.send(ctx, c.opt, &c.begin)
 	for k, sp := range c.spans {
-		c.send(ctx, c.loss, &Target{Step: m.Step, Micro: k, Micros: len(c.spans), T: m.T.Slice(sp.Lo, sp.Hi), Rows: sp.Hi - sp.Lo, Total: n})
+		t := c.targets.at(k)
+		*t = Target{Step: m.Step, Micro: k, Micros: len(c.spans), T: m.T.Slice(sp.Lo, sp.Hi), Rows: sp.Hi - sp.Lo, Total: n}
+		c.send(ctx, c.loss, t)
 	}
 	if c.schedule == Sequential {
 		c.sendForward(ctx, 0)
@@ -126,8 +143,8 @@ func (c *Coordinator) runStep(ctx actor.Context, m *RunStep) {
 // sendForward feeds micro-batch k to every actor of the first node; its rows
 // are shared read-only among them.
 func (c *Coordinator) sendForward(ctx actor.Context, k int) {
-	sp := c.spans[k]
-	f := &Forward{Step: c.step, Micro: k, Micros: len(c.spans), X: nn.Rows(c.x, sp.Lo, sp.Hi)}
+	f := c.fwds.at(k)
+	*f = Forward{Step: c.step, Micro: k, Micros: len(c.spans), X: c.views[k]}
 	for _, pid := range c.first {
 		c.send(ctx, pid, f)
 	}
@@ -138,8 +155,32 @@ func (c *Coordinator) maybeDone(ctx actor.Context) {
 	if c.req == nil || !c.haveLoss || c.finished < len(c.spans) || c.updates < c.paramActors {
 		return
 	}
-	c.send(ctx, c.req, &StepResult{Step: c.step, Loss: c.stepLoss})
+	c.result = StepResult{Step: c.step, Loss: c.stepLoss}
+	c.send(ctx, c.req, &c.result)
 	c.req, c.x = nil, nil
+}
+
+// setViews points c.x and c.views (one per micro-batch span) at x. The views
+// are row ranges sharing x's storage; a step whose input has the storage and
+// shape of the previous one (a trainer's reused batch buffer) reuses them.
+func (c *Coordinator) setViews(x *tensor.Tensor) {
+	c.x = x
+	if len(c.spans) == 1 {
+		c.views = append(c.views[:0], x)
+		c.viewsOf = nil
+		return
+	}
+	if x.DType() == tensor.Float32 && x.Dims() == 2 && c.viewsOf != nil && len(c.views) == len(c.spans) &&
+		&x.Data32()[0] == &c.viewsOf[0] && len(x.Data32()) == len(c.viewsOf) && c.views[0].Dim(1) == x.Dim(1) {
+		return
+	}
+	c.views, c.viewsOf = c.views[:0], nil
+	for _, sp := range c.spans {
+		c.views = append(c.views, nn.Rows(x, sp.Lo, sp.Hi))
+	}
+	if x.DType() == tensor.Float32 && x.Size() > 0 && x.Dims() == 2 {
+		c.viewsOf = x.Data32()
+	}
 }
 
 func (c *Coordinator) runEval(ctx actor.Context, m *RunEval) {

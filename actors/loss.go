@@ -26,6 +26,11 @@ type Loss struct {
 	next    int // next training micro-batch to take, in order
 	total   float64
 	held    []*Backward
+	arenas  []*nn.Arena // per micro-batch: the loss gradients, reused every step
+
+	// messages reused every step (see reused)
+	bwdOut   reused[Backward]
+	stepLoss StepLoss
 }
 
 // NewLoss returns the loss actor.
@@ -61,7 +66,11 @@ func (l *Loss) Receive(ctx actor.Context) {
 
 func (l *Loss) newStep(step int, eval bool) {
 	if !eval && step != l.step {
-		l.step, l.next, l.total, l.held = step, 0, 0, nil
+		l.step, l.next, l.total, l.held = step, 0, 0, l.held[:0]
+		// The previous step is over everywhere: its gradients are read.
+		for _, a := range l.arenas {
+			a.Reset()
+		}
 	}
 }
 
@@ -96,13 +105,17 @@ func (l *Loss) train(ctx actor.Context, t *Target, out *tensor.Tensor) error {
 		grad *tensor.Tensor
 	)
 	l.span('F', t.Step, t.Micro, func() {
-		loss, grad = l.loss.Compute(out, t.T, float64(t.Rows)/float64(t.Total))
+		for len(l.arenas) <= t.Micro {
+			l.arenas = append(l.arenas, new(nn.Arena))
+		}
+		loss, grad = l.loss.ComputeIn(l.arenas[t.Micro], out, t.T, float64(t.Rows)/float64(t.Total))
 	})
 	l.total += loss * float64(t.Rows) / float64(t.Total)
 	if !grad.IsFinite() {
 		return &nn.NonFiniteError{Step: t.Step, Where: "loss"}
 	}
-	b := &Backward{Step: t.Step, Micro: t.Micro, DY: grad}
+	b := l.bwdOut.at(t.Micro * len(l.w.Prev))
+	*b = Backward{Step: t.Step, Micro: t.Micro, DY: grad}
 	if l.gpipe {
 		l.held = append(l.held, b)
 	} else {
@@ -115,16 +128,27 @@ func (l *Loss) train(ctx actor.Context, t *Target, out *tensor.Tensor) error {
 		for _, h := range l.held {
 			l.sendBack(ctx, h)
 		}
-		l.held = nil
-		l.send(ctx, l.coord, &StepLoss{Step: t.Step, Loss: l.total})
+		l.held = l.held[:0]
+		l.stepLoss = StepLoss{Step: t.Step, Loss: l.total}
+		l.send(ctx, l.coord, &l.stepLoss)
 	}
 	return nil
 }
 
-// sendBack splits the output gradient by the last node's column blocks.
+// sendBack splits the output gradient by the last node's column blocks; b,
+// one of bwdOut, goes itself to the first block's actor.
 func (l *Loss) sendBack(ctx actor.Context, b *Backward) {
+	if len(l.w.PrevSplit) <= 2 {
+		l.send(ctx, l.w.Prev[0], b)
+		return
+	}
 	for k, block := range splitCols(b.DY, l.w.PrevSplit) {
-		l.send(ctx, l.w.Prev[k], &Backward{Step: b.Step, Micro: b.Micro, DY: block})
+		m := b
+		if k > 0 {
+			m = l.bwdOut.at(b.Micro*len(l.w.Prev) + k)
+		}
+		*m = Backward{Step: b.Step, Micro: b.Micro, DY: block}
+		l.send(ctx, l.w.Prev[k], m)
 	}
 }
 

@@ -9,7 +9,11 @@ import (
 
 // Every message is a plain struct sent as a pointer. Ownership is written on each:
 // once sent, a message and the tensors in it belong to the receiver, except where
-// a field says it is shared read-only.
+// a field says it is shared read-only, until its step is over. Senders on the
+// training-step path reuse their message structs in the next step, and layers
+// reuse their output tensors (nn.Arena): a receiver reads them within their
+// step and keeps no reference after it. The next step starts only when every
+// actor is done with the last one.
 
 // Forward carries one micro-batch's activations downstream, from one actor of a
 // node to every actor of the next node (or to the loss actor). X is shared

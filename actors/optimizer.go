@@ -25,7 +25,9 @@ type Optimizer struct {
 	lr     float64
 	got    []*GradReady
 	n      int
-	master [][]*tensor.Tensor // per actor, the parameter values: the optimizer's own copy
+	master [][]*tensor.Tensor  // per actor, the parameter values: the optimizer's own copy
+	ps     []optim.Param       // reused each step
+	apply  reused[ApplyUpdate] // per target, reused each step
 }
 
 // NewOptimizer returns the optimizer actor for parameter-owning actors whose ids,
@@ -69,7 +71,7 @@ func (o *Optimizer) Receive(ctx actor.Context) {
 }
 
 func (o *Optimizer) update(ctx actor.Context) error {
-	var ps []optim.Param
+	ps := o.ps[:0]
 	for pos, g := range o.got {
 		if len(o.master[pos]) != len(g.Grads) {
 			return fmt.Errorf("actors: optimizer: actor %d sent %d gradients for %d values", g.Actor, len(g.Grads), len(o.master[pos]))
@@ -78,6 +80,7 @@ func (o *Optimizer) update(ctx actor.Context) error {
 			ps = append(ps, optim.Param{Value: o.master[pos][i], Grad: g.Grads[i]})
 		}
 	}
+	o.ps = ps
 	var err error
 	o.span('O', o.step, -1, func() {
 		if o.clipValue > 0 {
@@ -92,7 +95,9 @@ func (o *Optimizer) update(ctx actor.Context) error {
 		return err
 	}
 	for i, g := range o.got {
-		o.send(ctx, o.targets[i], &ApplyUpdate{Step: o.step, Values: o.master[i], Grads: g.Grads})
+		u := o.apply.at(i)
+		*u = ApplyUpdate{Step: o.step, Values: o.master[i], Grads: g.Grads}
+		o.send(ctx, o.targets[i], u)
 		o.got[i] = nil
 	}
 	return nil

@@ -8,6 +8,9 @@ import (
 // gather stores part of the input of key k and, once all n parts are there,
 // returns them joined by columns in part order.
 func gather(pending map[partKey][]*tensor.Tensor, k partKey, n, part int, x *tensor.Tensor) (*tensor.Tensor, bool) {
+	if n == 1 {
+		return x, true // one sender: nothing to wait for or join
+	}
 	parts := pending[k]
 	if parts == nil {
 		parts = make([]*tensor.Tensor, n)
@@ -37,4 +40,22 @@ func splitCols(g *tensor.Tensor, bounds []int) []*tensor.Tensor {
 		shapes[k] = []int{rows, bounds[k+1] - bounds[k]}
 	}
 	return ops.ConcatBackward(g, 1, shapes...)
+}
+
+// reused holds the messages an actor sends on the step path, one per
+// micro-batch or per receiver, so that each step rewrites the previous step's
+// structs instead of allocating. A message is read by its receiver within its
+// step and kept by no one after it: the next step starts only when every
+// actor is done with this one (the coordinator answers a step last).
+type reused[T any] []*T
+
+// at returns message i, zeroed.
+func (r *reused[T]) at(i int) *T {
+	for len(*r) <= i {
+		*r = append(*r, new(T))
+	}
+	m := (*r)[i]
+	var zero T
+	*m = zero
+	return m
 }

@@ -35,8 +35,19 @@ type Stage struct {
 	sentVals bool // the optimizer holds our current values
 	done     int  // backwards finished in this step
 	micros   int
-	arenas   []*nn.Arena // per micro-batch: the layers' outputs, reused every step
-	arenaFor int         // the step whose tensors the arenas hold
+	arenas   []*nn.Arena        // per micro-batch: the layers' outputs, reused every step
+	arenaFor int                // the step whose tensors the arenas hold
+	ps       []nn.Param         // the layers' parameters, in order
+	split    []nn.SplitBackward // per layer, the layer if it can split its backward, else nil
+
+	// messages reused every step (see reused)
+	fwdIn    reused[Forward] // gathered inputs of several parts, per micro-batch
+	fwdOut   reused[Forward] // per micro-batch
+	bwdOut   reused[Backward]
+	bwdDone  reused[BackwardDone]
+	grads    GradReady // lent to the optimizer until the update
+	applied  reused[UpdateApplied]
+	oneBlock []*tensor.Tensor
 }
 
 type partKey struct {
@@ -49,8 +60,11 @@ type partKey struct {
 func NewStage(id int, name string, g *Graph, layers []nn.Layer, first, part int, needDX bool) *Stage {
 	s := &Stage{base: newBase(id, name, g), layers: layers, needDX: needDX, part: part,
 		fwdParts: map[partKey][]*tensor.Tensor{}, bwdParts: map[int][]*tensor.Tensor{}}
-	for i := range layers {
+	for i, l := range layers {
 		s.layerIDs = append(s.layerIDs, first+i)
+		s.ps = append(s.ps, l.Params()...)
+		sb, _ := l.(nn.SplitBackward)
+		s.split = append(s.split, sb)
 	}
 	return s
 }
@@ -58,13 +72,7 @@ func NewStage(id int, name string, g *Graph, layers []nn.Layer, first, part int,
 // HasParams reports whether the stage owns parameters (and so takes part in updates).
 func (s *Stage) HasParams() bool { return len(s.params()) > 0 }
 
-func (s *Stage) params() []nn.Param {
-	var ps []nn.Param
-	for _, l := range s.layers {
-		ps = append(ps, l.Params()...)
-	}
-	return ps
-}
+func (s *Stage) params() []nn.Param { return s.ps }
 
 func (s *Stage) Receive(ctx actor.Context) {
 	if !s.receive(ctx) {
@@ -98,7 +106,15 @@ func (s *Stage) gatherForward(ctx actor.Context, m *Forward) {
 	if !ok {
 		return
 	}
-	f := &Forward{Step: m.Step, Micro: m.Micro, Micros: m.Micros, Eval: m.Eval, X: x}
+	f := m
+	if s.w.InParts > 1 {
+		if m.Eval {
+			f = &Forward{}
+		} else {
+			f = s.fwdIn.at(m.Micro)
+		}
+		*f = Forward{Step: m.Step, Micro: m.Micro, Micros: m.Micros, Eval: m.Eval, X: x}
+	}
 	if m.Eval {
 		s.forward(ctx, f) // evaluation holds no activations: no credit needed
 		return
@@ -121,7 +137,7 @@ func (s *Stage) runForward(ctx actor.Context) {
 		return
 	}
 	f := s.queue[0]
-	s.queue = s.queue[1:]
+	s.queue = s.queue[:copy(s.queue, s.queue[1:])] // keeps the slice's start, so appends reuse it
 	s.inFlight++
 	s.micros = f.Micros
 	s.forward(ctx, f)
@@ -160,7 +176,13 @@ func (s *Stage) forward(ctx actor.Context, f *Forward) {
 		return
 	}
 	s.trackInFlight()
-	out := &Forward{Step: f.Step, Micro: f.Micro, Micros: f.Micros, Part: s.part, Eval: f.Eval, X: y}
+	var out *Forward
+	if f.Eval {
+		out = new(Forward)
+	} else {
+		out = s.fwdOut.at(f.Micro)
+	}
+	*out = Forward{Step: f.Step, Micro: f.Micro, Micros: f.Micros, Part: s.part, Eval: f.Eval, X: y}
 	for _, pid := range s.w.Next {
 		s.send(ctx, pid, out) // y is shared read-only by the next node's actors
 	}
@@ -182,6 +204,11 @@ func (s *Stage) where(pass string, step, micro int) string {
 // gatherBackward sums the partial gradients of a micro-batch in part order and
 // runs its backward.
 func (s *Stage) gatherBackward(ctx actor.Context, m *Backward) {
+	if s.w.OutParts == 1 {
+		s.backward(ctx, m.Step, m.Micro, m.DY)
+		s.maybeKick(ctx)
+		return
+	}
 	parts := s.bwdParts[m.Micro]
 	if parts == nil {
 		parts = make([]*tensor.Tensor, s.w.OutParts)
@@ -214,7 +241,7 @@ func (s *Stage) backward(ctx actor.Context, step, micro int, dy *tensor.Tensor) 
 			for i := len(s.layers) - 1; i >= 0; i-- {
 				s.current = i
 				need := i > 0 || s.needDX
-				if sb, ok := s.layers[i].(nn.SplitBackward); ok && need && s.w.SplitBackward {
+				if sb := s.split[i]; sb != nil && need && s.w.SplitBackward {
 					g = sb.BackwardInput(p, g)
 					deferred = append(deferred, sb)
 				} else {
@@ -234,7 +261,9 @@ func (s *Stage) backward(ctx actor.Context, step, micro int, dy *tensor.Tensor) 
 	}
 	s.inFlight--
 	if len(s.w.Prev) == 0 {
-		s.send(ctx, s.coord, &BackwardDone{Step: step, Micro: micro, Actor: s.id})
+		d := s.bwdDone.at(micro)
+		*d = BackwardDone{Step: step, Micro: micro, Actor: s.id}
+		s.send(ctx, s.coord, d)
 	} else {
 		s.sendBack(ctx, step, micro, dx)
 	}
@@ -263,8 +292,17 @@ func (s *Stage) backward(ctx actor.Context, step, micro int, dy *tensor.Tensor) 
 // sendBack splits dx by the previous node's column blocks and sends each block
 // to the actor that produced it.
 func (s *Stage) sendBack(ctx actor.Context, step, micro int, dx *tensor.Tensor) {
-	for k, block := range splitCols(dx, s.w.PrevSplit) {
-		s.send(ctx, s.w.Prev[k], &Backward{Step: step, Micro: micro, Part: s.part, DY: block})
+	blocks := s.oneBlock
+	if len(s.w.PrevSplit) > 2 {
+		blocks = splitCols(dx, s.w.PrevSplit)
+	} else {
+		blocks = append(blocks[:0], dx)
+		s.oneBlock = blocks
+	}
+	for k, block := range blocks {
+		b := s.bwdOut.at(micro*len(blocks) + k)
+		*b = Backward{Step: step, Micro: micro, Part: s.part, DY: block}
+		s.send(ctx, s.w.Prev[k], b)
 	}
 }
 
@@ -275,7 +313,8 @@ func (s *Stage) gradReady(ctx actor.Context, step int) {
 	if len(ps) == 0 {
 		return
 	}
-	g := &GradReady{Step: step, Actor: s.id}
+	g := &s.grads
+	*g = GradReady{Step: step, Actor: s.id, Grads: g.Grads[:0]}
 	for _, p := range ps {
 		if !s.sentVals {
 			g.Values = append(g.Values, p.Value.Clone())
@@ -318,7 +357,9 @@ func (s *Stage) apply(ctx actor.Context, m *ApplyUpdate) error {
 	if err != nil {
 		return err
 	}
-	s.send(ctx, s.coord, &UpdateApplied{Step: m.Step, Actor: s.id})
+	u := s.applied.at(0)
+	*u = UpdateApplied{Step: m.Step, Actor: s.id}
+	s.send(ctx, s.coord, u)
 	return nil
 }
 

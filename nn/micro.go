@@ -30,13 +30,23 @@ func SplitRows(n, m int) []Span {
 	return spans
 }
 
-// Rows returns rows [lo, hi) of x: x itself when that is every row, else a
-// copy. Tensors passed between layers are read-only, so sharing x is safe.
+// Rows returns rows [lo, hi) of x (first axis) without copying: x itself when
+// that is every row, else a tensor sharing x's storage. Tensors passed between
+// layers are read-only, so sharing x is safe.
 func Rows(x *tensor.Tensor, lo, hi int) *tensor.Tensor {
-	if lo == 0 && x.Dims() > 0 && hi == x.Shape()[0] {
+	if x.Dims() == 0 || lo < 0 || hi > x.Dim(0) || lo > hi {
+		panic(fmt.Errorf("nn.Rows: rows [%d, %d) of shape %v", lo, hi, x.Shape()))
+	}
+	if lo == 0 && hi == x.Dim(0) {
 		return x
 	}
-	return SliceRows(x, lo, hi)
+	s := x.Shape()
+	row := x.Size() / max(1, s[0])
+	s[0] = hi - lo
+	if x.DType() == tensor.Float32 {
+		return tensor.Wrap32(x.Data32()[lo*row:hi*row], s...)
+	}
+	return tensor.Wrap64(x.Data64()[lo*row:hi*row], s...)
 }
 
 // SliceRows returns a copy of rows [lo, hi) of x (first axis).

@@ -60,7 +60,8 @@ type Engine struct {
 	opt     *actor.PID
 	shapes  map[string][]int // full parameter shapes by name
 
-	busy    atomic.Bool // a step or evaluation is in flight
+	busy    atomic.Bool    // a step or evaluation is in flight
+	runStep actors.RunStep // reused by every Step
 	stop    chan struct{}
 	stopped sync.WaitGroup
 	closed  bool
@@ -350,11 +351,13 @@ func (e *Engine) request(pid *actor.PID, msg any) (any, error) {
 }
 
 // Step runs one training step on a mini-batch and returns its mean loss. x and
-// t belong to the engine from then on.
+// t belong to the engine until Step returns; nothing of them is kept after.
+// Steps run one at a time: Step is not safe for concurrent use.
 func (e *Engine) Step(step int, lr float64, x *tensor.Tensor, t nn.Target) (float64, error) {
 	e.busy.Store(true)
 	defer e.busy.Store(false)
-	res, err := e.request(e.coord, &actors.RunStep{Step: step, LR: lr, X: x, T: t})
+	e.runStep = actors.RunStep{Step: step, LR: lr, X: x, T: t} // the coordinator is done with the last one
+	res, err := e.request(e.coord, &e.runStep)
 	if err != nil {
 		return math.NaN(), fmt.Errorf("pipeline: step %d: %w", step, err)
 	}

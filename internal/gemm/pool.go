@@ -102,12 +102,43 @@ type helper struct {
 	mail atomic.Pointer[job] // nil, an offered job, or claimed
 }
 
+// The pool's bookkeeping reuses its structs, so that a helper that exits
+// when idle and is started again later allocates nothing.
 var (
-	poolMu  sync.Mutex
-	idle    []*helper // live helpers with an empty mailbox
-	helpers int       // live helpers
-	jobPool = sync.Pool{New: func() any { return &job{done: make(chan struct{}, 1)} }}
+	poolMu   sync.Mutex
+	idle     []*helper // live helpers with an empty mailbox
+	helpers  int       // live helpers
+	starting []*helper // helpers offered a job whose goroutine has not begun
+	spare    []*helper // structs of helpers that exited
+	jobFree  []*job
 )
+
+func getJob() *job {
+	poolMu.Lock()
+	defer poolMu.Unlock()
+	if n := len(jobFree); n > 0 {
+		j := jobFree[n-1]
+		jobFree = jobFree[:n-1]
+		return j
+	}
+	return &job{done: make(chan struct{}, 1)}
+}
+
+func putJob(j *job) {
+	poolMu.Lock()
+	jobFree = append(jobFree, j)
+	poolMu.Unlock()
+}
+
+// runHelper is a helper goroutine's body: it takes the newest helper waiting
+// to start. (A go statement without arguments allocates no closure.)
+func runHelper() {
+	poolMu.Lock()
+	h := starting[len(starting)-1]
+	starting = starting[:len(starting)-1]
+	poolMu.Unlock()
+	h.loop()
+}
 
 // loop runs offered jobs until it has been idle for helperSpin.
 func (h *helper) loop() {
@@ -145,6 +176,7 @@ func (h *helper) loop() {
 			if y == h {
 				idle = append(idle[:x], idle[x+1:]...)
 				helpers--
+				spare = append(spare, h) // h is not touched again here
 				poolMu.Unlock()
 				return
 			}
@@ -158,7 +190,7 @@ func (h *helper) loop() {
 // runParallel runs the call in parts over the caller and up to threads-1
 // helpers.
 func runParallel(ks *kernelSet, g *sgemmArgs, parts int, alongN bool, threads int) {
-	j := jobPool.Get().(*job)
+	j := getJob()
 	j.ks, j.g, j.parts, j.alongN = ks, *g, parts, alongN
 	j.next.Store(0)
 	w := getWorkspace()
@@ -187,10 +219,18 @@ func runParallel(ks *kernelSet, g *sgemmArgs, parts int, alongN bool, threads in
 		h.mail.Store(j)
 	}
 	for x := n; x < want; x++ {
-		h := new(helper)
+		poolMu.Lock()
+		var h *helper
+		if k := len(spare); k > 0 {
+			h, spare = spare[k-1], spare[:k-1]
+		} else {
+			h = new(helper)
+		}
 		h.mail.Store(j)
+		starting = append(starting, h)
+		poolMu.Unlock()
 		offered[x] = h
-		go h.loop()
+		go runHelper()
 	}
 
 	j.work(w)
@@ -224,7 +264,7 @@ func runParallel(ks *kernelSet, g *sgemmArgs, parts int, alongN bool, threads in
 	}
 	putWorkspace(w)
 	j.g, j.apre = sgemmArgs{}, nil // drop the caller's matrices before pooling
-	jobPool.Put(j)
+	putJob(j)
 }
 
 // maxOffer bounds the helpers of one call.

@@ -3,6 +3,7 @@ package gemm
 import (
 	"fmt"
 	"sync"
+	"sync/atomic"
 )
 
 // microKernel computes one mr×nr tile of C from a packed A micro-panel (k steps
@@ -89,9 +90,20 @@ func putWorkspace(w *workspace) {
 	wsMu.Unlock()
 }
 
+// largest is the biggest buffer any workspace has needed: a workspace that
+// must grow grows to it, so that workspaces settle after a few calls however
+// calls and workspaces pair up.
+var largest atomic.Int64
+
 func grow(s []float32, n int) []float32 {
 	if cap(s) < n {
-		return make([]float32, n)
+		for {
+			l := largest.Load()
+			if int64(n) <= l || largest.CompareAndSwap(l, int64(n)) {
+				break
+			}
+		}
+		return make([]float32, n, max(n, int(largest.Load())))
 	}
 	return s[:n]
 }
