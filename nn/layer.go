@@ -38,6 +38,7 @@ type Layer interface {
 	Kind() string
 	Forward(p Pass, x *tensor.Tensor) *tensor.Tensor
 	Backward(p Pass, dy *tensor.Tensor, needDX bool) *tensor.Tensor
+	// Params returns the parameters; the same tensors for the layer's life.
 	Params() []Param
 	ZeroGrad()
 	// InFlight reports how many micro-batches hold cached activations.

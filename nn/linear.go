@@ -60,11 +60,10 @@ func (l *Linear) ZeroGrad() { zeroGrads(l.Params()) }
 func (l *Linear) InFlight() int { return len(l.x) }
 
 func (l *Linear) check(x *tensor.Tensor) int {
-	s := x.Shape()
-	if len(s) != 2 || s[1] != l.In || x.DType() != l.W.DType() {
-		panic(fmt.Errorf("nn.Linear: input %v %v does not fit weight %v %v", x.DType(), s, l.W.DType(), l.W.Shape()))
+	if x.Dims() != 2 || x.Dim(1) != l.In || x.DType() != l.W.DType() {
+		panic(fmt.Errorf("nn.Linear: input %v %v does not fit weight %v %v", x.DType(), x.Shape(), l.W.DType(), l.W.Shape()))
 	}
-	return s[0]
+	return x.Dim(0)
 }
 
 func (l *Linear) Forward(p Pass, x *tensor.Tensor) *tensor.Tensor {
@@ -95,8 +94,8 @@ func (l *Linear) checkDY(x, dy *tensor.Tensor) {
 	if x == nil {
 		return // take reports the missing forward
 	}
-	n := x.Shape()[0]
-	if !tensor.EqualShapes(dy.Shape(), []int{n, l.Out}) || dy.DType() != x.DType() {
+	n := x.Dim(0)
+	if !dy.HasShape(n, l.Out) || dy.DType() != x.DType() {
 		panic(fmt.Errorf("nn.Linear: dy %v %v does not fit output [%d %d]", dy.DType(), dy.Shape(), n, l.Out))
 	}
 }
@@ -108,7 +107,7 @@ func (l *Linear) BackwardInput(p Pass, dy *tensor.Tensor) *tensor.Tensor {
 		l.x.take("Linear", p) // panics naming the micro-batch
 	}
 	l.checkDY(x, dy)
-	n := x.Shape()[0]
+	n := x.Dim(0)
 	dx := p.Arena.Tensor(x.DType(), n, l.In) // beta = 0: written, not read
 	if x.DType() == tensor.Float32 {
 		gemm.Sgemm(false, false, n, l.In, l.Out, 1, dy.Data32(), l.Out, l.W.Data32(), l.In, 0, dx.Data32(), l.In)
@@ -124,7 +123,7 @@ func (l *Linear) BackwardInput(p Pass, dy *tensor.Tensor) *tensor.Tensor {
 func (l *Linear) BackwardParams(p Pass) {
 	x := l.x.take("Linear", p)
 	dy := l.dy.take("Linear", p)
-	n := x.Shape()[0]
+	n := x.Dim(0)
 	if x.DType() == tensor.Float32 {
 		linearParamGrads(dy.Data32(), x.Data32(), l.GW.Data32(), l.GB.Data32(), n, l.In, l.Out, gemm.Sgemm)
 	} else {

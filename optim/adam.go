@@ -132,7 +132,7 @@ func (o *Adam) Step(params []Param, lr float64) error {
 			adam64(p.Value.Data64(), p.Grad.Data64(), o.expAvg[i].Data64(), o.expAvgQ[i].Data64(), &s)
 		}
 	}
-	o.layout = layoutOf(params)
+	o.layout = o.layout.bind(params)
 	o.step = t
 	return nil
 }

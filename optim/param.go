@@ -96,7 +96,7 @@ func (l layout) check(kind string, params []Param) error {
 		if p.Grad.DType() != dt {
 			return fmt.Errorf("optim: %s: parameter %d (%q) is %v but its gradient is %v", kind, i, p.Name, dt, p.Grad.DType())
 		}
-		if !tensor.EqualShapes(p.Value.Shape(), p.Grad.Shape()) {
+		if !p.Value.SameShape(p.Grad) {
 			return fmt.Errorf("optim: %s: parameter %d (%q) has shape %v but its gradient has shape %v", kind, i, p.Name, p.Value.Shape(), p.Grad.Shape())
 		}
 	}
@@ -111,11 +111,25 @@ func (l layout) check(kind string, params []Param) error {
 		if s.shape == nil {
 			continue
 		}
-		if p.Value.DType() != s.dtype || !tensor.EqualShapes(p.Value.Shape(), s.shape) {
+		if p.Value.DType() != s.dtype || !p.Value.HasShape(s.shape...) {
 			return fmt.Errorf("optim: %s: parameter %d (%q) is %v%v, want %v%v as in earlier steps (the params slice must keep its order)", kind, i, p.Name, p.Value.DType(), p.Value.Shape(), s.dtype, s.shape)
 		}
 	}
 	return nil
+}
+
+// bind returns the layout of params after a step that checked them against
+// l: l itself once every slot is known, so steady steps do not allocate.
+func (l layout) bind(params []Param) layout {
+	for _, s := range l {
+		if s.shape == nil {
+			return layoutOf(params)
+		}
+	}
+	if l == nil {
+		return layoutOf(params)
+	}
+	return l
 }
 
 // layoutOf returns the layout of params.

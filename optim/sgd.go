@@ -90,7 +90,7 @@ func (o *SGD) Step(params []Param, lr float64) error {
 			sgd64(p.Value.Data64(), p.Grad.Data64(), b, lr, o.cfg.Momentum, o.cfg.WeightDecay, o.cfg.WeightDecay != 0, first, o.cfg.Nesterov)
 		}
 	}
-	o.layout = layoutOf(params)
+	o.layout = o.layout.bind(params)
 	o.step++
 	return nil
 }
