@@ -5,6 +5,7 @@ import (
 	"slices"
 
 	"github.com/asynkron/protoactor-go/actor"
+	"github.com/pipetrain/pipetrain/internal/gemm"
 	"github.com/pipetrain/pipetrain/nn"
 	"github.com/pipetrain/pipetrain/ops"
 	"github.com/pipetrain/pipetrain/tensor"
@@ -26,19 +27,20 @@ type Stage struct {
 
 	w Wire
 
-	fwdParts map[partKey][]*tensor.Tensor
-	bwdParts map[int][]*tensor.Tensor
-	queue    []*Forward // complete forwards waiting for a credit
-	inFlight int
-	kicked   bool
-	current  int  // index into layers of the layer running, for failure messages
-	sentVals bool // the optimizer holds our current values
-	done     int  // backwards finished in this step
-	micros   int
-	arenas   []*nn.Arena        // per micro-batch: the layers' outputs, reused every step
-	arenaFor int                // the step whose tensors the arenas hold
-	ps       []nn.Param         // the layers' parameters, in order
-	split    []nn.SplitBackward // per layer, the layer if it can split its backward, else nil
+	fwdParts  map[partKey][]*tensor.Tensor
+	bwdParts  map[int][]*tensor.Tensor
+	queue     []*Forward // complete forwards waiting for a credit
+	inFlight  int
+	kicked    bool
+	current   int  // index into layers of the layer running, for failure messages
+	sentVals  bool // the optimizer holds our current values
+	done      int  // backwards finished in this step
+	micros    int
+	arenas    []*nn.Arena        // per micro-batch: the layers' outputs, reused every step
+	arenaFor  int                // the step whose tensors the arenas hold
+	ps        []nn.Param         // the layers' parameters, in order
+	split     []nn.SplitBackward // per layer, the layer if it can split its backward, else nil
+	applyTask applyTask
 
 	// messages reused every step (see reused)
 	fwdIn    reused[Forward] // gathered inputs of several parts, per micro-batch
@@ -348,10 +350,19 @@ func (s *Stage) resetArenas(step int) {
 func (s *Stage) apply(ctx actor.Context, m *ApplyUpdate) error {
 	var err error
 	s.span('U', m.Step, -1, func() {
-		if err = s.copyValues(m.Values); err == nil {
-			for _, p := range s.params() {
-				p.Grad.Zero() // the lent gradients are back: clear them for the next step
+		if err = s.checkValues(m.Values); err != nil {
+			return
+		}
+		// Copy the new values in, and clear the gradients the optimizer
+		// lent back for the next step, on the GEMM's cores when large.
+		for i, p := range s.params() {
+			if p.Value.DType() != tensor.Float32 {
+				p.Value.CopyFrom(m.Values[i])
+				p.Grad.Zero()
+				continue
 			}
+			s.applyTask = applyTask{dst: p.Value.Data32(), src: m.Values[i].Data32(), grad: p.Grad.Data32()}
+			gemm.For(len(s.applyTask.dst), applyGrain, &s.applyTask)
 		}
 	})
 	if err != nil {
@@ -371,19 +382,37 @@ func (s *Stage) setParams(values []*tensor.Tensor) error {
 }
 
 func (s *Stage) copyValues(values []*tensor.Tensor) error {
+	if err := s.checkValues(values); err != nil {
+		return err
+	}
+	for i, p := range s.params() {
+		p.Value.CopyFrom(values[i])
+	}
+	return nil
+}
+
+func (s *Stage) checkValues(values []*tensor.Tensor) error {
 	ps := s.params()
 	if len(values) != len(ps) {
 		return fmt.Errorf("actors: %s: %d values for %d parameters", s.name, len(values), len(ps))
 	}
 	for i, p := range ps {
-		if values[i].DType() != p.Value.DType() || !tensor.EqualShapes(values[i].Shape(), p.Value.Shape()) {
+		if values[i].DType() != p.Value.DType() || !values[i].SameShape(p.Value) {
 			return fmt.Errorf("actors: %s: parameter %s: value %v %v does not fit %v %v", s.name, p.Name, values[i].DType(), values[i].Shape(), p.Value.DType(), p.Value.Shape())
 		}
 	}
-	for i, p := range ps {
-		p.Value.CopyFrom(values[i])
-	}
 	return nil
+}
+
+// applyGrain is the fewest elements worth a part of a parallel apply.
+const applyGrain = 1 << 15
+
+// applyTask copies new values in and clears gradients over a range, for gemm.For.
+type applyTask struct{ dst, src, grad []float32 }
+
+func (t *applyTask) Run(lo, hi int) {
+	copy(t.dst[lo:hi], t.src[lo:hi])
+	clear(t.grad[lo:hi])
 }
 
 func (s *Stage) snapshot() *Params {

@@ -2,6 +2,7 @@ package optim
 
 import (
 	"fmt"
+	"github.com/pipetrain/pipetrain/internal/gemm"
 	"github.com/pipetrain/pipetrain/internal/vec"
 	"math"
 
@@ -30,6 +31,7 @@ type SGD struct {
 	step   int
 	layout layout
 	buf    []*tensor.Tensor // momentum buffers, nil until the first step
+	task   sgdTask          // the parallel update's loop, reused
 }
 
 var sgdSlots = []string{"momentum"}
@@ -81,7 +83,7 @@ func (o *SGD) Step(params []Param, lr float64) error {
 			if buf != nil {
 				b = buf.Data32()
 			}
-			sgd32(p.Value.Data32(), p.Grad.Data32(), b, float32(lr), float32(o.cfg.Momentum), float32(o.cfg.WeightDecay), o.cfg.WeightDecay != 0, first, o.cfg.Nesterov)
+			sgd32(&o.task, p.Value.Data32(), p.Grad.Data32(), b, float32(lr), float32(o.cfg.Momentum), float32(o.cfg.WeightDecay), o.cfg.WeightDecay != 0, first, o.cfg.Nesterov)
 		} else {
 			var b []float64
 			if buf != nil {
@@ -98,20 +100,15 @@ func (o *SGD) Step(params []Param, lr float64) error {
 // sgd32 updates w in float32. buf is nil without momentum. Every product is
 // rounded before the addition (no FMA); the common cases run vectorised, with
 // the same bits as the loop.
-func sgd32(w, g, buf []float32, lr, mom, wd float32, decay, first, nesterov bool) {
+func sgd32(t *sgdTask, w, g, buf []float32, lr, mom, wd float32, decay, first, nesterov bool) {
 	if !decay && !nesterov {
-		switch {
-		case buf == nil:
-			vec.SGD(w, g, lr)
-			return
-		case first:
+		*t = sgdTask{w: w, g: g, buf: buf, lr: lr, mom: mom}
+		if first && buf != nil {
 			copy(buf, g)
-			vec.SGD(w, buf, lr)
-			return
-		default:
-			vec.SGDMomentum(w, g, buf, lr, mom)
-			return
+			t.g, t.buf = buf, nil
 		}
+		gemm.For(len(w), sgdGrain, t)
+		return
 	}
 	for i := range w {
 		gi := g[i]
@@ -132,6 +129,24 @@ func sgd32(w, g, buf []float32, lr, mom, wd float32, decay, first, nesterov bool
 		}
 		w[i] = w[i] - float32(lr*gi)
 	}
+}
+
+// sgdGrain is the fewest elements worth a part of a parallel update: a large
+// layer's update, memory-bound, then uses the cores the GEMM does.
+const sgdGrain = 1 << 15
+
+// sgdTask is the vectorised update over a range, for gemm.For.
+type sgdTask struct {
+	w, g, buf []float32
+	lr, mom   float32
+}
+
+func (t *sgdTask) Run(lo, hi int) {
+	if t.buf == nil {
+		vec.SGD(t.w[lo:hi], t.g[lo:hi], t.lr)
+		return
+	}
+	vec.SGDMomentum(t.w[lo:hi], t.g[lo:hi], t.buf[lo:hi], t.lr, t.mom)
 }
 
 // sgd64 is sgd32 in float64.

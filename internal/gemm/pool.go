@@ -32,8 +32,10 @@ const (
 	callerSpin = 50 * time.Microsecond // caller's spin before blocking for helpers
 )
 
-// job is one parallel Sgemm call.
+// job is one parallel Sgemm call, or one parallel loop of For.
 type job struct {
+	task   Task // a loop of For over [0, size), or nil for Sgemm
+	size   int
 	ks     *kernelSet
 	g      sgemmArgs
 	parts  int
@@ -46,6 +48,10 @@ type job struct {
 
 // part computes part q of the job on workspace w.
 func (j *job) part(w *workspace, q int) {
+	if j.task != nil {
+		j.task.Run(bounds(q, j.parts, j.size, 1), bounds(q+1, j.parts, j.size, 1))
+		return
+	}
 	g, ks := &j.g, j.ks
 	i0, i1, j0, j1 := 0, g.m, 0, g.n
 	if j.alongN {
@@ -65,7 +71,7 @@ func (j *job) work(w *workspace) {
 		if q >= j.parts {
 			break
 		}
-		if w == nil {
+		if w == nil && j.task == nil {
 			w, own = getWorkspace(), true
 		}
 		j.part(w, q)
@@ -206,6 +212,39 @@ func runParallel(ks *kernelSet, g *sgemmArgs, parts int, alongN bool, threads in
 		}
 	}
 
+	share(j, w, threads)
+	putWorkspace(w)
+	j.g, j.apre = sgemmArgs{}, nil // drop the caller's matrices before pooling
+	putJob(j)
+}
+
+// Task is a loop body for For: Run handles indices [lo, hi).
+type Task interface{ Run(lo, hi int) }
+
+// For runs t over [0, n) in up to Threads() parts of at least grain indices,
+// on the calling goroutine and the GEMM's helpers, and returns when all are
+// done. The parts are disjoint ranges, so a loop whose iterations are
+// independent gives the same bits for any split. Pass a pointer to a struct
+// the caller keeps: For itself allocates nothing.
+func For(n, grain int, t Task) {
+	threads := Threads()
+	parts := min(threads, n/max(1, grain))
+	if parts <= 1 {
+		t.Run(0, n)
+		return
+	}
+	j := getJob()
+	j.task, j.size, j.parts = t, n, parts
+	j.next.Store(0)
+	share(j, nil, threads)
+	j.task = nil
+	putJob(j)
+}
+
+// share runs job j's parts on the caller (with workspace w, or none) and on up
+// to threads-1 helpers, and returns when every part is done.
+func share(j *job, w *workspace, threads int) {
+	parts := j.parts
 	var offered [maxOffer]*helper
 	want := min(parts-1, threads-1, maxOffer)
 	poolMu.Lock()
@@ -262,9 +301,6 @@ func runParallel(ks *kernelSet, g *sgemmArgs, parts int, alongN bool, threads in
 			}
 		}
 	}
-	putWorkspace(w)
-	j.g, j.apre = sgemmArgs{}, nil // drop the caller's matrices before pooling
-	putJob(j)
 }
 
 // maxOffer bounds the helpers of one call.
