@@ -40,10 +40,14 @@ type job struct {
 	g      sgemmArgs
 	parts  int
 	alongN bool
-	apre   []float32     // all of op(A) packed, shared by column parts; or nil
-	next   atomic.Int64  // next part to claim
-	refs   atomic.Int64  // helpers holding the job
-	done   chan struct{} // a helper dropping refs to 0 sends here (buffer 1)
+	apre   []float32 // all of op(A) packed, shared by column parts; or nil
+	// Column parts first pack apre together: tasks 0..packParts-1 each pack
+	// a share of its panels, and a column part starts once all are done.
+	packParts int
+	packed    atomic.Int64  // pack tasks finished
+	next      atomic.Int64  // next task to claim: pack tasks, then parts
+	refs      atomic.Int64  // helpers holding the job
+	done      chan struct{} // a helper dropping refs to 0 sends here (buffer 1)
 }
 
 // part computes part q of the job on workspace w.
@@ -68,8 +72,17 @@ func (j *job) work(w *workspace) {
 	own := false
 	for {
 		q := int(j.next.Add(1) - 1)
+		if q < j.packParts {
+			j.pack(q)
+			j.packed.Add(1)
+			continue
+		}
+		q -= j.packParts
 		if q >= j.parts {
 			break
+		}
+		if j.packParts > 0 {
+			j.waitPacked()
 		}
 		if w == nil && j.task == nil {
 			w, own = getWorkspace(), true
@@ -87,13 +100,29 @@ func bounds(q, parts, size, unit int) int {
 	return min(size, (units*q/parts)*unit)
 }
 
-// packAll packs all of op(A), block of k after block of k, in the layout run
-// reads when given apre.
-func packAll(ks *kernelSet, g *sgemmArgs, dst []float32) {
+// pack runs pack task q of the job: its share of the micro-panels of op(A),
+// each k block after the other, in the layout run reads when given apre
+// (block pc at apre[pc*mPad:], its panel of rows r at r*kc within it).
+func (j *job) pack(q int) {
+	g, ks := &j.g, j.ks
 	kcb := kBlock(g.k, ks.kc)
 	mPad := roundUp(g.m, ks.mr)
-	for pc := 0; pc < g.k; pc += kcb {
-		ks.packA(dst[pc*mPad:], g.a, g.lda, g.transA, 0, g.m, pc, min(kcb, g.k-pc))
+	panels := mPad / ks.mr
+	units := panels * ((g.k + kcb - 1) / kcb)
+	for u := bounds(q, j.packParts, units, 1); u < bounds(q+1, j.packParts, units, 1); u++ {
+		pc, r := (u/panels)*kcb, (u%panels)*ks.mr
+		kc := min(kcb, g.k-pc)
+		ks.packA(j.apre[pc*mPad+r*kc:], g.a, g.lda, g.transA, r, min(ks.mr, g.m-r), pc, kc)
+	}
+}
+
+// waitPacked spins until every pack task is done: they were all claimed
+// before this part, by goroutines that are running them.
+func (j *job) waitPacked() {
+	for i := 1; j.packed.Load() < int64(j.packParts); i++ {
+		if i%64 == 0 {
+			runtime.Gosched()
+		}
 	}
 }
 
@@ -199,16 +228,18 @@ func runParallel(ks *kernelSet, g *sgemmArgs, parts int, alongN bool, threads in
 	j := getJob()
 	j.ks, j.g, j.parts, j.alongN = ks, *g, parts, alongN
 	j.next.Store(0)
+	j.packed.Store(0)
+	j.packParts = 0
 	w := getWorkspace()
 	j.apre = nil
 	if alongN {
-		// Column parts all need all of op(A): pack it once, before any
-		// helper starts, so that no one waits on another's panel.
+		// Column parts all need all of op(A): the threads pack it together
+		// first, so that it is packed once and no part packs alone.
 		kcb := kBlock(g.k, ks.kc)
 		if size := roundUp(g.m, ks.mr) * roundUp(g.k, kcb); size <= sharedAMax {
 			w.shared = grow(w.shared, size)
 			j.apre = w.shared
-			packAll(ks, &j.g, j.apre)
+			j.packParts = threads
 		}
 	}
 
@@ -234,7 +265,7 @@ func For(n, grain int, t Task) {
 		return
 	}
 	j := getJob()
-	j.task, j.size, j.parts = t, n, parts
+	j.task, j.size, j.parts, j.packParts = t, n, parts, 0
 	j.next.Store(0)
 	share(j, nil, threads)
 	j.task = nil
