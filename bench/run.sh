@@ -23,7 +23,7 @@ median() { sort -g | awk '{v[NR]=$1} END {print v[int((NR+1)/2)]}'; }
 
 if [ "$what" != mnist ]; then
 echo "== float32 matmul, GFLOP/s (median of 5 go runs; numpy: median of 7 timings)"
-bench=$(go test -run '^$' -bench 'BenchmarkMatMul' -count 5 ./ops/ | grep GFLOP)
+bench=$(go test -run '^$' -bench '^BenchmarkMatMul$' -count 5 ./ops/ | grep GFLOP)
 np1=$(ref OPENBLAS_NUM_THREADS=1 $py bench/matmul_numpy.py)
 np2=$(ref OPENBLAS_NUM_THREADS=2 $py bench/matmul_numpy.py)
 printf "%-16s %10s %10s %10s %8s\n" shape pipetrain numpy-1t numpy-2t ratio

@@ -79,3 +79,45 @@ func panicMessage(f func()) (msg string) {
 	f()
 	return ""
 }
+
+// TestMatMulInto checks the destination form against MatMul, including batched
+// and broadcast shapes, and that it rejects a destination of the wrong shape.
+func TestMatMulInto(t *testing.T) {
+	rng := rand.New(rand.NewPCG(3, 4))
+	for _, c := range []struct{ a, b []int }{{[]int{3, 5}, []int{5, 4}}, {[]int{2, 3, 5}, []int{5, 4}}, {[]int{7}, []int{7, 2}}, {[]int{4, 1, 2, 3}, []int{5, 3, 2}}} {
+		for _, dt := range []tensor.DType{tensor.Float32, tensor.Float64} {
+			a := tensor.RandNormal(rng, dt, 0, 1, c.a...)
+			b := tensor.RandNormal(rng, dt, 0, 1, c.b...)
+			want := ops.MatMul(a, b)
+			dst := tensor.Full(dt, math.NaN(), want.Shape()...)
+			if got := ops.MatMulInto(dst, a, b); got != dst || !sameBitsT(got, want) {
+				t.Errorf("%v %v@%v: MatMulInto differs from MatMul", dt, c.a, c.b)
+			}
+		}
+	}
+	a, b := tensor.Zeros(tensor.Float32, 2, 3), tensor.Zeros(tensor.Float32, 3, 4)
+	for _, c := range []struct {
+		dst  *tensor.Tensor
+		want string
+	}{
+		{tensor.Zeros(tensor.Float32, 4, 2), "ops.MatMulInto: destination shape [4 2] is not the product shape [2 4]"},
+		{tensor.Zeros(tensor.Float64, 2, 4), "ops.MatMulInto: dtypes float64, float32, float32 do not mix"},
+	} {
+		if got := panicMessage(func() { ops.MatMulInto(c.dst, a, b) }); len(got) < len(c.want) || got[:len(c.want)] != c.want {
+			t.Errorf("got panic %q, want it to start %q", got, c.want)
+		}
+	}
+}
+
+func sameBitsT(a, b *tensor.Tensor) bool {
+	x, y := a.Float64s(), b.Float64s()
+	if len(x) != len(y) {
+		return false
+	}
+	for i := range x {
+		if math.Float64bits(x[i]) != math.Float64bits(y[i]) {
+			return false
+		}
+	}
+	return true
+}

@@ -60,7 +60,22 @@ func planMatMul(op string, a, b *tensor.Tensor) *mmPlan {
 func MatMul(a, b *tensor.Tensor) *tensor.Tensor {
 	dtypeOf("MatMul", a, b)
 	p := planMatMul("MatMul", a, b)
-	out := tensor.Zeros(a.DType(), p.out...)
+	return matMulInto(tensor.Zeros(a.DType(), p.out...), a, b, p)
+}
+
+// MatMulInto writes MatMul(a, b) into dst, which must have the product's
+// dtype and shape and may not overlap a or b, and returns dst: numpy's
+// matmul(a, b, out=dst). Every element of dst is written.
+func MatMulInto(dst, a, b *tensor.Tensor) *tensor.Tensor {
+	dtypeOf("MatMulInto", dst, a, b)
+	p := planMatMul("MatMulInto", a, b)
+	if !dst.HasShape(p.out...) {
+		fail("MatMulInto", "destination shape %v is not the product shape %v of %v and %v", dst.Shape(), p.out, p.aShape, p.bShape)
+	}
+	return matMulInto(dst, a, b, p)
+}
+
+func matMulInto(out, a, b *tensor.Tensor, p *mmPlan) *tensor.Tensor {
 	mk, kn, mn := p.m*p.k, p.k*p.n, p.m*p.n
 	for bi := range p.ia {
 		ao, bo, co := p.ia[bi]*mk, p.ib[bi]*kn, bi*mn
