@@ -121,6 +121,10 @@ func (s *Stage) gatherForward(ctx actor.Context, m *Forward) {
 		s.forward(ctx, f) // evaluation holds no activations: no credit needed
 		return
 	}
+	if cap(s.queue) < f.Micros {
+		// room for a whole step's forwards, so that appends never allocate
+		s.queue = slices.Grow(s.queue, f.Micros-len(s.queue))
+	}
 	s.queue = append(s.queue, f)
 	s.maybeKick(ctx)
 }

@@ -138,25 +138,35 @@ type helper struct {
 }
 
 // The pool's bookkeeping reuses its structs, so that a helper that exits
-// when idle and is started again later allocates nothing.
+// when idle and is started again later allocates nothing; the lists start
+// with room for more helpers than a call may use, and jobs come in batches,
+// so that a new peak of concurrent calls rarely allocates either.
 var (
 	poolMu   sync.Mutex
-	idle     []*helper // live helpers with an empty mailbox
-	helpers  int       // live helpers
-	starting []*helper // helpers offered a job whose goroutine has not begun
-	spare    []*helper // structs of helpers that exited
-	jobFree  []*job
+	idle     = make([]*helper, 0, maxOffer+1) // live helpers with an empty mailbox
+	helpers  int                              // live helpers
+	starting = make([]*helper, 0, maxOffer+1) // helpers offered a job whose goroutine has not begun
+	spare    = make([]*helper, 0, maxOffer+1) // structs of helpers that exited
+	jobFree  = make([]*job, 0, jobBatch)
 )
+
+// jobBatch is how many jobs are made at once: concurrent calls (one per
+// actor running a GEMM or a For) rarely exceed it.
+const jobBatch = 16
 
 func getJob() *job {
 	poolMu.Lock()
 	defer poolMu.Unlock()
-	if n := len(jobFree); n > 0 {
-		j := jobFree[n-1]
-		jobFree = jobFree[:n-1]
-		return j
+	if len(jobFree) == 0 {
+		batch := make([]job, jobBatch)
+		for i := range batch {
+			batch[i].done = make(chan struct{}, 1)
+			jobFree = append(jobFree, &batch[i])
+		}
 	}
-	return &job{done: make(chan struct{}, 1)}
+	j := jobFree[len(jobFree)-1]
+	jobFree = jobFree[:len(jobFree)-1]
+	return j
 }
 
 func putJob(j *job) {
@@ -290,12 +300,14 @@ func share(j *job, w *workspace, threads int) {
 	}
 	for x := n; x < want; x++ {
 		poolMu.Lock()
-		var h *helper
-		if k := len(spare); k > 0 {
-			h, spare = spare[k-1], spare[:k-1]
-		} else {
-			h = new(helper)
+		if len(spare) == 0 {
+			batch := make([]helper, jobBatch) // as jobs: a new peak rarely allocates
+			for i := range batch {
+				spare = append(spare, &batch[i])
+			}
 		}
+		h := spare[len(spare)-1]
+		spare = spare[:len(spare)-1]
 		h.mail.Store(j)
 		starting = append(starting, h)
 		poolMu.Unlock()
