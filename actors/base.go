@@ -36,10 +36,18 @@ type Status struct {
 	sent     atomic.Int64
 	received atomic.Int64
 	mu       sync.Mutex
-	last     any  // the last message taken
+	last     note // the last message taken, as values: senders reuse messages
 	kind     byte // the span in hand ('F', 'B', ...), or 0
 	step     int
 	micro    int
+}
+
+// note is what describe needs of a message, copied out of it: senders reuse
+// their messages, so none is kept.
+type note struct {
+	typ                     reflect.Type
+	kind                    byte
+	step, micro, part, from int
 }
 
 // Pending returns how many messages wait in the actor's mailbox.
@@ -49,8 +57,8 @@ func (s *Status) Pending() int64 { return s.sent.Load() - s.received.Load() }
 func (s *Status) Describe() (last, inHand string) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.last != nil {
-		last = describe(s.last)
+	if s.last != (note{}) {
+		last = s.last.String()
 	}
 	if s.kind != 0 {
 		inHand = fmt.Sprintf("%c step %d micro-batch %d", s.kind, s.step, s.micro)
@@ -59,8 +67,9 @@ func (s *Status) Describe() (last, inHand string) {
 }
 
 func (s *Status) took(msg any) {
+	n := noteOf(msg)
 	s.mu.Lock()
-	s.last, s.kind = msg, 0
+	s.last, s.kind = n, 0
 	s.mu.Unlock()
 }
 
@@ -187,18 +196,35 @@ func (b *base) stats(reset bool) *Stats {
 }
 
 // describe names a message for the watchdog: its type and step and micro-batch.
-func describe(m any) string {
+func describe(m any) string { return noteOf(m).String() }
+
+// noteOf copies what describe shows of m.
+func noteOf(m any) note {
 	switch m := m.(type) {
 	case *Forward:
-		return fmt.Sprintf("Forward step %d micro-batch %d part %d", m.Step, m.Micro, m.Part)
+		return note{kind: 'F', step: m.Step, micro: m.Micro, part: m.Part}
 	case *Backward:
-		return fmt.Sprintf("Backward step %d micro-batch %d part %d", m.Step, m.Micro, m.Part)
+		return note{kind: 'B', step: m.Step, micro: m.Micro, part: m.Part}
 	case *GradReady:
-		return fmt.Sprintf("GradReady step %d from actor %d", m.Step, m.Actor)
+		return note{kind: 'G', step: m.Step, from: m.Actor}
 	case *ApplyUpdate:
-		return fmt.Sprintf("ApplyUpdate step %d", m.Step)
+		return note{kind: 'U', step: m.Step}
 	}
-	t := reflect.TypeOf(m)
+	return note{typ: reflect.TypeOf(m)}
+}
+
+func (n note) String() string {
+	switch n.kind {
+	case 'F':
+		return fmt.Sprintf("Forward step %d micro-batch %d part %d", n.step, n.micro, n.part)
+	case 'B':
+		return fmt.Sprintf("Backward step %d micro-batch %d part %d", n.step, n.micro, n.part)
+	case 'G':
+		return fmt.Sprintf("GradReady step %d from actor %d", n.step, n.from)
+	case 'U':
+		return fmt.Sprintf("ApplyUpdate step %d", n.step)
+	}
+	t := n.typ
 	if t == nil {
 		return "nil"
 	}
