@@ -44,8 +44,22 @@
 // Ownership. Forward and Backward never write to their arguments and return
 // new tensors, which belong to the caller. A layer may keep a reference to the
 // x it was given until the matching Backward, so the caller must not write to
-// x in between. Params returns the layer's own tensors, not copies: an
-// optimizer updates Value in place.
+// x in between. Params returns the layer's own tensors, not copies, the same
+// ones for the layer's life: an optimizer updates Value in place.
+//
+// Reused outputs. A Pass may carry an Arena, which lends the tensors layers
+// return (Linear's outputs and input gradients, ReLU's, the cross-entropy
+// gradient of Loss.ComputeIn) instead of allocating them. Its owner resets it
+// once nothing lent since the last reset is read any more, and the same
+// sequence of requests then gets the same tensors back: a training step in
+// the pipeline allocates nothing. Without an Arena every tensor is new.
+//
+//	a := new(nn.Arena)
+//	for step := 1; ; step++ {
+//		a.Reset() // the previous step's outputs are no longer read
+//		y := l.Forward(nn.Pass{Step: step, Train: true, Arena: a}, x)
+//		...
+//	}
 //
 // One goroutine per layer. A layer is not safe for concurrent use. In the
 // pipeline one actor owns and drives each layer; in Sequential one goroutine
