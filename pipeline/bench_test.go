@@ -85,6 +85,11 @@ func BenchmarkTrainStep(b *testing.B) {
 // protoactor's (mailbox scheduling, futures) are reported, and so are the Go
 // runtime's own structures (a channel wait's sudog after a GC emptied the
 // runtime's cache, a goroutine's descriptor), which no code of ours holds.
+//
+// A window of steps may still see a one-time allocation when outside load
+// makes more GEMM calls overlap than ever before (a new workspace for the
+// GEMM pool). So up to three windows run: an allocation made every step shows
+// in all of them and fails the test; a one-time one does not repeat.
 func TestStepAllocations(t *testing.T) {
 	if testing.Short() || raceEnabled {
 		t.Skip("allocation counts are meaningless under -race")
@@ -103,16 +108,21 @@ func TestStepAllocations(t *testing.T) {
 				step()
 			}
 			const steps = 20
-			before := allocSites()
-			for range steps {
-				step()
+			var report string
+			for window := 1; window <= 3; window++ {
+				before := allocSites()
+				for range steps {
+					step()
+				}
+				ours, theirs, rt, where := diffSites(before, allocSites())
+				t.Logf("window %d, per step: %.1f allocations by pipetrain, %.1f by protoactor, %.2f by the Go runtime for itself",
+					window, float64(ours)/steps, float64(theirs)/steps, float64(rt)/steps)
+				if ours == 0 {
+					return
+				}
+				report += fmt.Sprintf("window %d: pipetrain allocated %d times in %d steps; by site:\n%s", window, ours, steps, where)
 			}
-			ours, theirs, rt, where := diffSites(before, allocSites())
-			t.Logf("per step: %.1f allocations by pipetrain, %.1f by protoactor, %.2f by the Go runtime for itself",
-				float64(ours)/steps, float64(theirs)/steps, float64(rt)/steps)
-			if ours > 0 {
-				t.Errorf("pipetrain allocated %d times in %d steps, want 0; by site:\n%s", ours, steps, where)
-			}
+			t.Errorf("pipetrain allocates in every window of steps, want 0:\n%s", report)
 		})
 	}
 }
