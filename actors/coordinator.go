@@ -46,7 +46,7 @@ type Coordinator struct {
 	targets reused[Target]
 	fwds    reused[Forward]
 	views   []*tensor.Tensor // micro-batch row views of viewsOf
-	viewsOf []float32        // the storage the views share, or nil
+	viewsOf *tensor.Tensor   // the input the views were made of
 	result  StepResult
 
 	// the evaluation in progress
@@ -161,26 +161,18 @@ func (c *Coordinator) maybeDone(ctx actor.Context) {
 }
 
 // setViews points c.x and c.views (one per micro-batch span) at x. The views
-// are row ranges sharing x's storage; a step whose input has the storage and
-// shape of the previous one (a trainer's reused batch buffer) reuses them.
+// share x's storage; a trainer that passes the same input tensor every step
+// (refilling its storage) gets the same views back.
 func (c *Coordinator) setViews(x *tensor.Tensor) {
 	c.x = x
-	if len(c.spans) == 1 {
-		c.views = append(c.views[:0], x)
-		c.viewsOf = nil
-		return
+	if x == c.viewsOf && len(c.views) == len(c.spans) {
+		return // same tensor, so same shape and spans
 	}
-	if x.DType() == tensor.Float32 && x.Dims() == 2 && c.viewsOf != nil && len(c.views) == len(c.spans) &&
-		&x.Data32()[0] == &c.viewsOf[0] && len(x.Data32()) == len(c.viewsOf) && c.views[0].Dim(1) == x.Dim(1) {
-		return
-	}
-	c.views, c.viewsOf = c.views[:0], nil
+	c.views = c.views[:0]
 	for _, sp := range c.spans {
 		c.views = append(c.views, nn.Rows(x, sp.Lo, sp.Hi))
 	}
-	if x.DType() == tensor.Float32 && x.Size() > 0 && x.Dims() == 2 {
-		c.viewsOf = x.Data32()
-	}
+	c.viewsOf = x
 }
 
 func (c *Coordinator) runEval(ctx actor.Context, m *RunEval) {

@@ -49,13 +49,10 @@ func splitCols(g *tensor.Tensor, bounds []int) []*tensor.Tensor {
 // actor is done with this one (the coordinator answers a step last).
 type reused[T any] []*T
 
-// at returns message i, zeroed.
+// at returns message i, as the last step left it: the caller assigns all of it.
 func (r *reused[T]) at(i int) *T {
 	for len(*r) <= i {
 		*r = append(*r, new(T))
 	}
-	m := (*r)[i]
-	var zero T
-	*m = zero
-	return m
+	return (*r)[i]
 }

@@ -2,6 +2,7 @@ package nn
 
 import (
 	"fmt"
+	"github.com/pipetrain/pipetrain/internal/vec"
 
 	"github.com/pipetrain/pipetrain/ops"
 	"github.com/pipetrain/pipetrain/tensor"
@@ -134,10 +135,7 @@ func addInto(dst, src *tensor.Tensor) {
 		panic(fmt.Errorf("nn: gradient %v %v does not fit parameter %v %v", src.DType(), src.Shape(), dst.DType(), dst.Shape()))
 	}
 	if dst.DType() == tensor.Float32 {
-		d, s := dst.Data32(), src.Data32()
-		for i := range d {
-			d[i] += s[i]
-		}
+		vec.Add(dst.Data32(), src.Data32())
 		return
 	}
 	d, s := dst.Data64(), src.Data64()

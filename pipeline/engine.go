@@ -351,7 +351,8 @@ func (e *Engine) request(pid *actor.PID, msg any) (any, error) {
 }
 
 // Step runs one training step on a mini-batch and returns its mean loss. x and
-// t belong to the engine until Step returns; nothing of them is kept after.
+// t belong to the engine until Step returns; nothing of them is read after.
+// Passing the same x every step (refilled in place) saves re-slicing it.
 // Steps run one at a time: Step is not safe for concurrent use.
 func (e *Engine) Step(step int, lr float64, x *tensor.Tensor, t nn.Target) (float64, error) {
 	e.busy.Store(true)

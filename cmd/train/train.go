@@ -157,6 +157,7 @@ func (r *trainRun) loop(ctx context.Context) error {
 	// returns, and nothing of its input is kept.
 	bs, features := r.loader.BatchSize(), r.loader.Set().Features
 	xbuf, lbuf, tbuf := make([]float32, bs*features), make([]int, bs), make([]float32, bs)
+	var x *tensor.Tensor // over xbuf: the same tensor while the batch size is the same
 	for ; r.epoch < c.Train.Epochs; r.epoch, r.batch = r.epoch+1, 0 {
 		for r.batch < nb {
 			if ctx.Err() != nil {
@@ -166,7 +167,9 @@ func (r *trainRun) loop(ctx context.Context) error {
 				return r.finish()
 			}
 			rows := r.loader.BatchInto(r.epoch, r.batch, xbuf, lbuf, tbuf)
-			x := tensor.Wrap32(xbuf[:rows*features], rows, features)
+			if x == nil || x.Dim(0) != rows {
+				x = tensor.Wrap32(xbuf[:rows*features], rows, features)
+			}
 			var t nn.Target
 			if r.loader.Set().Labels != nil {
 				t.Labels = lbuf[:rows]
