@@ -32,6 +32,7 @@ type Coordinator struct {
 	// the step in progress
 	req      *actor.PID
 	step     int
+	seq      int // training steps run, counting this one
 	x        *tensor.Tensor
 	spans    []nn.Span
 	sent     int
@@ -118,6 +119,7 @@ func (c *Coordinator) runStep(ctx actor.Context, m *RunStep) {
 		c.spans = nn.SplitRows(n, c.micro)
 	}
 	c.req, c.step = ctx.Sender(), m.Step
+	c.seq++
 	c.setViews(m.X)
 	c.sent, c.finished, c.updates, c.haveLoss = 0, 0, 0, false
 	if c.bwd == nil {
@@ -128,7 +130,7 @@ func (c *Coordinator) runStep(ctx actor.Context, m *RunStep) {
 	c.send(ctx, c.opt, &c.begin)
 	for k, sp := range c.spans {
 		t := c.targets.at(k)
-		*t = Target{Step: m.Step, Micro: k, Micros: len(c.spans), T: m.T.Slice(sp.Lo, sp.Hi), Rows: sp.Hi - sp.Lo, Total: n}
+		*t = Target{Step: m.Step, Micro: k, Seq: c.seq, Micros: len(c.spans), T: m.T.Slice(sp.Lo, sp.Hi), Rows: sp.Hi - sp.Lo, Total: n}
 		c.send(ctx, c.loss, t)
 	}
 	if c.schedule == Sequential {
@@ -144,7 +146,7 @@ func (c *Coordinator) runStep(ctx actor.Context, m *RunStep) {
 // are shared read-only among them.
 func (c *Coordinator) sendForward(ctx actor.Context, k int) {
 	f := c.fwds.at(k)
-	*f = Forward{Step: c.step, Micro: k, Micros: len(c.spans), X: c.views[k]}
+	*f = Forward{Step: c.step, Micro: k, Seq: c.seq, Micros: len(c.spans), X: c.views[k]}
 	for _, pid := range c.first {
 		c.send(ctx, pid, f)
 	}

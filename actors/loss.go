@@ -19,14 +19,14 @@ type Loss struct {
 	gpipe bool
 	w     Wire
 
-	step    int
+	seq     int // the training step in progress (Forward.Seq)
 	parts   map[partKey][]*tensor.Tensor
 	outs    map[partKey]*tensor.Tensor
 	targets map[partKey]*Target
 	next    int // next training micro-batch to take, in order
 	total   float64
 	held    []*Backward
-	arenas  []*nn.Arena // per micro-batch: the loss gradients, reused every step
+	arenas  arenas // the loss gradients, reused every step
 
 	// messages reused every step (see reused)
 	bwdOut   reused[Backward]
@@ -47,11 +47,11 @@ func (l *Loss) Receive(ctx actor.Context) {
 	case *Wire:
 		l.w, l.coord = *m, m.Coordinator
 	case *Target:
-		l.newStep(m.Step, m.Eval)
+		l.newStep(m.Seq, m.Eval)
 		l.targets[partKey{m.Eval, m.Micro}] = m
 		l.drain(ctx)
 	case *Forward:
-		l.newStep(m.Step, m.Eval)
+		l.newStep(m.Seq, m.Eval)
 		k := partKey{m.Eval, m.Micro}
 		out, ok := gather(l.parts, k, l.w.InParts, m.Part, m.X)
 		if !ok {
@@ -64,13 +64,11 @@ func (l *Loss) Receive(ctx actor.Context) {
 	}
 }
 
-func (l *Loss) newStep(step int, eval bool) {
-	if !eval && step != l.step {
-		l.step, l.next, l.total, l.held = step, 0, 0, l.held[:0]
-		// The previous step is over everywhere: its gradients are read.
-		for _, a := range l.arenas {
-			a.Reset()
-		}
+// newStep starts a training step's bookkeeping at its first message; steps
+// are told apart by the coordinator's count, not the caller's numbers.
+func (l *Loss) newStep(seq int, eval bool) {
+	if !eval && seq != l.seq {
+		l.seq, l.next, l.total, l.held = seq, 0, 0, l.held[:0]
 	}
 }
 
@@ -105,10 +103,7 @@ func (l *Loss) train(ctx actor.Context, t *Target, out *tensor.Tensor) error {
 		grad *tensor.Tensor
 	)
 	l.span('F', t.Step, t.Micro, func() {
-		for len(l.arenas) <= t.Micro {
-			l.arenas = append(l.arenas, new(nn.Arena))
-		}
-		loss, grad = l.loss.ComputeIn(l.arenas[t.Micro], out, t.T, float64(t.Rows)/float64(t.Total))
+		loss, grad = l.loss.ComputeIn(l.arenas.at(t.Seq, t.Micro), out, t.T, float64(t.Rows)/float64(t.Total))
 	})
 	l.total += loss * float64(t.Rows) / float64(t.Total)
 	if !grad.IsFinite() {

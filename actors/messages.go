@@ -20,6 +20,7 @@ import (
 // read-only by all receivers of one send: none may write it, any may keep it.
 type Forward struct {
 	Step, Micro int
+	Seq         int  // the engine's count of training steps, whatever Step says
 	Micros      int  // micro-batches in this step
 	Part        int  // index of the sending actor within its node: X is that column block
 	Eval        bool // evaluation: no caching, no backward
@@ -39,6 +40,7 @@ type Backward struct {
 // Rows of the mini-batch's Total rows. Coordinator to loss actor.
 type Target struct {
 	Step, Micro, Micros int
+	Seq                 int // as Forward.Seq
 	Eval                bool
 	T                   nn.Target
 	Rows, Total         int

@@ -1,6 +1,7 @@
 package actors
 
 import (
+	"github.com/pipetrain/pipetrain/nn"
 	"github.com/pipetrain/pipetrain/ops"
 	"github.com/pipetrain/pipetrain/tensor"
 )
@@ -56,3 +57,30 @@ func (r *reused[T]) at(i int) *T {
 	}
 	return (*r)[i]
 }
+
+// arenas holds one nn.Arena per micro-batch for an actor's outputs. A step
+// starts only when the previous one is over everywhere (every backward done,
+// every update applied), so the first request of a step frees what the
+// arenas lent in the previous one. Steps are told apart by Forward.Seq, which
+// the coordinator counts, so a caller reusing a step number changes nothing.
+type arenas struct {
+	seq int
+	per []*nn.Arena
+}
+
+// at returns the arena of micro-batch m of training step seq.
+func (a *arenas) at(seq, m int) *nn.Arena {
+	if seq != a.seq {
+		for _, x := range a.per {
+			x.Reset()
+		}
+		a.seq = seq
+	}
+	for len(a.per) <= m {
+		a.per = append(a.per, new(nn.Arena))
+	}
+	return a.per[m]
+}
+
+// current returns the arena of micro-batch m of the step in progress.
+func (a *arenas) current(m int) *nn.Arena { return a.at(a.seq, m) }

@@ -36,8 +36,7 @@ type Stage struct {
 	sentVals  bool // the optimizer holds our current values
 	done      int  // backwards finished in this step
 	micros    int
-	arenas    []*nn.Arena        // per micro-batch: the layers' outputs, reused every step
-	arenaFor  int                // the step whose tensors the arenas hold
+	arenas    arenas             // the layers' outputs, reused every step
 	ps        []nn.Param         // the layers' parameters, in order
 	split     []nn.SplitBackward // per layer, the layer if it can split its backward, else nil
 	applyTask applyTask
@@ -115,7 +114,7 @@ func (s *Stage) gatherForward(ctx actor.Context, m *Forward) {
 		} else {
 			f = s.fwdIn.at(m.Micro)
 		}
-		*f = Forward{Step: m.Step, Micro: m.Micro, Micros: m.Micros, Eval: m.Eval, X: x}
+		*f = Forward{Step: m.Step, Micro: m.Micro, Seq: m.Seq, Micros: m.Micros, Eval: m.Eval, X: x}
 	}
 	if m.Eval {
 		s.forward(ctx, f) // evaluation holds no activations: no credit needed
@@ -157,10 +156,7 @@ func (s *Stage) forward(ctx actor.Context, f *Forward) {
 	}
 	p := nn.Pass{Step: f.Step, Micro: f.Micro, Train: !f.Eval}
 	if !f.Eval {
-		if f.Step != s.arenaFor {
-			s.resetArenas(f.Step)
-		}
-		p.Arena = s.arena(f.Micro)
+		p.Arena = s.arenas.at(f.Seq, f.Micro)
 	}
 	var y *tensor.Tensor
 	ok := s.guard(ctx, func() string { return s.where("forward", f.Step, f.Micro) }, func() (err error) {
@@ -188,7 +184,7 @@ func (s *Stage) forward(ctx actor.Context, f *Forward) {
 	} else {
 		out = s.fwdOut.at(f.Micro)
 	}
-	*out = Forward{Step: f.Step, Micro: f.Micro, Micros: f.Micros, Part: s.part, Eval: f.Eval, X: y}
+	*out = Forward{Step: f.Step, Micro: f.Micro, Seq: f.Seq, Micros: f.Micros, Part: s.part, Eval: f.Eval, X: y}
 	for _, pid := range s.w.Next {
 		s.send(ctx, pid, out) // y is shared read-only by the next node's actors
 	}
@@ -236,7 +232,7 @@ func (s *Stage) gatherBackward(ctx actor.Context, m *Backward) {
 }
 
 func (s *Stage) backward(ctx actor.Context, step, micro int, dy *tensor.Tensor) {
-	p := nn.Pass{Step: step, Micro: micro, Train: true, Arena: s.arena(micro)}
+	p := nn.Pass{Step: step, Micro: micro, Train: true, Arena: s.arenas.current(micro)}
 	var (
 		dx       *tensor.Tensor
 		deferred []nn.SplitBackward
@@ -329,26 +325,6 @@ func (s *Stage) gradReady(ctx actor.Context, step int) {
 	}
 	s.sentVals = true
 	s.send(ctx, s.w.Optimizer, g)
-}
-
-// arena returns micro-batch m's arena. A step starts only when the previous
-// one is over everywhere (every backward done, every update applied), so the
-// first forward of a step frees what the arenas lent in the previous one.
-func (s *Stage) arena(m int) *nn.Arena {
-	if m < 0 {
-		return nil
-	}
-	for len(s.arenas) <= m {
-		s.arenas = append(s.arenas, new(nn.Arena))
-	}
-	return s.arenas[m]
-}
-
-func (s *Stage) resetArenas(step int) {
-	for _, a := range s.arenas {
-		a.Reset()
-	}
-	s.arenaFor = step
 }
 
 func (s *Stage) apply(ctx actor.Context, m *ApplyUpdate) error {

@@ -6,6 +6,7 @@ import (
 	"runtime"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/pipetrain/pipetrain/actors"
 	"github.com/pipetrain/pipetrain/nn"
@@ -179,4 +180,42 @@ func diffSites(before, after map[[32]uintptr]int64) (ours, theirs, rt int64, whe
 		}
 	}
 	return ours, theirs, rt, where
+}
+
+// TestRepeatedStepNumbers checks that a caller may number steps as it likes:
+// the actors tell steps apart by the coordinator's own count, so the same
+// number twice runs two whole steps, each reusing the last one's buffers.
+func TestRepeatedStepNumbers(t *testing.T) {
+	for _, c := range []struct {
+		sched         actors.Schedule
+		micro, stages int
+	}{{actors.Sequential, 1, 1}, {actors.OneFOneB, 2, 0}, {actors.GPipe, 4, 2}} {
+		t.Run(fmt.Sprintf("%v/micro=%d/stages=%d", c.sched, c.micro, c.stages), func(t *testing.T) {
+			opt, _ := optim.NewSGD(optim.SGDConfig{Momentum: 0.9})
+			eng, err := pipeline.New(mnistMLP(t), pipeline.Config{Schedule: c.sched, MicroBatches: c.micro, Stages: c.stages,
+				Loss: nn.CrossEntropy, Optimizer: opt, Features: 784, Hang: 5 * time.Second})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer eng.Close()
+			rng := rand.New(rand.NewPCG(5, 5))
+			x := tensor.RandUniform(rng, tensor.Float32, 0, 1, 64, 784)
+			labels := make([]int, 64)
+			for i := range labels {
+				labels[i] = rng.IntN(10)
+			}
+			var losses []float64
+			for range 4 {
+				loss, err := eng.Step(7, 0.05, x, nn.Target{Labels: labels})
+				if err != nil {
+					t.Fatalf("step numbered 7 again: %v", err)
+				}
+				losses = append(losses, loss)
+			}
+			// Each call is a real step on the same batch: the loss falls.
+			if !(losses[3] < losses[0]) {
+				t.Errorf("losses %v: want the fourth below the first", losses)
+			}
+		})
+	}
 }
