@@ -523,6 +523,9 @@ func (e *Engine) hangReport() error {
 	}
 	e.log.Error().Str("event", "hang").Dur("quiet", e.cfg.Hang).Array("actors", arr).Msg("no message moved")
 	sort.Strings(parts)
+	if len(parts) == 0 {
+		return fmt.Errorf("pipeline: no message moved for %v (every actor idle, waiting for a message none will send; the hang event in the log lists each one's last message)", e.cfg.Hang)
+	}
 	return fmt.Errorf("pipeline: no message moved for %v (%s)", e.cfg.Hang, strings.Join(parts, "; "))
 }
 
