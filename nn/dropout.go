@@ -18,6 +18,8 @@ type Dropout struct {
 	Seed  uint64
 	Index int // the layer's position in the model
 	mask  cache[*tensor.Tensor]
+	pcg   rand.PCG   // reseeded for each pass
+	rng   *rand.Rand // draws from pcg
 }
 
 // NewDropout returns a dropout layer; p must lie in [0, 1).
@@ -33,10 +35,15 @@ func (d *Dropout) Params() []Param { return nil }
 func (d *Dropout) ZeroGrad()       {}
 func (d *Dropout) InFlight() int   { return len(d.mask) }
 
-// stream returns the mask source of one micro-batch of one step.
+// stream returns the mask source of one micro-batch of one step: the layer's
+// one generator, reseeded.
 func (d *Dropout) stream(p Pass) *rand.Rand {
 	key := mix(mix(mix(uint64(d.Index))^uint64(p.Step)) ^ uint64(p.Micro))
-	return rand.New(rand.NewPCG(d.Seed, key))
+	d.pcg.Seed(d.Seed, key)
+	if d.rng == nil {
+		d.rng = rand.New(&d.pcg)
+	}
+	return d.rng
 }
 
 // mix is splitmix64's finalizer: nearby keys give unrelated streams.
@@ -52,18 +59,18 @@ func (d *Dropout) Forward(p Pass, x *tensor.Tensor) *tensor.Tensor {
 		if p.Train {
 			d.mask.put(p, nil)
 		}
-		return x.Clone()
+		return copyIn(p.Arena, x)
 	}
 	rng := d.stream(p)
 	scale := 1 / (1 - d.P)
-	mask := tensor.Zeros(x.DType(), x.Shape()...)
+	mask := p.Arena.Like(x)
 	if x.DType() == tensor.Float32 {
 		dropMask(mask.Data32(), rng, d.P, float32(scale))
 	} else {
 		dropMask(mask.Data64(), rng, d.P, scale)
 	}
 	d.mask.put(p, mask)
-	return mulTensors(x, mask)
+	return mulInto(p.Arena.Like(x), x, mask)
 }
 
 func (d *Dropout) Backward(p Pass, dy *tensor.Tensor, needDX bool) *tensor.Tensor {
@@ -72,31 +79,40 @@ func (d *Dropout) Backward(p Pass, dy *tensor.Tensor, needDX bool) *tensor.Tenso
 		return nil
 	}
 	if mask == nil {
-		return dy.Clone()
+		return copyIn(p.Arena, dy)
 	}
-	return mulTensors(dy, mask)
+	return mulInto(p.Arena.Like(dy), dy, mask)
 }
 
 func dropMask[T float32 | float64](m []T, rng *rand.Rand, p float64, scale T) {
 	for i := range m {
 		if rng.Float64() >= p {
 			m[i] = scale
+		} else {
+			m[i] = 0 // m may hold an earlier step's mask
 		}
 	}
 }
 
-func mulTensors(a, b *tensor.Tensor) *tensor.Tensor {
-	out := a.Clone()
+// copyIn returns a copy of x lent by a (new if a is nil).
+func copyIn(a *Arena, x *tensor.Tensor) *tensor.Tensor {
+	y := a.Like(x)
+	y.CopyFrom(x)
+	return y
+}
+
+// mulInto sets out = a*b element by element and returns out.
+func mulInto(out, a, b *tensor.Tensor) *tensor.Tensor {
 	if a.DType() == tensor.Float32 {
-		o, m := out.Data32(), b.Data32()
+		o, x, m := out.Data32(), a.Data32(), b.Data32()
 		for i := range o {
-			o[i] *= m[i]
+			o[i] = x[i] * m[i]
 		}
 		return out
 	}
-	o, m := out.Data64(), b.Data64()
+	o, x, m := out.Data64(), a.Data64(), b.Data64()
 	for i := range o {
-		o[i] *= m[i]
+		o[i] = x[i] * m[i]
 	}
 	return out
 }

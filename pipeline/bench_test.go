@@ -36,8 +36,13 @@ func mnistMLP(tb testing.TB) []nn.Layer {
 // mnistEngine builds the MNIST MLP pipeline and returns it with a step
 // function that trains on one fixed random mini-batch of 128 rows.
 func mnistEngine(tb testing.TB, sched actors.Schedule, micro, stages int) (*pipeline.Engine, func()) {
+	return engineOn(tb, mnistMLP(tb), sched, micro, stages)
+}
+
+// engineOn is mnistEngine for other layers taking 784 features.
+func engineOn(tb testing.TB, layers []nn.Layer, sched actors.Schedule, micro, stages int) (*pipeline.Engine, func()) {
 	opt, _ := optim.NewSGD(optim.SGDConfig{Momentum: 0.9})
-	eng, err := pipeline.New(mnistMLP(tb), pipeline.Config{Schedule: sched, MicroBatches: micro, Stages: stages,
+	eng, err := pipeline.New(layers, pipeline.Config{Schedule: sched, MicroBatches: micro, Stages: stages,
 		Loss: nn.CrossEntropy, Optimizer: opt, Features: 784})
 	if err != nil {
 		tb.Fatal(err)
@@ -101,9 +106,17 @@ func TestStepAllocations(t *testing.T) {
 	for _, c := range []struct {
 		sched         actors.Schedule
 		micro, stages int
-	}{{actors.Sequential, 1, 1}, {actors.Sequential, 1, 0}, {actors.OneFOneB, 2, 0}, {actors.OneFOneB, 4, 2}, {actors.GPipe, 4, 3}} {
-		t.Run(fmt.Sprintf("%v/micro=%d/stages=%d", c.sched, c.micro, c.stages), func(t *testing.T) {
-			eng, step := mnistEngine(t, c.sched, c.micro, c.stages)
+		dropout       bool
+	}{{actors.Sequential, 1, 1, false}, {actors.Sequential, 1, 0, false}, {actors.OneFOneB, 2, 0, false},
+		{actors.OneFOneB, 4, 2, false}, {actors.GPipe, 4, 3, false}, {actors.OneFOneB, 2, 0, true}} {
+		t.Run(fmt.Sprintf("%v/micro=%d/stages=%d/dropout=%v", c.sched, c.micro, c.stages, c.dropout), func(t *testing.T) {
+			layers := mnistMLP(t)
+			if c.dropout { // 784-512-ReLU-Dropout-256-ReLU-Dropout-10
+				d1, _ := nn.NewDropout(0.2, 1, 2)
+				d2, _ := nn.NewDropout(0.2, 1, 5)
+				layers = []nn.Layer{layers[0], layers[1], d1, layers[2], layers[3], d2, layers[4]}
+			}
+			eng, step := engineOn(t, layers, c.sched, c.micro, c.stages)
 			defer eng.Close()
 			for range 5 { // warm up: arenas, buffers and helpers reach their steady size
 				step()
