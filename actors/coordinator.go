@@ -33,7 +33,6 @@ type Coordinator struct {
 	req      *actor.PID
 	step     int
 	seq      int // training steps run, counting this one
-	x        *tensor.Tensor
 	spans    []nn.Span
 	sent     int
 	bwd      map[int]int // micro-batch to first-node actors done with it
@@ -159,14 +158,13 @@ func (c *Coordinator) maybeDone(ctx actor.Context) {
 	}
 	c.result = StepResult{Step: c.step, Loss: c.stepLoss}
 	c.send(ctx, c.req, &c.result)
-	c.req, c.x = nil, nil
+	c.req = nil
 }
 
-// setViews points c.x and c.views (one per micro-batch span) at x. The views
+// setViews points c.views (one per micro-batch span) at x. The views
 // share x's storage; a trainer that passes the same input tensor every step
 // (refilling its storage) gets the same views back.
 func (c *Coordinator) setViews(x *tensor.Tensor) {
-	c.x = x
 	if x == c.viewsOf && len(c.views) == len(c.spans) {
 		return // same tensor, so same shape and spans
 	}

@@ -42,13 +42,12 @@ type Stage struct {
 	applyTask applyTask
 
 	// messages reused every step (see reused)
-	fwdIn    reused[Forward] // gathered inputs of several parts, per micro-batch
-	fwdOut   reused[Forward] // per micro-batch
-	bwdOut   reused[Backward]
-	bwdDone  reused[BackwardDone]
-	grads    GradReady // lent to the optimizer until the update
-	applied  reused[UpdateApplied]
-	oneBlock []*tensor.Tensor
+	fwdIn   reused[Forward] // gathered inputs of several parts, per micro-batch
+	fwdOut  reused[Forward] // per micro-batch
+	bwdOut  reused[Backward]
+	bwdDone reused[BackwardDone]
+	grads   GradReady // lent to the optimizer until the update
+	applied reused[UpdateApplied]
 }
 
 type partKey struct {
@@ -294,13 +293,13 @@ func (s *Stage) backward(ctx actor.Context, step, micro int, dy *tensor.Tensor) 
 // sendBack splits dx by the previous node's column blocks and sends each block
 // to the actor that produced it.
 func (s *Stage) sendBack(ctx actor.Context, step, micro int, dx *tensor.Tensor) {
-	blocks := s.oneBlock
-	if len(s.w.PrevSplit) > 2 {
-		blocks = splitCols(dx, s.w.PrevSplit)
-	} else {
-		blocks = append(blocks[:0], dx)
-		s.oneBlock = blocks
+	if len(s.w.PrevSplit) <= 2 { // one producer: dx goes whole
+		b := s.bwdOut.at(micro)
+		*b = Backward{Step: step, Micro: micro, Part: s.part, DY: dx}
+		s.send(ctx, s.w.Prev[0], b)
+		return
 	}
+	blocks := splitCols(dx, s.w.PrevSplit)
 	for k, block := range blocks {
 		b := s.bwdOut.at(micro*len(blocks) + k)
 		*b = Backward{Step: step, Micro: micro, Part: s.part, DY: block}
