@@ -141,7 +141,7 @@ func (b *base) receive(ctx actor.Context) bool {
 	b.status.took(ctx.Message())
 	if b.failed {
 		switch ctx.Message().(type) {
-		case *GetStats, *GetParams, *GetOptimizerState:
+		case *GetStats, *GetParams:
 			return true // a failed actor still answers questions, never does work
 		}
 		return false
@@ -205,9 +205,9 @@ func noteOf(m any) note {
 		return note{kind: 'F', step: m.Step, micro: m.Micro, part: m.Part}
 	case *Backward:
 		return note{kind: 'B', step: m.Step, micro: m.Micro, part: m.Part}
-	case *GradReady:
+	case *GradNorm:
 		return note{kind: 'G', step: m.Step, from: m.Actor}
-	case *ApplyUpdate:
+	case *Update:
 		return note{kind: 'U', step: m.Step}
 	}
 	return note{typ: reflect.TypeOf(m)}
@@ -220,9 +220,9 @@ func (n note) String() string {
 	case 'B':
 		return fmt.Sprintf("Backward step %d micro-batch %d part %d", n.step, n.micro, n.part)
 	case 'G':
-		return fmt.Sprintf("GradReady step %d from actor %d", n.step, n.from)
+		return fmt.Sprintf("GradNorm step %d from actor %d", n.step, n.from)
 	case 'U':
-		return fmt.Sprintf("ApplyUpdate step %d", n.step)
+		return fmt.Sprintf("Update step %d", n.step)
 	}
 	t := n.typ
 	if t == nil {

@@ -6,10 +6,14 @@
 // A Stage runs consecutive layers of the model, or one shard of a linear layer,
 // for every micro-batch sent to it; it alone holds and writes its layers'
 // weights. The Loss actor compares the last stage's output with the target and
-// starts the backward pass. The Optimizer actor owns the optimizer state
-// (momentum, Adam moments): when every parameter-owning stage has sent copies
-// of its values and gradients, it clips them as one set in a fixed order, runs
-// the optimizer, and sends each stage its new values. The Coordinator splits a
+// starts the backward pass. Each parameter-owning stage has its own optimizer
+// (an Updater), whose state (momentum, Adam moments) lives beside the weights
+// it updates: a stage updates its weights as soon as its own last backward of
+// the step is done, while upstream stages are still in backward. The Optimizer
+// actor owns only the step's policy: it sends each stage the learning rate
+// and, under clip_norm, the global clip factor, computed from the stages'
+// per-parameter sums of squares added in the global order. Only scalars reach
+// it; no weight or gradient leaves its stage. The Coordinator splits a
 // mini-batch into micro-batches, feeds the first stage, and answers the step.
 //
 // # Messages and ownership

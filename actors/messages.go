@@ -75,27 +75,22 @@ type BeginStep struct {
 	LR   float64
 }
 
-// GradReady carries an actor's accumulated gradients after its last backward of
-// a step. Grads are the actor's own tensors, lent to the optimizer until they
-// come back in ApplyUpdate; the actor does not touch them meanwhile. Values are
-// copies of the parameters, belonging to the optimizer, sent only on the first
-// step and after SetParams: the optimizer keeps them as its master copy.
-// Actor to optimizer.
-type GradReady struct {
-	Step   int
-	Actor  int
-	Values []*tensor.Tensor
-	Grads  []*tensor.Tensor
+// GradNorm carries the sums of squares of a stage's gradients, one per
+// parameter in the stage's order, after its last backward of a step (and after
+// value clipping): all the optimizer needs for the global clip. Sums is the
+// stage's own slice, lent until the stage's next step. Stage to optimizer.
+type GradNorm struct {
+	Step, Actor int
+	Sums        []float64
 }
 
-// ApplyUpdate carries an actor's new parameter values, in Params order, and
-// returns the gradients it lent. Values are the optimizer's master copy, shared
-// read-only: the receiver copies them into its weights and keeps no reference.
-// Optimizer to actor.
-type ApplyUpdate struct {
-	Step   int
-	Values []*tensor.Tensor
-	Grads  []*tensor.Tensor
+// Update tells a stage how to update its weights for a step: the learning rate
+// and the factor its gradients are scaled by first (1 without clipping). Each
+// stage runs its own optimizer on its own weights; only these scalars cross.
+// One Update is shared read-only by every stage. Optimizer to stage.
+type Update struct {
+	Step      int
+	LR, Scale float64
 }
 
 // UpdateApplied reports that an actor holds the weights of the end of Step.
@@ -141,28 +136,25 @@ type EvalResult struct {
 	Err            error
 }
 
-// GetParams asks an actor for copies of its parameters; it answers with *Params.
+// GetParams asks a stage for copies of its parameters and of its optimizer's
+// state; it answers with *Params.
 type GetParams struct{}
 
 // Params answers GetParams; the tensors are copies that belong to the receiver.
+// State indexes parameters in the stage's own order (Names).
 type Params struct {
 	Actor  int
 	Names  []string
 	Values []*tensor.Tensor
+	State  optim.State
 }
 
-// SetParams replaces an actor's parameter values, in Params order; it answers
-// with *Ack. The tensors are copied.
+// SetParams replaces a stage's parameter values, in Params order, and its
+// optimizer's state when State is not nil; it answers with *Ack. The tensors
+// are copied.
 type SetParams struct {
 	Values []*tensor.Tensor
-}
-
-// GetOptimizerState asks the optimizer for a copy of its state (*optim.State).
-type GetOptimizerState struct{}
-
-// SetOptimizerState replaces the optimizer's state; it answers with *Ack.
-type SetOptimizerState struct {
-	State optim.State
+	State  *optim.State
 }
 
 // GetStats asks an actor for its counters (*Stats), resetting them if Reset.

@@ -2,39 +2,39 @@ package actors
 
 import (
 	"fmt"
+	"math"
 
 	"github.com/asynkron/protoactor-go/actor"
 	"github.com/pipetrain/pipetrain/optim"
-	"github.com/pipetrain/pipetrain/tensor"
 )
 
-// Optimizer is the actor that owns the optimizer state (momentum, Adam moments).
-// When every parameter-owning actor has sent its GradReady for a step, it clips
-// the gradients as one global set (value, then L2 norm, in a fixed order), runs
-// the optimizer on the copies it was sent, and sends each actor its new values.
-// It never holds a pointer into a layer's weights.
+// Optimizer is the actor that owns a step's update policy: the learning rate
+// and the global gradient-norm clip. The optimizer state (momentum, Adam
+// moments) lives in the stages, beside the weights it updates, and no tensor
+// reaches this actor. Without clip_norm it sends every parameter-owning stage
+// the step's Update as soon as the step begins, so each stage updates its
+// weights the moment its own last backward is done. With clip_norm it waits
+// for every stage's per-parameter sums of squares, adds them in the global
+// parameter order (optim.GradNorm's definition, so the pipeline matches
+// nn.Sequential bit for bit) and sends the clip factor with the Update.
 type Optimizer struct {
 	base
-	opt       optim.Optimizer
-	clipNorm  float64
-	clipValue float64
-	order     map[int]int // actor id to position in the global parameter order
-	targets   []*actor.PID
+	clipNorm float64
+	order    map[int]int // actor id to position in the global parameter order
+	targets  []*actor.PID
 
-	step   int
-	lr     float64
-	got    []*GradReady
-	n      int
-	master [][]*tensor.Tensor  // per actor, the parameter values: the optimizer's own copy
-	ps     []optim.Param       // reused each step
-	apply  reused[ApplyUpdate] // per target, reused each step
+	step int
+	lr   float64
+	sums [][]float64 // per position, the sums of the step, copied from GradNorm
+	n    int
+	upd  Update // shared read-only by every target, rewritten each step
 }
 
-// NewOptimizer returns the optimizer actor for parameter-owning actors whose ids,
-// in global parameter order, are ids, at PIDs targets.
-func NewOptimizer(id int, g *Graph, opt optim.Optimizer, clipNorm, clipValue float64, ids []int, targets []*actor.PID) *Optimizer {
-	o := &Optimizer{base: newBase(id, "optimizer", g), opt: opt, clipNorm: clipNorm, clipValue: clipValue,
-		order: map[int]int{}, targets: targets, got: make([]*GradReady, len(ids)), master: make([][]*tensor.Tensor, len(ids))}
+// NewOptimizer returns the optimizer actor for parameter-owning stages whose
+// ids, in global parameter order, are ids, at PIDs targets. clipNorm 0 is off.
+func NewOptimizer(id int, g *Graph, clipNorm float64, ids []int, targets []*actor.PID) *Optimizer {
+	o := &Optimizer{base: newBase(id, "optimizer", g), clipNorm: clipNorm,
+		order: map[int]int{}, targets: targets, sums: make([][]float64, len(ids))}
 	for i, a := range ids {
 		o.order[a] = i
 	}
@@ -49,56 +49,43 @@ func (o *Optimizer) Receive(ctx actor.Context) {
 	case *Wire:
 		o.coord = m.Coordinator
 	case *BeginStep:
-		o.step, o.lr = m.Step, m.LR
-	case *GradReady:
+		o.step, o.lr, o.n = m.Step, m.LR, 0
+		if o.clipNorm == 0 {
+			o.broadcast(ctx, 1)
+		}
+	case *GradNorm:
 		pos := o.order[m.Actor]
-		if m.Values != nil {
-			o.master[pos] = m.Values
-		}
-		o.got[pos] = m
+		o.sums[pos] = append(o.sums[pos][:0], m.Sums...)
 		o.n++
-		if o.n == len(o.got) {
+		if o.n == len(o.sums) {
 			o.n = 0
-			o.guard(ctx, func() string { return fmt.Sprintf("the optimizer at step %d", o.step) }, func() error { return o.update(ctx) })
+			o.guard(ctx, func() string { return fmt.Sprintf("the optimizer at step %d", o.step) }, func() error {
+				var scale float64
+				o.span('O', o.step, -1, func() { scale = optim.ClipCoef(math.Sqrt(o.total()), o.clipNorm) })
+				o.broadcast(ctx, scale)
+				return nil
+			})
 		}
-	case *GetOptimizerState:
-		ctx.Respond(o.opt.State())
-	case *SetOptimizerState:
-		ctx.Respond(&Ack{Err: o.opt.LoadState(m.State)})
 	case *GetStats:
 		ctx.Respond(o.stats(m.Reset))
 	}
 }
 
-func (o *Optimizer) update(ctx actor.Context) error {
-	ps := o.ps[:0]
-	for pos, g := range o.got {
-		if len(o.master[pos]) != len(g.Grads) {
-			return fmt.Errorf("actors: optimizer: actor %d sent %d gradients for %d values", g.Actor, len(g.Grads), len(o.master[pos]))
-		}
-		for i := range g.Grads {
-			ps = append(ps, optim.Param{Value: o.master[pos][i], Grad: g.Grads[i]})
+// total adds every stage's sums in the global parameter order.
+func (o *Optimizer) total() float64 {
+	var sum float64
+	for _, s := range o.sums {
+		for _, v := range s {
+			sum += v
 		}
 	}
-	o.ps = ps
-	var err error
-	o.span('O', o.step, -1, func() {
-		if o.clipValue > 0 {
-			optim.ClipGradValue(ps, o.clipValue)
-		}
-		if o.clipNorm > 0 {
-			optim.ClipGradNorm(ps, o.clipNorm)
-		}
-		err = o.opt.Step(ps, o.lr)
-	})
-	if err != nil {
-		return err
+	return sum
+}
+
+// broadcast gives every stage the step's learning rate and clip factor.
+func (o *Optimizer) broadcast(ctx actor.Context, scale float64) {
+	o.upd = Update{Step: o.step, LR: o.lr, Scale: scale}
+	for _, pid := range o.targets {
+		o.send(ctx, pid, &o.upd)
 	}
-	for i, g := range o.got {
-		u := o.apply.at(i)
-		*u = ApplyUpdate{Step: o.step, Values: o.master[i], Grads: g.Grads}
-		o.send(ctx, o.targets[i], u)
-		o.got[i] = nil
-	}
-	return nil
 }

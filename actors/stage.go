@@ -8,6 +8,7 @@ import (
 	"github.com/pipetrain/pipetrain/internal/gemm"
 	"github.com/pipetrain/pipetrain/nn"
 	"github.com/pipetrain/pipetrain/ops"
+	"github.com/pipetrain/pipetrain/optim"
 	"github.com/pipetrain/pipetrain/tensor"
 )
 
@@ -32,22 +33,34 @@ type Stage struct {
 	queue     []*Forward // complete forwards waiting for a credit
 	inFlight  int
 	kicked    bool
-	current   int  // index into layers of the layer running, for failure messages
-	sentVals  bool // the optimizer holds our current values
-	done      int  // backwards finished in this step
+	current   int // index into layers of the layer running, for failure messages
+	done      int // backwards finished in this step
 	micros    int
 	arenas    arenas             // the layers' outputs, reused every step
 	ps        []nn.Param         // the layers' parameters, in order
+	ops       []optim.Param      // the same, for the optimizer
 	split     []nn.SplitBackward // per layer, the layer if it can split its backward, else nil
-	applyTask applyTask
+	updater   Updater
+	gradsDone bool   // the step's last backward is done
+	upd       Update // the step's update, once haveUpd
+	haveUpd   bool
+	clearTask clearTask
 
 	// messages reused every step (see reused)
 	fwdIn   reused[Forward] // gathered inputs of several parts, per micro-batch
 	fwdOut  reused[Forward] // per micro-batch
 	bwdOut  reused[Backward]
 	bwdDone reused[BackwardDone]
-	grads   GradReady // lent to the optimizer until the update
-	applied reused[UpdateApplied]
+	norm    GradNorm
+	applied UpdateApplied
+}
+
+// Updater is how a stage updates its own weights: its own optimizer, whose
+// state (momentum, Adam moments) lives beside the weights, and the clipping.
+type Updater struct {
+	Optimizer optim.Optimizer // nil for a stage without parameters
+	ClipValue float64         // 0: off; clamps each gradient element first
+	ClipNorm  bool            // report sums of squares and wait for the global factor
 }
 
 type partKey struct {
@@ -56,16 +69,21 @@ type partKey struct {
 }
 
 // NewStage returns a stage actor running layers, whose global indices start at
-// first; part is its index within its node.
-func NewStage(id int, name string, g *Graph, layers []nn.Layer, first, part int, needDX bool) *Stage {
-	s := &Stage{base: newBase(id, name, g), layers: layers, needDX: needDX, part: part,
+// first; part is its index within its node. u updates its weights: a stage
+// with parameters needs an optimizer of its own.
+func NewStage(id int, name string, g *Graph, layers []nn.Layer, first, part int, needDX bool, u Updater) *Stage {
+	s := &Stage{base: newBase(id, name, g), layers: layers, needDX: needDX, part: part, updater: u,
 		fwdParts: map[partKey][]*tensor.Tensor{}, bwdParts: map[int][]*tensor.Tensor{}}
 	for i, l := range layers {
 		s.layerIDs = append(s.layerIDs, first+i)
-		s.ps = append(s.ps, l.Params()...)
+		for _, p := range l.Params() {
+			s.ps = append(s.ps, p)
+			s.ops = append(s.ops, optim.Param{Name: fmt.Sprintf("%d.%s", first+i, p.Name), Value: p.Value, Grad: p.Grad})
+		}
 		sb, _ := l.(nn.SplitBackward)
 		s.split = append(s.split, sb)
 	}
+	s.norm.Sums = make([]float64, len(s.ps))
 	return s
 }
 
@@ -88,12 +106,13 @@ func (s *Stage) Receive(ctx actor.Context) {
 		s.runForward(ctx)
 	case *Backward:
 		s.gatherBackward(ctx, m)
-	case *ApplyUpdate:
-		s.guard(ctx, func() string { return fmt.Sprintf("%s applying the update of step %d", s.name, m.Step) }, func() error { return s.apply(ctx, m) })
+	case *Update:
+		s.upd, s.haveUpd = *m, true
+		s.maybeApply(ctx)
 	case *GetParams:
 		ctx.Respond(s.snapshot())
 	case *SetParams:
-		ctx.Respond(&Ack{Err: s.setParams(m.Values)})
+		ctx.Respond(&Ack{Err: s.setParams(m)})
 	case *GetStats:
 		ctx.Respond(s.stats(m.Reset))
 	}
@@ -286,7 +305,7 @@ func (s *Stage) backward(ctx actor.Context, step, micro int, dy *tensor.Tensor) 
 	s.done++
 	if s.done == s.micros {
 		s.done = 0
-		s.gradReady(ctx, step)
+		s.gradsReady(ctx, step)
 	}
 }
 
@@ -307,65 +326,81 @@ func (s *Stage) sendBack(ctx actor.Context, step, micro int, dx *tensor.Tensor) 
 	}
 }
 
-// gradReady lends the step's gradients to the optimizer, with copies of the
-// values when it does not hold them yet.
-func (s *Stage) gradReady(ctx actor.Context, step int) {
-	ps := s.params()
-	if len(ps) == 0 {
+// gradsReady starts the update once the step's gradients are complete: value
+// clipping is local; the global norm needs every stage's sums of squares.
+func (s *Stage) gradsReady(ctx actor.Context, step int) {
+	if len(s.ps) == 0 {
 		return
 	}
-	g := &s.grads
-	*g = GradReady{Step: step, Actor: s.id, Grads: g.Grads[:0]}
-	for _, p := range ps {
-		if !s.sentVals {
-			g.Values = append(g.Values, p.Value.Clone())
-		}
-		g.Grads = append(g.Grads, p.Grad)
+	if s.updater.ClipValue > 0 {
+		optim.ClipGradValue(s.ops, s.updater.ClipValue)
 	}
-	s.sentVals = true
-	s.send(ctx, s.w.Optimizer, g)
+	if s.updater.ClipNorm {
+		for i, p := range s.ops {
+			s.norm.Sums[i] = optim.SumSquares(p)
+		}
+		s.norm.Step, s.norm.Actor = step, s.id
+		s.send(ctx, s.w.Optimizer, &s.norm)
+	}
+	s.gradsDone = true
+	s.maybeApply(ctx)
 }
 
-func (s *Stage) apply(ctx actor.Context, m *ApplyUpdate) error {
-	var err error
-	s.span('U', m.Step, -1, func() {
-		if err = s.checkValues(m.Values); err != nil {
-			return
-		}
-		// Copy the new values in, and clear the gradients the optimizer
-		// lent back for the next step, on the GEMM's cores when large.
-		for i, p := range s.params() {
-			if p.Value.DType() != tensor.Float32 {
-				p.Value.CopyFrom(m.Values[i])
-				p.Grad.Zero()
-				continue
+// maybeApply updates the weights once both the gradients and the step's
+// Update are here, in whichever order they came.
+func (s *Stage) maybeApply(ctx actor.Context) {
+	if !s.gradsDone || !s.haveUpd {
+		return
+	}
+	s.gradsDone, s.haveUpd = false, false
+	m := s.upd
+	ok := s.guard(ctx, func() string { return fmt.Sprintf("%s applying the update of step %d", s.name, m.Step) }, func() (err error) {
+		s.span('U', m.Step, -1, func() {
+			if m.Scale != 1 {
+				optim.ScaleGrads(s.ops, m.Scale)
 			}
-			s.applyTask = applyTask{dst: p.Value.Data32(), src: m.Values[i].Data32(), grad: p.Grad.Data32()}
-			gemm.For(len(s.applyTask.dst), applyGrain, &s.applyTask)
-		}
+			if err = s.updater.Optimizer.Step(s.ops, m.LR); err != nil {
+				return
+			}
+			s.zeroGrads()
+		})
+		return err
 	})
-	if err != nil {
-		return err
+	if !ok {
+		return
 	}
-	u := s.applied.at(0)
-	*u = UpdateApplied{Step: m.Step, Actor: s.id}
-	s.send(ctx, s.coord, u)
-	return nil
+	s.applied = UpdateApplied{Step: m.Step, Actor: s.id}
+	s.send(ctx, s.coord, &s.applied)
 }
 
-// setParams replaces the parameter values from outside (a restore): the
-// optimizer's master copy is stale until the next GradReady carries them.
-func (s *Stage) setParams(values []*tensor.Tensor) error {
-	s.sentVals = false
-	return s.copyValues(values)
+// zeroGrads clears the gradients for the next step, on the GEMM's cores when large.
+func (s *Stage) zeroGrads() {
+	for _, p := range s.ps {
+		if p.Grad.DType() != tensor.Float32 {
+			p.Grad.Zero()
+			continue
+		}
+		s.clearTask = clearTask{p.Grad.Data32()}
+		gemm.For(len(s.clearTask.g), clearGrain, &s.clearTask)
+	}
 }
 
-func (s *Stage) copyValues(values []*tensor.Tensor) error {
-	if err := s.checkValues(values); err != nil {
+// setParams replaces the parameter values, and the optimizer's state when
+// given, from outside (a restore).
+func (s *Stage) setParams(m *SetParams) error {
+	if err := s.checkValues(m.Values); err != nil {
 		return err
 	}
-	for i, p := range s.params() {
-		p.Value.CopyFrom(values[i])
+	if m.State != nil {
+		if s.updater.Optimizer == nil {
+			return fmt.Errorf("actors: %s: optimizer state for a stage without parameters", s.name)
+		}
+		if err := s.updater.Optimizer.LoadState(*m.State); err != nil {
+			return fmt.Errorf("actors: %s: %w", s.name, err)
+		}
+	}
+	for i, p := range s.ps {
+		p.Value.CopyFrom(m.Values[i])
 	}
 	return nil
 }
@@ -383,16 +418,13 @@ func (s *Stage) checkValues(values []*tensor.Tensor) error {
 	return nil
 }
 
-// applyGrain is the fewest elements worth a part of a parallel apply.
-const applyGrain = 1 << 15
+// clearGrain is the fewest elements worth a part of a parallel clear.
+const clearGrain = 1 << 15
 
-// applyTask copies new values in and clears gradients over a range, for gemm.For.
-type applyTask struct{ dst, src, grad []float32 }
+// clearTask zeroes gradients over a range, for gemm.For.
+type clearTask struct{ g []float32 }
 
-func (t *applyTask) Run(lo, hi int) {
-	copy(t.dst[lo:hi], t.src[lo:hi])
-	clear(t.grad[lo:hi])
-}
+func (t *clearTask) Run(lo, hi int) { clear(t.g[lo:hi]) }
 
 func (s *Stage) snapshot() *Params {
 	out := &Params{Actor: s.id}
@@ -401,6 +433,9 @@ func (s *Stage) snapshot() *Params {
 			out.Names = append(out.Names, fmt.Sprintf("%d.%s", s.layerIDs[i], p.Name))
 			out.Values = append(out.Values, p.Value.Clone())
 		}
+	}
+	if s.updater.Optimizer != nil {
+		out.State = s.updater.Optimizer.State()
 	}
 	return out
 }

@@ -7,28 +7,38 @@ import (
 	"github.com/pipetrain/pipetrain/tensor"
 )
 
-// GradNorm returns the L2 norm of all gradients taken together, as if concatenated.
-// Squares are summed in float64, parameter by parameter in slice order and element by
-// element in row-major order, so the result depends only on the gradients and their
-// order. Params whose Grad is nil are skipped, as PyTorch skips a None .grad.
+// GradNorm returns the L2 norm of all gradients taken together: the square root
+// of the per-parameter sums of squares (SumSquares), added in slice order.
+// Defined that way, an owner of part of the parameters (a pipeline stage) can
+// send its partial sums and one actor can add everyone's in the global order
+// and get the same bits as GradNorm over all of them. Params whose Grad is nil
+// are skipped, as PyTorch skips a None .grad.
 func GradNorm(params []Param) float64 {
 	var sum float64
 	for _, p := range params {
-		if p.Grad == nil {
-			continue
-		}
-		if p.Grad.DType() == tensor.Float32 {
-			for _, g := range p.Grad.Data32() {
-				x := float64(g)
-				sum += float64(x * x)
-			}
-			continue
-		}
-		for _, x := range p.Grad.Data64() {
-			sum += float64(x * x)
-		}
+		sum += SumSquares(p)
 	}
 	return math.Sqrt(sum)
+}
+
+// SumSquares returns the sum of the squares of p's gradient in float64,
+// element by element in row-major order, or 0 when Grad is nil.
+func SumSquares(p Param) float64 {
+	var sum float64
+	if p.Grad == nil {
+		return 0
+	}
+	if p.Grad.DType() == tensor.Float32 {
+		for _, g := range p.Grad.Data32() {
+			x := float64(g)
+			sum += x * x
+		}
+		return sum
+	}
+	for _, x := range p.Grad.Data64() {
+		sum += x * x
+	}
+	return sum
 }
 
 // ClipCoef returns the factor that clip_grad_norm_ multiplies gradients by:

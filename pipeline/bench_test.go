@@ -41,7 +41,7 @@ func mnistEngine(tb testing.TB, sched actors.Schedule, micro, stages int) (*pipe
 
 // engineOn is mnistEngine for other layers taking 784 features.
 func engineOn(tb testing.TB, layers []nn.Layer, sched actors.Schedule, micro, stages int) (*pipeline.Engine, func()) {
-	opt, _ := optim.NewSGD(optim.SGDConfig{Momentum: 0.9})
+	opt := optim.Spec{Kind: "sgd", Momentum: 0.9}
 	eng, err := pipeline.New(layers, pipeline.Config{Schedule: sched, MicroBatches: micro, Stages: stages,
 		Loss: nn.CrossEntropy, Optimizer: opt, Features: 784})
 	if err != nil {
@@ -204,7 +204,7 @@ func TestRepeatedStepNumbers(t *testing.T) {
 		micro, stages int
 	}{{actors.Sequential, 1, 1}, {actors.OneFOneB, 2, 0}, {actors.GPipe, 4, 2}} {
 		t.Run(fmt.Sprintf("%v/micro=%d/stages=%d", c.sched, c.micro, c.stages), func(t *testing.T) {
-			opt, _ := optim.NewSGD(optim.SGDConfig{Momentum: 0.9})
+			opt := optim.Spec{Kind: "sgd", Momentum: 0.9}
 			eng, err := pipeline.New(mnistMLP(t), pipeline.Config{Schedule: c.sched, MicroBatches: c.micro, Stages: c.stages,
 				Loss: nn.CrossEntropy, Optimizer: opt, Features: 784, Hang: 5 * time.Second})
 			if err != nil {

@@ -24,8 +24,14 @@
 // gives the step losses and final weights of nn.Sequential, bit for bit: each
 // layer sees the same micro-batches in the same order, dropout masks are keyed
 // by (seed, layer, step, micro-batch), the loss is summed in micro-batch order,
-// and the optimizer actor runs the same optim code over the same parameters in
-// the same order. TestEquivalence checks it.
+// and each stage runs the same optim code over its own parameters (the
+// updates are element-wise; the one global quantity, the gradient norm, is
+// defined as per-parameter sums added in the global order, so the optimizer
+// actor adding the stages' sums gets optim.GradNorm's bits). Snapshot gathers
+// the stages' optimizer states into the state one optimizer over the whole
+// model would have, and Restore hands each stage its part, so a checkpoint does
+// not depend on the stage layout. TestEquivalence and
+// TestOptimizerStateGathered check it.
 //
 // # Failure, hangs and shutdown
 //

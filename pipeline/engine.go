@@ -7,6 +7,7 @@ import (
 	"math"
 	"runtime"
 	"sort"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -29,9 +30,9 @@ type Config struct {
 	Stages       int   // 0: one stage per layer; N: N stages balanced by measured cost
 	Shards       []int // per layer: split a linear layer's output columns over this many actors (0 or 1: none)
 	Loss         nn.Loss
-	Optimizer    optim.Optimizer
-	ClipNorm     float64 // 0: off
-	ClipValue    float64 // 0: off
+	Optimizer    optim.Spec // each parameter-owning stage builds its own from it
+	ClipNorm     float64    // 0: off
+	ClipValue    float64    // 0: off
 
 	Features      int           // input width, for measuring layer costs
 	SampleRows    int           // rows of the cost sample (default 64)
@@ -59,6 +60,7 @@ type Engine struct {
 	coord   *actor.PID
 	opt     *actor.PID
 	shapes  map[string][]int // full parameter shapes by name
+	global  map[string]int   // parameter names to their index in the global order
 
 	busy    atomic.Bool    // a step or evaluation is in flight
 	runStep actors.RunStep // reused by every Step
@@ -104,14 +106,16 @@ func New(layers []nn.Layer, cfg Config) (*Engine, error) {
 		cfg.SampleRows = 64
 	}
 	e := &Engine{cfg: cfg, graph: actors.NewGraph(cfg.Trace), stop: make(chan struct{}),
-		shapes: map[string][]int{}, spans: map[int][]actors.Span{}, names: map[int]string{}}
+		shapes: map[string][]int{}, global: map[string]int{}, spans: map[int][]actors.Span{}, names: map[int]string{}}
 	e.log = zerolog.Nop()
 	if cfg.Logger != nil {
 		e.log = *cfg.Logger
 	}
 	for i, l := range layers {
 		for _, p := range l.Params() {
-			e.shapes[fmt.Sprintf("%d.%s", i, p.Name)] = p.Value.Shape()
+			name := fmt.Sprintf("%d.%s", i, p.Name)
+			e.shapes[name] = p.Value.Shape()
+			e.global[name] = len(e.global)
 		}
 	}
 	groups, err := e.group(layers)
@@ -120,6 +124,9 @@ func New(layers []nn.Layer, cfg Config) (*Engine, error) {
 	}
 	units, err := e.buildNodes(layers, groups)
 	if err != nil {
+		return nil, err
+	}
+	if _, err := cfg.Optimizer.New(); err != nil {
 		return nil, err
 	}
 	e.start(units)
@@ -266,7 +273,11 @@ func (e *Engine) start(units []unit) {
 		if len(e.nodes[u.node].actors) > 1 {
 			name = fmt.Sprintf("stage %d shard %d", u.node, u.part)
 		}
-		s := actors.NewStage(id, name, e.graph, u.layers, u.first, u.part, u.node > 0)
+		up := actors.Updater{ClipValue: e.cfg.ClipValue, ClipNorm: e.cfg.ClipNorm > 0}
+		if hasParams(u.layers) {
+			up.Optimizer, _ = e.cfg.Optimizer.New() // checked in New
+		}
+		s := actors.NewStage(id, name, e.graph, u.layers, u.first, u.part, u.node > 0, up)
 		stageActors[id] = s
 		e.names[id] = name
 		e.stages = append(e.stages, spawn(s, s.Status()))
@@ -281,7 +292,7 @@ func (e *Engine) start(units []unit) {
 	lossID, optID, coordID := len(units), len(units)+1, len(units)+2
 	loss := actors.NewLoss(lossID, e.graph, e.cfg.Loss, e.cfg.Schedule == actors.GPipe)
 	lossPID := spawn(loss, loss.Status())
-	opt := actors.NewOptimizer(optID, e.graph, e.cfg.Optimizer, e.cfg.ClipNorm, e.cfg.ClipValue, paramIDs, e.paramOf)
+	opt := actors.NewOptimizer(optID, e.graph, e.cfg.ClipNorm, paramIDs, e.paramOf)
 	e.opt = spawn(opt, opt.Status())
 	first := e.pids(e.nodes[0].actors)
 	coord := actors.NewCoordinator(coordID, e.graph, e.cfg.Schedule, e.cfg.MicroBatches, first, lossPID, e.opt, len(paramIDs))
@@ -311,6 +322,15 @@ func (e *Engine) start(units []unit) {
 	e.root.Send(e.opt, &actors.Wire{Coordinator: e.coord})
 	e.stopped.Add(1)
 	go e.watchdog()
+}
+
+func hasParams(layers []nn.Layer) bool {
+	for _, l := range layers {
+		if len(l.Params()) > 0 {
+			return true
+		}
+	}
+	return false
 }
 
 func (e *Engine) pids(ids []int) []*actor.PID {
@@ -380,10 +400,16 @@ func (e *Engine) Evaluate(x *tensor.Tensor, t nn.Target, rows int) (float64, flo
 }
 
 // Snapshot returns copies of every parameter, named "<layer>.<param>" with
-// shards joined back into whole tensors, and of the optimizer state.
+// shards joined back into whole tensors, and of the optimizer state, gathered
+// from the stages that hold it into one State over the global parameter order
+// (the order of nn.Sequential.Params), as one optimizer over the whole model
+// would have it.
 func (e *Engine) Snapshot() (map[string]*tensor.Tensor, optim.State, error) {
-	parts := map[string][]*tensor.Tensor{}
+	weights := map[string][]*tensor.Tensor{}
+	slots := map[string][]*tensor.Tensor{} // "<global index>.<slot>" to its shards' parts
 	var order []string
+	st := optim.State{Tensors: map[string]*tensor.Tensor{}}
+	first := true
 	for _, pid := range e.stages {
 		res, err := e.request(pid, &actors.GetParams{})
 		if err != nil {
@@ -391,35 +417,66 @@ func (e *Engine) Snapshot() (map[string]*tensor.Tensor, optim.State, error) {
 		}
 		p := res.(*actors.Params)
 		for i, name := range p.Names {
-			if parts[name] == nil {
+			if weights[name] == nil {
 				order = append(order, name)
 			}
-			parts[name] = append(parts[name], p.Values[i])
+			weights[name] = append(weights[name], p.Values[i])
+		}
+		if len(p.Names) == 0 {
+			continue
+		}
+		if first {
+			st.Kind, st.Step, first = p.State.Kind, p.State.Step, false
+		} else if p.State.Kind != st.Kind || p.State.Step != st.Step {
+			return nil, optim.State{}, fmt.Errorf("pipeline: stage optimizers disagree: %s at step %d and %s at step %d", st.Kind, st.Step, p.State.Kind, p.State.Step)
+		}
+		if p.State.NumParams > 0 {
+			st.NumParams = len(e.global)
+		}
+		for local, t := range p.State.Tensors {
+			i, slot, err := splitStateName(local, len(p.Names))
+			if err != nil {
+				return nil, optim.State{}, err
+			}
+			g := fmt.Sprintf("%d.%s", e.global[p.Names[i]], slot)
+			slots[g] = append(slots[g], t)
 		}
 	}
 	out := map[string]*tensor.Tensor{}
 	for _, name := range order {
-		ps := parts[name]
-		if len(ps) == 1 {
-			out[name] = ps[0]
-			continue
-		}
-		out[name] = joinRows(ps)
+		out[name] = joinRows(weights[name])
 	}
-	res, err := e.request(e.opt, &actors.GetOptimizerState{})
-	if err != nil {
-		return nil, optim.State{}, err
+	for name, parts := range slots {
+		st.Tensors[name] = joinRows(parts)
 	}
-	return out, res.(optim.State), nil
+	return out, st, nil
 }
 
-// Restore sets every parameter from weights (as Snapshot names them) and the
-// optimizer state.
+// splitStateName parses a stage's optimizer state name "<index>.<slot>".
+func splitStateName(name string, params int) (int, string, error) {
+	idx, slot, ok := strings.Cut(name, ".")
+	i, err := strconv.Atoi(idx)
+	if !ok || err != nil || i < 0 || i >= params {
+		return 0, "", fmt.Errorf("pipeline: optimizer state tensor %q names no parameter of the %d", name, params)
+	}
+	return i, slot, nil
+}
+
+// Restore sets every parameter from weights (as Snapshot names them), and
+// hands each stage its part of the optimizer state st (as Snapshot makes it).
 func (e *Engine) Restore(weights map[string]*tensor.Tensor, st optim.State) error {
 	for name, shape := range e.shapes {
 		w, ok := weights[name]
 		if !ok || !tensor.EqualShapes(w.Shape(), shape) {
 			return fmt.Errorf("pipeline: parameter %q is missing or does not have shape %v", name, shape)
+		}
+	}
+	if st.NumParams != 0 && st.NumParams != len(e.global) {
+		return fmt.Errorf("pipeline: optimizer state is for %d parameters, the model has %d", st.NumParams, len(e.global))
+	}
+	for name := range st.Tensors { // checked before any stage changes
+		if _, _, err := splitStateName(name, len(e.global)); err != nil {
+			return err
 		}
 	}
 	for _, n := range e.nodes {
@@ -429,15 +486,31 @@ func (e *Engine) Restore(weights map[string]*tensor.Tensor, st optim.State) erro
 				return err
 			}
 			p := res.(*actors.Params)
-			values := make([]*tensor.Tensor, len(p.Names))
-			for i, name := range p.Names {
-				w := weights[name]
-				if len(n.actors) > 1 {
-					w = nn.SliceRows(w, n.split[part], n.split[part+1])
-				}
-				values[i] = w
+			if len(p.Names) == 0 {
+				continue
 			}
-			res, err = e.request(e.stages[id], &actors.SetParams{Values: values})
+			// this shard's rows of a whole tensor
+			rows := func(t *tensor.Tensor) *tensor.Tensor {
+				if len(n.actors) > 1 {
+					return nn.SliceRows(t, n.split[part], n.split[part+1])
+				}
+				return t
+			}
+			values := make([]*tensor.Tensor, len(p.Names))
+			local := optim.State{Kind: st.Kind, Step: st.Step, Tensors: map[string]*tensor.Tensor{}}
+			if st.NumParams > 0 {
+				local.NumParams = len(p.Names)
+			}
+			for i, name := range p.Names {
+				values[i] = rows(weights[name])
+				prefix := fmt.Sprintf("%d.", e.global[name])
+				for g, t := range st.Tensors {
+					if slot, ok := strings.CutPrefix(g, prefix); ok {
+						local.Tensors[fmt.Sprintf("%d.%s", i, slot)] = rows(t)
+					}
+				}
+			}
+			res, err = e.request(e.stages[id], &actors.SetParams{Values: values, State: &local})
 			if err != nil {
 				return err
 			}
@@ -446,15 +519,14 @@ func (e *Engine) Restore(weights map[string]*tensor.Tensor, st optim.State) erro
 			}
 		}
 	}
-	res, err := e.request(e.opt, &actors.SetOptimizerState{State: st})
-	if err != nil {
-		return err
-	}
-	return res.(*actors.Ack).Err
+	return nil
 }
 
-// joinRows stacks tensors along their first axis.
+// joinRows stacks tensors along their first axis; one tensor is returned as is.
 func joinRows(ps []*tensor.Tensor) *tensor.Tensor {
+	if len(ps) == 1 {
+		return ps[0]
+	}
 	var vals []float64
 	rows := 0
 	for _, p := range ps {

@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"slices"
+	"strings"
 	"testing"
 
 	"github.com/pipetrain/pipetrain/actors"
@@ -54,8 +56,12 @@ func batch(step int) (*tensor.Tensor, nn.Target) {
 
 func lr(step int) float64 { return 0.1 / float64(step) }
 
+// sgd is the optimizer of the tests: momentum and weight decay, so that its
+// state and its reading of the weights both matter.
+var sgd = optim.Spec{Kind: "sgd", Momentum: 0.9, WeightDecay: 1e-3}
+
 func newSGD(t testing.TB) optim.Optimizer {
-	opt, err := optim.NewSGD(optim.SGDConfig{Momentum: 0.9, WeightDecay: 1e-3})
+	opt, err := sgd.New()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -96,7 +102,7 @@ func reference(t testing.TB, micro int) ([]float64, map[string][]float32) {
 func runPipeline(t testing.TB, sched actors.Schedule, stages, micro int, shards []int, split ...bool) ([]float64, map[string][]float32) {
 	eng, err := pipeline.New(model(t), pipeline.Config{
 		Schedule: sched, MicroBatches: micro, Stages: stages, Shards: shards, SplitBackward: len(split) > 0 && split[0],
-		Loss: nn.CrossEntropy, Optimizer: newSGD(t), ClipNorm: clipNorm, Features: features,
+		Loss: nn.CrossEntropy, Optimizer: sgd, ClipNorm: clipNorm, Features: features,
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -186,5 +192,88 @@ func TestShards(t *testing.T) {
 				}
 			}
 		}
+	}
+}
+
+// TestOptimizerStateGathered: the stages' own optimizers, gathered by
+// Snapshot, hold exactly the state of one optimizer over nn.Sequential's
+// parameters, and that state restored into another stage layout continues
+// exactly as nn.Sequential does.
+func TestOptimizerStateGathered(t *testing.T) {
+	adam := optim.Spec{Kind: "adam", Betas: [2]float64{0.9, 0.999}, Eps: 1e-8, WeightDecay: 1e-3}
+	seq := &nn.Sequential{Layers: model(t), Loss: nn.CrossEntropy}
+	opt, err := adam.New()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ps []optim.Param
+	for _, p := range seq.Params() {
+		ps = append(ps, optim.Param{Name: p.Name, Value: p.Value, Grad: p.Grad})
+	}
+	refStep := func(step int) float64 {
+		seq.ZeroGrad()
+		x, tg := batch(step)
+		loss, err := seq.TrainStep(step, x, tg, 2)
+		if err != nil {
+			t.Fatal(err)
+		}
+		optim.ClipGradNorm(ps, clipNorm)
+		if err := opt.Step(ps, lr(step)); err != nil {
+			t.Fatal(err)
+		}
+		return loss
+	}
+	cfg := pipeline.Config{Schedule: actors.OneFOneB, MicroBatches: 2, Loss: nn.CrossEntropy, Optimizer: adam, ClipNorm: clipNorm, Features: features}
+	a, err := pipeline.New(model(t), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer a.Close()
+	for step := 1; step <= 3; step++ {
+		refStep(step)
+		x, tg := batch(step)
+		if _, err := a.Step(step, lr(step), x, tg); err != nil {
+			t.Fatal(err)
+		}
+	}
+	w, st, err := a.Snapshot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := opt.State()
+	if st.Kind != want.Kind || st.Step != want.Step || st.NumParams != want.NumParams || len(st.Tensors) != len(want.Tensors) {
+		t.Fatalf("gathered state %s step %d, %d params, %d tensors; one optimizer has %s step %d, %d params, %d tensors",
+			st.Kind, st.Step, st.NumParams, len(st.Tensors), want.Kind, want.Step, want.NumParams, len(want.Tensors))
+	}
+	for name, wt := range want.Tensors {
+		got, ok := st.Tensors[name]
+		if !ok || !slices.Equal(got.Float64s(), wt.Float64s()) {
+			t.Errorf("state tensor %s differs from one optimizer's over nn.Sequential", name)
+		}
+	}
+	cfg.Stages = 2
+	b, err := pipeline.New(model(t), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	if err := b.Restore(w, st); err != nil {
+		t.Fatal(err)
+	}
+	for step := 4; step <= 6; step++ {
+		wantLoss := refStep(step)
+		x, tg := batch(step)
+		got, err := b.Step(step, lr(step), x, tg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if math.Float64bits(got) != math.Float64bits(wantLoss) {
+			t.Errorf("step %d after restoring into 2 stages: loss %v, nn.Sequential %v", step, got, wantLoss)
+		}
+	}
+	// a state that names a parameter the model does not have is refused
+	st.Tensors["99.exp_avg"] = st.Tensors["0.exp_avg"]
+	if err := b.Restore(w, st); err == nil || !strings.Contains(err.Error(), "names no parameter") {
+		t.Errorf("Restore with a stray state tensor: error %v, want one saying it names no parameter", err)
 	}
 }

@@ -15,7 +15,7 @@ func Example() {
 	rng := rand.New(rand.NewPCG(1, 1))
 	l1, _ := nn.NewLinear(tensor.Float32, 4, 8, nn.HeUniform, rng)
 	l2, _ := nn.NewLinear(tensor.Float32, 8, 2, nn.XavierUniform, rng)
-	opt, _ := optim.NewSGD(optim.SGDConfig{Momentum: 0.9})
+	opt := optim.Spec{Kind: "sgd", Momentum: 0.9}
 	eng, err := pipeline.New([]nn.Layer{l1, nn.NewReLU(), l2}, pipeline.Config{
 		Schedule: actors.OneFOneB, MicroBatches: 4, Loss: nn.CrossEntropy, Optimizer: opt, Features: 4,
 	})

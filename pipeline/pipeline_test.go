@@ -102,8 +102,8 @@ func passModel(t testing.TB, n int) ([]nn.Layer, []*passLayer) {
 
 func newEngine(t testing.TB, layers []nn.Layer, cfg pipeline.Config) *pipeline.Engine {
 	t.Helper()
-	if cfg.Optimizer == nil {
-		cfg.Optimizer = newSGD(t)
+	if cfg.Optimizer.Kind == "" {
+		cfg.Optimizer = sgd
 	}
 	cfg.Loss, cfg.Features = nn.CrossEntropy, features
 	eng, err := pipeline.New(layers, cfg)

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"fmt"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -22,9 +21,9 @@ const hangAfter = 2 * time.Minute
 
 // newEngine builds the actor pipeline for every schedule, sequential included.
 func newEngine(c *config.Config, layers []nn.Layer, features int, log *runLog) (*pipeline.Engine, error) {
-	opt, err := newOptimizer(c)
-	if err != nil {
-		return nil, err
+	opt := optimizerSpec(c)
+	if _, err := opt.New(); err != nil {
+		return nil, badInput(err)
 	}
 	sched, err := actors.ParseSchedule(c.Pipeline.Schedule)
 	if err != nil {
@@ -47,29 +46,12 @@ func newEngine(c *config.Config, layers []nn.Layer, features int, log *runLog) (
 	return eng, nil
 }
 
-func newOptimizer(c *config.Config) (optim.Optimizer, error) {
+// optimizerSpec is the [optimizer] table as the spec every stage builds its
+// own optimizer from.
+func optimizerSpec(c *config.Config) optim.Spec {
 	o := c.Optimizer
-	var (
-		opt optim.Optimizer
-		err error
-	)
-	switch o.Type {
-	case "sgd":
-		opt, err = optim.NewSGD(optim.SGDConfig{Momentum: o.Momentum, Nesterov: o.Nesterov, WeightDecay: o.WeightDecay})
-	case "adam", "adamw":
-		ac := optim.AdamConfig{Betas: [2]float64{o.Betas[0], o.Betas[1]}, Eps: o.Eps, WeightDecay: o.WeightDecay}
-		if o.Type == "adam" {
-			opt, err = optim.NewAdam(ac)
-		} else {
-			opt, err = optim.NewAdamW(ac)
-		}
-	default:
-		err = fmt.Errorf("optimizer.type = %q: unknown optimizer", o.Type)
-	}
-	if err != nil {
-		return nil, badInput(err)
-	}
-	return opt, nil
+	return optim.Spec{Kind: o.Type, Momentum: o.Momentum, Nesterov: o.Nesterov, WeightDecay: o.WeightDecay,
+		Betas: o.Betas, Eps: o.Eps}
 }
 
 // logStages writes a "stage" event per stage actor: its share of the wall time

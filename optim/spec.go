@@ -1,0 +1,35 @@
+package optim
+
+import "fmt"
+
+// Spec names an optimizer and its hyperparameters as plain data: every owner of
+// parameters (each pipeline stage) builds its own optimizer from it, so the
+// optimizer's state lives beside the weights it updates. Its fields are the
+// keys of the [optimizer] table; the learning rate is passed to each Step.
+type Spec struct {
+	Kind        string     // "sgd", "adam" or "adamw"
+	Momentum    float64    // sgd
+	Nesterov    bool       // sgd
+	WeightDecay float64    // all: L2 added to the gradient (sgd, adam), decoupled (adamw)
+	Betas       [2]float64 // adam, adamw
+	Eps         float64    // adam, adamw
+}
+
+// Kinds lists the optimizer names a Spec may have.
+var Kinds = []string{"sgd", "adam", "adamw"}
+
+// New returns a fresh optimizer (no state) for the spec, or an error naming the
+// key that is out of range.
+func (s Spec) New() (Optimizer, error) {
+	switch s.Kind {
+	case "sgd":
+		return NewSGD(SGDConfig{Momentum: s.Momentum, Nesterov: s.Nesterov, WeightDecay: s.WeightDecay})
+	case "adam", "adamw":
+		c := AdamConfig{Betas: s.Betas, Eps: s.Eps, WeightDecay: s.WeightDecay}
+		if s.Kind == "adam" {
+			return NewAdam(c)
+		}
+		return NewAdamW(c)
+	}
+	return nil, fmt.Errorf("optim: optimizer.type = %q: unknown optimizer (want one of %q)", s.Kind, Kinds)
+}

@@ -1,0 +1,61 @@
+package optim
+
+import (
+	"math"
+	"strings"
+	"testing"
+
+	"github.com/pipetrain/pipetrain/tensor"
+)
+
+func TestSpecNew(t *testing.T) {
+	cases := []struct {
+		spec    Spec
+		kind    string // State().Kind of the optimizer built
+		wantErr string
+	}{
+		{Spec{Kind: "sgd", Momentum: 0.9, Nesterov: true}, "sgd", ""},
+		{Spec{Kind: "adam", Betas: [2]float64{0.9, 0.999}, Eps: 1e-8}, "adam", ""},
+		{Spec{Kind: "adamw", Betas: [2]float64{0.9, 0.999}, Eps: 1e-8, WeightDecay: 0.01}, "adamw", ""},
+		{Spec{Kind: "rmsprop"}, "", `optimizer.type = "rmsprop"`},
+		{Spec{Kind: "sgd", Nesterov: true}, "", "optimizer.nesterov"},
+		{Spec{Kind: "adam", Betas: [2]float64{1, 0.999}, Eps: 1e-8}, "", "optimizer.betas[0]"},
+	}
+	for _, c := range cases {
+		opt, err := c.spec.New()
+		if c.wantErr != "" {
+			if err == nil || !strings.Contains(err.Error(), c.wantErr) {
+				t.Errorf("%+v.New(): error %v, want one containing %q", c.spec, err, c.wantErr)
+			}
+			continue
+		}
+		if err != nil {
+			t.Errorf("%+v.New(): %v", c.spec, err)
+			continue
+		}
+		if got := opt.State().Kind; got != c.kind {
+			t.Errorf("%+v.New(): kind %q, want %q", c.spec, got, c.kind)
+		}
+	}
+}
+
+// TestGradNormOfPartials: the norm adds per-parameter sums of squares in
+// order, which is not one running sum over every element; a pipeline that adds
+// its stages' partial sums in the global order relies on it.
+func TestGradNormOfPartials(t *testing.T) {
+	// a = [1], b = eight times 2^-27: a running sum adds 2^-54 to 1 eight times
+	// and stays 1; b's partial sum is 2^-51, and 1 + 2^-51 is exact.
+	a := tensor.FromFloat64s(tensor.Float64, []float64{1}, 1)
+	bv := make([]float64, 8)
+	for i := range bv {
+		bv[i] = 0x1p-27
+	}
+	b := tensor.FromFloat64s(tensor.Float64, bv, 8)
+	ps := []Param{{Name: "a", Value: a, Grad: a}, {Name: "b", Value: b, Grad: b}}
+	if got, want := SumSquares(ps[1]), 0x1p-51; got != want {
+		t.Errorf("SumSquares(b) = %v, want %v", got, want)
+	}
+	if got, want := GradNorm(ps), math.Sqrt(1+0x1p-51); got != want || got == 1 {
+		t.Errorf("GradNorm(a, b) = %v, want %v (a running sum would give 1)", got, want)
+	}
+}
