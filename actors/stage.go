@@ -41,6 +41,7 @@ type Stage struct {
 	ops       []optim.Param      // the same, for the optimizer
 	split     []nn.SplitBackward // per layer, the layer if it can split its backward, else nil
 	updater   Updater
+	weights   uint64 // nn.Pass.Weights: changed by every update and restore
 	gradsDone bool   // the step's last backward is done
 	upd       Update // the step's update, once haveUpd
 	haveUpd   bool
@@ -84,6 +85,7 @@ func NewStage(id int, name string, g *Graph, layers []nn.Layer, first, part int,
 		s.split = append(s.split, sb)
 	}
 	s.norm.Sums = make([]float64, len(s.ps))
+	s.weights = 1
 	return s
 }
 
@@ -172,7 +174,7 @@ func (s *Stage) forward(ctx actor.Context, f *Forward) {
 	if f.Eval {
 		kind = 'E'
 	}
-	p := nn.Pass{Step: f.Step, Micro: f.Micro, Train: !f.Eval}
+	p := nn.Pass{Step: f.Step, Micro: f.Micro, Train: !f.Eval, Weights: s.weights}
 	if !f.Eval {
 		p.Arena = s.arenas.at(f.Seq, f.Micro)
 	}
@@ -250,7 +252,7 @@ func (s *Stage) gatherBackward(ctx actor.Context, m *Backward) {
 }
 
 func (s *Stage) backward(ctx actor.Context, step, micro int, dy *tensor.Tensor) {
-	p := nn.Pass{Step: step, Micro: micro, Train: true, Arena: s.arenas.current(micro)}
+	p := nn.Pass{Step: step, Micro: micro, Train: true, Arena: s.arenas.current(micro), Weights: s.weights}
 	var (
 		dx       *tensor.Tensor
 		deferred []nn.SplitBackward
@@ -359,6 +361,7 @@ func (s *Stage) maybeApply(ctx actor.Context) {
 			if m.Scale != 1 {
 				optim.ScaleGrads(s.ops, m.Scale)
 			}
+			s.weights++ // even a failed step may have written some
 			if err = s.updater.Optimizer.Step(s.ops, m.LR); err != nil {
 				return
 			}
@@ -402,6 +405,7 @@ func (s *Stage) setParams(m *SetParams) error {
 	for i, p := range s.ps {
 		p.Value.CopyFrom(m.Values[i])
 	}
+	s.weights++
 	return nil
 }
 

@@ -14,6 +14,11 @@ type Pass struct {
 	Train bool // false for evaluation: no caching, dropout off
 	// Arena, when set, lends the tensors the layers return; nil allocates.
 	Arena *Arena
+	// Weights names the version of the parameters: the driver changes it
+	// whenever they may have changed (an update, a restore). Layers may keep
+	// work derived from their weights, such as GEMM-packed panels, while it
+	// stays the same; 0 keeps nothing.
+	Weights uint64
 }
 
 // Param is a parameter and its accumulated gradient, of the same dtype and shape.

@@ -8,6 +8,8 @@ package nn_test
 import (
 	"fmt"
 	"math"
+	"math/rand/v2"
+	"slices"
 	"strings"
 	"testing"
 
@@ -480,5 +482,32 @@ func TestParamNames(t *testing.T) {
 	want := []string{"0.weight[3 2]", "0.bias[3]", "2.alpha[1]", "3.weight[3]", "3.bias[3]"}
 	if fmt.Sprint(got) != fmt.Sprint(want) {
 		t.Errorf("Params() names: got %v, want %v", got, want)
+	}
+}
+
+// TestLinearPackedWeights: passes that name a weights version use the weights
+// packed once for that version, with the bits of the unpacked path, and a new
+// version sees changed weights.
+func TestLinearPackedWeights(t *testing.T) {
+	rng := rand.New(rand.NewPCG(3, 3))
+	l, err := nn.NewLinear(tensor.Float32, 70, 50, nn.XavierUniform, rng)
+	if err != nil {
+		t.Fatal(err)
+	}
+	x := tensor.RandNormal(rng, tensor.Float32, 0, 1, 9, 70)
+	dy := tensor.RandNormal(rng, tensor.Float32, 0, 1, 9, 50)
+	run := func(version uint64) (y, dx []float32) {
+		p := nn.Pass{Step: 1, Train: true, Weights: version}
+		y = l.Forward(p, x).Float32s()
+		dx = l.Backward(p, dy, true).Float32s()
+		return y, dx
+	}
+	for _, version := range []uint64{1, 2} {
+		wantY, wantDX := run(0)
+		gotY, gotDX := run(version)
+		if !slices.Equal(gotY, wantY) || !slices.Equal(gotDX, wantDX) {
+			t.Errorf("weights version %d: packed forward or dX differs from the unpacked path", version)
+		}
+		l.W.FillUniform(rng, -1, 1) // the next version's weights
 	}
 }

@@ -17,6 +17,15 @@ type Linear struct {
 	GW, GB  *tensor.Tensor
 	x       cache[*tensor.Tensor]
 	dy      cache[*tensor.Tensor] // between BackwardInput and BackwardParams
+	packs   linearPacks
+}
+
+// linearPacks are a float32 layer's weights packed for the GEMM, Wᵀ for the
+// forward and W for the input gradient, made once per weights version
+// (Pass.Weights) and shared by every micro-batch of a step.
+type linearPacks struct {
+	fwd, bwd       gemm.PackedB
+	fwdFor, bwdFor uint64 // the versions packed; 0: none
 }
 
 // NewLinear returns a layer with weights drawn by init from rng and zero biases.
@@ -69,7 +78,17 @@ func (l *Linear) check(x *tensor.Tensor) int {
 func (l *Linear) Forward(p Pass, x *tensor.Tensor) *tensor.Tensor {
 	n := l.check(x)
 	y := p.Arena.Tensor(x.DType(), n, l.Out) // every element written below
-	if x.DType() == tensor.Float32 {
+	if x.DType() == tensor.Float32 && p.Weights != 0 {
+		if l.packs.fwdFor != p.Weights {
+			l.packs.fwd.Pack(true, l.In, l.Out, l.W.Data32(), l.In)
+			l.packs.fwdFor = p.Weights
+		}
+		y32, b := y.Data32(), l.B.Data32()
+		for i := range n {
+			copy(y32[i*l.Out:(i+1)*l.Out], b)
+		}
+		gemm.SgemmPacked(false, n, 1, x.Data32(), l.In, &l.packs.fwd, 1, y32, l.Out)
+	} else if x.DType() == tensor.Float32 {
 		linearForward(y.Data32(), x.Data32(), l.W.Data32(), l.B.Data32(), n, l.In, l.Out, gemm.Sgemm)
 	} else {
 		linearForward(y.Data64(), x.Data64(), l.W.Data64(), l.B.Data64(), n, l.In, l.Out, gemm.Dgemm)
@@ -109,7 +128,13 @@ func (l *Linear) BackwardInput(p Pass, dy *tensor.Tensor) *tensor.Tensor {
 	l.checkDY(x, dy)
 	n := x.Dim(0)
 	dx := p.Arena.Tensor(x.DType(), n, l.In) // beta = 0: written, not read
-	if x.DType() == tensor.Float32 {
+	if x.DType() == tensor.Float32 && p.Weights != 0 {
+		if l.packs.bwdFor != p.Weights {
+			l.packs.bwd.Pack(false, l.Out, l.In, l.W.Data32(), l.In)
+			l.packs.bwdFor = p.Weights
+		}
+		gemm.SgemmPacked(false, n, 1, dy.Data32(), l.Out, &l.packs.bwd, 0, dx.Data32(), l.In)
+	} else if x.DType() == tensor.Float32 {
 		gemm.Sgemm(false, false, n, l.In, l.Out, 1, dy.Data32(), l.Out, l.W.Data32(), l.In, 0, dx.Data32(), l.In)
 	} else {
 		gemm.Dgemm(false, false, n, l.In, l.Out, 1, dy.Data64(), l.Out, l.W.Data64(), l.In, 0, dx.Data64(), l.In)

@@ -13,6 +13,8 @@ import (
 type Sequential struct {
 	Layers []Layer
 	Loss   Loss
+
+	weights uint64 // Pass.Weights: the weights may change between any two calls
 }
 
 // Params returns every layer's parameters in layer order, named "<layer>.<param>".
@@ -68,8 +70,9 @@ func (s *Sequential) TrainStep(step int, x *tensor.Tensor, t Target, micro int) 
 		return math.NaN(), fmt.Errorf("nn: target has %d rows for a batch of %d", t.Rows(), n)
 	}
 	total := 0.0
+	s.weights++
 	for m, sp := range SplitRows(n, micro) {
-		p := Pass{Step: step, Micro: m, Train: true}
+		p := Pass{Step: step, Micro: m, Train: true, Weights: s.weights}
 		h := Rows(x, sp.Lo, sp.Hi)
 		for i, l := range s.Layers {
 			h = l.Forward(p, h)
@@ -114,9 +117,10 @@ func (s *Sequential) Evaluate(x *tensor.Tensor, t Target, batch int) (loss, accu
 		batch = n // a step of 0 rows would never end
 	}
 	correct := 0
+	s.weights++
 	for lo := 0; lo < n; lo += batch {
 		hi := min(lo+batch, n)
-		out := s.Forward(Pass{}, Rows(x, lo, hi))
+		out := s.Forward(Pass{Weights: s.weights}, Rows(x, lo, hi))
 		tt := t.Slice(lo, hi)
 		l, _ := s.Loss.Compute(out, tt, 0)
 		loss += l * float64(hi-lo) / float64(n)

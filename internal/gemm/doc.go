@@ -47,6 +47,15 @@
 // scales C. The blocks bound the float32 rounding error of long sums: at
 // k = 2^20 the relative error is about 1e-6 or less.
 //
+// # Packing B once
+//
+// A PackedB holds op(B) packed in advance in the layout of the k blocks and
+// B micro-panels above, over all of n, and SgemmPacked multiplies by it
+// without packing B again. A layer packs its weights once per update and
+// every micro-batch of the step reuses them: at 32 rows against a
+// 1024×1024 weight, packing B in every call costs as much as the product.
+// SgemmPacked gives the bits of Sgemm on the matrix that was packed.
+//
 // # Threads
 //
 // SetThreads(n) sets how many goroutines one Sgemm call may use, the calling

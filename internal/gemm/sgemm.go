@@ -47,6 +47,7 @@ type sgemmArgs struct {
 	ldb            int
 	c              []float32
 	ldc            int
+	bpre           *PackedB // op(B) packed in advance, or nil: then b is packed here
 }
 
 // kBlock returns the depth of the blocks k is cut into: the fewest blocks of at
@@ -129,7 +130,9 @@ func (w *workspace) run(ks *kernelSet, g *sgemmArgs, i0, i1, j0, j1 int, apre []
 	} else {
 		w.ap = grow(w.ap, min(mcb, roundUp(i1-i0, mr))*kcb)
 	}
-	w.bp = grow(w.bp, min(ncb, roundUp(j1-j0, vec))*kcb)
+	if g.bpre == nil {
+		w.bp = grow(w.bp, min(ncb, roundUp(j1-j0, vec))*kcb)
+	}
 	w.tile = grow(w.tile, mr*nr)
 	c, ldc, alpha := g.c, g.ldc, g.alpha
 	for pc := 0; pc < g.k; pc += kcb {
@@ -150,13 +153,17 @@ func (w *workspace) run(ks *kernelSet, g *sgemmArgs, i0, i1, j0, j1 int, apre []
 				nc := min(ncb, j1-jc)
 				// With a packing kernel, B's full panels are packed by their
 				// first use (ir == 0) rather than in a pass of their own.
-				fused := ks.kernPack != nil && !g.transB
-				if fused {
+				fused := ks.kernPack != nil && !g.transB && g.bpre == nil
+				bpk := w.bp
+				switch {
+				case g.bpre != nil:
+					bpk = g.bpre.data[pc*g.bpre.width+jc*kc:]
+				case fused:
 					if tail := nc % nr; tail != 0 {
 						jr := nc - tail
 						ks.copyPanel(w.bp[jr*kc:], g.b[pc*g.ldb+jc+jr:], g.ldb, kc, tail, roundUp(tail, vec))
 					}
-				} else {
+				default:
 					ks.packB(w.bp, g.b, g.ldb, g.transB, jc, nc, pc, kc)
 				}
 				for ir := 0; ir < mc; ir += mr {
@@ -166,7 +173,7 @@ func (w *workspace) run(ks *kernelSet, g *sgemmArgs, i0, i1, j0, j1 int, apre []
 						nn := min(nr, nc-jr)
 						pw := roundUp(nn, vec)
 						kern := ks.kerns[pw/vec-1]
-						bp := &w.bp[jr*kc]
+						bp := &bpk[jr*kc]
 						ci := (ic+ir)*ldc + jc + jr
 						var bsrc *float32
 						if fused && ir == 0 && nn == nr {
@@ -275,6 +282,9 @@ func transPanelGo(dst, src []float32, lds, kc, nn, pw int) {
 // sgemm runs a validated, non-degenerate call, splitting C over workers.
 func sgemm(g *sgemmArgs) {
 	ks := kernels
+	if g.bpre != nil {
+		ks = g.bpre.ks
+	}
 	threads := Threads()
 	parts, alongN := partition(ks, g.m, g.n, g.k, threads)
 	if parts <= 1 {
@@ -338,18 +348,20 @@ func checkSgemm(transA, transB bool, m, n, k int, a []float32, lda int, b []floa
 	if transB {
 		br, bc = n, k
 	}
-	check := func(name string, s []float32, rows, cols, ld int) {
-		if rows == 0 || cols == 0 {
-			return // an empty matrix is never read, whatever its ld
-		}
-		if ld < cols {
-			panic(fmt.Sprintf("gemm: ld%s=%d is less than the %d columns of %s", name, ld, cols, name))
-		}
-		if len(s) < (rows-1)*ld+cols {
-			panic(fmt.Sprintf("gemm: %s has %d elements, want at least %d for %d×%d with ld%s=%d", name, len(s), (rows-1)*ld+cols, rows, cols, name, ld))
-		}
+	checkMatrix("a", a, ar, ac, lda)
+	checkMatrix("b", b, br, bc, ldb)
+	checkMatrix("c", c, m, n, ldc)
+}
+
+// checkMatrix panics when s cannot hold a rows×cols matrix with leading dimension ld.
+func checkMatrix(name string, s []float32, rows, cols, ld int) {
+	if rows == 0 || cols == 0 {
+		return // an empty matrix is never read, whatever its ld
 	}
-	check("a", a, ar, ac, lda)
-	check("b", b, br, bc, ldb)
-	check("c", c, m, n, ldc)
+	if ld < cols {
+		panic(fmt.Sprintf("gemm: ld%s=%d is less than the %d columns of %s", name, ld, cols, name))
+	}
+	if len(s) < (rows-1)*ld+cols {
+		panic(fmt.Sprintf("gemm: %s has %d elements, want at least %d for %d×%d with ld%s=%d", name, len(s), (rows-1)*ld+cols, rows, cols, name, ld))
+	}
 }

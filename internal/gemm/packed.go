@@ -1,0 +1,78 @@
+package gemm
+
+import "fmt"
+
+// PackedB is op(B) packed once into the micro-panels the kernels read, for
+// many Sgemm calls that share it: a layer's weights between two updates, used
+// by every micro-batch of a step. Without it each call packs B again, which
+// for a few rows against a large weight costs as much as the product.
+//
+// The layout depends only on k, n and the kernel set: for each k block (as
+// Sgemm cuts k), panels of nr columns over all of n, so that any part of a
+// parallel call finds its columns' panels in place. SgemmPacked gives the
+// same bits as Sgemm on the same matrices. The zero value is empty; Pack
+// reuses its storage.
+type PackedB struct {
+	k, n  int
+	width int // floats of one k step across all panels: n rounded up to the vector width
+	ks    *kernelSet
+	data  []float32
+}
+
+// Pack packs op(B), k×n, row-major with leading dimension ldb (B itself is
+// n×k when transB), into p, reusing p's storage when it is large enough.
+func (p *PackedB) Pack(transB bool, k, n int, b []float32, ldb int) {
+	br, bc := k, n
+	if transB {
+		br, bc = n, k
+	}
+	if k <= 0 || n <= 0 {
+		panic(fmt.Sprintf("gemm: Pack: sizes k=%d n=%d must be positive", k, n))
+	}
+	checkMatrix("b", b, br, bc, ldb)
+	ks := kernels
+	kcb := kBlock(k, ks.kc)
+	p.k, p.n, p.ks = k, n, ks
+	p.width = roundUp(n, ks.vec)
+	size := p.width * roundUp(k, kcb)
+	if cap(p.data) < size {
+		p.data = make([]float32, size)
+	}
+	p.data = p.data[:size]
+	for pc := 0; pc < k; pc += kcb {
+		ks.packB(p.data[pc*p.width:], b, ldb, transB, 0, n, pc, min(kcb, k-pc))
+	}
+}
+
+// K and N return the shape of the packed op(B); 0 before the first Pack.
+func (p *PackedB) K() int { return p.k }
+func (p *PackedB) N() int { return p.n }
+
+// SgemmPacked computes C = alpha*op(A)*B + beta*C as Sgemm does, where B is
+// op(B) as packed in pb: op(A) is m×pb.K(), C is m×pb.N(). It gives the same
+// bits as Sgemm with the matrix pb was packed from, for any thread budget.
+func SgemmPacked(transA bool, m int, alpha float32, a []float32, lda int, pb *PackedB, beta float32, c []float32, ldc int) {
+	if pb.ks == nil {
+		panic("gemm: SgemmPacked: pb was never packed")
+	}
+	n, k := pb.n, pb.k
+	if m < 0 {
+		panic(fmt.Sprintf("gemm: negative size m=%d", m))
+	}
+	ar, ac := m, k
+	if transA {
+		ar, ac = k, m
+	}
+	checkMatrix("a", a, ar, ac, lda)
+	checkMatrix("c", c, m, n, ldc)
+	if m == 0 {
+		return
+	}
+	if alpha == 0 {
+		scale(m, n, beta, c, ldc)
+		return
+	}
+	g := sgemmArgs{transA: transA, m: m, n: n, k: k, alpha: alpha, beta: beta,
+		a: a, lda: lda, ldb: n, c: c, ldc: ldc, bpre: pb}
+	sgemm(&g)
+}
