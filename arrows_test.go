@@ -87,3 +87,55 @@ func contains(xs []string, s string) bool {
 	}
 	return false
 }
+
+// internalUsers lists, for each internal package, the packages of ours that
+// may import it directly: the GEMM is reached through ops and nn only, so no
+// caller above them can bypass the layers' thread budgets.
+var internalUsers = map[string][]string{
+	"internal/gemm": {"ops", "nn"},
+	"internal/par":  {"internal/gemm", "optim", "actors"},
+	"internal/vec":  {"tensor", "ops", "nn", "optim"},
+}
+
+// TestInternalImports fails when a package imports an internal one it is not
+// listed for (tests and commands under bench/ are free to).
+func TestInternalImports(t *testing.T) {
+	out, err := exec.Command("go", "list", "-json=ImportPath,Imports", "./...").Output()
+	if err != nil {
+		t.Fatalf("go list: %v", err)
+	}
+	dec := json.NewDecoder(strings.NewReader(string(out)))
+	seen := map[string]bool{}
+	for {
+		var p struct {
+			ImportPath string
+			Imports    []string
+		}
+		if err := dec.Decode(&p); err == io.EOF {
+			break
+		} else if err != nil {
+			t.Fatal(err)
+		}
+		name := strings.TrimPrefix(strings.TrimPrefix(p.ImportPath, module), "/")
+		for _, d := range p.Imports {
+			dep := strings.TrimPrefix(d, module+"/")
+			users, ok := internalUsers[dep]
+			if !strings.HasPrefix(d, module+"/internal/") {
+				continue
+			}
+			if !ok {
+				t.Errorf("%s imports %s, which is not in internalUsers", p.ImportPath, d)
+				continue
+			}
+			seen[dep] = true
+			if !contains(users, name) && !strings.HasPrefix(name, "bench/") {
+				t.Errorf("%s imports %s directly: only %v may", p.ImportPath, d, users)
+			}
+		}
+	}
+	for dep := range internalUsers {
+		if !seen[dep] {
+			t.Errorf("no package imports %s: drop it from internalUsers", dep)
+		}
+	}
+}

@@ -5,7 +5,7 @@ import (
 	"slices"
 
 	"github.com/asynkron/protoactor-go/actor"
-	"github.com/pipetrain/pipetrain/internal/gemm"
+	"github.com/pipetrain/pipetrain/internal/par"
 	"github.com/pipetrain/pipetrain/nn"
 	"github.com/pipetrain/pipetrain/ops"
 	"github.com/pipetrain/pipetrain/optim"
@@ -62,6 +62,7 @@ type Updater struct {
 	Optimizer optim.Optimizer // nil for a stage without parameters
 	ClipValue float64         // 0: off; clamps each gradient element first
 	ClipNorm  bool            // report sums of squares and wait for the global factor
+	Threads   int             // goroutines the stage's kernels may use (nn.Pass.Threads)
 }
 
 type partKey struct {
@@ -174,7 +175,7 @@ func (s *Stage) forward(ctx actor.Context, f *Forward) {
 	if f.Eval {
 		kind = 'E'
 	}
-	p := nn.Pass{Step: f.Step, Micro: f.Micro, Train: !f.Eval, Weights: s.weights}
+	p := nn.Pass{Step: f.Step, Micro: f.Micro, Train: !f.Eval, Weights: s.weights, Threads: s.updater.Threads}
 	if !f.Eval {
 		p.Arena = s.arenas.at(f.Seq, f.Micro)
 	}
@@ -252,7 +253,7 @@ func (s *Stage) gatherBackward(ctx actor.Context, m *Backward) {
 }
 
 func (s *Stage) backward(ctx actor.Context, step, micro int, dy *tensor.Tensor) {
-	p := nn.Pass{Step: step, Micro: micro, Train: true, Arena: s.arenas.current(micro), Weights: s.weights}
+	p := nn.Pass{Step: step, Micro: micro, Train: true, Arena: s.arenas.current(micro), Weights: s.weights, Threads: s.updater.Threads}
 	var (
 		dx       *tensor.Tensor
 		deferred []nn.SplitBackward
@@ -376,7 +377,7 @@ func (s *Stage) maybeApply(ctx actor.Context) {
 	s.send(ctx, s.coord, &s.applied)
 }
 
-// zeroGrads clears the gradients for the next step, on the GEMM's cores when large.
+// zeroGrads clears the gradients for the next step, on the stage's cores when large.
 func (s *Stage) zeroGrads() {
 	for _, p := range s.ps {
 		if p.Grad.DType() != tensor.Float32 {
@@ -384,7 +385,7 @@ func (s *Stage) zeroGrads() {
 			continue
 		}
 		s.clearTask = clearTask{p.Grad.Data32()}
-		gemm.For(len(s.clearTask.g), clearGrain, &s.clearTask)
+		par.For(s.updater.Threads, len(s.clearTask.g), clearGrain, &s.clearTask)
 	}
 }
 
@@ -425,7 +426,7 @@ func (s *Stage) checkValues(values []*tensor.Tensor) error {
 // clearGrain is the fewest elements worth a part of a parallel clear.
 const clearGrain = 1 << 15
 
-// clearTask zeroes gradients over a range, for gemm.For.
+// clearTask zeroes gradients over a range, for par.For.
 type clearTask struct{ g []float32 }
 
 func (t *clearTask) Run(lo, hi int) { clear(t.g[lo:hi]) }

@@ -19,6 +19,10 @@ type Pass struct {
 	// work derived from their weights, such as GEMM-packed panels, while it
 	// stays the same; 0 keeps nothing.
 	Weights uint64
+	// Threads is how many goroutines a layer's kernels may use for this
+	// pass, the caller's included; 0 means runtime.GOMAXPROCS(0). Results do
+	// not depend on it.
+	Threads int
 }
 
 // Param is a parameter and its accumulated gradient, of the same dtype and shape.

@@ -87,11 +87,11 @@ func (l *Linear) Forward(p Pass, x *tensor.Tensor) *tensor.Tensor {
 		for i := range n {
 			copy(y32[i*l.Out:(i+1)*l.Out], b)
 		}
-		gemm.SgemmPacked(false, n, 1, x.Data32(), l.In, &l.packs.fwd, 1, y32, l.Out)
+		gemm.Threads(p.Threads).SgemmPacked(false, n, 1, x.Data32(), l.In, &l.packs.fwd, 1, y32, l.Out)
 	} else if x.DType() == tensor.Float32 {
-		linearForward(y.Data32(), x.Data32(), l.W.Data32(), l.B.Data32(), n, l.In, l.Out, gemm.Sgemm)
+		linearForward(p.Threads, y.Data32(), x.Data32(), l.W.Data32(), l.B.Data32(), n, l.In, l.Out, sgemm)
 	} else {
-		linearForward(y.Data64(), x.Data64(), l.W.Data64(), l.B.Data64(), n, l.In, l.Out, gemm.Dgemm)
+		linearForward(p.Threads, y.Data64(), x.Data64(), l.W.Data64(), l.B.Data64(), n, l.In, l.Out, dgemm)
 	}
 	l.x.put(p, x)
 	return y
@@ -133,9 +133,9 @@ func (l *Linear) BackwardInput(p Pass, dy *tensor.Tensor) *tensor.Tensor {
 			l.packs.bwd.Pack(false, l.Out, l.In, l.W.Data32(), l.In)
 			l.packs.bwdFor = p.Weights
 		}
-		gemm.SgemmPacked(false, n, 1, dy.Data32(), l.Out, &l.packs.bwd, 0, dx.Data32(), l.In)
+		gemm.Threads(p.Threads).SgemmPacked(false, n, 1, dy.Data32(), l.Out, &l.packs.bwd, 0, dx.Data32(), l.In)
 	} else if x.DType() == tensor.Float32 {
-		gemm.Sgemm(false, false, n, l.In, l.Out, 1, dy.Data32(), l.Out, l.W.Data32(), l.In, 0, dx.Data32(), l.In)
+		gemm.Threads(p.Threads).Sgemm(false, false, n, l.In, l.Out, 1, dy.Data32(), l.Out, l.W.Data32(), l.In, 0, dx.Data32(), l.In)
 	} else {
 		gemm.Dgemm(false, false, n, l.In, l.Out, 1, dy.Data64(), l.Out, l.W.Data64(), l.In, 0, dx.Data64(), l.In)
 	}
@@ -150,23 +150,32 @@ func (l *Linear) BackwardParams(p Pass) {
 	dy := l.dy.take("Linear", p)
 	n := x.Dim(0)
 	if x.DType() == tensor.Float32 {
-		linearParamGrads(dy.Data32(), x.Data32(), l.GW.Data32(), l.GB.Data32(), n, l.In, l.Out, gemm.Sgemm)
+		linearParamGrads(p.Threads, dy.Data32(), x.Data32(), l.GW.Data32(), l.GB.Data32(), n, l.In, l.Out, sgemm)
 	} else {
-		linearParamGrads(dy.Data64(), x.Data64(), l.GW.Data64(), l.GB.Data64(), n, l.In, l.Out, gemm.Dgemm)
+		linearParamGrads(p.Threads, dy.Data64(), x.Data64(), l.GW.Data64(), l.GB.Data64(), n, l.In, l.Out, dgemm)
 	}
 }
 
-type gemmFunc[T float32 | float64] func(tA, tB bool, m, n, k int, alpha T, a []T, lda int, b []T, ldb int, beta T, c []T, ldc int)
+type gemmFunc[T float32 | float64] func(threads int, tA, tB bool, m, n, k int, alpha T, a []T, lda int, b []T, ldb int, beta T, c []T, ldc int)
 
-func linearForward[T float32 | float64](y, x, w, b []T, n, in, out int, mm gemmFunc[T]) {
+func sgemm(threads int, tA, tB bool, m, n, k int, alpha float32, a []float32, lda int, b []float32, ldb int, beta float32, c []float32, ldc int) {
+	gemm.Threads(threads).Sgemm(tA, tB, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc)
+}
+
+// dgemm is gonum's BLAS, which has its own threads.
+func dgemm(_ int, tA, tB bool, m, n, k int, alpha float64, a []float64, lda int, b []float64, ldb int, beta float64, c []float64, ldc int) {
+	gemm.Dgemm(tA, tB, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc)
+}
+
+func linearForward[T float32 | float64](threads int, y, x, w, b []T, n, in, out int, mm gemmFunc[T]) {
 	for i := range n {
 		copy(y[i*out:(i+1)*out], b)
 	}
-	mm(false, true, n, out, in, 1, x, in, w, in, 1, y, out)
+	mm(threads, false, true, n, out, in, 1, x, in, w, in, 1, y, out)
 }
 
-func linearParamGrads[T float32 | float64](dy, x, gw, gb []T, n, in, out int, mm gemmFunc[T]) {
-	mm(true, false, out, in, n, 1, dy, out, x, in, 1, gw, in)
+func linearParamGrads[T float32 | float64](threads int, dy, x, gw, gb []T, n, in, out int, mm gemmFunc[T]) {
+	mm(threads, true, false, out, in, n, 1, dy, out, x, in, 1, gw, in)
 	if gb32, ok := any(gb).([]float32); ok {
 		dy32 := any(dy).([]float32)
 		for i := range n {

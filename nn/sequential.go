@@ -11,8 +11,9 @@ import (
 // the reference the actor pipeline must reproduce bit for bit: same micro-batch
 // split, same order of gradient accumulation, same loss arithmetic.
 type Sequential struct {
-	Layers []Layer
-	Loss   Loss
+	Layers  []Layer
+	Loss    Loss
+	Threads int // goroutines each kernel may use (Pass.Threads); 0: all the Go runtime has
 
 	weights uint64 // Pass.Weights: the weights may change between any two calls
 }
@@ -72,7 +73,7 @@ func (s *Sequential) TrainStep(step int, x *tensor.Tensor, t Target, micro int) 
 	total := 0.0
 	s.weights++
 	for m, sp := range SplitRows(n, micro) {
-		p := Pass{Step: step, Micro: m, Train: true, Weights: s.weights}
+		p := Pass{Step: step, Micro: m, Train: true, Weights: s.weights, Threads: s.Threads}
 		h := Rows(x, sp.Lo, sp.Hi)
 		for i, l := range s.Layers {
 			h = l.Forward(p, h)
@@ -120,7 +121,7 @@ func (s *Sequential) Evaluate(x *tensor.Tensor, t Target, batch int) (loss, accu
 	s.weights++
 	for lo := 0; lo < n; lo += batch {
 		hi := min(lo+batch, n)
-		out := s.Forward(Pass{Weights: s.weights}, Rows(x, lo, hi))
+		out := s.Forward(Pass{Weights: s.weights, Threads: s.Threads}, Rows(x, lo, hi))
 		tt := t.Slice(lo, hi)
 		l, _ := s.Loss.Compute(out, tt, 0)
 		loss += l * float64(hi-lo) / float64(n)

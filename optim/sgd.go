@@ -2,7 +2,7 @@ package optim
 
 import (
 	"fmt"
-	"github.com/pipetrain/pipetrain/internal/gemm"
+	"github.com/pipetrain/pipetrain/internal/par"
 	"github.com/pipetrain/pipetrain/internal/vec"
 	"math"
 
@@ -15,6 +15,7 @@ type SGDConfig struct {
 	Momentum    float64 // optimizer.momentum, >= 0; 0 disables the momentum buffer
 	Nesterov    bool    // optimizer.nesterov; needs Momentum > 0
 	WeightDecay float64 // optimizer.weight_decay, >= 0; L2 penalty added to the gradient
+	Threads     int     // goroutines a large update may use; 0: all the Go runtime has
 }
 
 // SGD is stochastic gradient descent with optional momentum, Nesterov momentum and
@@ -83,7 +84,7 @@ func (o *SGD) Step(params []Param, lr float64) error {
 			if buf != nil {
 				b = buf.Data32()
 			}
-			sgd32(&o.task, p.Value.Data32(), p.Grad.Data32(), b, float32(lr), float32(o.cfg.Momentum), float32(o.cfg.WeightDecay), o.cfg.WeightDecay != 0, first, o.cfg.Nesterov)
+			sgd32(&o.task, o.cfg.Threads, p.Value.Data32(), p.Grad.Data32(), b, float32(lr), float32(o.cfg.Momentum), float32(o.cfg.WeightDecay), o.cfg.WeightDecay != 0, first, o.cfg.Nesterov)
 		} else {
 			var b []float64
 			if buf != nil {
@@ -100,14 +101,14 @@ func (o *SGD) Step(params []Param, lr float64) error {
 // sgd32 updates w in float32. buf is nil without momentum. Every product is
 // rounded before the addition (no FMA); the common cases run vectorised, with
 // the same bits as the loop.
-func sgd32(t *sgdTask, w, g, buf []float32, lr, mom, wd float32, decay, first, nesterov bool) {
+func sgd32(t *sgdTask, threads int, w, g, buf []float32, lr, mom, wd float32, decay, first, nesterov bool) {
 	if !decay && !nesterov {
 		*t = sgdTask{w: w, g: g, buf: buf, lr: lr, mom: mom}
 		if first && buf != nil {
 			copy(buf, g)
 			t.g, t.buf = buf, nil
 		}
-		gemm.For(len(w), sgdGrain, t)
+		par.For(threads, len(w), sgdGrain, t)
 		return
 	}
 	for i := range w {
@@ -135,7 +136,7 @@ func sgd32(t *sgdTask, w, g, buf []float32, lr, mom, wd float32, decay, first, n
 // layer's update, memory-bound, then uses the cores the GEMM does.
 const sgdGrain = 1 << 15
 
-// sgdTask is the vectorised update over a range, for gemm.For.
+// sgdTask is the vectorised update over a range, for par.For.
 type sgdTask struct {
 	w, g, buf []float32
 	lr, mom   float32

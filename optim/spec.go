@@ -13,6 +13,9 @@ type Spec struct {
 	WeightDecay float64    // all: L2 added to the gradient (sgd, adam), decoupled (adamw)
 	Betas       [2]float64 // adam, adamw
 	Eps         float64    // adam, adamw
+	// Threads is how many goroutines an update may use (0: all the Go
+	// runtime has); not a hyperparameter: results do not depend on it.
+	Threads int
 }
 
 // Kinds lists the optimizer names a Spec may have.
@@ -23,7 +26,7 @@ var Kinds = []string{"sgd", "adam", "adamw"}
 func (s Spec) New() (Optimizer, error) {
 	switch s.Kind {
 	case "sgd":
-		return NewSGD(SGDConfig{Momentum: s.Momentum, Nesterov: s.Nesterov, WeightDecay: s.WeightDecay})
+		return NewSGD(SGDConfig{Momentum: s.Momentum, Nesterov: s.Nesterov, WeightDecay: s.WeightDecay, Threads: s.Threads})
 	case "adam", "adamw":
 		c := AdamConfig{Betas: s.Betas, Eps: s.Eps, WeightDecay: s.WeightDecay}
 		if s.Kind == "adam" {

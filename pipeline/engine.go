@@ -17,7 +17,6 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/pipetrain/pipetrain/actors"
-	"github.com/pipetrain/pipetrain/internal/gemm"
 	"github.com/pipetrain/pipetrain/nn"
 	"github.com/pipetrain/pipetrain/optim"
 	"github.com/pipetrain/pipetrain/tensor"
@@ -36,7 +35,7 @@ type Config struct {
 
 	Features      int           // input width, for measuring layer costs
 	SampleRows    int           // rows of the cost sample (default 64)
-	GEMMThreads   int           // GEMM goroutines per call; 0: all cores for one stage actor, else 1 each
+	GEMMThreads   int           // goroutines each stage actor's kernels may use; 0: all cores for one busy actor, else a share each
 	SplitBackward bool          // send dX upstream before computing dW (the zero-bubble idea)
 	Trace         bool          // record spans for WriteTrace
 	Hang          time.Duration // watchdog: no message moved for this long fails the step (default 2 minutes)
@@ -130,13 +129,13 @@ func New(layers []nn.Layer, cfg Config) (*Engine, error) {
 		return nil, err
 	}
 	e.start(units)
-	gemm.SetThreads(e.gemmBudget(len(units)))
 	return e, nil
 }
 
-// gemmBudget keeps kernels and stages from oversubscribing the cores: stage
-// actors that run at once share GOMAXPROCS, so each GEMM gets one thread
-// unless a single actor does all the work.
+// gemmBudget is each stage actor's thread budget (nn.Pass.Threads and its
+// optimizer's), so that kernels and stages do not oversubscribe the cores:
+// stage actors that run at once share GOMAXPROCS, so each gets its share
+// unless a single actor is busy at a time. No process-wide setting is made.
 func (e *Engine) gemmBudget(n int) int {
 	if e.cfg.GEMMThreads > 0 {
 		return e.cfg.GEMMThreads
@@ -157,7 +156,9 @@ func (e *Engine) group(layers []nn.Layer) ([]int, error) {
 		return []int{0, len(layers)}, nil
 	}
 	rows := max(1, e.cfg.SampleRows)
-	costs, err := MeasureCosts(layers, e.cfg.Features, rows, 3, paramDType(layers))
+	// one goroutine each: the costs are compared, and each stage of several
+	// gets about one core
+	costs, err := MeasureCosts(layers, e.cfg.Features, rows, 3, 1, paramDType(layers))
 	if err != nil {
 		return nil, err
 	}
@@ -267,15 +268,18 @@ func (e *Engine) start(units []unit) {
 		return pid
 	}
 	p := len(e.nodes)
+	threads := e.gemmBudget(len(units))
+	spec := e.cfg.Optimizer
+	spec.Threads = threads
 	stageActors := make([]*actors.Stage, len(units))
 	for id, u := range units {
 		name := fmt.Sprintf("stage %d", u.node)
 		if len(e.nodes[u.node].actors) > 1 {
 			name = fmt.Sprintf("stage %d shard %d", u.node, u.part)
 		}
-		up := actors.Updater{ClipValue: e.cfg.ClipValue, ClipNorm: e.cfg.ClipNorm > 0}
+		up := actors.Updater{ClipValue: e.cfg.ClipValue, ClipNorm: e.cfg.ClipNorm > 0, Threads: threads}
 		if hasParams(u.layers) {
-			up.Optimizer, _ = e.cfg.Optimizer.New() // checked in New
+			up.Optimizer, _ = spec.New() // checked in New
 		}
 		s := actors.NewStage(id, name, e.graph, u.layers, u.first, u.part, u.node > 0, up)
 		stageActors[id] = s

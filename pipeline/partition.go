@@ -57,9 +57,10 @@ func Partition(costs []float64, n int) []int {
 }
 
 // MeasureCosts times each layer's forward and backward on a sample of rows
-// random inputs of width features, the least of reps runs, and leaves the
-// layers as they were (no caches, zero gradients).
-func MeasureCosts(layers []nn.Layer, features, rows, reps int, dt tensor.DType) ([]float64, error) {
+// random inputs of width features, the least of reps runs, with kernels on
+// up to threads goroutines, and leaves the layers as they were (no caches,
+// zero gradients).
+func MeasureCosts(layers []nn.Layer, features, rows, reps, threads int, dt tensor.DType) ([]float64, error) {
 	costs := make([]float64, len(layers))
 	for i := range costs {
 		costs[i] = math.Inf(1)
@@ -71,7 +72,7 @@ func MeasureCosts(layers []nn.Layer, features, rows, reps int, dt tensor.DType) 
 		}
 	}()
 	for r := range reps {
-		p := nn.Pass{Step: 0, Micro: -1 - r, Train: true}
+		p := nn.Pass{Step: 0, Micro: -1 - r, Train: true, Threads: threads}
 		h := tensor.Full(dt, 0.5, rows, features)
 		outs := make([]*tensor.Tensor, len(layers))
 		times := make([]time.Duration, len(layers))

@@ -58,20 +58,17 @@
 //
 // # Threads
 //
-// SetThreads(n) sets how many goroutines one Sgemm call may use, the calling
-// one included; the default is runtime.GOMAXPROCS(0) read at first use, and
-// SetThreads(0) restores it. Calls with m·n·k under 2^20 run on the calling
-// goroutine. Larger ones are cut into blocks of whole columns of C (the parts
-// then share one packed op(A), which the threads pack together first) or,
-// when C has few columns, of whole rows, about four parts per thread; the
-// caller and up to n-1 helper goroutines claim parts with an atomic counter,
-// so the caller finishes alone if no helper comes. For runs other loops the
-// same way (a trainer's memory-bound update between GEMMs), in disjoint ranges. Helpers are pooled: an idle helper spins (yielding to any
-// runnable goroutine and OS thread) for up to 2 ms waiting for the next call
-// and then exits, so back-to-back calls do not pay for waking a parked thread
-// and no goroutine outlives its usefulness. Packing buffers are kept per
-// workspace and reused, and jobs and helpers are kept on free lists:
-// steady-state calls do not allocate.
+// A Threads value is a call's thread budget: how many goroutines it may use,
+// the calling one included (0: runtime.GOMAXPROCS(0), which the plain Sgemm
+// and SgemmPacked use). There is no process-wide setting: pipeline stages
+// that run at once each pass their share of the cores. Calls with m·n·k
+// under 2^20 run on the calling goroutine. Larger ones are cut into blocks of
+// whole columns of C (the parts then share one packed op(A), which the
+// threads pack together first) or, when C has few columns, of whole rows,
+// about four parts per thread, and run with package par on the caller and
+// its pooled helpers, which claim parts with an atomic counter, so the caller
+// finishes alone if no helper comes. Packing buffers are kept per workspace
+// and reused, and jobs on a free list: steady-state calls do not allocate.
 //
 // # Determinism
 //

@@ -1,6 +1,7 @@
 package gemm
 
 import (
+	"github.com/pipetrain/pipetrain/internal/par"
 	"gonum.org/v1/gonum/blas"
 	"gonum.org/v1/gonum/blas/blas64"
 )
@@ -12,12 +13,23 @@ func trans(t bool) blas.Transpose {
 	return blas.NoTrans
 }
 
-// Sgemm computes C = alpha*op(A)*op(B) + beta*C in float32, where op(A) is m×k and
-// op(B) is k×n, all row-major with leading dimensions lda, ldb and ldc. When
-// beta is 0, C is written without being read (NaNs in it do not survive); when
-// alpha is 0, A and B are not read. It panics on negative sizes and on slices
-// too short for their matrices.
+// Threads is a thread budget: how many goroutines one call may use, the
+// caller's included; 0 means runtime.GOMAXPROCS(0). Callers that run several
+// calls at once (pipeline stages) share the machine by giving each a part.
+// Results do not depend on it: any budget gives the same bits.
+type Threads int
+
+// Sgemm is Threads(0).Sgemm: every core the Go runtime has.
 func Sgemm(transA, transB bool, m, n, k int, alpha float32, a []float32, lda int, b []float32, ldb int, beta float32, c []float32, ldc int) {
+	Threads(0).Sgemm(transA, transB, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc)
+}
+
+// Sgemm computes C = alpha*op(A)*op(B) + beta*C in float32 on up to t
+// goroutines, where op(A) is m×k and op(B) is k×n, all row-major with leading
+// dimensions lda, ldb and ldc. When beta is 0, C is written without being read
+// (NaNs in it do not survive); when alpha is 0, A and B are not read. It
+// panics on negative sizes and on slices too short for their matrices.
+func (t Threads) Sgemm(transA, transB bool, m, n, k int, alpha float32, a []float32, lda int, b []float32, ldb int, beta float32, c []float32, ldc int) {
 	checkSgemm(transA, transB, m, n, k, a, lda, b, ldb, c, ldc)
 	if m == 0 || n == 0 {
 		return
@@ -28,7 +40,7 @@ func Sgemm(transA, transB bool, m, n, k int, alpha float32, a []float32, lda int
 	}
 	g := sgemmArgs{transA: transA, transB: transB, m: m, n: n, k: k, alpha: alpha, beta: beta,
 		a: a, lda: lda, b: b, ldb: ldb, c: c, ldc: ldc}
-	sgemm(&g)
+	sgemm(&g, par.Budget(int(t)))
 }
 
 // Dgemm computes C = alpha*op(A)*op(B) + beta*C in float64, as Sgemm.

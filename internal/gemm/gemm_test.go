@@ -7,6 +7,8 @@ import (
 	"runtime"
 	"testing"
 	"time"
+
+	"github.com/pipetrain/pipetrain/internal/par"
 )
 
 // naive is the reference C = alpha*op(A)*op(B) + beta*C in float64.
@@ -119,6 +121,7 @@ func layoutName(tA, tB bool) string {
 // operands holds one random Sgemm problem with padded leading dimensions; the
 // padding is NaN, so reading it would show in C.
 type operands struct {
+	threads       Threads // run's budget
 	tA, tB        bool
 	m, n, k       int
 	a, b, c       []float32
@@ -210,7 +213,7 @@ func (o *operands) run(alpha, beta float32) []float32 {
 			c[i] = float32(math.NaN())
 		}
 	}
-	Sgemm(o.tA, o.tB, o.m, o.n, o.k, alpha, o.a, o.lda, o.b, o.ldb, beta, c, o.ldc)
+	o.threads.Sgemm(o.tA, o.tB, o.m, o.n, o.k, alpha, o.a, o.lda, o.b, o.ldb, beta, c, o.ldc)
 	return c
 }
 
@@ -222,14 +225,6 @@ func withKernels(t *testing.T, f func(t *testing.T)) {
 		kernels = ks
 		t.Run(ks.name, f)
 	}
-}
-
-// withThreads runs f under the thread budget n, restoring the old one.
-func withThreads(n int, f func()) {
-	old := threads.Load()
-	defer threads.Store(old)
-	SetThreads(n)
-	f()
 }
 
 // edgeSizes are sizes around multiples of a kernel set's tile sides.
@@ -286,14 +281,13 @@ func TestSgemmLarge(t *testing.T) {
 	withKernels(t, func(t *testing.T) {
 		rng := rand.New(rand.NewPCG(9, 10))
 		shapes := [][3]int{{128, 784, 512}, {512, 784, 128}, {128, 512, 784}, {129, 259, 1100}, {300, 50, 700}}
-		withThreads(2, func() {
-			for _, d := range shapes {
-				for _, l := range layouts {
-					o := newOperands(rng, l[0], l[1], d[0], d[1], d[2], 5)
-					o.check(t, fmt.Sprintf("%s %dx%dx%d", layoutName(l[0], l[1]), d[0], d[1], d[2]), 0.75, 0.5, o.run(0.75, 0.5))
-				}
+		for _, d := range shapes {
+			for _, l := range layouts {
+				o := newOperands(rng, l[0], l[1], d[0], d[1], d[2], 5)
+				o.threads = 2
+				o.check(t, fmt.Sprintf("%s %dx%dx%d", layoutName(l[0], l[1]), d[0], d[1], d[2]), 0.75, 0.5, o.run(0.75, 0.5))
 			}
-		})
+		}
 	})
 }
 
@@ -368,7 +362,8 @@ func TestSgemmThreadsBitIdentical(t *testing.T) {
 					runtime.GOMAXPROCS(gmp)
 					for th := 1; th <= 4; th++ {
 						var got []float32
-						withThreads(th, func() { got = o.run(1.25, 0.5) })
+						o.threads = Threads(th)
+						got = o.run(1.25, 0.5)
 						if ref == nil {
 							ref = got
 							continue
@@ -423,25 +418,23 @@ func TestSgemmNoAllocNoLeak(t *testing.T) {
 	c := make([]float32, len(o.c))
 	before := runtime.NumGoroutine()
 	for _, th := range []int{1, 2} {
-		withThreads(th, func() {
-			Sgemm(false, true, o.m, o.n, o.k, 1, o.a, o.lda, o.b, o.ldb, 0, c, o.ldc)
-			allocs := testing.AllocsPerRun(20, func() {
-				Sgemm(false, true, o.m, o.n, o.k, 1, o.a, o.lda, o.b, o.ldb, 0, c, o.ldc)
-			})
-			t.Logf("threads=%d: %v allocs per call", th, allocs)
-			if allocs > 0 {
-				t.Errorf("threads=%d: %v allocs per call, want 0", th, allocs)
-			}
+		Threads(th).Sgemm(false, true, o.m, o.n, o.k, 1, o.a, o.lda, o.b, o.ldb, 0, c, o.ldc)
+		allocs := testing.AllocsPerRun(20, func() {
+			Threads(th).Sgemm(false, true, o.m, o.n, o.k, 1, o.a, o.lda, o.b, o.ldb, 0, c, o.ldc)
 		})
+		t.Logf("threads=%d: %v allocs per call", th, allocs)
+		if allocs > 0 {
+			t.Errorf("threads=%d: %v allocs per call, want 0", th, allocs)
+		}
 	}
 	// Helpers exit after helperSpin without work.
 	for range 1000 {
-		if runtime.NumGoroutine() <= before && liveHelpers() == 0 {
+		if runtime.NumGoroutine() <= before && par.LiveHelpers() == 0 {
 			return
 		}
 		time.Sleep(time.Millisecond)
 	}
-	t.Errorf("%d goroutines (%d helpers) a second after the calls, %d before", runtime.NumGoroutine(), liveHelpers(), before)
+	t.Errorf("%d goroutines (%d helpers) a second after the calls, %d before", runtime.NumGoroutine(), par.LiveHelpers(), before)
 }
 
 // TestSgemmPanics checks that bad sizes and short slices panic.
@@ -470,23 +463,6 @@ func TestSgemmPanics(t *testing.T) {
 			tc.f()
 		}()
 	}
-}
-
-// TestThreadsDefault checks SetThreads and the GOMAXPROCS default.
-func TestThreadsDefault(t *testing.T) {
-	withThreads(0, func() {
-		if got, want := Threads(), runtime.GOMAXPROCS(0); got != want {
-			t.Errorf("default Threads() = %d, want GOMAXPROCS %d", got, want)
-		}
-		SetThreads(3)
-		if Threads() != 3 {
-			t.Errorf("after SetThreads(3): %d", Threads())
-		}
-		SetThreads(-1)
-		if got, want := Threads(), runtime.GOMAXPROCS(0); got != want {
-			t.Errorf("after SetThreads(-1): %d, want %d", got, want)
-		}
-	})
 }
 
 // TestPanelPackers checks each kernel set's packers against the portable ones

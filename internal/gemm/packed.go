@@ -1,6 +1,10 @@
 package gemm
 
-import "fmt"
+import (
+	"fmt"
+
+	"github.com/pipetrain/pipetrain/internal/par"
+)
 
 // PackedB is op(B) packed once into the micro-panels the kernels read, for
 // many Sgemm calls that share it: a layer's weights between two updates, used
@@ -48,10 +52,15 @@ func (p *PackedB) Pack(transB bool, k, n int, b []float32, ldb int) {
 func (p *PackedB) K() int { return p.k }
 func (p *PackedB) N() int { return p.n }
 
+// SgemmPacked is Threads(0).SgemmPacked.
+func SgemmPacked(transA bool, m int, alpha float32, a []float32, lda int, pb *PackedB, beta float32, c []float32, ldc int) {
+	Threads(0).SgemmPacked(transA, m, alpha, a, lda, pb, beta, c, ldc)
+}
+
 // SgemmPacked computes C = alpha*op(A)*B + beta*C as Sgemm does, where B is
 // op(B) as packed in pb: op(A) is m×pb.K(), C is m×pb.N(). It gives the same
 // bits as Sgemm with the matrix pb was packed from, for any thread budget.
-func SgemmPacked(transA bool, m int, alpha float32, a []float32, lda int, pb *PackedB, beta float32, c []float32, ldc int) {
+func (t Threads) SgemmPacked(transA bool, m int, alpha float32, a []float32, lda int, pb *PackedB, beta float32, c []float32, ldc int) {
 	if pb.ks == nil {
 		panic("gemm: SgemmPacked: pb was never packed")
 	}
@@ -74,5 +83,5 @@ func SgemmPacked(transA bool, m int, alpha float32, a []float32, lda int, pb *Pa
 	}
 	g := sgemmArgs{transA: transA, m: m, n: n, k: k, alpha: alpha, beta: beta,
 		a: a, lda: lda, ldb: n, c: c, ldc: ldc, bpre: pb}
-	sgemm(&g)
+	sgemm(&g, par.Budget(int(t)))
 }

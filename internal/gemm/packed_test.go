@@ -34,7 +34,7 @@ func TestSgemmPackedSameBits(t *testing.T) {
 											got[i] = float32(math.NaN())
 										}
 									}
-									withThreads(th, func() { SgemmPacked(tA, m, 1.5, o.a, o.lda, &pb, beta, got, o.ldc) })
+									Threads(th).SgemmPacked(tA, m, 1.5, o.a, o.lda, &pb, beta, got, o.ldc)
 									if !slices.EqualFunc(got, want, func(a, b float32) bool { return math.Float32bits(a) == math.Float32bits(b) }) {
 										t.Fatalf("tA=%v tB=%v m=%d n=%d k=%d beta=%v threads=%d: SgemmPacked differs from Sgemm", tA, tB, m, n, k, beta, th)
 									}
@@ -62,13 +62,12 @@ func TestPackReuse(t *testing.T) {
 }
 
 func TestSgemmPackedPanics(t *testing.T) {
-	var pb PackedB
-	for name, f := range map[string]func(){
-		"never packed": func() { SgemmPacked(false, 1, 1, make([]float32, 4), 4, &pb, 0, make([]float32, 4), 4) },
-		"short b":      func() { pb.Pack(false, 4, 4, make([]float32, 15), 4) },
-		"short a": func() {
+	for name, f := range map[string]func(pb *PackedB){
+		"never packed": func(pb *PackedB) { SgemmPacked(false, 1, 1, make([]float32, 4), 4, pb, 0, make([]float32, 4), 4) },
+		"short b":      func(pb *PackedB) { pb.Pack(false, 4, 4, make([]float32, 15), 4) },
+		"short a": func(pb *PackedB) {
 			pb.Pack(false, 4, 4, make([]float32, 16), 4)
-			SgemmPacked(false, 2, 1, make([]float32, 7), 4, &pb, 0, make([]float32, 8), 4)
+			SgemmPacked(false, 2, 1, make([]float32, 7), 4, pb, 0, make([]float32, 8), 4)
 		},
 	} {
 		func() {
@@ -77,7 +76,7 @@ func TestSgemmPackedPanics(t *testing.T) {
 					t.Errorf("%s: no panic", name)
 				}
 			}()
-			f()
+			f(new(PackedB))
 		}()
 	}
 }

@@ -279,13 +279,13 @@ func transPanelGo(dst, src []float32, lds, kc, nn, pw int) {
 	}
 }
 
-// sgemm runs a validated, non-degenerate call, splitting C over workers.
-func sgemm(g *sgemmArgs) {
+// sgemm runs a validated, non-degenerate call, splitting C over up to threads
+// goroutines.
+func sgemm(g *sgemmArgs, threads int) {
 	ks := kernels
 	if g.bpre != nil {
 		ks = g.bpre.ks
 	}
-	threads := Threads()
 	parts, alongN := partition(ks, g.m, g.n, g.k, threads)
 	if parts <= 1 {
 		w := getWorkspace()

@@ -1,5 +1,5 @@
 //go:build !linux
 
-package gemm
+package par
 
 func osYield() {}

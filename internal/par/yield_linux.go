@@ -1,4 +1,4 @@
-package gemm
+package par
 
 import "syscall"
 

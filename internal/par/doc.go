@@ -1,0 +1,13 @@
+// Package par runs work on the calling goroutine and a small pool of helper
+// goroutines, within a thread budget the caller passes: Do for work cut into
+// parts (the GEMM's blocks of C), For for loops over disjoint index ranges
+// (an optimizer's update, clearing gradients). No budget is global: each
+// call says how many goroutines it may use, so pipeline stages running at
+// once can share the cores without a process-wide setting.
+//
+// Helpers are pooled: an idle helper spins (yielding to any runnable
+// goroutine and OS thread) for up to 2 ms waiting for the next call and then
+// exits, so back-to-back calls do not pay for waking a parked thread and no
+// goroutine outlives its usefulness. Jobs and helpers are kept on free
+// lists: steady-state calls do not allocate.
+package par

@@ -1,0 +1,311 @@
+package par
+
+import (
+	"runtime"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// Work is a job cut into parts: Part(q) does part q. Parts run on the caller
+// and on helper goroutines, each claimed once, in order of q.
+type Work interface{ Part(q int) }
+
+// Task is a loop body for For: Run handles indices [lo, hi).
+type Task interface{ Run(lo, hi int) }
+
+// Budget returns the goroutines a call with budget threads may use: threads
+// itself, or runtime.GOMAXPROCS(0) when threads < 1.
+func Budget(threads int) int {
+	if threads < 1 {
+		return runtime.GOMAXPROCS(0)
+	}
+	return threads
+}
+
+// For runs t over [0, n) in up to Budget(threads) parts of at least grain
+// indices, on the calling goroutine and pooled helpers, and returns when all
+// are done. The parts are disjoint ranges, so a loop whose iterations are
+// independent gives the same bits for any split. Pass a pointer to a struct
+// the caller keeps: For itself allocates nothing.
+func For(threads, n, grain int, t Task) {
+	threads = Budget(threads)
+	parts := min(threads, n/max(1, grain))
+	if parts <= 1 {
+		t.Run(0, n)
+		return
+	}
+	f := getFor()
+	f.t, f.n, f.parts = t, n, parts
+	Do(threads, parts, f)
+	f.t = nil
+	putFor(f)
+}
+
+// forWork is one call of For as Work.
+type forWork struct {
+	t        Task
+	n, parts int
+}
+
+func (f *forWork) Part(q int) { f.t.Run(Bound(q, f.parts, f.n, 1), Bound(q+1, f.parts, f.n, 1)) }
+
+// Bound returns the start of part q of parts over [0, size), in whole units.
+func Bound(q, parts, size, unit int) int {
+	units := (size + unit - 1) / unit
+	return min(size, (units*q/parts)*unit)
+}
+
+// Parts are claimed with an atomic counter, so the caller alone finishes the
+// work if no helper turns up, and a helper slowed down by a busy CPU holds up
+// the call by at most the part it is on.
+//
+// Waking a parked goroutine on an idle CPU costs tens to hundreds of
+// microseconds on a virtual machine (the idle vCPU is halted), more than a
+// whole 128×512×256 product. So a helper that finishes its work spins,
+// yielding to any runnable goroutine, for up to helperSpin waiting for the
+// next call before it exits. Back-to-back calls, as in a training step, find
+// their helpers running; no helper outlives helperSpin of idleness, and a
+// call never uses more goroutines than its budget.
+//
+// The caller, once no part is left to claim, spins for callerSpin waiting for
+// the helpers' last parts, then blocks: a helper whose thread the OS has
+// descheduled then gets the caller's CPU instead of waiting out another
+// process's time slice.
+
+const (
+	helperSpin = 2 * time.Millisecond  // idle helper's wait for work before exiting
+	callerSpin = 50 * time.Microsecond // caller's spin before blocking for helpers
+)
+
+// job is one call of Do.
+type job struct {
+	w     Work
+	parts int
+	next  atomic.Int64  // next part to claim
+	refs  atomic.Int64  // helpers holding the job
+	done  chan struct{} // a helper dropping refs to 0 sends here (buffer 1)
+}
+
+// work claims and runs parts until none is left.
+func (j *job) work() {
+	for {
+		q := int(j.next.Add(1) - 1)
+		if q >= j.parts {
+			return
+		}
+		j.w.Part(q)
+	}
+}
+
+// claimed marks a helper's mailbox once it has taken the job offered there.
+var claimed = new(job)
+
+// helper is a pooled goroutine.
+type helper struct {
+	mail atomic.Pointer[job] // nil, an offered job, or claimed
+}
+
+// The pool's bookkeeping reuses its structs, so that a helper that exits
+// when idle and is started again later allocates nothing; the lists start
+// with room for more helpers than a call may use, and jobs come in batches,
+// so that a new peak of concurrent calls rarely allocates either.
+var (
+	poolMu   sync.Mutex
+	idle     = make([]*helper, 0, maxOffer+1) // live helpers with an empty mailbox
+	helpers  int                              // live helpers
+	starting = make([]*helper, 0, maxOffer+1) // helpers offered a job whose goroutine has not begun
+	spare    = make([]*helper, 0, maxOffer+1) // structs of helpers that exited
+	jobFree  = make([]*job, 0, jobBatch)
+	forFree  = make([]*forWork, 0, jobBatch)
+)
+
+// jobBatch is how many jobs are made at once: concurrent calls (one per
+// actor running a GEMM or a For) rarely exceed it.
+const jobBatch = 16
+
+func getJob() *job {
+	poolMu.Lock()
+	defer poolMu.Unlock()
+	if len(jobFree) == 0 {
+		batch := make([]job, jobBatch)
+		for i := range batch {
+			batch[i].done = make(chan struct{}, 1)
+			jobFree = append(jobFree, &batch[i])
+		}
+	}
+	j := jobFree[len(jobFree)-1]
+	jobFree = jobFree[:len(jobFree)-1]
+	return j
+}
+
+func putJob(j *job) {
+	poolMu.Lock()
+	jobFree = append(jobFree, j)
+	poolMu.Unlock()
+}
+
+func getFor() *forWork {
+	poolMu.Lock()
+	defer poolMu.Unlock()
+	if len(forFree) == 0 {
+		batch := make([]forWork, jobBatch)
+		for i := range batch {
+			forFree = append(forFree, &batch[i])
+		}
+	}
+	f := forFree[len(forFree)-1]
+	forFree = forFree[:len(forFree)-1]
+	return f
+}
+
+func putFor(f *forWork) {
+	poolMu.Lock()
+	forFree = append(forFree, f)
+	poolMu.Unlock()
+}
+
+// runHelper is a helper goroutine's body: it takes the newest helper waiting
+// to start. (A go statement without arguments allocates no closure.)
+func runHelper() {
+	poolMu.Lock()
+	h := starting[len(starting)-1]
+	starting = starting[:len(starting)-1]
+	poolMu.Unlock()
+	h.loop()
+}
+
+// loop runs offered jobs until it has been idle for helperSpin.
+func (h *helper) loop() {
+	last := time.Now()
+	for i := 1; ; i++ {
+		if j := h.mail.Load(); j != nil && j != claimed {
+			if h.mail.CompareAndSwap(j, claimed) {
+				j.work()
+				done := j.done
+				if j.refs.Add(-1) == 0 { // j may be reused from here on
+					select {
+					case done <- struct{}{}:
+					default:
+					}
+				}
+				h.mail.Store(nil)
+				poolMu.Lock()
+				idle = append(idle, h)
+				poolMu.Unlock()
+				last = time.Now()
+			}
+			// Else the caller took the offer back and returns h to idle.
+			continue
+		}
+		if i%64 != 0 {
+			continue
+		}
+		runtime.Gosched()
+		osYield()
+		if time.Since(last) < helperSpin {
+			continue
+		}
+		poolMu.Lock()
+		for x, y := range idle {
+			if y == h {
+				idle = append(idle[:x], idle[x+1:]...)
+				helpers--
+				spare = append(spare, h) // h is not touched again here
+				poolMu.Unlock()
+				return
+			}
+		}
+		// A caller has taken h from idle to offer it a job: wait for it.
+		poolMu.Unlock()
+		last = time.Now()
+	}
+}
+
+// Do runs parts 0..parts-1 of w on the caller and on up to Budget(threads)-1
+// helpers, and returns when every part is done. Parts are claimed in order of
+// q, so a part may wait for earlier ones: they are claimed by goroutines
+// that are running them.
+func Do(threads, parts int, w Work) {
+	threads = Budget(threads)
+	if parts <= 1 || threads <= 1 {
+		for q := range parts {
+			w.Part(q)
+		}
+		return
+	}
+	j := getJob()
+	j.w, j.parts = w, parts
+	j.next.Store(0)
+	var offered [maxOffer]*helper
+	want := min(parts-1, threads-1, maxOffer)
+	poolMu.Lock()
+	n := min(want, len(idle))
+	copy(offered[:n], idle[len(idle)-n:])
+	idle = idle[:len(idle)-n]
+	helpers += want - n
+	poolMu.Unlock()
+	j.refs.Store(int64(want))
+	for _, h := range offered[:n] {
+		h.mail.Store(j)
+	}
+	for x := n; x < want; x++ {
+		poolMu.Lock()
+		if len(spare) == 0 {
+			batch := make([]helper, jobBatch) // as jobs: a new peak rarely allocates
+			for i := range batch {
+				spare = append(spare, &batch[i])
+			}
+		}
+		h := spare[len(spare)-1]
+		spare = spare[:len(spare)-1]
+		h.mail.Store(j)
+		starting = append(starting, h)
+		poolMu.Unlock()
+		offered[x] = h
+		go runHelper()
+	}
+
+	j.work()
+
+	// Take back the offers no helper has claimed, then wait for the helpers
+	// that did to finish their parts: spin a little, then block.
+	for _, h := range offered[:want] {
+		if h.mail.CompareAndSwap(j, nil) {
+			j.refs.Add(-1)
+			poolMu.Lock()
+			idle = append(idle, h)
+			poolMu.Unlock()
+		}
+	}
+	if j.refs.Load() != 0 {
+		start := time.Now()
+		for i := 1; j.refs.Load() != 0; i++ {
+			if i%64 == 0 {
+				if time.Since(start) > callerSpin {
+					// A token left by an earlier use of j only costs a
+					// second look at refs.
+					for j.refs.Load() != 0 {
+						<-j.done
+					}
+					break
+				}
+				runtime.Gosched()
+				osYield()
+			}
+		}
+	}
+	j.w = nil
+	putJob(j)
+}
+
+// maxOffer bounds the helpers of one call.
+const maxOffer = 63
+
+// LiveHelpers reports how many helper goroutines exist, for tests that check
+// that none outlives its idleness.
+func LiveHelpers() int {
+	poolMu.Lock()
+	defer poolMu.Unlock()
+	return helpers
+}

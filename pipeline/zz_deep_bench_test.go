@@ -1,0 +1,59 @@
+package pipeline_test
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"testing"
+
+	"github.com/pipetrain/pipetrain/actors"
+	"github.com/pipetrain/pipetrain/nn"
+	"github.com/pipetrain/pipetrain/optim"
+	"github.com/pipetrain/pipetrain/pipeline"
+	"github.com/pipetrain/pipetrain/tensor"
+)
+
+func deepMLP(tb testing.TB) []nn.Layer {
+	var layers []nn.Layer
+	in := 784
+	for i, out := range []int{1024, 1024, 1024, 10} {
+		l, _ := nn.NewLinear(tensor.Float32, in, out, nn.XavierUniform, rand.New(rand.NewPCG(1, uint64(i))))
+		layers = append(layers, l)
+		if out != 10 {
+			layers = append(layers, nn.NewReLU())
+		}
+		in = out
+	}
+	return layers
+}
+
+func BenchmarkDeep(b *testing.B) {
+	for _, c := range []struct {
+		sched                  actors.Schedule
+		micro, stages, threads int
+		split                  bool
+	}{{actors.Sequential, 1, 1, 0, false}, {actors.Sequential, 8, 1, 0, false}, {actors.OneFOneB, 8, 0, 0, false}, {actors.OneFOneB, 8, 0, 0, true},
+		{actors.OneFOneB, 4, 0, 0, false}, {actors.OneFOneB, 8, 2, 0, false}, {actors.OneFOneB, 8, 2, 2, false}, {actors.OneFOneB, 8, 0, 2, false}} {
+		b.Run(fmt.Sprintf("%v/micro=%d/stages=%d/threads=%d/split=%v", c.sched, c.micro, c.stages, c.threads, c.split), func(b *testing.B) {
+			eng, err := pipeline.New(deepMLP(b), pipeline.Config{Schedule: c.sched, MicroBatches: c.micro, Stages: c.stages, GEMMThreads: c.threads, SplitBackward: c.split,
+				Loss: nn.CrossEntropy, Optimizer: optim.Spec{Kind: "sgd", Momentum: 0.9}, Features: 784})
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer eng.Close()
+			rng := rand.New(rand.NewPCG(2, 2))
+			x := tensor.RandUniform(rng, tensor.Float32, 0, 1, 256, 784)
+			labels := make([]int, 256)
+			for i := range labels {
+				labels[i] = rng.IntN(10)
+			}
+			step := 0
+			for b.Loop() {
+				step++
+				if _, err := eng.Step(step, 0.01, x, nn.Target{Labels: labels}); err != nil {
+					b.Fatal(err)
+				}
+			}
+			b.ReportMetric(float64(256*b.N)/b.Elapsed().Seconds(), "samples/s")
+		})
+	}
+}
