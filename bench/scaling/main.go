@@ -69,7 +69,7 @@ type variant struct {
 	schedule   string
 	stages     int
 	shards     int
-	gemm       string // PIPETRAIN_GEMM_THREADS, "" = the pipeline's default
+	gemm       string // pipeline.gemm_threads, "" = the pipeline's default
 }
 
 func main() {
@@ -109,10 +109,10 @@ func main() {
 				"--set", "data.path="+*data, "--set", "pipeline.schedule="+v.schedule,
 				"--set", fmt.Sprintf("pipeline.stages=%d", v.stages),
 				"--set", "log.dir="+logDir, "--set", "train.checkpoint_dir="+filepath.Join(dir, "ck"))
-			cmd.Env = append(os.Environ(), fmt.Sprintf("GOMAXPROCS=%d", v.gomaxprocs))
 			if v.gemm != "" {
-				cmd.Env = append(cmd.Env, "PIPETRAIN_GEMM_THREADS="+v.gemm)
+				cmd.Args = append(cmd.Args, "--set", "pipeline.gemm_threads="+v.gemm)
 			}
+			cmd.Env = append(os.Environ(), fmt.Sprintf("GOMAXPROCS=%d", v.gomaxprocs))
 			if out, err := cmd.CombinedOutput(); err != nil {
 				fail(fmt.Errorf("%s: %v\n%s", v.name, err, out))
 			}
