@@ -152,6 +152,7 @@ func main() {
 		fail(err)
 	}
 
+	loadBefore := loadavg()
 	runs := make([][]float64, len(variants)) // samples/s of each round
 	busy := make([]string, len(variants))    // of the last round
 	for r := range *rounds {
@@ -184,7 +185,9 @@ func main() {
 		}
 	}
 	fmt.Printf("784-1024-1024-1024-10, batch 256, MNIST, %d steps a run, medians of %d rounds\n", *steps, *rounds)
-	fmt.Printf("best one-core: %s; two-core sequential: %s\n\n", variants[best1].name, variants[twoCoreSeq].name)
+	fmt.Printf("best one-core: %s; two-core sequential: %s\n", variants[best1].name, variants[twoCoreSeq].name)
+	// Other work on the machine falls hardest on the two-core rows.
+	fmt.Printf("1-minute load average before: %s, after: %s\n\n", loadBefore, loadavg())
 	fmt.Printf("| %-44s | %9s | %8s | %8s | %-30s | %s |\n", "configuration", "samples/s", "/ 1-core", "/ 2c seq", "rounds", "stage busy fractions")
 	fmt.Printf("| %s | %s:| %s:| %s:| %s | %s |\n", strings.Repeat("-", 44), strings.Repeat("-", 9), strings.Repeat("-", 8), strings.Repeat("-", 8), strings.Repeat("-", 30), strings.Repeat("-", 20))
 	for i, v := range variants {
@@ -241,6 +244,16 @@ func readLog(dir string, warmup int) ([]float64, string) {
 		fail(fmt.Errorf("%s: %d step events, none left after %d of warm-up", files[0], len(tput), warmup))
 	}
 	return tput[warmup:], strings.Join(busy, " ")
+}
+
+// loadavg returns the 1-minute load average, or "?" where there is no
+// /proc/loadavg.
+func loadavg() string {
+	b, err := os.ReadFile("/proc/loadavg")
+	if f := strings.Fields(string(b)); err == nil && len(f) > 0 {
+		return f[0]
+	}
+	return "?"
 }
 
 func median(xs []float64) float64 {
