@@ -50,8 +50,8 @@
 // bit the same. Measured on 784-1024-1024-1024-10, batch 256, 8 micro-batches,
 // 1f1b, five alternating runs each on this 2-core machine: 5868 against 5766
 // samples/s at stages=2, 6495 against 6590 at stages=0, within the noise, since
-// the stages' GEMMs already share two cores. It is off by default;
-// PIPETRAIN_SPLIT_BACKWARD=1 turns it on in train.
+// the stages' GEMMs already share two cores. It is off by default; train's
+// pipeline.split_backward turns it on.
 //
 // # Seeing the pipeline
 //

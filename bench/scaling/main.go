@@ -1,13 +1,20 @@
-// Command scaling measures how much faster the actor pipeline trains a deep MLP
-// on two cores than the same model under the sequential schedule on one core.
+// Command scaling measures what a second core buys when training a deep MLP
+// (784-1024-1024-1024-10, batch 256, real MNIST): the actor pipeline against
+// the best one-core configuration and against one actor whose GEMMs use both
+// cores.
 //
 //	go build -o /tmp/train ./cmd/train
-//	go run ./bench/scaling -train /tmp/train -data ../shared/data/mnist
+//	go run ./bench/scaling -train /tmp/train -data ../shared/data/mnist -rounds 3
 //
-// It runs each configuration -runs times, takes the median of each run's step
-// throughput (the first step events, while the pipeline warms up, left out),
-// then the median over runs, and prints it with its ratio to the baseline and
-// the stages' busy fractions.
+// The baseline is the fastest way to train on one core: the sequential
+// schedule, one stage, no micro-batches. The one-core rows with 8
+// micro-batches show what micro-batching costs there. Every setting goes to
+// train as --set; GOMAXPROCS is set in the child's environment, being the Go
+// runtime's own knob. Each round runs every configuration once, in an order
+// that rotates from round to round, so that drift on a noisy machine falls on
+// all of them. A run's figure is the median samples_per_sec of its step
+// events, the first -warmup of them left out; a configuration's figure is the
+// median over rounds.
 package main
 
 import (
@@ -15,34 +22,37 @@ import (
 	"encoding/json"
 	"flag"
 	"fmt"
+	"math"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"strings"
+
+	"github.com/pipetrain/pipetrain/dataset"
 )
 
+// model is the config file; everything a configuration varies is a --set.
 const model = `
 seed = 3
 [data]
 name = "mnist"
+download = false
 batch_size = 256
 [[model.layers]]
 type = "linear"
 units = 1024
-shards = %[1]d
 [[model.layers]]
 type = "relu"
 [[model.layers]]
 type = "linear"
 units = 1024
-shards = %[1]d
 [[model.layers]]
 type = "relu"
 [[model.layers]]
 type = "linear"
 units = 1024
-shards = %[1]d
 [[model.layers]]
 type = "relu"
 [[model.layers]]
@@ -52,88 +62,150 @@ units = 10
 type = "sgd"
 lr = 0.05
 momentum = 0.9
-[pipeline]
-micro_batches = 8
 [train]
 epochs = 1
-max_steps = %[2]d
 checkpoint_every = 100000
 eval_every = 100000
 [log]
 every = 5
 `
 
+// hidden are the indices of the hidden linear layers, the ones sharded.
+var hidden = []int{0, 2, 4}
+
 type variant struct {
 	name       string
 	gomaxprocs int
 	schedule   string
 	stages     int
+	micro      int
 	shards     int
-	gemm       string // PIPETRAIN_GEMM_THREADS, "" = the pipeline's default
+	gemm       int // pipeline.gemm_threads; 0 = automatic
 }
 
-func main() {
-	train := flag.String("train", "/tmp/train", "the train binary")
-	data := flag.String("data", "../shared/data/mnist", "folder with the MNIST IDX files")
-	runs := flag.Int("runs", 3, "runs per configuration")
-	steps := flag.Int("steps", 60, "optimizer steps per run")
-	flag.Parse()
-	variants := []variant{
-		{"sequential, GOMAXPROCS=1 (baseline)", 1, "sequential", 0, 1, ""},
-		{"1f1b, stages=2", 2, "1f1b", 2, 1, ""},
-		{"1f1b, stages=0", 2, "1f1b", 0, 1, ""},
-		{"1f1b, stages=0, shards=2", 2, "1f1b", 0, 2, ""},
-		{"1f1b, stages=2, shards=2", 2, "1f1b", 2, 2, ""},
-		{"sequential, GOMAXPROCS=2, 2 GEMM threads", 2, "sequential", 1, 1, "2"},
+func (v variant) args() []string {
+	a := []string{
+		"--set", "pipeline.schedule=" + v.schedule,
+		"--set", fmt.Sprintf("pipeline.stages=%d", v.stages),
+		"--set", fmt.Sprintf("pipeline.micro_batches=%d", v.micro),
+		"--set", fmt.Sprintf("pipeline.gemm_threads=%d", v.gemm),
 	}
+	for _, i := range hidden {
+		a = append(a, "--set", fmt.Sprintf("model.layers.%d.shards=%d", i, v.shards))
+	}
+	return a
+}
+
+// The first row is the baseline, the fourth two-core sequential.
+var variants = []variant{
+	{"1 core: sequential, stages=1, micro=1", 1, "sequential", 1, 1, 1, 1},
+	{"1 core: sequential, stages=1, micro=8", 1, "sequential", 1, 8, 1, 1},
+	{"1 core: sequential, stages=0, micro=8", 1, "sequential", 0, 8, 1, 1},
+	{"2 cores: sequential, stages=1, micro=1", 2, "sequential", 1, 1, 1, 2},
+	{"2 cores: 1f1b, stages=0, micro=8", 2, "1f1b", 0, 8, 1, 0},
+	{"2 cores: 1f1b, stages=2, micro=8", 2, "1f1b", 2, 8, 1, 0},
+	{"2 cores: 1f1b, stages=0, micro=8, shards=2", 2, "1f1b", 0, 8, 2, 0},
+	{"2 cores: 1f1b, stages=2, micro=8, shards=2", 2, "1f1b", 2, 8, 2, 0},
+}
+
+const twoCoreSeq = 3 // index in variants
+
+func main() {
+	train := flag.String("train", "/tmp/train", "the train binary (go build -o /tmp/train ./cmd/train)")
+	data := flag.String("data", "../shared/data/mnist", "folder with the four MNIST IDX .gz files")
+	rounds := flag.Int("rounds", 3, "rounds; each runs every configuration once")
+	steps := flag.Int("steps", 60, "optimizer steps per run (a step event every 5)")
+	warmup := flag.Int("warmup", 2, "step events left out at the start of each run")
+	flag.Parse()
+	if *rounds < 1 || *steps < 1 || *warmup < 0 {
+		usage("-rounds and -steps must be at least 1, -warmup at least 0")
+	}
+	if *steps/5 <= *warmup {
+		usage(fmt.Sprintf("-steps %d gives %d step events, none left after -warmup %d", *steps, *steps/5, *warmup))
+	}
+	if _, err := os.Stat(*train); err != nil {
+		usage(fmt.Sprintf("no train binary at %s (go build -o %s ./cmd/train): %v", *train, *train, err))
+	}
+	for _, f := range []string{dataset.TrainImagesFile, dataset.TrainLabelsFile, dataset.TestImagesFile, dataset.TestLabelsFile} {
+		if _, err := os.Stat(filepath.Join(*data, f)); err != nil {
+			usage(fmt.Sprintf("MNIST not found: %v (point -data at a folder with the four IDX .gz files)", err))
+		}
+	}
+	data2, err := filepath.Abs(*data)
+	if err != nil {
+		fail(err)
+	}
+	if runtime.NumCPU() < 2 {
+		fmt.Fprintf(os.Stderr, "scaling: warning: %d CPU; the two-core rows share it\n", runtime.NumCPU())
+	}
+	if *rounds < 3 {
+		fmt.Fprintf(os.Stderr, "scaling: warning: %d rounds; report medians of at least 3\n", *rounds)
+	}
+
 	dir, err := os.MkdirTemp("", "scaling")
 	if err != nil {
 		fail(err)
 	}
 	defer os.RemoveAll(dir)
-	cfg := func(shards int) string {
-		p := filepath.Join(dir, fmt.Sprintf("deep-%d.toml", shards))
-		if err := os.WriteFile(p, []byte(fmt.Sprintf(model, shards, *steps)), 0o644); err != nil {
-			fail(err)
-		}
-		return p
+	cfg := filepath.Join(dir, "deep.toml")
+	if err := os.WriteFile(cfg, []byte(model), 0o644); err != nil {
+		fail(err)
 	}
-	var base float64
-	fmt.Printf("%-42s %12s %7s  %s\n", "configuration", "samples/s", "ratio", "stage busy fractions")
-	for i, v := range variants {
-		var meds []float64
-		var busy string
-		for r := range *runs {
+
+	loadBefore := loadavg()
+	runs := make([][]float64, len(variants)) // samples/s of each round
+	busy := make([]string, len(variants))    // of the last round
+	for r := range *rounds {
+		for j := range variants {
+			i := (j + r) % len(variants)
+			v := variants[i]
 			logDir := filepath.Join(dir, fmt.Sprintf("logs-%d-%d", i, r))
-			cmd := exec.Command(*train, "--config", cfg(v.shards), "--log-format", "json",
-				"--set", "data.path="+*data, "--set", "pipeline.schedule="+v.schedule,
-				"--set", fmt.Sprintf("pipeline.stages=%d", v.stages),
-				"--set", "log.dir="+logDir, "--set", "train.checkpoint_dir="+filepath.Join(dir, "ck"))
+			args := append([]string{"--config", cfg, "--log-format", "json",
+				"--set", "data.path=" + data2, "--set", fmt.Sprintf("train.max_steps=%d", *steps),
+				"--set", "log.dir=" + logDir, "--set", "train.checkpoint_dir=" + filepath.Join(dir, "ck")},
+				v.args()...)
+			cmd := exec.Command(*train, args...)
 			cmd.Env = append(os.Environ(), fmt.Sprintf("GOMAXPROCS=%d", v.gomaxprocs))
-			if v.gemm != "" {
-				cmd.Env = append(cmd.Env, "PIPETRAIN_GEMM_THREADS="+v.gemm)
-			}
 			if out, err := cmd.CombinedOutput(); err != nil {
 				fail(fmt.Errorf("%s: %v\n%s", v.name, err, out))
 			}
-			tput, b := readLog(logDir)
-			meds = append(meds, median(tput))
-			busy = b
+			tput, b := readLog(logDir, *warmup)
+			runs[i] = append(runs[i], median(tput))
+			busy[i] = b
+			fmt.Fprintf(os.Stderr, "round %d/%d: %-44s %8.0f samples/s\n", r+1, *rounds, v.name, median(tput))
 		}
-		m := median(meds)
-		if i == 0 {
-			base = m
+	}
+
+	meds := make([]float64, len(variants))
+	best1 := 0 // the fastest one-core row
+	for i, v := range variants {
+		meds[i] = median(runs[i])
+		if v.gomaxprocs == 1 && meds[i] > meds[best1] {
+			best1 = i
 		}
-		fmt.Printf("%-42s %12.0f %6.2fx  %s\n", v.name, m, m/base, busy)
+	}
+	fmt.Printf("784-1024-1024-1024-10, batch 256, MNIST, %d steps a run, medians of %d rounds\n", *steps, *rounds)
+	fmt.Printf("best one-core: %s; two-core sequential: %s\n", variants[best1].name, variants[twoCoreSeq].name)
+	// Other work on the machine falls hardest on the two-core rows.
+	fmt.Printf("1-minute load average before: %s, after: %s\n\n", loadBefore, loadavg())
+	fmt.Printf("| %-44s | %9s | %8s | %8s | %-30s | %s |\n", "configuration", "samples/s", "/ 1-core", "/ 2c seq", "rounds", "stage busy fractions")
+	fmt.Printf("| %s | %s:| %s:| %s:| %s | %s |\n", strings.Repeat("-", 44), strings.Repeat("-", 9), strings.Repeat("-", 8), strings.Repeat("-", 8), strings.Repeat("-", 30), strings.Repeat("-", 20))
+	for i, v := range variants {
+		rs := make([]string, len(runs[i]))
+		for k, x := range runs[i] {
+			rs[k] = fmt.Sprintf("%.0f", x)
+		}
+		fmt.Printf("| %-44s | %9.0f | %7.2fx | %7.2fx | %-30s | %s |\n", v.name, meds[i],
+			meds[i]/meds[best1], meds[i]/meds[twoCoreSeq], strings.Join(rs, " "), busy[i])
 	}
 }
 
-// readLog returns the step throughputs after the first two step events and the
-// busy fractions of the last stage events.
-func readLog(dir string) ([]float64, string) {
+// readLog returns a run's step throughputs after the first warmup step events
+// and the busy fractions of its last set of stage events.
+func readLog(dir string, warmup int) ([]float64, string) {
 	files, _ := filepath.Glob(filepath.Join(dir, "*.jsonl"))
 	if len(files) != 1 {
-		fail(fmt.Errorf("%s: %d log files", dir, len(files)))
+		fail(fmt.Errorf("%s: %d log files, want 1", dir, len(files)))
 	}
 	f, err := os.Open(files[0])
 	if err != nil {
@@ -145,35 +217,60 @@ func readLog(dir string) ([]float64, string) {
 	sc := bufio.NewScanner(f)
 	sc.Buffer(make([]byte, 1<<20), 1<<24)
 	for sc.Scan() {
-		var ev map[string]any
+		var ev struct {
+			Event   string  `json:"event"`
+			Samples float64 `json:"samples_per_sec"`
+			Stage   int     `json:"stage"`
+			Shard   int     `json:"shard"`
+			Busy    float64 `json:"busy_fraction"`
+		}
 		if json.Unmarshal(sc.Bytes(), &ev) != nil {
 			continue
 		}
-		switch ev["event"] {
+		switch ev.Event {
 		case "step":
-			tput = append(tput, ev["samples_per_sec"].(float64))
+			tput = append(tput, ev.Samples)
 		case "stage":
-			if ev["stage"].(float64) == 0 && (ev["shard"] == nil || ev["shard"].(float64) == 0) {
+			if ev.Stage == 0 && ev.Shard == 0 {
 				busy = nil // a new set of stage events begins
 			}
-			busy = append(busy, fmt.Sprintf("%.2f", ev["busy_fraction"].(float64)))
-		case "run_start":
-			busy = nil
+			busy = append(busy, fmt.Sprintf("%.2f", ev.Busy))
 		}
 	}
-	if len(tput) > 3 {
-		tput = tput[2:]
+	if err := sc.Err(); err != nil {
+		fail(fmt.Errorf("%s: %v", files[0], err))
 	}
-	return tput, strings.Join(busy, " ")
+	if len(tput) <= warmup {
+		fail(fmt.Errorf("%s: %d step events, none left after %d of warm-up", files[0], len(tput), warmup))
+	}
+	return tput[warmup:], strings.Join(busy, " ")
+}
+
+// loadavg returns the 1-minute load average, or "?" where there is no
+// /proc/loadavg.
+func loadavg() string {
+	b, err := os.ReadFile("/proc/loadavg")
+	if f := strings.Fields(string(b)); err == nil && len(f) > 0 {
+		return f[0]
+	}
+	return "?"
 }
 
 func median(xs []float64) float64 {
 	if len(xs) == 0 {
-		return 0
+		return math.NaN()
 	}
 	s := slices.Clone(xs)
 	slices.Sort(s)
+	if n := len(s); n%2 == 0 {
+		return (s[n/2-1] + s[n/2]) / 2
+	}
 	return s[len(s)/2]
+}
+
+func usage(msg string) {
+	fmt.Fprintln(os.Stderr, "scaling:", msg)
+	os.Exit(2)
 }
 
 func fail(err error) {

@@ -3,7 +3,6 @@ package main
 import (
 	"os"
 	"path/filepath"
-	"strconv"
 	"time"
 
 	"github.com/pipetrain/pipetrain/actors"
@@ -37,8 +36,8 @@ func newEngine(c *config.Config, layers []nn.Layer, features int, log *runLog) (
 		Schedule: sched, MicroBatches: c.Pipeline.MicroBatches, Stages: c.Pipeline.Stages, Shards: shards,
 		Loss: nn.Loss(c.Loss.Type), Optimizer: opt, ClipNorm: c.Optimizer.ClipNorm, ClipValue: c.Optimizer.ClipValue,
 		Features: features, SampleRows: max(1, c.Data.BatchSize/c.Pipeline.MicroBatches),
-		Trace: c.Log.Trace != "", Hang: hangAfter, Logger: &log.Logger, GEMMThreads: gemmThreads(),
-		SplitBackward: os.Getenv("PIPETRAIN_SPLIT_BACKWARD") != "",
+		Trace: c.Log.Trace != "", Hang: hangAfter, Logger: &log.Logger,
+		GEMMThreads: c.Pipeline.GEMMThreads, SplitBackward: c.Pipeline.SplitBackward,
 	})
 	if err != nil {
 		return nil, badInput(err)
@@ -88,14 +87,4 @@ func (r *trainRun) writeTrace() error {
 		}
 	}
 	return writeFileAtomic(path, r.eng.WriteTrace)
-}
-
-// gemmThreads reads PIPETRAIN_GEMM_THREADS, a benchmarking override of the
-// pipeline's GEMM thread budget; unset or invalid means automatic.
-func gemmThreads() int {
-	n, err := strconv.Atoi(os.Getenv("PIPETRAIN_GEMM_THREADS"))
-	if err != nil || n < 1 {
-		return 0
-	}
-	return n
 }

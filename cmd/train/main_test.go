@@ -5,10 +5,13 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"math"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/pipetrain/pipetrain/internal/gemm"
 )
 
 // baseConfig is a small digits model that trains in well under a second.
@@ -162,6 +165,48 @@ func TestRunWritesEveryEvent(t *testing.T) {
 	}
 }
 
+// TestPipelineKeys checks that pipeline.gemm_threads, pipeline.split_backward
+// and pipeline.hosts are in run_start's config, that gemm_threads reaches the
+// GEMM, and that neither knob changes a loss.
+func TestPipelineKeys(t *testing.T) {
+	defer gemm.SetThreads(0)
+	var want map[int]float64
+	for _, tc := range []struct {
+		sets    []string
+		threads float64
+		split   bool
+	}{
+		{nil, 0, false},
+		{[]string{"--set", "pipeline.gemm_threads=3", "--set", "pipeline.split_backward=true"}, 3, true},
+	} {
+		args := append([]string{"--set", "pipeline.schedule=1f1b", "--set", "train.max_steps=10"}, tc.sets...)
+		r := runCmd(t, t.TempDir(), baseConfig, args...)
+		if r.code != 0 {
+			t.Fatalf("%v: exit %d, stderr:\n%s", args, r.code, r.stderr)
+		}
+		p := eventsNamed(r.events, "run_start")[0]["config"].(map[string]any)["pipeline"].(map[string]any)
+		if p["gemm_threads"] != tc.threads || p["split_backward"] != tc.split {
+			t.Errorf("%v: run_start pipeline = %v, want gemm_threads %v, split_backward %v", args, p, tc.threads, tc.split)
+		}
+		if h, ok := p["hosts"].([]any); !ok || len(h) != 0 {
+			t.Errorf("%v: run_start pipeline.hosts = %#v, want []", args, p["hosts"])
+		}
+		if tc.threads > 0 && gemm.Threads() != int(tc.threads) {
+			t.Errorf("%v: the GEMM has %d threads, want %v", args, gemm.Threads(), tc.threads)
+		}
+		got := stepLosses(r.events)
+		if want == nil {
+			want = got
+			continue
+		}
+		for s, l := range want {
+			if math.Float64bits(got[s]) != math.Float64bits(l) {
+				t.Errorf("%v: step %d loss %v, want %v as without them", args, s, got[s], l)
+			}
+		}
+	}
+}
+
 func TestRunIsDeterministic(t *testing.T) {
 	a := stepLosses(runCmd(t, t.TempDir(), baseConfig).events)
 	b := stepLosses(runCmd(t, t.TempDir(), baseConfig).events)
@@ -254,6 +299,11 @@ func TestBadInputExitsTwo(t *testing.T) {
 		{"missing idx folder", nil, strings.Replace(baseConfig, `name = "digits"`, `name = "mnist"`+"\npath = \""+filepath.Join(dir, "none")+"\"", 1), "none"},
 		{"mnist without path", nil, strings.Replace(baseConfig, `name = "digits"`, `name = "mnist"`, 1), "data.path"},
 		{"classes do not fit", nil, strings.Replace(baseConfig, "units = 10", "units = 7", 1), "units"},
+		{"old pipeline.nodes", nil, strings.Replace(baseConfig, "[pipeline]\n", "[pipeline]\nnodes = []\n", 1), "pipeline.nodes was renamed pipeline.hosts"},
+		{"remote hosts", nil, strings.Replace(baseConfig, "[pipeline]\n", "[pipeline]\nhosts = [\"127.0.0.1:7101\"]\n", 1), "remote stage hosts are not available yet"},
+		{"bad host", nil, strings.Replace(baseConfig, "[pipeline]\n", "[pipeline]\nhosts = [\"127.0.0.1:0\"]\n", 1), `pipeline.hosts[0] = "127.0.0.1:0"`},
+		{"negative gemm_threads", nil, strings.Replace(baseConfig, "[pipeline]\n", "[pipeline]\ngemm_threads = -1\n", 1), "pipeline.gemm_threads = -1"},
+		{"split_backward not a bool", nil, strings.Replace(baseConfig, "[pipeline]\n", "[pipeline]\nsplit_backward = 1\n", 1), "pipeline.split_backward = 1"},
 		{"resume without checkpoint", []string{"--resume"}, baseConfig, "--resume"},
 		{"worker", []string{"worker", "--listen", "127.0.0.1:7101"}, "", "worker"},
 		{"worker without listen", []string{"worker"}, "", "--listen"},

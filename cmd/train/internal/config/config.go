@@ -89,10 +89,12 @@ type Schedule struct {
 
 // Pipeline is the [pipeline] table: how the layers are spread over actors.
 type Pipeline struct {
-	Schedule     string   `toml:"schedule" json:"schedule"` // sequential | gpipe | 1f1b
-	MicroBatches int      `toml:"micro_batches" json:"micro_batches"`
-	Stages       int      `toml:"stages" json:"stages"` // 0: one actor per layer
-	Nodes        []string `toml:"nodes" json:"nodes"`   // host:port of remote stage hosts
+	Schedule      string   `toml:"schedule" json:"schedule"` // sequential | gpipe | 1f1b
+	MicroBatches  int      `toml:"micro_batches" json:"micro_batches"`
+	Stages        int      `toml:"stages" json:"stages"`                 // 0: one actor per layer
+	GEMMThreads   int      `toml:"gemm_threads" json:"gemm_threads"`     // goroutines per GEMM; 0: from the cores and the stage actors
+	SplitBackward bool     `toml:"split_backward" json:"split_backward"` // send dX upstream before computing dW
+	Hosts         []string `toml:"hosts" json:"hosts"`                   // host:port of remote stage hosts
 }
 
 // Train is the [train] table.
@@ -116,8 +118,8 @@ type Log struct {
 // as not available yet.
 var AvailableSchedules = []string{"sequential", "gpipe", "1f1b"}
 
-// RemoteAvailable reports whether remote stage hosts (pipeline.nodes) are
-// implemented; while false, Validate rejects a non-empty pipeline.nodes.
+// RemoteAvailable reports whether remote stage hosts (pipeline.hosts) are
+// implemented; while false, Validate rejects a non-empty pipeline.hosts.
 var RemoteAvailable = false
 
 // Default returns the defaults of every key (CONTRACT.md section 4). The

@@ -52,7 +52,7 @@ func TestDefault(t *testing.T) {
 		Optimizer: Optimizer{Type: "sgd", LR: 0.05, Momentum: 0, Nesterov: false, WeightDecay: 0,
 			Betas: [2]float64{0.9, 0.999}, Eps: 1e-8, ClipNorm: 0, ClipValue: 0},
 		Schedule: Schedule{Type: "constant", WarmupSteps: 0, StepSize: 0, Gamma: 0.1},
-		Pipeline: Pipeline{Schedule: "1f1b", MicroBatches: 4, Stages: 0, Nodes: nil},
+		Pipeline: Pipeline{Schedule: "1f1b", MicroBatches: 4, Stages: 0, GEMMThreads: 0, SplitBackward: false, Hosts: nil},
 		Train:    Train{Epochs: 1, MaxSteps: 0, EvalEvery: 0, CheckpointDir: "checkpoints", CheckpointEvery: 0},
 		Log:      Log{Dir: "logs", Every: 10, Trace: ""},
 	}
@@ -119,7 +119,7 @@ func TestParseFull(t *testing.T) {
 		Optimizer: Optimizer{Type: "sgd", LR: 0.1, Momentum: 0.9, Nesterov: true, WeightDecay: 1e-4,
 			Betas: [2]float64{0.8, 0.99}, Eps: 1e-6, ClipNorm: 1, ClipValue: 5},
 		Schedule: Schedule{Type: "step", WarmupSteps: 100, StepSize: 1000, Gamma: 0.5},
-		Pipeline: Pipeline{Schedule: "sequential", MicroBatches: 8, Stages: 3, Nodes: nil},
+		Pipeline: Pipeline{Schedule: "sequential", MicroBatches: 8, Stages: 3, GEMMThreads: 2, SplitBackward: true, Hosts: nil},
 		Train:    Train{Epochs: 10, MaxSteps: 5000, EvalEvery: 500, CheckpointDir: "ckpt", CheckpointEvery: 1000},
 		Log:      Log{Dir: "runs", Every: 25, Trace: "trace.json"},
 	}
@@ -272,14 +272,14 @@ func TestOverrideAfterFile(t *testing.T) {
 
 func TestAvailability(t *testing.T) {
 	defer func(s []string, r bool) { AvailableSchedules, RemoteAvailable = s, r }(AvailableSchedules, RemoteAvailable)
-	sets := []string{"pipeline.schedule=gpipe", `pipeline.nodes=["127.0.0.1:7101", "[::1]:7102"]`}
+	sets := []string{"pipeline.schedule=gpipe", `pipeline.hosts=["127.0.0.1:7101", "[::1]:7102"]`}
 	for _, tc := range []struct {
 		schedules []string
 		remote    bool
 		want      string // "" for no error
 	}{
 		{[]string{"sequential"}, false, `config: pipeline.schedule = "gpipe": not available yet (available: sequential)`},
-		{[]string{"sequential", "gpipe"}, false, `config: pipeline.nodes = ["127.0.0.1:7101", "[::1]:7102"]: remote stage hosts are not available yet (leave it empty)`},
+		{[]string{"sequential", "gpipe"}, false, `config: pipeline.hosts = ["127.0.0.1:7101", "[::1]:7102"]: remote stage hosts are not available yet (leave it empty)`},
 		{[]string{"sequential", "gpipe"}, true, ""},
 	} {
 		AvailableSchedules, RemoteAvailable = tc.schedules, tc.remote

@@ -59,7 +59,18 @@ func join(path, k string) string {
 
 func index(path string, i int) string { return fmt.Sprintf("%s[%d]", path, i) }
 
-func unknownKey(path string) error { return fmt.Errorf("unknown key %q", path) }
+// renamed maps keys that old configs may still hold to their new names, so
+// that such a config gets told what to write rather than "unknown key".
+var renamed = map[string]string{
+	"pipeline.nodes": "pipeline.hosts", // a node is a position in the chain, not a machine
+}
+
+func unknownKey(path string) error {
+	if to, ok := renamed[path]; ok {
+		return fmt.Errorf("%s was renamed %s", path, to)
+	}
+	return fmt.Errorf("unknown key %q", path)
+}
 
 func typeError(path string, v any, want string) error {
 	return fmt.Errorf("%s = %s: want %s", path, formatValue(v), want)

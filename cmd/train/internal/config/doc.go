@@ -29,7 +29,7 @@
 // and no layer has a key its type does not take (units on a relu layer, p on
 // a linear one), even one that holds its default. It also rejects pipeline
 // schedules not yet in AvailableSchedules and, while RemoteAvailable is false,
-// any pipeline.nodes. CheckData holds the checks that need the data: the
+// any pipeline.hosts. CheckData holds the checks that need the data: the
 // model's output width (the units of its last linear layer) must be the
 // number of classes, or 1 for a regression set.
 //
@@ -48,6 +48,7 @@
 //	config: --set "optimizer.lrr=1": unknown key "optimizer.lrr"
 //	config: model.layers[2].units: required for a linear layer
 //	config: pipeline.micro_batches = 128 exceeds data.batch_size = 64
+//	config: mlp.toml: pipeline.nodes was renamed pipeline.hosts
 //
 // Syntax errors give the file and line; unknown keys and wrong types give
 // the file, or the --set, and the key's full path with array indices;

@@ -304,19 +304,22 @@ func (c *Config) validatePipeline() error {
 	if p.Stages > len(c.Model.Layers) {
 		return errorf("pipeline.stages = %d exceeds the %d layers of model.layers", p.Stages, len(c.Model.Layers))
 	}
-	seen := map[string]int{}
-	for i, n := range p.Nodes {
-		if err := checkHostPort(n); err != nil {
-			return errorf("pipeline.nodes[%d] = %q: %v", i, n, err)
-		}
-		if j, dup := seen[n]; dup {
-			return errorf("pipeline.nodes[%d] = %q: the same node as pipeline.nodes[%d]", i, n, j)
-		}
-		seen[n] = i
+	if err := atLeast("pipeline.gemm_threads", p.GEMMThreads, 0); err != nil {
+		return err
 	}
-	if len(p.Nodes) > 0 && !RemoteAvailable {
-		return errorf("pipeline.nodes = %s: remote stage hosts are not available yet (leave it empty)",
-			formatValue(tomlValue(reflect.ValueOf(p.Nodes))))
+	seen := map[string]int{}
+	for i, h := range p.Hosts {
+		if err := checkHostPort(h); err != nil {
+			return errorf("pipeline.hosts[%d] = %q: %v", i, h, err)
+		}
+		if j, dup := seen[h]; dup {
+			return errorf("pipeline.hosts[%d] = %q: the same host as pipeline.hosts[%d]", i, h, j)
+		}
+		seen[h] = i
+	}
+	if len(p.Hosts) > 0 && !RemoteAvailable {
+		return errorf("pipeline.hosts = %s: remote stage hosts are not available yet (leave it empty)",
+			formatValue(tomlValue(reflect.ValueOf(p.Hosts))))
 	}
 	return nil
 }
