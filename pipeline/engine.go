@@ -60,6 +60,7 @@ type Engine struct {
 	opt     *actor.PID
 	shapes  map[string][]int // full parameter shapes by name
 	global  map[string]int   // parameter names to their index in the global order
+	threads int              // each stage actor's thread budget
 
 	busy    atomic.Bool    // a step or evaluation is in flight
 	runStep actors.RunStep // reused by every Step
@@ -80,10 +81,11 @@ type node struct {
 
 // StageInfo describes a stage actor.
 type StageInfo struct {
-	Actor  int
-	Node   int
-	Shard  int
-	Layers []int
+	Actor   int
+	Node    int
+	Shard   int
+	Layers  []int
+	Threads int // the goroutines its kernels may use
 }
 
 // New builds the actor graph for layers and starts it. The layers belong to the
@@ -269,6 +271,7 @@ func (e *Engine) start(units []unit) {
 	}
 	p := len(e.nodes)
 	threads := e.gemmBudget(len(units))
+	e.threads = threads
 	spec := e.cfg.Optimizer
 	spec.Threads = threads
 	stageActors := make([]*actors.Stage, len(units))
@@ -350,7 +353,7 @@ func (e *Engine) Stages() []StageInfo {
 	var out []StageInfo
 	for i, n := range e.nodes {
 		for part, id := range n.actors {
-			out = append(out, StageInfo{Actor: id, Node: i, Shard: part, Layers: n.layers})
+			out = append(out, StageInfo{Actor: id, Node: i, Shard: part, Layers: n.layers, Threads: e.threads})
 		}
 	}
 	return out

@@ -10,8 +10,6 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
-
-	"github.com/pipetrain/pipetrain/internal/gemm"
 )
 
 // baseConfig is a small digits model that trains in well under a second.
@@ -169,7 +167,6 @@ func TestRunWritesEveryEvent(t *testing.T) {
 // and pipeline.hosts are in run_start's config, that gemm_threads reaches the
 // GEMM, and that neither knob changes a loss.
 func TestPipelineKeys(t *testing.T) {
-	defer gemm.SetThreads(0)
 	var want map[int]float64
 	for _, tc := range []struct {
 		sets    []string
@@ -191,8 +188,10 @@ func TestPipelineKeys(t *testing.T) {
 		if h, ok := p["hosts"].([]any); !ok || len(h) != 0 {
 			t.Errorf("%v: run_start pipeline.hosts = %#v, want []", args, p["hosts"])
 		}
-		if tc.threads > 0 && gemm.Threads() != int(tc.threads) {
-			t.Errorf("%v: the GEMM has %d threads, want %v", args, gemm.Threads(), tc.threads)
+		for _, st := range eventsNamed(r.events, "stage") {
+			if tc.threads > 0 && st["threads"] != tc.threads {
+				t.Errorf("%v: stage event %v, want threads %v", args, st, tc.threads)
+			}
 		}
 		got := stepLosses(r.events)
 		if want == nil {
