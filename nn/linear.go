@@ -125,9 +125,9 @@ func (l *Linear) BackwardParams(p Pass) {
 	dy := l.dy.take("Linear", p)
 	n := x.Dim(0)
 	if x.DType() == tensor.Float32 {
-		linearParamGrads(dy.Data32(), x.Data32(), l.GW.Data32(), l.GB.Data32(), n, l.In, l.Out, gemm.Sgemm)
+		linearParamGrads(dy.Data32(), x.Data32(), l.GW.Data32(), l.GB.Data32(), n, l.In, l.Out, gemm.SgemmChunked)
 	} else {
-		linearParamGrads(dy.Data64(), x.Data64(), l.GW.Data64(), l.GB.Data64(), n, l.In, l.Out, gemm.Dgemm)
+		linearParamGrads(dy.Data64(), x.Data64(), l.GW.Data64(), l.GB.Data64(), n, l.In, l.Out, gemm.DgemmChunked)
 	}
 }
 
@@ -140,6 +140,10 @@ func linearForward[T float32 | float64](y, x, w, b []T, n, in, out int, mm gemmF
 	mm(false, true, n, out, in, 1, x, in, w, in, 1, y, out)
 }
 
+// linearParamGrads adds dW += dYᵀ·X and db += Σ dY over the n rows. Neither
+// depends on how a mini-batch's rows are cut into micro-batches at multiples
+// of ChunkRows: mm sums the rows in chunks of ChunkRows added into dW in order
+// (gemm.SgemmChunked), and db takes one row at a time, in row order.
 func linearParamGrads[T float32 | float64](dy, x, gw, gb []T, n, in, out int, mm gemmFunc[T]) {
 	mm(true, false, out, in, n, 1, dy, out, x, in, 1, gw, in)
 	if gb32, ok := any(gb).([]float32); ok {

@@ -59,3 +59,31 @@ func BenchmarkMicroKernel(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkSgemmChunked compares SgemmChunked with Sgemm on the weight
+// gradients of an MLP, dW += dYᵀ·X: m = out, n = in, k = rows, op(A) = dYᵀ.
+func BenchmarkSgemmChunked(b *testing.B) {
+	for _, s := range [][3]int{{1024, 1024, 256}, {512, 784, 128}} {
+		m, n, k := s[0], s[1], s[2]
+		for _, th := range []int{1, 2} {
+			for _, mode := range []string{"plain", "chunked"} {
+				f := Sgemm
+				if mode == "chunked" {
+					f = SgemmChunked
+				}
+				b.Run(fmt.Sprintf("%dx%dx%d/TN/threads=%d/%s", m, n, k, th, mode), func(b *testing.B) {
+					rng := rand.New(rand.NewPCG(1, 2))
+					o := newOperands(rng, true, false, m, n, k, 0)
+					withThreads(th, func() {
+						b.ReportAllocs()
+						b.ResetTimer()
+						for b.Loop() {
+							f(true, false, m, n, k, 1, o.a, o.lda, o.b, o.ldb, 1, o.c, o.ldc)
+						}
+						b.ReportMetric(2*float64(m*n*k)*float64(b.N)/b.Elapsed().Seconds()/1e9, "GFLOP/s")
+					})
+				})
+			}
+		}
+	}
+}
