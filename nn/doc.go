@@ -113,9 +113,10 @@
 // bce_with_logits accept class labels in place of values and use their one-hot
 // encoding.
 //
-// SplitRows cuts a mini-batch of n rows into min(m, n) contiguous micro-batches
-// whose sizes differ by at most one, the larger first. Every trainer uses it,
-// so every trainer sees the same micro-batches.
+// SplitRows cuts a mini-batch of n rows into min(m, ceil(n/ChunkRows))
+// contiguous micro-batches of whole 32-row chunks (ChunkRows), as equal as
+// chunks allow, the larger first. Every trainer uses it, so every trainer
+// sees the same micro-batches.
 //
 // # Sequential
 //

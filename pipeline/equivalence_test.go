@@ -16,7 +16,7 @@ import (
 const (
 	features = 8
 	classes  = 4
-	rows     = 24
+	rows     = 256
 	steps    = 6
 	seed     = 11
 )
