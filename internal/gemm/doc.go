@@ -85,6 +85,8 @@
 // of KChunk) made in order (tested for every kernel set and thread budget).
 // nn.Linear computes its weight gradient with it, which is what makes the
 // gradient independent of how a mini-batch is cut into micro-batches. Each
-// chunk costs one extra load and store of the C tile. DgemmChunked does the
+// chunk costs one extra load and store of the C tile: 4-5% on an MLP's
+// weight-gradient shapes (1024×1024×256 and 512×784×128 with op(A) = Aᵀ;
+// PIPETRAIN_TIMING=1 go test -run TestChunkedCost -v). DgemmChunked does the
 // same in float64, with one gonum Dgemm per chunk.
 package gemm
