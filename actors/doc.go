@@ -29,7 +29,9 @@
 // protoactor delivers messages from one sender in order, and each stage
 // processes forwards and backwards in micro-batch order, so gradients
 // accumulate in the order nn.Sequential uses and the results match it bit for
-// bit.
+// bit. The loss actor takes micro-batches in order too, adding their rows'
+// losses to one nn.LossSum, and Forward.Row (the micro-batch's first row) keys
+// dropout: the results do not depend on the number of micro-batches either.
 //
 // # Schedules
 //

@@ -23,8 +23,8 @@ type Loss struct {
 	parts   map[partKey][]*tensor.Tensor
 	outs    map[partKey]*tensor.Tensor
 	targets map[partKey]*Target
-	next    int // next training micro-batch to take, in order
-	total   float64
+	next    int        // next training micro-batch to take, in order
+	sum     nn.LossSum // the step's loss, row by row in micro-batch order
 	held    []*Backward
 	arenas  arenas // the loss gradients, reused every step
 
@@ -68,7 +68,7 @@ func (l *Loss) Receive(ctx actor.Context) {
 // are told apart by the coordinator's count, not the caller's numbers.
 func (l *Loss) newStep(seq int, eval bool) {
 	if !eval && seq != l.seq {
-		l.seq, l.next, l.total, l.held = seq, 0, 0, l.held[:0]
+		l.seq, l.next, l.sum, l.held = seq, 0, nn.LossSum{Loss: l.loss}, l.held[:0]
 	}
 }
 
@@ -98,14 +98,11 @@ func (l *Loss) drain(ctx actor.Context) {
 }
 
 func (l *Loss) train(ctx actor.Context, t *Target, out *tensor.Tensor) error {
-	var (
-		loss float64
-		grad *tensor.Tensor
-	)
+	var grad *tensor.Tensor
+	l.sum.Total = t.Total
 	l.span('F', t.Step, t.Micro, func() {
-		loss, grad = l.loss.ComputeIn(l.arenas.at(t.Seq, t.Micro), out, t.T, float64(t.Rows)/float64(t.Total))
+		grad = l.sum.Add(l.arenas.at(t.Seq, t.Micro), out, t.T)
 	})
-	l.total += loss * float64(t.Rows) / float64(t.Total)
 	if !grad.IsFinite() {
 		return &nn.NonFiniteError{Step: t.Step, Where: "loss"}
 	}
@@ -117,14 +114,15 @@ func (l *Loss) train(ctx actor.Context, t *Target, out *tensor.Tensor) error {
 		l.sendBack(ctx, b)
 	}
 	if t.Micro == t.Micros-1 {
-		if math.IsNaN(l.total) || math.IsInf(l.total, 0) {
+		total := l.sum.Mean()
+		if math.IsNaN(total) || math.IsInf(total, 0) {
 			return &nn.NonFiniteError{Step: t.Step, Where: "loss"}
 		}
 		for _, h := range l.held {
 			l.sendBack(ctx, h)
 		}
 		l.held = l.held[:0]
-		l.stepLoss = StepLoss{Step: t.Step, Loss: l.total}
+		l.stepLoss = StepLoss{Step: t.Step, Loss: total}
 		l.send(ctx, l.coord, &l.stepLoss)
 	}
 	return nil

@@ -20,6 +20,7 @@ import (
 // read-only by all receivers of one send: none may write it, any may keep it.
 type Forward struct {
 	Step, Micro int
+	Row         int  // index of the micro-batch's first row in its mini-batch (keys dropout)
 	Seq         int  // the engine's count of training steps, whatever Step says
 	Micros      int  // micro-batches in this step
 	Part        int  // index of the sending actor within its node: X is that column block

@@ -135,7 +135,7 @@ func (s *Stage) gatherForward(ctx actor.Context, m *Forward) {
 		} else {
 			f = s.fwdIn.at(m.Micro)
 		}
-		*f = Forward{Step: m.Step, Micro: m.Micro, Seq: m.Seq, Micros: m.Micros, Eval: m.Eval, X: x}
+		*f = Forward{Step: m.Step, Micro: m.Micro, Row: m.Row, Seq: m.Seq, Micros: m.Micros, Eval: m.Eval, X: x}
 	}
 	if m.Eval {
 		s.forward(ctx, f) // evaluation holds no activations: no credit needed
@@ -175,7 +175,7 @@ func (s *Stage) forward(ctx actor.Context, f *Forward) {
 	if f.Eval {
 		kind = 'E'
 	}
-	p := nn.Pass{Step: f.Step, Micro: f.Micro, Train: !f.Eval, Weights: s.weights, Threads: s.updater.Threads}
+	p := nn.Pass{Step: f.Step, Micro: f.Micro, Row: f.Row, Train: !f.Eval, Weights: s.weights, Threads: s.updater.Threads}
 	if !f.Eval {
 		p.Arena = s.arenas.at(f.Seq, f.Micro)
 	}
@@ -205,7 +205,7 @@ func (s *Stage) forward(ctx actor.Context, f *Forward) {
 	} else {
 		out = s.fwdOut.at(f.Micro)
 	}
-	*out = Forward{Step: f.Step, Micro: f.Micro, Seq: f.Seq, Micros: f.Micros, Part: s.part, Eval: f.Eval, X: y}
+	*out = Forward{Step: f.Step, Micro: f.Micro, Row: f.Row, Seq: f.Seq, Micros: f.Micros, Part: s.part, Eval: f.Eval, X: y}
 	for _, pid := range s.w.Next {
 		s.send(ctx, pid, out) // y is shared read-only by the next node's actors
 	}

@@ -121,12 +121,50 @@ func (l *PReLU) Forward(p Pass, x *tensor.Tensor) *tensor.Tensor {
 
 func (l *PReLU) Backward(p Pass, dy *tensor.Tensor, needDX bool) *tensor.Tensor {
 	x := l.x.take("PReLU", p)
-	dx, da := ops.PReLUBackward(dy, x, l.Alpha)
-	addInto(l.GAlpha, da)
+	n := 1
+	if x.Dims() > 0 {
+		n = x.Dim(0)
+	}
+	if n <= ChunkRows {
+		dx, da := ops.PReLUBackward(dy, x, l.Alpha)
+		addInto(l.GAlpha, da)
+		return keepIf(needDX, dx)
+	}
+	// The slope's gradient is summed over each chunk of ChunkRows rows and
+	// added into GAlpha chunk after chunk, so that it does not depend on how
+	// the mini-batch was cut into micro-batches (cut at chunk bounds).
+	for lo := 0; lo < n; lo += ChunkRows {
+		hi := min(n, lo+ChunkRows)
+		_, da := ops.PReLUBackward(Rows(dy, lo, hi), Rows(x, lo, hi), l.Alpha)
+		addInto(l.GAlpha, da)
+	}
 	if !needDX {
 		return nil
 	}
+	dx, _ := ops.PReLUBackward(dy, x, l.Alpha)
 	return dx
+}
+
+func keepIf(keep bool, t *tensor.Tensor) *tensor.Tensor {
+	if keep {
+		return t
+	}
+	return nil
+}
+
+// addFloat64s adds src, rounded once to dst's dtype, to dst element by element.
+func addFloat64s(dst *tensor.Tensor, src []float64) {
+	if dst.DType() == tensor.Float32 {
+		d := dst.Data32()
+		for i, v := range src {
+			d[i] += float32(v)
+		}
+		return
+	}
+	d := dst.Data64()
+	for i, v := range src {
+		d[i] += v
+	}
 }
 
 // addInto adds src to dst elementwise in dst's dtype.

@@ -20,11 +20,11 @@
 // # The Layer contract
 //
 // Every layer implements Layer. Forward and Backward are keyed by a Pass, which
-// names the optimizer step, the micro-batch within it, and whether the model is
-// training:
+// names the optimizer step, the micro-batch within it, the index of its first
+// row in the mini-batch, and whether the model is training:
 //
-//	y := l.Forward(nn.Pass{Step: s, Micro: m, Train: true}, x)
-//	dx := l.Backward(nn.Pass{Step: s, Micro: m, Train: true}, dy, true)
+//	y := l.Forward(nn.Pass{Step: s, Micro: m, Row: lo, Train: true}, x)
+//	dx := l.Backward(nn.Pass{Step: s, Micro: m, Row: lo, Train: true}, dy, true)
 //
 // Micro-batch caching. A training Forward caches what Backward needs under
 // p.Micro, so several micro-batches may be in flight at once (GPipe runs every
@@ -49,7 +49,7 @@
 //
 // Reused outputs. A Pass may carry an Arena, which lends the tensors layers
 // return (Linear's outputs and input gradients, ReLU's, the cross-entropy
-// gradient of Loss.ComputeIn) instead of allocating them. Its owner resets it
+// gradient of LossSum.Add) instead of allocating them. Its owner resets it
 // once nothing lent since the last reset is read any more, and the same
 // sequence of requests then gets the same tensors back: a training step in
 // the pipeline allocates nothing. Without an Arena every tensor is new.
@@ -99,30 +99,43 @@
 // probability P and scales the others by 1/(1-P), so the expected output equals
 // the input; evaluation passes the input through. P must lie in [0, 1).
 //
-// The mask of a micro-batch is drawn from its own PCG stream, keyed by the
-// layer's Seed, its Index in the model, the step and the micro-batch, and
-// never by the order in which micro-batches arrive. The pipeline, under any
-// schedule, and Sequential therefore draw the same masks, and a repeated
-// Forward of the same Pass draws the same mask (which is what lets a
-// finite-difference check run through dropout).
+// The mask of each row is drawn from its own PCG stream, keyed by the layer's
+// Seed, its Index in the model, the step and the row's index in the
+// mini-batch (Pass.Row, the micro-batch's first row, plus the row's index in
+// it), and never by the micro-batch or the order in which micro-batches
+// arrive. The pipeline, under any schedule and split, and Sequential
+// therefore draw the same masks, and a repeated Forward of the same Pass
+// draws the same mask (which is what lets a finite-difference check run
+// through dropout). The layer reseeds its one generator for each row, so a
+// pass allocates nothing.
 //
-// # Losses and micro-batch gradient scaling
+// # Micro-batches that do not change the results
 //
-// A Loss (cross_entropy, mse, bce_with_logits) returns, from Compute, the mean
-// loss over the micro-batch and its gradient with respect to the output
-// multiplied by scale. A trainer passes
+// A step's losses and gradients are the same bits whatever the number of
+// micro-batches, because every sum over the rows of a mini-batch is done the
+// same way for every split:
 //
-//	scale = rows in this micro-batch / rows in the mini-batch
+//   - SplitRows cuts a mini-batch of n rows into min(m, ceil(n/ChunkRows))
+//     contiguous micro-batches of whole ChunkRows-row chunks (32 rows; the
+//     last chunk may be short), as equal as chunks allow, the larger first.
+//     Micro-batch boundaries are chunk boundaries. Every trainer uses it, so
+//     every trainer sees the same micro-batches.
+//   - Linear's dW += dYᵀ·X sums each 32-row chunk from zero and adds the
+//     chunks into GW in order (gemm.SgemmChunked), so one call over 256 rows
+//     and four over 64 give the same bits. db is added one row at a time, in
+//     row order. PReLU's slope and LayerNorm's gain and bias sum each chunk
+//     in float64 and add it into Grad in order.
+//   - A LossSum adds every row's loss to one float64 sum carried across the
+//     micro-batches (the mean is sum/n at the end, rounded to float32 for a
+//     float32 model) and scales each gradient element by 1/n of the
+//     mini-batch directly (1/(n·width) for mse and bce_with_logits). mse and
+//     bce_with_logits accept class labels in place of values and use their
+//     one-hot encoding.
+//   - Dropout is keyed by row, as above.
 //
-// so that the gradients of the micro-batches, accumulated by the layers, add up
-// to the gradient of the mini-batch mean loss, whatever the split. The
-// mini-batch loss is the same weighted sum of micro-batch losses. mse and
-// bce_with_logits accept class labels in place of values and use their one-hot
-// encoding.
-//
-// SplitRows cuts a mini-batch of n rows into min(m, n) contiguous micro-batches
-// whose sizes differ by at most one, the larger first. Every trainer uses it,
-// so every trainer sees the same micro-batches.
+// The gradients the layers accumulate over the micro-batches, in micro-batch
+// order, are then those of the mini-batch mean loss. Loss.Compute gives the
+// mean loss and gradient of one batch seen whole, for evaluation.
 //
 // # Sequential
 //
@@ -130,8 +143,9 @@
 // micro-batches on one goroutine, forward then backward for each in turn, in
 // micro-batch order, and returns the mini-batch mean loss; the gradients of
 // the mini-batch mean are added to every parameter's Grad. The caller applies
-// the optimizer and calls ZeroGrad. With the same seeds, data order and split
-// it is deterministic to the bit, and the actor pipeline must match it: that
+// the optimizer and calls ZeroGrad. With the same seeds and data order it is
+// deterministic to the bit, whatever the split, and the actor pipeline must
+// match it: that
 // is the test that catches races, stale weights and lost messages.
 //
 // TrainStep checks every layer's output and input gradient: the first NaN or

@@ -10,9 +10,10 @@ import (
 // Dropout zeroes each element with probability P while training and scales the
 // rest by 1/(1-P) (inverted dropout); evaluation passes x through.
 //
-// The mask of a micro-batch is drawn from a PCG stream keyed by (Seed, Index,
-// step, micro-batch), so it does not depend on the order in which micro-batches
-// arrive: the pipeline and the sequential trainer draw the same masks.
+// The mask of a row is drawn from a PCG stream keyed by (Seed, Index, step,
+// the row's index in the mini-batch: Pass.Row plus its index in x), so it
+// depends neither on the order in which micro-batches arrive nor on how the
+// mini-batch was cut: every trainer and every split draw the same masks.
 type Dropout struct {
 	P     float64
 	Seed  uint64
@@ -35,10 +36,10 @@ func (d *Dropout) Params() []Param { return nil }
 func (d *Dropout) ZeroGrad()       {}
 func (d *Dropout) InFlight() int   { return len(d.mask) }
 
-// stream returns the mask source of one micro-batch of one step: the layer's
-// one generator, reseeded.
-func (d *Dropout) stream(p Pass) *rand.Rand {
-	key := mix(mix(mix(uint64(d.Index))^uint64(p.Step)) ^ uint64(p.Micro))
+// stream returns the mask source of one row of one step, row counting from
+// the mini-batch's first: the layer's one generator, reseeded.
+func (d *Dropout) stream(step, row int) *rand.Rand {
+	key := mix(mix(mix(uint64(d.Index))^uint64(step)) ^ uint64(row))
 	d.pcg.Seed(d.Seed, key)
 	if d.rng == nil {
 		d.rng = rand.New(&d.pcg)
@@ -61,13 +62,22 @@ func (d *Dropout) Forward(p Pass, x *tensor.Tensor) *tensor.Tensor {
 		}
 		return copyIn(p.Arena, x)
 	}
-	rng := d.stream(p)
 	scale := 1 / (1 - d.P)
 	mask := p.Arena.Like(x)
-	if x.DType() == tensor.Float32 {
-		dropMask(mask.Data32(), rng, d.P, float32(scale))
-	} else {
-		dropMask(mask.Data64(), rng, d.P, scale)
+	rows := 1
+	if x.Dims() > 0 {
+		rows = x.Dim(0)
+	}
+	width := x.Size() / max(1, rows)
+	// Each row's mask comes from its own stream, keyed by the row's index in
+	// the mini-batch, so the masks do not depend on the micro-batch split.
+	for r := range rows {
+		rng := d.stream(p.Step, p.Row+r)
+		if x.DType() == tensor.Float32 {
+			dropMask(mask.Data32()[r*width:(r+1)*width], rng, d.P, float32(scale))
+		} else {
+			dropMask(mask.Data64()[r*width:(r+1)*width], rng, d.P, scale)
+		}
 	}
 	d.mask.put(p, mask)
 	return mulInto(p.Arena.Like(x), x, mask)

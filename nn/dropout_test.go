@@ -82,11 +82,12 @@ func dropoutMask(d *nn.Dropout, p nn.Pass) *tt {
 	return y
 }
 
-// TestDropoutKeyedStreams checks that the mask is a function of (seed, index,
-// step, micro-batch) only.
+// TestDropoutKeyedStreams checks that the mask of a row is a function of
+// (seed, index, step, the row's index in the mini-batch) only: not of the
+// micro-batch, its order, or where the mini-batch was cut.
 func TestDropoutKeyedStreams(t *testing.T) {
 	const seed, index = 11, 4
-	base := nn.Pass{Step: 3, Micro: 1, Train: true}
+	base := nn.Pass{Step: 3, Micro: 1, Row: 32, Train: true}
 	want := dropoutMask(mustDropout(t, 0.5, seed, index), base)
 
 	// The same key in another order, and after other draws, gives the same mask.
@@ -94,7 +95,7 @@ func TestDropoutKeyedStreams(t *testing.T) {
 	x := tensor.Full(tensor.Float64, 1, 16, 16)
 	var got *tt
 	for _, m := range []int{3, 2, 1, 0} {
-		y := d.Forward(nn.Pass{Step: 3, Micro: m, Train: true}, x)
+		y := d.Forward(nn.Pass{Step: 3, Micro: m, Row: 32 * m, Train: true}, x)
 		if m == 1 {
 			got = y
 		}
@@ -103,25 +104,38 @@ func TestDropoutKeyedStreams(t *testing.T) {
 		t.Errorf("mask of %+v after micro-batches 3 and 2: got %v, want %v", base, got, want)
 	}
 	if again := dropoutMask(d, base); !sameBits(again, want) {
-		t.Errorf("mask of %+v drawn twice differs: %v and %v", base, again, want)
+		t.Errorf("mask of %+v drawn twice: got %v, want %v", base, again, want)
+	}
+	// Another micro-batch index with the same rows gives the same mask.
+	if other := dropoutMask(d, nn.Pass{Step: 3, Micro: 5, Row: 32, Train: true}); !sameBits(other, want) {
+		t.Errorf("mask of micro-batch 5 at row 32: got %v, want micro-batch 1's %v", other, want)
+	}
+	// The rows cut in two passes get the masks they get in one.
+	half := tensor.Full(tensor.Float64, 1, 8, 16)
+	top := d.Forward(nn.Pass{Step: 3, Micro: 1, Row: 32, Train: true}, half).Float64s()
+	bottom := d.Forward(nn.Pass{Step: 3, Micro: 2, Row: 40, Train: true}, half).Float64s()
+	d.Reset()
+	for i, v := range append(top, bottom...) {
+		if w := want.Float64s()[i]; math.Float64bits(v) != math.Float64bits(w) {
+			t.Fatalf("rows 32-47 cut at row 40: element %d: got %v, want %v (one pass)", i, v, w)
+		}
 	}
 
 	// Any change of key gives another mask.
 	for _, c := range []struct {
-		name        string
-		seed        uint64
-		index, step int
-		micro       int
+		name             string
+		seed             uint64
+		index, step, row int
 	}{
-		{"micro-batch", seed, index, 3, 0},
-		{"micro-batch", seed, index, 3, 2},
-		{"step", seed, index, 4, 1},
-		{"step", seed, index, 2, 1},
-		{"layer index", seed, index + 1, 3, 1},
-		{"layer index", seed, 0, 3, 1},
-		{"seed", seed + 1, index, 3, 1},
+		{"first row", seed, index, 3, 0},
+		{"first row", seed, index, 3, 33},
+		{"step", seed, index, 4, 32},
+		{"step", seed, index, 2, 32},
+		{"layer index", seed, index + 1, 3, 32},
+		{"layer index", seed, 0, 3, 32},
+		{"seed", seed + 1, index, 3, 32},
 	} {
-		p := nn.Pass{Step: c.step, Micro: c.micro, Train: true}
+		p := nn.Pass{Step: c.step, Micro: 1, Row: c.row, Train: true}
 		other := dropoutMask(mustDropout(t, 0.5, c.seed, c.index), p)
 		if sameBits(other, want) {
 			t.Errorf("another %s (seed %d, index %d, %+v) gives the mask of seed %d, index %d, %+v", c.name, c.seed, c.index, p, seed, index, base)

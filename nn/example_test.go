@@ -56,11 +56,14 @@ func ExampleSequential() {
 	// accuracy 1.00
 }
 
-// SplitRows is how every trainer cuts a mini-batch into micro-batches.
+// SplitRows is how every trainer cuts a mini-batch into micro-batches: in
+// whole chunks of nn.ChunkRows (32) rows.
 func ExampleSplitRows() {
-	fmt.Println(nn.SplitRows(10, 3))
-	fmt.Println(nn.SplitRows(2, 4))
+	fmt.Println(nn.SplitRows(256, 3))
+	fmt.Println(nn.SplitRows(100, 8))
+	fmt.Println(nn.SplitRows(20, 4))
 	// Output:
-	// [{0 4} {4 7} {7 10}]
-	// [{0 1} {1 2}]
+	// [{0 96} {96 192} {192 256}]
+	// [{0 32} {32 64} {64 96} {96 100}]
+	// [{0 20}]
 }

@@ -99,6 +99,7 @@ func TestPReLUGrad(t *testing.T) {
 		shape []int
 	}{
 		{0.25, []int{1, 1}}, {0.25, []int{3, 4}}, {-0.4, []int{5, 2}}, {1.7, []int{2, 9}},
+		{0.6, []int{70, 2}}, // three row chunks
 	} {
 		name := fmt.Sprintf("PReLU(alpha=%v)%v", c.alpha, c.shape)
 		t.Run(name, func(t *testing.T) {
@@ -127,7 +128,7 @@ func TestDropoutGrad(t *testing.T) {
 }
 
 func TestLayerNormGrad(t *testing.T) {
-	for _, shape := range [][]int{{1, 2}, {1, 5}, {4, 3}, {6, 8}} {
+	for _, shape := range [][]int{{1, 2}, {1, 5}, {4, 3}, {6, 8}, {70, 3}} { // the last in three row chunks
 		name := fmt.Sprintf("LayerNorm%v", shape)
 		t.Run(name, func(t *testing.T) {
 			rng := newRNG(uint64(13 + shape[1]))
@@ -153,7 +154,7 @@ func TestSequentialGrad(t *testing.T) {
 	} {
 		name := fmt.Sprintf("Sequential(%s,micro=%d)", c.loss, c.micro)
 		t.Run(name, func(t *testing.T) {
-			const n, in, hidden, out = 7, 4, 6, 3
+			const n, in, hidden, out = 70, 4, 6, 3 // three row chunks
 			rng := newRNG(14)
 			model := &nn.Sequential{Loss: c.loss, Layers: []nn.Layer{
 				mustLinear(t, tensor.Float64, in, hidden, nn.HeNormal, 1),
@@ -164,7 +165,10 @@ func TestSequentialGrad(t *testing.T) {
 				mustLinear(t, tensor.Float64, hidden, out, nn.XavierNormal, 2),
 			}}
 			x := randN(rng, tensor.Float64, 1, n, in)
-			labels := []int{0, 2, 1, 1, 0, 2, 2}
+			labels := make([]int, n)
+			for i := range labels {
+				labels[i] = rng.IntN(out)
+			}
 			target := nn.Target{Labels: labels}
 			if c.loss == nn.BCEWithLogits {
 				target = nn.Target{Values: tensor.RandUniform(rng, tensor.Float64, 0, 1, n, out)}

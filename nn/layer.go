@@ -11,6 +11,7 @@ import (
 type Pass struct {
 	Step  int  // optimizer step, counted from 1
 	Micro int  // micro-batch index within the step
+	Row   int  // index of the micro-batch's first row in its mini-batch
 	Train bool // false for evaluation: no caching, dropout off
 	// Arena, when set, lends the tensors the layers return; nil allocates.
 	Arena *Arena

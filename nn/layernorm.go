@@ -89,6 +89,9 @@ func (l *LayerNorm) Backward(p Pass, dy *tensor.Tensor, needDX bool) *tensor.Ten
 	g := l.Gain.Float64s()
 	gg, gb := make([]float64, f), make([]float64, f)
 	dx := make([]float64, len(d))
+	// The gain and bias gradients are summed over each chunk of ChunkRows rows
+	// and added into their Grad chunk after chunk, so that they do not depend
+	// on how the mini-batch was cut into micro-batches (cut at chunk bounds).
 	for i := range n {
 		sumD, sumDX := 0.0, 0.0
 		for j := range f {
@@ -104,9 +107,13 @@ func (l *LayerNorm) Backward(p Pass, dy *tensor.Tensor, needDX bool) *tensor.Ten
 			dh := d[k] * g[j]
 			dx[k] = sv.rstd[i] / float64(f) * (float64(f)*dh - sumD - sv.xhat[k]*sumDX)
 		}
+		if i%ChunkRows == ChunkRows-1 || i == n-1 {
+			addFloat64s(l.GGain, gg)
+			addFloat64s(l.GBias, gb)
+			clear(gg)
+			clear(gb)
+		}
 	}
-	addInto(l.GGain, tensor.FromFloat64s(dy.DType(), gg, f))
-	addInto(l.GBias, tensor.FromFloat64s(dy.DType(), gb, f))
 	if !needDX {
 		return nil
 	}

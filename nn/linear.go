@@ -150,9 +150,9 @@ func (l *Linear) BackwardParams(p Pass) {
 	dy := l.dy.take("Linear", p)
 	n := x.Dim(0)
 	if x.DType() == tensor.Float32 {
-		linearParamGrads(p.Threads, dy.Data32(), x.Data32(), l.GW.Data32(), l.GB.Data32(), n, l.In, l.Out, sgemm)
+		linearParamGrads(p.Threads, dy.Data32(), x.Data32(), l.GW.Data32(), l.GB.Data32(), n, l.In, l.Out, sgemmChunked)
 	} else {
-		linearParamGrads(p.Threads, dy.Data64(), x.Data64(), l.GW.Data64(), l.GB.Data64(), n, l.In, l.Out, dgemm)
+		linearParamGrads(p.Threads, dy.Data64(), x.Data64(), l.GW.Data64(), l.GB.Data64(), n, l.In, l.Out, dgemmChunked)
 	}
 }
 
@@ -167,6 +167,14 @@ func dgemm(_ int, tA, tB bool, m, n, k int, alpha float64, a []float64, lda int,
 	gemm.Dgemm(tA, tB, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc)
 }
 
+func sgemmChunked(threads int, tA, tB bool, m, n, k int, alpha float32, a []float32, lda int, b []float32, ldb int, beta float32, c []float32, ldc int) {
+	gemm.Threads(threads).SgemmChunked(tA, tB, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc)
+}
+
+func dgemmChunked(_ int, tA, tB bool, m, n, k int, alpha float64, a []float64, lda int, b []float64, ldb int, beta float64, c []float64, ldc int) {
+	gemm.DgemmChunked(tA, tB, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc)
+}
+
 func linearForward[T float32 | float64](threads int, y, x, w, b []T, n, in, out int, mm gemmFunc[T]) {
 	for i := range n {
 		copy(y[i*out:(i+1)*out], b)
@@ -174,6 +182,10 @@ func linearForward[T float32 | float64](threads int, y, x, w, b []T, n, in, out 
 	mm(threads, false, true, n, out, in, 1, x, in, w, in, 1, y, out)
 }
 
+// linearParamGrads adds dW += dYᵀ·X and db += Σ dY over the n rows. Neither
+// depends on how a mini-batch's rows are cut into micro-batches at multiples
+// of ChunkRows: mm sums the rows in chunks of ChunkRows added into dW in order
+// (gemm.SgemmChunked), and db takes one row at a time, in row order.
 func linearParamGrads[T float32 | float64](threads int, dy, x, gw, gb []T, n, in, out int, mm gemmFunc[T]) {
 	mm(threads, true, false, out, in, n, 1, dy, out, x, in, 1, gw, in)
 	if gb32, ok := any(gb).([]float32); ok {

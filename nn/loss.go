@@ -48,20 +48,14 @@ const (
 var Losses = []Loss{CrossEntropy, MSE, BCEWithLogits}
 
 // Compute returns the mean loss of out against t and the gradient of that loss
-// with respect to out, multiplied by scale. A trainer passes scale = rows of this
-// micro-batch / rows of the mini-batch, so summed gradients are the mini-batch mean.
+// with respect to out, multiplied by scale. It is the loss of one batch seen
+// whole, as evaluation needs; a training step uses a LossSum.
 func (l Loss) Compute(out *tensor.Tensor, t Target, scale float64) (loss float64, grad *tensor.Tensor) {
-	return l.ComputeIn(nil, out, t, scale)
-}
-
-// ComputeIn is Compute with the gradient lent by a (nil allocates), as layers'
-// outputs are: a training step's loss then allocates nothing.
-func (l Loss) ComputeIn(a *Arena, out *tensor.Tensor, t Target, scale float64) (loss float64, grad *tensor.Tensor) {
 	if l == CrossEntropy {
 		if t.Labels == nil {
 			panic(fmt.Errorf("nn: cross_entropy needs class labels"))
 		}
-		grad = a.Like(out)
+		grad = tensor.Zeros(out.DType(), out.Shape()...)
 		return ops.CrossEntropyInto(grad, out, t.Labels, scale), grad
 	}
 	g := tensor.Full(out.DType(), scale)
@@ -74,6 +68,60 @@ func (l Loss) ComputeIn(a *Arena, out *tensor.Tensor, t Target, scale float64) (
 		return ops.BCEWithLogits(out, v).Item(), ops.BCEWithLogitsBackward(g, out, v)
 	}
 	panic(fmt.Errorf("nn: unknown loss %q", string(l)))
+}
+
+// LossSum is the loss of one mini-batch of Total rows, fed to it in row
+// order, one micro-batch after another. Every row's loss is added to one
+// float64 sum in row order, and every gradient element is scaled by 1/Total
+// (1/elements for mse and bce_with_logits) directly, so neither the mean loss
+// nor the gradients depend on how the mini-batch was cut. The zero value with
+// Loss and Total set is ready; set a new one for each mini-batch.
+type LossSum struct {
+	Loss  Loss
+	Total int // rows in the mini-batch
+
+	sum   float64
+	terms int // the mean's divisor: Total, times the output's width for mse and bce_with_logits
+	dt    tensor.DType
+}
+
+// Add adds the losses of out, the mini-batch's next rows, against their
+// target t, and returns the gradient of the mini-batch mean loss with respect
+// to out, lent by a (nil allocates), as layers' outputs are: a training
+// step's loss then allocates nothing for cross_entropy.
+func (s *LossSum) Add(a *Arena, out *tensor.Tensor, t Target) *tensor.Tensor {
+	grad := a.Like(out) // every element written below
+	s.dt = out.DType()
+	if s.Loss == CrossEntropy {
+		if t.Labels == nil {
+			panic(fmt.Errorf("nn: cross_entropy needs class labels"))
+		}
+		s.terms = s.Total
+		s.sum = ops.CrossEntropySumInto(grad, out, t.Labels, 1/float64(s.terms), s.sum)
+		return grad
+	}
+	s.terms = s.Total * (out.Size() / max(1, out.Dim(0)))
+	v := t.values(out)
+	switch s.Loss {
+	case MSE:
+		s.sum = ops.MSESumInto(grad, out, v, 1/float64(s.terms), s.sum)
+	case BCEWithLogits:
+		s.sum = ops.BCEWithLogitsSumInto(grad, out, v, 1/float64(s.terms), s.sum)
+	default:
+		panic(fmt.Errorf("nn: unknown loss %q", string(s.Loss)))
+	}
+	return grad
+}
+
+// Mean returns the mini-batch mean loss once every row has been added, in
+// the dtype of the outputs (a float32 model's loss is rounded to float32, as
+// PyTorch's is).
+func (s *LossSum) Mean() float64 {
+	m := s.sum / float64(s.terms)
+	if s.dt == tensor.Float32 {
+		m = float64(float32(m))
+	}
+	return m
 }
 
 // Valid reports whether l names a loss.

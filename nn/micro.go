@@ -3,18 +3,51 @@ package nn
 import (
 	"fmt"
 
+	"github.com/pipetrain/pipetrain/internal/gemm"
 	"github.com/pipetrain/pipetrain/tensor"
 )
 
 // Span is a half-open range of rows [Lo, Hi).
 type Span struct{ Lo, Hi int }
 
-// SplitRows splits n rows into min(m, n) micro-batches of near-equal size, the
-// first n%m one row larger, in order. Every trainer splits with it, so the
-// pipeline and the sequential trainer see the same micro-batches.
+// ChunkRows is the granule of a mini-batch: micro-batch boundaries fall only
+// at multiples of ChunkRows from its first row, the row sums of the weight
+// gradients run in chunks of it (gemm.SgemmChunked), and so do the other
+// layers' sums over rows. That is what makes a step's results independent of
+// the number of micro-batches.
+const ChunkRows = gemm.KChunk
+
+// SplitRows splits n rows into min(m, ceil(n/ChunkRows)) micro-batches, in
+// order, each a whole number of ChunkRows-row chunks (the last chunk of the
+// last micro-batch may be short): the chunks are shared out as evenly as
+// possible, earlier micro-batches taking one more where they do not divide.
+// Every trainer splits with it, so the pipeline and the sequential trainer
+// see the same micro-batches.
 func SplitRows(n, m int) []Span {
 	if m <= 0 {
 		panic(fmt.Errorf("nn.SplitRows: %d micro-batches", m))
+	}
+	chunks := (n + ChunkRows - 1) / ChunkRows
+	m = min(m, chunks)
+	spans := make([]Span, m)
+	lo := 0
+	for i := range m {
+		size := chunks / m
+		if i < chunks%m {
+			size++
+		}
+		hi := min(n, lo+size*ChunkRows)
+		spans[i] = Span{lo, hi}
+		lo = hi
+	}
+	return spans
+}
+
+// SplitEven splits [0, n) into min(m, n) ranges of near-equal size, the first
+// n%m one larger, in order: the column blocks of a sharded linear layer.
+func SplitEven(n, m int) []Span {
+	if m <= 0 {
+		panic(fmt.Errorf("nn.SplitEven: %d parts", m))
 	}
 	m = min(m, n)
 	spans := make([]Span, m)

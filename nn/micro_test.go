@@ -9,44 +9,55 @@ import (
 )
 
 func TestSplitRows(t *testing.T) {
+	if nn.ChunkRows != 32 {
+		t.Fatalf("ChunkRows = %d: the table assumes 32", nn.ChunkRows)
+	}
 	for _, c := range []struct {
 		n, m int
 		want []nn.Span
 	}{
-		{10, 3, []nn.Span{{0, 4}, {4, 7}, {7, 10}}},
-		{2, 4, []nn.Span{{0, 1}, {1, 2}}},
+		{256, 1, []nn.Span{{0, 256}}},
+		{256, 2, []nn.Span{{0, 128}, {128, 256}}},
+		{256, 3, []nn.Span{{0, 96}, {96, 192}, {192, 256}}},
+		{256, 8, []nn.Span{{0, 32}, {32, 64}, {64, 96}, {96, 128}, {128, 160}, {160, 192}, {192, 224}, {224, 256}}},
+		{256, 9, []nn.Span{{0, 32}, {32, 64}, {64, 96}, {96, 128}, {128, 160}, {160, 192}, {192, 224}, {224, 256}}},
+		{100, 2, []nn.Span{{0, 64}, {64, 100}}},
+		{100, 3, []nn.Span{{0, 64}, {64, 96}, {96, 100}}},
+		{97, 4, []nn.Span{{0, 32}, {32, 64}, {64, 96}, {96, 97}}},
+		{64, 3, []nn.Span{{0, 32}, {32, 64}}},
+		{33, 2, []nn.Span{{0, 32}, {32, 33}}},
+		{32, 4, []nn.Span{{0, 32}}},
+		{10, 3, []nn.Span{{0, 10}}},
+		{1, 1, []nn.Span{{0, 1}}},
 		{0, 1, []nn.Span{}},
 		{0, 3, []nn.Span{}},
-		{1, 1, []nn.Span{{0, 1}}},
-		{5, 1, []nn.Span{{0, 5}}},
-		{6, 3, []nn.Span{{0, 2}, {2, 4}, {4, 6}}},
-		{7, 7, []nn.Span{{0, 1}, {1, 2}, {2, 3}, {3, 4}, {4, 5}, {5, 6}, {6, 7}}},
-		{11, 4, []nn.Span{{0, 3}, {3, 6}, {6, 9}, {9, 11}}},
-		{32, 5, []nn.Span{{0, 7}, {7, 14}, {14, 20}, {20, 26}, {26, 32}}},
 	} {
 		got := nn.SplitRows(c.n, c.m)
 		if fmt.Sprint(got) != fmt.Sprint(c.want) {
 			t.Errorf("SplitRows(%d, %d): got %v, want %v", c.n, c.m, got, c.want)
 		}
 	}
-	// Invariants over a range: contiguous, covering, sizes differ by at most
-	// one, larger first.
-	for n := range 40 {
+	// Invariants over a range: contiguous, covering, boundaries at multiples
+	// of ChunkRows, sizes in chunks differing by at most one, larger first.
+	for n := range 300 {
 		for m := 1; m <= 12; m++ {
 			spans := nn.SplitRows(n, m)
-			if len(spans) != min(n, m) {
-				t.Errorf("SplitRows(%d, %d): %d spans, want %d", n, m, len(spans), min(n, m))
+			chunks := (n + nn.ChunkRows - 1) / nn.ChunkRows
+			if got, want := len(spans), min(m, chunks); got != want {
+				t.Errorf("SplitRows(%d, %d): got %d spans, want %d", n, m, got, want)
 			}
 			lo := 0
 			for i, s := range spans {
-				size := s.Hi - s.Lo
-				if s.Lo != lo || size < 1 || size < n/m || size > n/m+1 || (i > 0 && size > spans[i-1].Hi-spans[i-1].Lo) {
+				c := (s.Hi - s.Lo + nn.ChunkRows - 1) / nn.ChunkRows
+				first := (spans[0].Hi - spans[0].Lo + nn.ChunkRows - 1) / nn.ChunkRows
+				if s.Lo != lo || s.Hi <= s.Lo || s.Lo%nn.ChunkRows != 0 || (s.Hi%nn.ChunkRows != 0 && s.Hi != n) ||
+					c > first || c < first-1 || (i > 0 && s.Hi-s.Lo > spans[i-1].Hi-spans[i-1].Lo) {
 					t.Errorf("SplitRows(%d, %d) = %v: span %d is wrong", n, m, spans, i)
 				}
 				lo = s.Hi
 			}
 			if lo != n {
-				t.Errorf("SplitRows(%d, %d) = %v covers %d rows, want %d", n, m, spans, lo, n)
+				t.Errorf("SplitRows(%d, %d) = %v: got %d rows covered, want %d", n, m, spans, lo, n)
 			}
 		}
 	}
@@ -54,6 +65,26 @@ func TestSplitRows(t *testing.T) {
 		if _, ok := panicText(func() { nn.SplitRows(4, m) }); !ok {
 			t.Errorf("SplitRows(4, %d) did not panic", m)
 		}
+	}
+}
+
+func TestSplitEven(t *testing.T) {
+	for _, c := range []struct {
+		n, m int
+		want []nn.Span
+	}{
+		{10, 3, []nn.Span{{0, 4}, {4, 7}, {7, 10}}},
+		{2, 4, []nn.Span{{0, 1}, {1, 2}}},
+		{0, 3, []nn.Span{}},
+		{11, 4, []nn.Span{{0, 3}, {3, 6}, {6, 9}, {9, 11}}},
+		{32, 5, []nn.Span{{0, 7}, {7, 14}, {14, 20}, {20, 26}, {26, 32}}},
+	} {
+		if got := nn.SplitEven(c.n, c.m); fmt.Sprint(got) != fmt.Sprint(c.want) {
+			t.Errorf("SplitEven(%d, %d): got %v, want %v", c.n, c.m, got, c.want)
+		}
+	}
+	if _, ok := panicText(func() { nn.SplitEven(4, 0) }); !ok {
+		t.Errorf("SplitEven(4, 0) did not panic")
 	}
 }
 

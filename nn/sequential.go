@@ -70,10 +70,10 @@ func (s *Sequential) TrainStep(step int, x *tensor.Tensor, t Target, micro int) 
 	if t.Rows() != n {
 		return math.NaN(), fmt.Errorf("nn: target has %d rows for a batch of %d", t.Rows(), n)
 	}
-	total := 0.0
+	sum := LossSum{Loss: s.Loss, Total: n}
 	s.weights++
 	for m, sp := range SplitRows(n, micro) {
-		p := Pass{Step: step, Micro: m, Train: true, Weights: s.weights, Threads: s.Threads}
+		p := Pass{Step: step, Micro: m, Row: sp.Lo, Train: true, Weights: s.weights, Threads: s.Threads}
 		h := Rows(x, sp.Lo, sp.Hi)
 		for i, l := range s.Layers {
 			h = l.Forward(p, h)
@@ -82,9 +82,7 @@ func (s *Sequential) TrainStep(step int, x *tensor.Tensor, t Target, micro int) 
 				return math.NaN(), &NonFiniteError{i, l.Kind(), step, "forward"}
 			}
 		}
-		rows := sp.Hi - sp.Lo
-		loss, g := s.Loss.Compute(h, t.Slice(sp.Lo, sp.Hi), float64(rows)/float64(n))
-		total += loss * float64(rows) / float64(n)
+		g := sum.Add(nil, h, t.Slice(sp.Lo, sp.Hi))
 		for i := len(s.Layers) - 1; i >= 0; i-- {
 			g = s.Layers[i].Backward(p, g, i > 0)
 			if i > 0 && !g.IsFinite() {
@@ -93,6 +91,7 @@ func (s *Sequential) TrainStep(step int, x *tensor.Tensor, t Target, micro int) 
 			}
 		}
 	}
+	total := sum.Mean()
 	if math.IsNaN(total) || math.IsInf(total, 0) {
 		return total, &NonFiniteError{Step: step, Where: "loss"}
 	}

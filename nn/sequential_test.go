@@ -121,9 +121,12 @@ func TestSequentialDeterministic(t *testing.T) {
 }
 
 func TestSequentialNonFinite(t *testing.T) {
-	const n = 9
+	const n = 3 * nn.ChunkRows
 	rng := newRNG(141)
-	labels := []int{0, 1, 2, 0, 1, 2, 0, 1, 2}
+	labels := make([]int, n)
+	for i := range labels {
+		labels[i] = i % 3
+	}
 	newModel := func(mid nn.Layer) *nn.Sequential {
 		return &nn.Sequential{Loss: nn.CrossEntropy, Layers: []nn.Layer{
 			mustLinear(t, tensor.Float64, 2, 4, nn.HeNormal, 1), mid,
@@ -132,7 +135,7 @@ func TestSequentialNonFinite(t *testing.T) {
 	}
 	x := randN(rng, tensor.Float64, 1, n, 2)
 	nanX := x.Clone()
-	nanX.Set(math.NaN(), 4, 1) // in micro-batch 1 of 3
+	nanX.Set(math.NaN(), nn.ChunkRows+4, 1) // in micro-batch 1 of 3
 	nanW := newModel(nn.NewReLU())
 	nanW.Layers[2].(*nn.Linear).W.Set(math.NaN(), 1, 1)
 	infY := nn.Target{Values: tensor.Zeros(tensor.Float64, n, 3)}
@@ -216,7 +219,7 @@ func TestEvaluate(t *testing.T) {
 // and gradients of Sequential.TrainStep to the bit, dropout included: masks are
 // keyed by micro-batch, and gradients accumulate in micro-batch order.
 func TestGPipeScheduleMatchesTrainStep(t *testing.T) {
-	const n, micro, step = 30, 4, 3
+	const n, micro, step = 100, 4, 3
 	x, labels := blobs(newRNG(161), tensor.Float32, n)
 	target := nn.Target{Labels: labels}
 
@@ -228,11 +231,14 @@ func TestGPipeScheduleMatchesTrainStep(t *testing.T) {
 
 	model := mlp(t, tensor.Float32, 17)
 	spans := nn.SplitRows(n, micro)
+	if len(spans) != micro {
+		t.Fatalf("SplitRows(%d, %d): got %d micro-batches, want %d", n, micro, len(spans), micro)
+	}
 	outs := make([]*tt, len(spans))
 	for m, sp := range spans {
 		h := nn.SliceRows(x, sp.Lo, sp.Hi)
 		for _, l := range model.Layers {
-			h = l.Forward(nn.Pass{Step: step, Micro: m, Train: true}, h)
+			h = l.Forward(nn.Pass{Step: step, Micro: m, Row: sp.Lo, Train: true}, h)
 		}
 		outs[m] = h
 	}
@@ -241,16 +247,14 @@ func TestGPipeScheduleMatchesTrainStep(t *testing.T) {
 			t.Errorf("layer %d: InFlight() = %d with every micro-batch forwarded, want %d", i, got, len(spans))
 		}
 	}
-	loss := 0.0
+	sum := nn.LossSum{Loss: model.Loss, Total: n}
 	for m, sp := range spans {
-		rows := sp.Hi - sp.Lo
-		l, g := model.Loss.Compute(outs[m], target.Slice(sp.Lo, sp.Hi), float64(rows)/n)
-		loss += l * float64(rows) / n
+		g := sum.Add(nil, outs[m], target.Slice(sp.Lo, sp.Hi))
 		for i := len(model.Layers) - 1; i >= 0; i-- {
-			g = model.Layers[i].Backward(nn.Pass{Step: step, Micro: m, Train: true}, g, i > 0)
+			g = model.Layers[i].Backward(nn.Pass{Step: step, Micro: m, Row: sp.Lo, Train: true}, g, i > 0)
 		}
 	}
-	if math.Float64bits(loss) != math.Float64bits(wantLoss) {
+	if loss := sum.Mean(); math.Float64bits(loss) != math.Float64bits(wantLoss) {
 		t.Errorf("GPipe loss: got %v, want TrainStep's %v", loss, wantLoss)
 	}
 	want := ref.Params()

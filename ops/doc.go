@@ -44,6 +44,12 @@
 // 1e-12 on the denominator. Losses take the mean over all elements and return a
 // 0-D tensor; their backward takes that 0-D gradient.
 //
+// For training in micro-batches, CrossEntropySumInto, MSESumInto and
+// BCEWithLogitsSumInto add a part's losses, one row (or element) at a time in
+// order, to a float64 sum the caller carries from part to part, and write the
+// gradient times a scale the caller fixes for the whole mini-batch (1/N): so
+// the loss and gradients of a mini-batch do not depend on how it is cut.
+//
 // # Panics
 //
 // Mixing dtypes, shapes that do not fit, an axis out of range, or a label outside

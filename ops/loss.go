@@ -64,19 +64,40 @@ func checkLabels(op string, logits *tensor.Tensor, labels []int) (n, c int) {
 // softmax is computed once and nothing is allocated for up to 64 classes.
 func CrossEntropyInto(dst, logits *tensor.Tensor, labels []int, scale float64) float64 {
 	into("CrossEntropyInto", dst, logits)
-	n, c := checkLabels("CrossEntropyInto", logits, labels)
-	dt := logits.DType()
-	if dt == tensor.Float32 {
+	n, _ := checkLabels("CrossEntropyInto", logits, labels)
+	if logits.DType() == tensor.Float32 {
 		scale = float64(float32(scale)) // as a float32 loss gradient holds it
 	}
-	scale /= float64(n)
+	loss := crossEntropySum(dst, logits, labels, scale/float64(n), 0) / float64(n)
+	if logits.DType() == tensor.Float32 {
+		loss = float64(float32(loss))
+	}
+	return loss
+}
+
+// CrossEntropySumInto is the cross-entropy of a part of a mini-batch, for
+// trainers that cut one into micro-batches: it returns sum plus each row's
+// -log_softmax(logits)[label], added one row at a time in row order in
+// float64, and writes (softmax(logits) - onehot(labels))*scale into dst,
+// computed in float64 and rounded once to dst's dtype. With scale = 1/N for a
+// mini-batch of N rows, and sum carried from one part to the next, the
+// gradients are CrossEntropyBackward's of the whole mini-batch and sum/N is its
+// loss, whatever the cut. Nothing is allocated for up to 64 classes.
+func CrossEntropySumInto(dst, logits *tensor.Tensor, labels []int, scale, sum float64) float64 {
+	into("CrossEntropySumInto", dst, logits)
+	checkLabels("CrossEntropySumInto", logits, labels)
+	return crossEntropySum(dst, logits, labels, scale, sum)
+}
+
+func crossEntropySum(dst, logits *tensor.Tensor, labels []int, scale, total float64) float64 {
+	c := logits.Dim(1)
+	dt := logits.DType()
 	var buf [64]float64
 	row := buf[:0]
 	if c > len(buf) {
 		row = make([]float64, c)
 	}
 	row = row[:c]
-	total := 0.0
 	for i, y := range labels {
 		if dt == tensor.Float32 {
 			for j, v := range logits.Data32()[i*c : (i+1)*c] {
@@ -113,11 +134,51 @@ func CrossEntropyInto(dst, logits *tensor.Tensor, labels []int, scale float64) f
 			copy(dst.Data64()[i*c:(i+1)*c], row)
 		}
 	}
-	loss := total / float64(n)
-	if dt == tensor.Float32 {
-		loss = float64(float32(loss))
+	return total
+}
+
+// MSESumInto is MSE for a part of a mini-batch, as CrossEntropySumInto: it
+// returns sum plus every (pred - target)², added in row-major order in float64,
+// and writes 2*(pred - target)*scale into dst, rounded once. pred, target and
+// dst have one shape. With scale = 1/(elements of the mini-batch) the
+// gradients are MSEBackward's of the whole and sum/elements its loss.
+func MSESumInto(dst, pred, target *tensor.Tensor, scale, sum float64) float64 {
+	into("MSESumInto", dst, pred, target)
+	return sumInto(dst, pred, target, sum, func(p, t float64) (float64, float64) {
+		d := p - t
+		return d * d, d * (2 * scale)
+	})
+}
+
+// BCEWithLogitsSumInto is BCEWithLogits for a part of a mini-batch, as
+// MSESumInto: it returns sum plus every element's loss in the stable form, and
+// writes (sigmoid(logits) - target)*scale into dst, rounded once.
+func BCEWithLogitsSumInto(dst, logits, target *tensor.Tensor, scale, sum float64) float64 {
+	into("BCEWithLogitsSumInto", dst, logits, target)
+	return sumInto(dst, logits, target, sum, func(x, t float64) (float64, float64) {
+		return (1-t)*x + math.Log1p(math.Exp(-math.Abs(x))) + math.Max(-x, 0), (sigmoid(x) - t) * scale
+	})
+}
+
+// sumInto adds f's loss of each element pair of x and t to sum, in order, and
+// writes f's gradient into dst.
+func sumInto(dst, x, t *tensor.Tensor, sum float64, f func(x, t float64) (loss, grad float64)) float64 {
+	if dst.DType() == tensor.Float32 {
+		d, xs, ts := dst.Data32(), x.Data32(), t.Data32()
+		for i, v := range xs {
+			l, g := f(float64(v), float64(ts[i]))
+			sum += l
+			d[i] = float32(g)
+		}
+		return sum
 	}
-	return loss
+	d, xs, ts := dst.Data64(), x.Data64(), t.Data64()
+	for i, v := range xs {
+		l, g := f(v, ts[i])
+		sum += l
+		d[i] = g
+	}
+	return sum
 }
 
 func checkScalarGrad(op string, grad, input *tensor.Tensor) {

@@ -223,7 +223,7 @@ func (e *Engine) buildNodes(layers []nn.Layer, bounds []int) ([]unit, error) {
 				addNode(layers[run:i], run, nil)
 			}
 			n := node{layers: []int{i}, split: []int{0}}
-			for part, sp := range nn.SplitRows(lin.Out, k) {
+			for part, sp := range nn.SplitEven(lin.Out, k) {
 				shard := nn.LinearFrom(nn.SliceRows(lin.W, sp.Lo, sp.Hi), nn.SliceRows(lin.B, sp.Lo, sp.Hi))
 				units = append(units, unit{layers: []nn.Layer{shard}, first: i, node: len(e.nodes), part: part})
 				n.actors = append(n.actors, len(units)-1)

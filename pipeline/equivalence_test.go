@@ -18,7 +18,7 @@ import (
 const (
 	features = 8
 	classes  = 4
-	rows     = 24
+	rows     = 256
 	steps    = 6
 	seed     = 11
 )
@@ -132,35 +132,44 @@ func runPipeline(t testing.TB, sched actors.Schedule, stages, micro int, shards 
 	return losses, w
 }
 
-// TestEquivalence is the invariant the pipeline rests on: for the same seed and
-// micro-batch split, every schedule at every stage count, with or without the
-// split backward (dX sent before dW), gives nn.Sequential's step losses and
-// final weights, bit for bit.
+// TestEquivalence is the invariant the pipeline rests on: every schedule at
+// every stage count, with or without the split backward (dX sent before dW),
+// and every split of the 256-row mini-batch into 1, 2, 4 or 8 micro-batches,
+// gives the step losses and final weights of nn.Sequential with one
+// micro-batch, bit for bit.
 func TestEquivalence(t *testing.T) {
-	for _, micro := range []int{1, 3, 4} {
-		wantLoss, wantW := reference(t, micro)
+	wantLoss, wantW := reference(t, 1)
+	check := func(t *testing.T, gotLoss []float64, gotW map[string][]float32) {
+		t.Helper()
+		for i := range wantLoss {
+			if math.Float64bits(gotLoss[i]) != math.Float64bits(wantLoss[i]) {
+				t.Errorf("step %d: got loss %v, want %v (nn.Sequential, micro=1)", i+1, gotLoss[i], wantLoss[i])
+			}
+		}
+		if len(gotW) != len(wantW) {
+			t.Fatalf("got %d parameters, want %d", len(gotW), len(wantW))
+		}
+		for name, want := range wantW {
+			got := gotW[name]
+			for j := range want {
+				if math.Float32bits(got[j]) != math.Float32bits(want[j]) {
+					t.Errorf("%s[%d]: got %v, want %v (nn.Sequential, micro=1)", name, j, got[j], want[j])
+					break
+				}
+			}
+		}
+	}
+	for _, micro := range []int{1, 2, 4, 8} {
+		t.Run(fmt.Sprintf("nn.Sequential/micro=%d", micro), func(t *testing.T) {
+			gotLoss, gotW := reference(t, micro)
+			check(t, gotLoss, gotW)
+		})
 		for _, sched := range []actors.Schedule{actors.Sequential, actors.GPipe, actors.OneFOneB} {
 			for _, cfg := range [][2]int{{0, 0}, {1, 0}, {2, 0}, {3, 0}, {0, 1}, {2, 1}} {
 				stages, split := cfg[0], cfg[1] == 1
 				t.Run(fmt.Sprintf("%v/stages=%d/micro=%d/split=%v", sched, stages, micro, split), func(t *testing.T) {
 					gotLoss, gotW := runPipeline(t, sched, stages, micro, nil, split)
-					for i := range wantLoss {
-						if math.Float64bits(gotLoss[i]) != math.Float64bits(wantLoss[i]) {
-							t.Errorf("step %d: loss %v, want %v (nn.Sequential)", i+1, gotLoss[i], wantLoss[i])
-						}
-					}
-					if len(gotW) != len(wantW) {
-						t.Fatalf("%d parameters, want %d", len(gotW), len(wantW))
-					}
-					for name, want := range wantW {
-						got := gotW[name]
-						for j := range want {
-							if math.Float32bits(got[j]) != math.Float32bits(want[j]) {
-								t.Errorf("%s[%d] = %v, want %v (nn.Sequential)", name, j, got[j], want[j])
-								break
-							}
-						}
-					}
+					check(t, gotLoss, gotW)
 				})
 			}
 		}

@@ -43,6 +43,56 @@ func (t Threads) Sgemm(transA, transB bool, m, n, k int, alpha float32, a []floa
 	sgemm(&g, par.Budget(int(t)))
 }
 
+// KChunk is the length of the k chunks of SgemmChunked and DgemmChunked.
+const KChunk = 32
+
+// SgemmChunked is Threads(0).SgemmChunked.
+func SgemmChunked(transA, transB bool, m, n, k int, alpha float32, a []float32, lda int, b []float32, ldb int, beta float32, c []float32, ldc int) {
+	Threads(0).SgemmChunked(transA, transB, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc)
+}
+
+// SgemmChunked is Sgemm on up to t goroutines with k cut into chunks of
+// KChunk steps counted from the call's first: each chunk's product is summed
+// from zero and added into C in chunk order, C = alpha*acc + beta*C for the first chunk and
+// C = alpha*acc + C after. So one call over k = 256 gives the bits of calls
+// over any split of k at multiples of KChunk, made in order with beta = 1
+// after the first: a trainer's weight gradient does not depend on how the
+// rows of a mini-batch are cut into micro-batches.
+func (t Threads) SgemmChunked(transA, transB bool, m, n, k int, alpha float32, a []float32, lda int, b []float32, ldb int, beta float32, c []float32, ldc int) {
+	checkSgemm(transA, transB, m, n, k, a, lda, b, ldb, c, ldc)
+	if m == 0 || n == 0 {
+		return
+	}
+	if k == 0 || alpha == 0 {
+		scale(m, n, beta, c, ldc)
+		return
+	}
+	g := sgemmArgs{transA: transA, transB: transB, m: m, n: n, k: k, alpha: alpha, beta: beta,
+		a: a, lda: lda, b: b, ldb: ldb, c: c, ldc: ldc, chunked: true}
+	sgemm(&g, par.Budget(int(t)))
+}
+
+// DgemmChunked is Dgemm with k summed in chunks, as SgemmChunked: one Dgemm
+// per chunk, beta for the first and 1 after.
+func DgemmChunked(transA, transB bool, m, n, k int, alpha float64, a []float64, lda int, b []float64, ldb int, beta float64, c []float64, ldc int) {
+	if m == 0 || n == 0 || k == 0 {
+		Dgemm(transA, transB, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc)
+		return
+	}
+	for p := 0; p < k; p += KChunk {
+		kk := min(KChunk, k-p)
+		ap, bp := a[p:], b[p:] // op(A) = A: its columns p..; op(B) = Bᵀ: B's columns p..
+		if transA {
+			ap = a[p*lda:]
+		}
+		if !transB {
+			bp = b[p*ldb:]
+		}
+		Dgemm(transA, transB, m, n, kk, alpha, ap, lda, bp, ldb, beta, c, ldc)
+		beta = 1
+	}
+}
+
 // Dgemm computes C = alpha*op(A)*op(B) + beta*C in float64, as Sgemm.
 func Dgemm(transA, transB bool, m, n, k int, alpha float64, a []float64, lda int, b []float64, ldb int, beta float64, c []float64, ldc int) {
 	if m == 0 || n == 0 {

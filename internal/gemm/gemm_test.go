@@ -543,3 +543,114 @@ func TestSgemmAVX2MatchesAVX512(t *testing.T) {
 		}
 	}
 }
+
+// kSlice returns op(A)'s columns and op(B)'s rows from step p on, for a call
+// over a part of k.
+func (o *operands) kSlice(p int) (a, b []float32) {
+	a, b = o.a[p:], o.b[p:]
+	if o.tA {
+		a = o.a[p*o.lda:]
+	}
+	if !o.tB {
+		b = o.b[p*o.ldb:]
+	}
+	return a, b
+}
+
+// TestSgemmChunkedSplits checks what SgemmChunked is for: one call over k
+// gives the bits of calls over parts of k cut at multiples of KChunk, made in
+// order with beta = 1 after the first, for every layout, kernel set, thread
+// budget and tile edge, with k in one block and in several; and it stays
+// within float32 accuracy of the float64 product.
+func TestSgemmChunkedSplits(t *testing.T) {
+	withKernels(t, func(t *testing.T) {
+		rng := rand.New(rand.NewPCG(21, 22))
+		for _, c := range []struct {
+			m, n, k int
+			splits  [][]int // part lengths
+		}{
+			{37, 101, 256, [][]int{{64, 64, 64, 64}, {32, 32, 32, 32, 32, 32, 32, 32}, {96, 160}, {224, 32}}},
+			{128, 200, 256, [][]int{{128, 128}, {32, 224}}},
+			{9, 13, 45, [][]int{{32, 13}}},
+			{30, 400, 1100, [][]int{{544, 556}, {1024, 76}}},
+		} {
+			for _, l := range layouts {
+				o := newOperands(rng, l[0], l[1], c.m, c.n, c.k, 2)
+				name := fmt.Sprintf("%s %dx%dx%d", layoutName(l[0], l[1]), c.m, c.n, c.k)
+				var whole []float32
+				func(th Threads) {
+					whole = append([]float32(nil), o.c...)
+					th.SgemmChunked(o.tA, o.tB, o.m, o.n, o.k, 1.5, o.a, o.lda, o.b, o.ldb, 0.5, whole, o.ldc)
+				}(Threads(1))
+				o.check(t, name, 1.5, 0.5, whole)
+				for th := 1; th <= 3; th++ {
+					func(th Threads) {
+						for _, parts := range append(c.splits, []int{c.k}) {
+							got := append([]float32(nil), o.c...)
+							beta, p := float32(0.5), 0
+							for _, kk := range parts {
+								a, b := o.kSlice(p)
+								th.SgemmChunked(o.tA, o.tB, o.m, o.n, kk, 1.5, a, o.lda, b, o.ldb, beta, got, o.ldc)
+								beta, p = 1, p+kk
+							}
+							for i := range whole {
+								if math.Float32bits(got[i]) != math.Float32bits(whole[i]) && !math.IsNaN(float64(whole[i])) {
+									t.Fatalf("%s threads=%d parts %v: got C[%d] = %v, want %v (one call)", name, th, parts, i, got[i], whole[i])
+								}
+							}
+						}
+					}(Threads(th))
+				}
+			}
+		}
+	})
+}
+
+// TestDgemmChunkedSplits is TestSgemmChunkedSplits for DgemmChunked.
+func TestDgemmChunkedSplits(t *testing.T) {
+	rng := rand.New(rand.NewPCG(23, 24))
+	const m, n, k = 17, 29, 256
+	for _, l := range layouts {
+		tA, tB := l[0], l[1]
+		a, b, c := make([]float64, m*k), make([]float64, k*n), make([]float64, m*n)
+		for _, s := range [][]float64{a, b, c} {
+			for i := range s {
+				s[i] = rng.Float64()*2 - 1
+			}
+		}
+		lda, ldb := k, n
+		if tA {
+			lda = m
+		}
+		if tB {
+			ldb = k
+		}
+		whole := append([]float64(nil), c...)
+		DgemmChunked(tA, tB, m, n, k, 1.5, a, lda, b, ldb, 0.5, whole, n)
+		want := append([]float64(nil), c...)
+		naive(tA, tB, m, n, k, 1.5, a, lda, b, ldb, 0.5, want, n)
+		for _, parts := range [][]int{{64, 192}, {32, 32, 192}} {
+			got := append([]float64(nil), c...)
+			beta, p := 0.5, 0
+			for _, kk := range parts {
+				ap, bp := a[p:], b[p:]
+				if tA {
+					ap = a[p*lda:]
+				}
+				if !tB {
+					bp = b[p*ldb:]
+				}
+				DgemmChunked(tA, tB, m, n, kk, 1.5, ap, lda, bp, ldb, beta, got, n)
+				beta, p = 1, p+kk
+			}
+			for i := range whole {
+				if math.Float64bits(got[i]) != math.Float64bits(whole[i]) {
+					t.Fatalf("%s parts %v: got C[%d] = %v, want %v (one call)", layoutName(tA, tB), parts, i, got[i], whole[i])
+				}
+				if math.Abs(whole[i]-want[i]) > 1e-12*(1+math.Abs(want[i])) {
+					t.Fatalf("%s: got C[%d] = %v, want %v (float64 reference)", layoutName(tA, tB), i, whole[i], want[i])
+				}
+			}
+		}
+	}
+}

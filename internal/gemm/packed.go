@@ -35,7 +35,7 @@ func (p *PackedB) Pack(transB bool, k, n int, b []float32, ldb int) {
 	}
 	checkMatrix("b", b, br, bc, ldb)
 	ks := kernels
-	kcb := kBlock(k, ks.kc)
+	kcb := kBlock(k, ks.kc, false)
 	p.k, p.n, p.ks = k, n, ks
 	p.width = roundUp(n, ks.vec)
 	size := p.width * roundUp(k, kcb)

@@ -53,7 +53,7 @@ func (j *job) Part(q int) {
 // (block pc at apre[pc*mPad:], its panel of rows r at r*kc within it).
 func (j *job) pack(q int) {
 	g, ks := &j.g, j.ks
-	kcb := kBlock(g.k, ks.kc)
+	kcb := kBlock(g.k, ks.kc, g.chunked)
 	mPad := roundUp(g.m, ks.mr)
 	panels := mPad / ks.mr
 	units := panels * ((g.k + kcb - 1) / kcb)
@@ -114,7 +114,7 @@ func runParallel(ks *kernelSet, g *sgemmArgs, parts int, alongN bool, threads in
 	if alongN {
 		// Column parts all need all of op(A): the threads pack it together
 		// first, so that it is packed once and no part packs alone.
-		kcb := kBlock(g.k, ks.kc)
+		kcb := kBlock(g.k, ks.kc, g.chunked)
 		if size := roundUp(g.m, ks.mr) * roundUp(g.k, kcb); size <= sharedAMax {
 			w = getWorkspace()
 			w.shared = grow(w.shared, size)

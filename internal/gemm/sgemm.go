@@ -48,16 +48,43 @@ type sgemmArgs struct {
 	c              []float32
 	ldc            int
 	bpre           *PackedB // op(B) packed in advance, or nil: then b is packed here
+	// chunked sums k in chunks of KChunk steps (SgemmChunked): each is summed
+	// from zero and added into C in order, as separate calls would.
+	chunked bool
 }
 
 // kBlock returns the depth of the blocks k is cut into: the fewest blocks of at
-// most kc, made about equal and rounded up to a multiple of 4. It depends only
-// on k and kc, never on the thread count, so each element of C always sees the
-// same blocks in the same order.
-func kBlock(k, kc int) int {
+// most kc, made about equal and rounded up to a multiple of 4, or of KChunk in
+// chunked mode (kc is a multiple of KChunk, so the bound holds). It depends
+// only on k, kc and the mode, never on the thread count, so each element of C
+// always sees the same blocks in the same order.
+func kBlock(k, kc int, chunked bool) int {
 	nb := (k + kc - 1) / kc
 	kb := (k + nb - 1) / nb
+	if chunked {
+		return roundUp(kb, KChunk)
+	}
 	return (kb + 3) &^ 3
+}
+
+// segment runs one tile's kernel over a k block of kc steps: at once, or in
+// chunked mode once per KChunk steps of the packed panels (A's steps are mr
+// wide, B's pw; bsrc, for a packing kernel, advances by lds a step), beta for
+// the first chunk and 1 after. The tile stays in L1 between chunks.
+func (ks *kernelSet) segment(chunked bool, kern microKernel, kc int, a, b []float32, pw int, c *float32, ldc int, alpha, beta float32, bsrc []float32, lds int) {
+	step := kc
+	if chunked {
+		step = KChunk
+	}
+	for s := 0; s < kc; s += step {
+		n := min(step, kc-s)
+		if bsrc != nil {
+			ks.kernPack(n, &a[s*ks.mr], &b[s*pw], c, ldc, alpha, beta, &bsrc[s*lds], lds)
+		} else {
+			kern(n, &a[s*ks.mr], &b[s*pw], c, ldc, alpha, beta)
+		}
+		beta = 1
+	}
 }
 
 // workspace holds one worker's packing buffers, reused across calls: they
@@ -122,7 +149,7 @@ func nBlock(n, nc, nr int) int {
 // all of them.
 func (w *workspace) run(ks *kernelSet, g *sgemmArgs, i0, i1, j0, j1 int, apre []float32) {
 	mr, nr, vec := ks.mr, ks.nr(), ks.vec
-	kcb := kBlock(g.k, ks.kc)
+	kcb := kBlock(g.k, ks.kc, g.chunked)
 	ncb := nBlock(j1-j0, ks.nc, nr)
 	mcb := ks.mc
 	if apre != nil {
@@ -168,23 +195,18 @@ func (w *workspace) run(ks *kernelSet, g *sgemmArgs, i0, i1, j0, j1 int, apre []
 				}
 				for ir := 0; ir < mc; ir += mr {
 					mm := min(mr, mc-ir)
-					ap := &a[ir*kc]
 					for jr := 0; jr < nc; jr += nr {
 						nn := min(nr, nc-jr)
 						pw := roundUp(nn, vec)
 						kern := ks.kerns[pw/vec-1]
-						bp := &bpk[jr*kc]
+						bp := bpk[jr*kc:]
 						ci := (ic+ir)*ldc + jc + jr
-						var bsrc *float32
+						var bsrc []float32
 						if fused && ir == 0 && nn == nr {
-							bsrc = &g.b[pc*g.ldb+jc+jr]
+							bsrc = g.b[pc*g.ldb+jc+jr:]
 						}
 						if mm == mr && nn == pw {
-							if bsrc != nil {
-								ks.kernPack(kc, ap, bp, &c[ci], ldc, alpha, beta, bsrc, g.ldb)
-							} else {
-								kern(kc, ap, bp, &c[ci], ldc, alpha, beta)
-							}
+							ks.segment(g.chunked, kern, kc, a[ir*kc:], bp, pw, &c[ci], ldc, alpha, beta, bsrc, g.ldb)
 							continue
 						}
 						// An edge tile: run the same kernel on a full tile of
@@ -196,11 +218,7 @@ func (w *workspace) run(ks *kernelSet, g *sgemmArgs, i0, i1, j0, j1 int, apre []
 								copy(t[r*pw:r*pw+nn], c[ci+r*ldc:ci+r*ldc+nn])
 							}
 						}
-						if bsrc != nil {
-							ks.kernPack(kc, ap, bp, &t[0], pw, alpha, beta, bsrc, g.ldb)
-						} else {
-							kern(kc, ap, bp, &t[0], pw, alpha, beta)
-						}
+						ks.segment(g.chunked, kern, kc, a[ir*kc:], bp, pw, &t[0], pw, alpha, beta, bsrc, g.ldb)
 						for r := range mm {
 							copy(c[ci+r*ldc:ci+r*ldc+nn], t[r*pw:r*pw+nn])
 						}
