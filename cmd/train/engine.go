@@ -18,24 +18,25 @@ const evalRows = 1024
 // hangAfter is how long no message may move before the watchdog fails a step.
 const hangAfter = 2 * time.Minute
 
-// newEngine builds the actor pipeline for every schedule, sequential included.
-func newEngine(c *config.Config, layers []nn.Layer, features int, log *runLog) (*pipeline.Engine, error) {
+// newEngine builds the actor pipeline in layout lay, for every schedule,
+// sequential included.
+func newEngine(c *config.Config, layers []nn.Layer, features int, log *runLog, lay layout) (*pipeline.Engine, error) {
 	opt := optimizerSpec(c)
 	if _, err := opt.New(); err != nil {
 		return nil, badInput(err)
 	}
-	sched, err := actors.ParseSchedule(c.Pipeline.Schedule)
+	sched, err := actors.ParseSchedule(lay.Schedule)
 	if err != nil {
-		return nil, badInputf("pipeline.schedule = %q: %v", c.Pipeline.Schedule, err)
+		return nil, badInputf("pipeline.schedule = %q: %v", lay.Schedule, err)
 	}
 	shards := make([]int, len(c.Model.Layers))
 	for i, l := range c.Model.Layers {
 		shards[i] = max(1, l.Shards)
 	}
 	eng, err := pipeline.New(layers, pipeline.Config{
-		Schedule: sched, MicroBatches: c.Pipeline.MicroBatches, Stages: c.Pipeline.Stages, Shards: shards,
+		Schedule: sched, MicroBatches: lay.Micro, Stages: lay.Stages, Shards: shards,
 		Loss: nn.Loss(c.Loss.Type), Optimizer: opt, ClipNorm: c.Optimizer.ClipNorm, ClipValue: c.Optimizer.ClipValue,
-		Features: features, SampleRows: max(1, c.Data.BatchSize/c.Pipeline.MicroBatches),
+		Features: features, SampleRows: max(1, c.Data.BatchSize/lay.Micro),
 		Trace: c.Log.Trace != "", Hang: hangAfter, Logger: &log.Logger,
 		GEMMThreads: c.Pipeline.GEMMThreads, SplitBackward: c.Pipeline.SplitBackward,
 	})

@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
@@ -18,13 +19,15 @@ import (
 // under every schedule, stages 0 and 2, micro-batches 1, 4 and 8: for each
 // micro-batch count every step's loss is the same, bit for bit.
 func TestSchedulesGiveIdenticalLosses(t *testing.T) {
-	for _, micro := range []int{1, 4, 8} {
-		var want map[int]float64
-		var wantName string
+	// 256 rows: eight 32-row chunks, so 1, 2, 4 and 8 micro-batches all differ
+	base := strings.Replace(strings.Replace(baseConfig, "batch_size = 64", "batch_size = 256", 1), "epochs = 2", "epochs = 6", 1)
+	var want map[int]float64
+	var wantName string
+	for _, micro := range []int{1, 2, 4, 8} {
 		for _, sched := range []string{"sequential", "gpipe", "1f1b"} {
 			for _, stages := range []int{0, 2} {
 				name := fmt.Sprintf("%s/stages=%d/micro=%d", sched, stages, micro)
-				cfg := strings.Replace(baseConfig, "micro_batches = 2", fmt.Sprintf("micro_batches = %d", micro), 1)
+				cfg := strings.Replace(base, "micro_batches = 2", fmt.Sprintf("micro_batches = %d", micro), 1)
 				r := runCmd(t, t.TempDir(), cfg, "--set", "pipeline.schedule="+sched,
 					"--set", fmt.Sprintf("pipeline.stages=%d", stages), "--set", "train.max_steps=30")
 				if r.code != 0 {
@@ -45,6 +48,57 @@ func TestSchedulesGiveIdenticalLosses(t *testing.T) {
 				}
 			}
 		}
+	}
+}
+
+// TestAuto: pipeline "auto" tries each candidate layout in the run's first
+// steps, logs a tune event, keeps the fastest, and gives the losses of a
+// fixed layout bit for bit.
+func TestAuto(t *testing.T) {
+	base := strings.Replace(strings.Replace(baseConfig, "batch_size = 64", "batch_size = 256", 1), "epochs = 2", "epochs = 6", 1)
+	fixed := runCmd(t, t.TempDir(), base, "--set", "pipeline.micro_batches=1", "--set", "pipeline.stages=1", "--set", "train.max_steps=30")
+	auto := runCmd(t, t.TempDir(), base, "--set", "pipeline.schedule=auto", "--set", "pipeline.micro_batches=auto", "--set", "train.max_steps=30")
+	for _, r := range []runResult{fixed, auto} {
+		if r.code != 0 {
+			t.Fatalf("exit %d:\n%s", r.code, r.stderr)
+		}
+	}
+	want, got := stepLosses(fixed.events), stepLosses(auto.events)
+	if len(got) != 30 || len(want) != 30 {
+		t.Fatalf("%d and %d step events, want 30", len(got), len(want))
+	}
+	for s, l := range want {
+		if math.Float64bits(got[s]) != math.Float64bits(l) {
+			t.Errorf("auto: step %d loss %v; sequential, one stage, one micro-batch gives %v", s, got[s], l)
+		}
+	}
+	tunes := eventsNamed(auto.events, "tune")
+	if len(tunes) != 1 {
+		t.Fatalf("%d tune events, want 1", len(tunes))
+	}
+	cands := tunes[0]["candidates"].([]any)
+	wantCands := []string{"sequential/1/1", "1f1b/0/2", "1f1b/0/4", "1f1b/0/8"}
+	best, bestSPS := "", 0.0
+	var names []string
+	for _, c := range cands {
+		m := c.(map[string]any)
+		name := fmt.Sprintf("%v/%v/%v", m["schedule"], m["stages"], m["micro_batches"])
+		names = append(names, name)
+		if sps := m["samples_per_sec"].(float64); sps > bestSPS {
+			best, bestSPS = name, sps
+		}
+	}
+	if !slices.Equal(names, wantCands) {
+		t.Errorf("tune candidates %v, want %v", names, wantCands)
+	}
+	ch := tunes[0]["chosen"].(map[string]any)
+	if chosen := fmt.Sprintf("%v/%v/%v", ch["schedule"], ch["stages"], ch["micro_batches"]); chosen != best {
+		t.Errorf("tune chose %s, the fastest candidate was %s (%v)", chosen, best, cands)
+	}
+	// the config as given is what run_start records
+	p := eventsNamed(auto.events, "run_start")[0]["config"].(map[string]any)["pipeline"].(map[string]any)
+	if p["schedule"] != "auto" || p["micro_batches"] != "auto" {
+		t.Errorf("run_start pipeline = %v, want schedule and micro_batches \"auto\"", p)
 	}
 }
 

@@ -32,6 +32,12 @@ type trainRun struct {
 	regression bool
 	sched      optim.Schedule
 	progress   *progress
+	features   int
+
+	// the pipeline layout, and the tuner while pipeline "auto" measures
+	layout   layout
+	tuner    *tuner
+	tuneStep int // steps of the current candidate
 
 	// position: the next batch is (epoch, batch); step optimizer steps are done.
 	step, epoch, batch int
@@ -121,7 +127,10 @@ func (r *trainRun) setup(ctx context.Context, resume bool) error {
 	if err != nil {
 		return err
 	}
-	if r.eng, err = newEngine(c, layers, train.Features, r.log); err != nil {
+	r.features = train.Features
+	cands := candidates(c)
+	r.layout, r.tuner = cands[0], newTuner(cands)
+	if r.eng, err = newEngine(c, layers, train.Features, r.log, r.layout); err != nil {
 		return err
 	}
 	r.statsSince = time.Now()
@@ -178,10 +187,15 @@ func (r *trainRun) loop(ctx context.Context) error {
 				t = nn.Target{Values: tensor.Wrap32(tbuf[:rows], rows, 1)}
 			}
 			lr := r.sched.LR(r.step + 1)
+			if err := r.beforeStep(); err != nil {
+				return r.failed(err)
+			}
+			began := time.Now()
 			loss, err := r.eng.Step(r.step+1, lr, x, t)
 			if err != nil {
 				return r.failed(err)
 			}
+			r.afterStep(rows, time.Since(began))
 			r.step++
 			r.batch++
 			lastSamples += x.Shape()[0]

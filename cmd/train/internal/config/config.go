@@ -89,8 +89,8 @@ type Schedule struct {
 
 // Pipeline is the [pipeline] table: how the layers are spread over actors.
 type Pipeline struct {
-	Schedule      string   `toml:"schedule" json:"schedule"` // sequential | gpipe | 1f1b
-	MicroBatches  int      `toml:"micro_batches" json:"micro_batches"`
+	Schedule      string   `toml:"schedule" json:"schedule"` // auto | sequential | gpipe | 1f1b
+	MicroBatches  Auto     `toml:"micro_batches" json:"micro_batches"`
 	Stages        int      `toml:"stages" json:"stages"`                 // 0: one actor per layer
 	GEMMThreads   int      `toml:"gemm_threads" json:"gemm_threads"`     // goroutines per GEMM; 0: from the cores and the stage actors
 	SplitBackward bool     `toml:"split_backward" json:"split_backward"` // send dX upstream before computing dW
@@ -116,7 +116,21 @@ type Log struct {
 // AvailableSchedules lists the pipeline schedules that are implemented; a
 // pipeline.schedule that is valid but not listed here is rejected by Validate
 // as not available yet.
-var AvailableSchedules = []string{"sequential", "gpipe", "1f1b"}
+var AvailableSchedules = []string{"auto", "sequential", "gpipe", "1f1b"}
+
+// Auto is a count that may be "auto" in TOML, held as 0: the trainer then
+// measures the candidates and picks one.
+type Auto int
+
+// IsAuto reports whether the count was left to the trainer.
+func (a Auto) IsAuto() bool { return a == 0 }
+
+func (a Auto) String() string {
+	if a.IsAuto() {
+		return "auto"
+	}
+	return fmt.Sprint(int(a))
+}
 
 // RemoteAvailable reports whether remote stage hosts (pipeline.hosts) are
 // implemented; while false, Validate rejects a non-empty pipeline.hosts.
@@ -142,7 +156,7 @@ func Default() *Config {
 			Eps:   1e-8,
 		},
 		Schedule: Schedule{Type: "constant", Gamma: 0.1},
-		Pipeline: Pipeline{Schedule: "1f1b", MicroBatches: 4},
+		Pipeline: Pipeline{Schedule: "auto"}, // micro_batches "auto"
 		Train:    Train{Epochs: 1, CheckpointDir: "checkpoints"},
 		Log:      Log{Dir: "logs", Every: 10},
 	}

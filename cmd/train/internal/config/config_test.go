@@ -52,7 +52,7 @@ func TestDefault(t *testing.T) {
 		Optimizer: Optimizer{Type: "sgd", LR: 0.05, Momentum: 0, Nesterov: false, WeightDecay: 0,
 			Betas: [2]float64{0.9, 0.999}, Eps: 1e-8, ClipNorm: 0, ClipValue: 0},
 		Schedule: Schedule{Type: "constant", WarmupSteps: 0, StepSize: 0, Gamma: 0.1},
-		Pipeline: Pipeline{Schedule: "1f1b", MicroBatches: 4, Stages: 0, GEMMThreads: 0, SplitBackward: false, Hosts: nil},
+		Pipeline: Pipeline{Schedule: "auto", MicroBatches: 0, Stages: 0, GEMMThreads: 0, SplitBackward: false, Hosts: nil},
 		Train:    Train{Epochs: 1, MaxSteps: 0, EvalEvery: 0, CheckpointDir: "checkpoints", CheckpointEvery: 0},
 		Log:      Log{Dir: "logs", Every: 10, Trace: ""},
 	}
@@ -84,11 +84,9 @@ func TestDefaultMatchesContract(t *testing.T) {
 	if !reflect.DeepEqual(plain(got), want) {
 		t.Errorf("parse(testdata/contract.toml):\ngot  %+v\nwant %+v", plain(got), want)
 	}
-	// The contract's default schedule, 1f1b, validates once it is available.
-	defer func(s []string) { AvailableSchedules = s }(AvailableSchedules)
-	AvailableSchedules = []string{"sequential", "gpipe", "1f1b"}
+	// The contract's defaults validate.
 	if _, err := Parse("contract.toml", data, nil); err != nil {
-		t.Errorf("Parse(testdata/contract.toml) with 1f1b available: got %v, want no error", err)
+		t.Errorf("Parse(testdata/contract.toml): got %v, want no error", err)
 	}
 }
 
@@ -240,7 +238,10 @@ func TestOverrides(t *testing.T) {
 		{[]string{`model.layers.1.type=tanh`}, func(c *Config) any { return c.Model.Layers[1].Type }, "tanh"},
 		{[]string{`model.layers=[{type="linear", units=10}]`}, func(c *Config) any { return plain(c).Model.Layers },
 			[]Layer{{Type: "linear", Units: 10, Init: "xavier_uniform", Shards: 1, Alpha: 0.01, P: 0.1}}},
-		{[]string{"pipeline.micro_batches=64"}, func(c *Config) any { return c.Pipeline.MicroBatches }, 64},
+		{[]string{"pipeline.micro_batches=64"}, func(c *Config) any { return c.Pipeline.MicroBatches }, Auto(64)},
+		{[]string{`pipeline.micro_batches="auto"`}, func(c *Config) any { return c.Pipeline.MicroBatches.IsAuto() }, true},
+		{[]string{"pipeline.micro_batches=auto"}, func(c *Config) any { return c.Pipeline.MicroBatches.IsAuto() }, true},
+		{[]string{"pipeline.schedule=auto"}, func(c *Config) any { return c.Pipeline.Schedule }, "auto"},
 		{[]string{"pipeline.stages=3"}, func(c *Config) any { return c.Pipeline.Stages }, 3},
 		{[]string{"data.batch_size=2", "pipeline.micro_batches=2"}, func(c *Config) any { return c.Data.BatchSize }, 2},
 	} {

@@ -27,7 +27,10 @@ type keyBits uint16
 
 const tracked keyBits = 1 << 15
 
-var layerType = reflect.TypeFor[Layer]()
+var (
+	layerType = reflect.TypeFor[Layer]()
+	autoType  = reflect.TypeFor[Auto]()
+)
 
 // key returns the TOML name of a struct field, or "" for an untagged one.
 func key(f reflect.StructField) string {
@@ -112,6 +115,22 @@ func newElem(t reflect.Type) reflect.Value {
 // decodeValue sets rv from the TOML value v found at path. A table merges
 // into a struct; an array replaces a slice or array.
 func decodeValue(rv reflect.Value, v any, path string) error {
+	if rv.Type() == autoType {
+		switch n := v.(type) {
+		case string:
+			if n == "auto" {
+				rv.SetInt(0)
+				return nil
+			}
+		case int64:
+			if n >= 1 && !rv.OverflowInt(n) {
+				rv.SetInt(n)
+				return nil
+			}
+			return fmt.Errorf("%s = %d: must be at least 1, or \"auto\"", path, n)
+		}
+		return typeError(path, v, `an integer or "auto"`)
+	}
 	switch rv.Kind() {
 	case reflect.Struct:
 		m, ok := v.(map[string]any)

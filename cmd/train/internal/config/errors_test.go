@@ -119,11 +119,14 @@ var badConfigs = []struct {
 	{"", []string{"schedule.gamma=-inf"}, []string{`schedule.gamma = -inf: must be a finite number`}},
 
 	// [pipeline]
-	{"", []string{"pipeline.schedule=zigzag"}, []string{`pipeline.schedule = "zigzag": want one of sequential, gpipe, 1f1b`}},
+	{"", []string{"pipeline.schedule=zigzag"}, []string{`pipeline.schedule = "zigzag": want one of auto, sequential, gpipe, 1f1b`}},
 	{"", []string{"pipeline.schedule=zigzag"}, []string{`pipeline.schedule`, `zigzag`}},
-	{"", []string{"pipeline.micro_batches=0"}, []string{`pipeline.micro_batches = 0: must be at least 1`}},
+	{"", []string{"pipeline.micro_batches=0"}, []string{`pipeline.micro_batches = 0: must be at least 1, or "auto"`}},
+	{"", []string{"pipeline.micro_batches=-2"}, []string{`pipeline.micro_batches = -2: must be at least 1, or "auto"`}},
+	{"", []string{"pipeline.micro_batches=fast"}, []string{`pipeline.micro_batches = "fast": want an integer or "auto"`}},
+	{"", []string{"pipeline.micro_batches=1.5"}, []string{`pipeline.micro_batches = 1.5: want an integer or "auto"`}},
 	{"", []string{"pipeline.micro_batches=128"}, []string{`pipeline.micro_batches = 128 exceeds data.batch_size = 64`}},
-	{"", []string{"data.batch_size=2"}, []string{`pipeline.micro_batches = 4 exceeds data.batch_size = 2`}},
+	{"", []string{"pipeline.micro_batches=4", "data.batch_size=2"}, []string{`pipeline.micro_batches = 4 exceeds data.batch_size = 2`}},
 	{"", []string{"pipeline.stages=-1"}, []string{`pipeline.stages = -1: must be at least 0`}},
 	{"", []string{"pipeline.stages=4"}, []string{`pipeline.stages = 4 exceeds the 3 layers of model.layers`}},
 	{"", []string{"pipeline.gemm_threads=-1"}, []string{`pipeline.gemm_threads = -1: must be at least 0`}},

@@ -15,6 +15,9 @@ func (c *Config) Resolved() map[string]any {
 }
 
 func resolve(rv reflect.Value) any {
+	if a, ok := rv.Interface().(Auto); ok && a.IsAuto() {
+		return "auto"
+	}
 	switch rv.Kind() {
 	case reflect.Struct:
 		var keys []string // for a layer of a known type, the keys it takes

@@ -19,7 +19,7 @@ var (
 	layerTypes        = []string{"linear", "relu", "leaky_relu", "prelu", "sigmoid", "tanh", "gelu", "softmax", "dropout", "layernorm"}
 	optimizerTypes    = []string{"sgd", "adam", "adamw"}
 	scheduleTypes     = []string{"constant", "step", "cosine"}
-	pipelineSchedules = []string{"sequential", "gpipe", "1f1b"}
+	pipelineSchedules = []string{"auto", "sequential", "gpipe", "1f1b"}
 )
 
 // layerKeys lists the keys that belong to each layer type.
@@ -292,10 +292,7 @@ func (c *Config) validatePipeline() error {
 		return errorf("pipeline.schedule = %q: not available yet (available: %s)",
 			p.Schedule, strings.Join(AvailableSchedules, ", "))
 	}
-	if err := atLeast("pipeline.micro_batches", p.MicroBatches, 1); err != nil {
-		return err
-	}
-	if p.MicroBatches > c.Data.BatchSize {
+	if int(p.MicroBatches) > c.Data.BatchSize {
 		return errorf("pipeline.micro_batches = %d exceeds data.batch_size = %d", p.MicroBatches, c.Data.BatchSize)
 	}
 	if err := atLeast("pipeline.stages", p.Stages, 0); err != nil {
