@@ -145,7 +145,7 @@ func (c *Coordinator) runStep(ctx actor.Context, m *RunStep) {
 // are shared read-only among them.
 func (c *Coordinator) sendForward(ctx actor.Context, k int) {
 	f := c.fwds.at(k)
-	*f = Forward{Step: c.step, Micro: k, Row: c.spans[k].Lo, Seq: c.seq, Micros: len(c.spans), X: c.views[k]}
+	*f = Forward{Step: c.step, Micro: k, Row: c.spans[k].Lo, Total: c.spans[len(c.spans)-1].Hi, Seq: c.seq, Micros: len(c.spans), X: c.views[k]}
 	for _, pid := range c.first {
 		c.send(ctx, pid, f)
 	}

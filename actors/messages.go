@@ -21,6 +21,7 @@ import (
 type Forward struct {
 	Step, Micro int
 	Row         int  // index of the micro-batch's first row in its mini-batch (keys dropout)
+	Total       int  // rows of the mini-batch
 	Seq         int  // the engine's count of training steps, whatever Step says
 	Micros      int  // micro-batches in this step
 	Part        int  // index of the sending actor within its node: X is that column block

@@ -64,8 +64,9 @@ func (r *reused[T]) at(i int) *T {
 // arenas lent in the previous one. Steps are told apart by Forward.Seq, which
 // the coordinator counts, so a caller reusing a step number changes nothing.
 type arenas struct {
-	seq int
-	per []*nn.Arena
+	seq  int
+	per  []*nn.Arena
+	rows nn.StepRows // shared by per: each micro-batch's rows of step-wide tensors
 }
 
 // at returns the arena of micro-batch m of training step seq.

@@ -46,6 +46,8 @@ type Stage struct {
 	upd       Update // the step's update, once haveUpd
 	haveUpd   bool
 	clearTask clearTask
+	pendingW  []pendingW // the step's weight gradients left by the split backward
+	wPasses   []nn.Pass  // scratch for weightGrads
 
 	// messages reused every step (see reused)
 	fwdIn   reused[Forward] // gathered inputs of several parts, per micro-batch
@@ -135,7 +137,7 @@ func (s *Stage) gatherForward(ctx actor.Context, m *Forward) {
 		} else {
 			f = s.fwdIn.at(m.Micro)
 		}
-		*f = Forward{Step: m.Step, Micro: m.Micro, Row: m.Row, Seq: m.Seq, Micros: m.Micros, Eval: m.Eval, X: x}
+		*f = Forward{Step: m.Step, Micro: m.Micro, Row: m.Row, Total: m.Total, Seq: m.Seq, Micros: m.Micros, Eval: m.Eval, X: x}
 	}
 	if m.Eval {
 		s.forward(ctx, f) // evaluation holds no activations: no credit needed
@@ -178,6 +180,9 @@ func (s *Stage) forward(ctx actor.Context, f *Forward) {
 	p := nn.Pass{Step: f.Step, Micro: f.Micro, Row: f.Row, Train: !f.Eval, Weights: s.weights, Threads: s.updater.Threads}
 	if !f.Eval {
 		p.Arena = s.arenas.at(f.Seq, f.Micro)
+		if f.Total > 0 {
+			p.Arena.Share(&s.arenas.rows, f.Row, f.Row+f.X.Dim(0), f.Total)
+		}
 	}
 	var y *tensor.Tensor
 	ok := s.guard(ctx, func() string { return s.where("forward", f.Step, f.Micro) }, func() (err error) {
@@ -205,7 +210,7 @@ func (s *Stage) forward(ctx actor.Context, f *Forward) {
 	} else {
 		out = s.fwdOut.at(f.Micro)
 	}
-	*out = Forward{Step: f.Step, Micro: f.Micro, Row: f.Row, Seq: f.Seq, Micros: f.Micros, Part: s.part, Eval: f.Eval, X: y}
+	*out = Forward{Step: f.Step, Micro: f.Micro, Row: f.Row, Total: f.Total, Seq: f.Seq, Micros: f.Micros, Part: s.part, Eval: f.Eval, X: y}
 	for _, pid := range s.w.Next {
 		s.send(ctx, pid, out) // y is shared read-only by the next node's actors
 	}
@@ -254,10 +259,7 @@ func (s *Stage) gatherBackward(ctx actor.Context, m *Backward) {
 
 func (s *Stage) backward(ctx actor.Context, step, micro int, dy *tensor.Tensor) {
 	p := nn.Pass{Step: step, Micro: micro, Train: true, Arena: s.arenas.current(micro), Weights: s.weights, Threads: s.updater.Threads}
-	var (
-		dx       *tensor.Tensor
-		deferred []nn.SplitBackward
-	)
+	var dx *tensor.Tensor
 	ok := s.guard(ctx, func() string { return s.where("backward", step, micro) }, func() (err error) {
 		s.span('B', step, micro, func() {
 			g := dy
@@ -266,7 +268,7 @@ func (s *Stage) backward(ctx actor.Context, step, micro int, dy *tensor.Tensor) 
 				need := i > 0 || s.needDX
 				if sb := s.split[i]; sb != nil && need && s.w.SplitBackward {
 					g = sb.BackwardInput(p, g)
-					deferred = append(deferred, sb)
+					s.pendingW = append(s.pendingW, pendingW{i, p})
 				} else {
 					g = s.layers[i].Backward(p, g, need)
 				}
@@ -290,26 +292,53 @@ func (s *Stage) backward(ctx actor.Context, step, micro int, dy *tensor.Tensor) 
 	} else {
 		s.sendBack(ctx, step, micro, dx)
 	}
-	if len(deferred) > 0 {
-		// the weight gradients, after dX has gone upstream
-		ok = s.guard(ctx, func() string { return s.where("backward", step, micro) }, func() error {
-			s.span('W', step, micro, func() {
-				for _, sb := range deferred {
-					s.current = slices.Index(s.layers, nn.Layer(sb))
-					sb.BackwardParams(p)
-				}
-			})
-			return nil
-		})
-		if !ok {
-			return
-		}
-	}
 	s.done++
-	if s.done == s.micros {
-		s.done = 0
-		s.gradsReady(ctx, step)
+	if s.done < s.micros {
+		return
 	}
+	s.done = 0
+	if len(s.pendingW) > 0 && !s.weightGrads(ctx, step) {
+		return
+	}
+	s.gradsReady(ctx, step)
+}
+
+// pendingW is a layer's weight gradient left for the step's end.
+type pendingW struct {
+	layer int
+	p     nn.Pass
+}
+
+// weightGrads runs the weight gradients the split backward left, after the
+// step's last dX has gone upstream: they fill the drain, and a layer that
+// can (nn.BatchParams) runs them as one GEMM over the whole step.
+func (s *Stage) weightGrads(ctx actor.Context, step int) bool {
+	return s.guard(ctx, func() string { return s.where("backward", step, -1) }, func() error {
+		s.span('W', step, -1, func() {
+			for i := len(s.layers) - 1; i >= 0; i-- {
+				ps := s.wPasses[:0]
+				for _, w := range s.pendingW {
+					if w.layer == i {
+						ps = append(ps, w.p)
+					}
+				}
+				if len(ps) == 0 {
+					continue
+				}
+				s.current = i
+				if b, ok := s.layers[i].(nn.BatchParams); ok {
+					b.BackwardParamsAll(ps)
+				} else {
+					for _, p := range ps {
+						s.split[i].BackwardParams(p)
+					}
+				}
+				s.wPasses = ps
+			}
+		})
+		s.pendingW = s.pendingW[:0]
+		return nil
+	})
 }
 
 // sendBack splits dx by the previous node's column blocks and sends each block

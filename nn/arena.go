@@ -13,6 +13,29 @@ import "github.com/pipetrain/pipetrain/tensor"
 type Arena struct {
 	bufs []*tensor.Tensor
 	next int
+
+	// with Share: requests of the micro-batch's rows are rows [lo, hi) of
+	// the step-wide tensors of rows
+	rows   *StepRows
+	lo, hi int
+	total  int
+	viewOf []*tensor.Tensor // per request, the step-wide tensor bufs[i] views, or nil
+}
+
+// StepRows holds step-wide tensors shared by the arenas of one step's
+// micro-batches: the i-th request of every micro-batch gets its rows of the
+// i-th tensor. A layer's inputs and gradients for the whole step then lie
+// in one block of memory, micro-batch after micro-batch, so that work over
+// the whole step (a weight gradient) can run as one call.
+type StepRows struct {
+	bufs []*tensor.Tensor
+}
+
+// Share makes the arena lend rows [lo, hi) of a's step-wide tensors of
+// total rows for requests whose first dimension is hi-lo; others are the
+// arena's own. Call it before the micro-batch's first request of a step.
+func (a *Arena) Share(s *StepRows, lo, hi, total int) {
+	a.rows, a.lo, a.hi, a.total = s, lo, hi, total
 }
 
 // Tensor returns a tensor of dt and shape. From a non-nil Arena its contents
@@ -21,6 +44,9 @@ type Arena struct {
 func (a *Arena) Tensor(dt tensor.DType, shape ...int) *tensor.Tensor {
 	if a == nil {
 		return tensor.Zeros(dt, shape...)
+	}
+	if a.rows != nil && len(shape) > 0 && shape[0] == a.hi-a.lo {
+		return a.shared(dt, shape)
 	}
 	if a.next < len(a.bufs) {
 		t := a.bufs[a.next]
@@ -37,8 +63,52 @@ func (a *Arena) Tensor(dt tensor.DType, shape ...int) *tensor.Tensor {
 	return a.bufs[a.next-1]
 }
 
+// shared lends rows [lo, hi) of step-wide tensor number a.next, made or
+// replaced to fit, through a view the arena keeps (no allocation when the
+// same requests come again).
+func (a *Arena) shared(dt tensor.DType, shape []int) *tensor.Tensor {
+	i := a.next
+	a.next++
+	s := a.rows
+	for len(s.bufs) <= i {
+		s.bufs = append(s.bufs, nil)
+	}
+	whole := s.bufs[i]
+	if whole == nil || whole.DType() != dt || whole.Dim(0) != a.total || !tensor.EqualShapes(whole.Shape()[1:], shape[1:]) {
+		full := append([]int{a.total}, shape[1:]...)
+		whole = tensor.Zeros(dt, full...)
+		s.bufs[i] = whole
+	}
+	for len(a.bufs) <= i {
+		a.bufs = append(a.bufs, nil)
+	}
+	for len(a.viewOf) <= i {
+		a.viewOf = append(a.viewOf, nil)
+	}
+	if v := a.bufs[i]; v != nil && a.viewOf[i] == whole && v.HasShape(shape...) && sameStart(v, whole, a.lo) {
+		return v
+	}
+	v := Rows(whole, a.lo, a.hi)
+	a.bufs[i], a.viewOf[i] = v, whole
+	return v
+}
+
+// sameStart reports whether view v begins at row lo of whole.
+func sameStart(v, whole *tensor.Tensor, lo int) bool {
+	row := whole.Size() / max(1, whole.Dim(0))
+	if v.DType() == tensor.Float32 {
+		d, w := v.Data32(), whole.Data32()
+		return len(d) > 0 && lo*row < len(w) && &d[0] == &w[lo*row]
+	}
+	d, w := v.Data64(), whole.Data64()
+	return len(d) > 0 && lo*row < len(w) && &d[0] == &w[lo*row]
+}
+
 // Like returns a tensor of x's dtype and shape, as Tensor does.
 func (a *Arena) Like(x *tensor.Tensor) *tensor.Tensor {
+	if a != nil && a.rows != nil {
+		return a.Tensor(x.DType(), x.Shape()...)
+	}
 	if a != nil && a.next < len(a.bufs) {
 		if t := a.bufs[a.next]; t.DType() == x.DType() && t.SameShape(x) {
 			a.next++

@@ -1,6 +1,8 @@
 package nn_test
 
 import (
+	"math/rand/v2"
+	"slices"
 	"testing"
 
 	"github.com/pipetrain/pipetrain/nn"
@@ -54,5 +56,60 @@ func TestArenaAllocationFree(t *testing.T) {
 	run()
 	if n := testing.AllocsPerRun(100, run); n != 0 {
 		t.Errorf("a reused arena allocates %v times per step, want 0", n)
+	}
+}
+
+// TestStepRowsAdjacent: arenas sharing StepRows lend each micro-batch its rows
+// of one step-wide tensor, so consecutive micro-batches' outputs adjoin, the
+// views are reused step after step, and Linear's BackwardParamsAll over them
+// gives the bits of one BackwardParams per micro-batch.
+func TestStepRowsAdjacent(t *testing.T) {
+	rng := rand.New(rand.NewPCG(4, 4))
+	const in, out, total = 24, 16, 96
+	spans := nn.SplitRows(total, 3)
+	x := tensor.RandNormal(rng, tensor.Float32, 0, 1, total, in)
+	dy := tensor.RandNormal(rng, tensor.Float32, 0, 1, total, out)
+	run := func(share bool) (gw, gb []float32, views []*tensor.Tensor) {
+		l, err := nn.NewLinear(tensor.Float32, in, out, nn.XavierUniform, rand.New(rand.NewPCG(5, 5)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var rows nn.StepRows
+		var ps []nn.Pass
+		for m, sp := range spans {
+			a := new(nn.Arena)
+			if share {
+				a.Share(&rows, sp.Lo, sp.Hi, total)
+			}
+			p := nn.Pass{Step: 1, Micro: m, Row: sp.Lo, Train: true, Arena: a}
+			// the layer's input comes from an arena too, as in a stage
+			xin := a.Tensor(tensor.Float32, sp.Hi-sp.Lo, in)
+			xin.CopyFrom(nn.Rows(x, sp.Lo, sp.Hi))
+			views = append(views, xin)
+			l.Forward(p, xin)
+			g := a.Tensor(tensor.Float32, sp.Hi-sp.Lo, out)
+			g.CopyFrom(nn.Rows(dy, sp.Lo, sp.Hi))
+			l.BackwardInput(p, g)
+			ps = append(ps, p)
+		}
+		if share {
+			l.BackwardParamsAll(ps)
+		} else {
+			for _, p := range ps {
+				l.BackwardParams(p)
+			}
+		}
+		return l.GW.Float32s(), l.GB.Float32s(), views
+	}
+	wantW, wantB, _ := run(false)
+	gotW, gotB, views := run(true)
+	if !slices.Equal(gotW, wantW) || !slices.Equal(gotB, wantB) {
+		t.Errorf("BackwardParamsAll over shared rows differs from BackwardParams per micro-batch")
+	}
+	for m := 1; m < len(views); m++ {
+		prev, cur := views[m-1].Data32(), views[m].Data32()
+		if &prev[:cap(prev)][len(prev)] != &cur[0] {
+			t.Errorf("micro-batch %d's rows do not follow micro-batch %d's in memory", m, m-1)
+		}
 	}
 }

@@ -90,3 +90,11 @@ type SplitBackward interface {
 	BackwardInput(p Pass, dy *tensor.Tensor) *tensor.Tensor
 	BackwardParams(p Pass)
 }
+
+// BatchParams is a SplitBackward layer that can run the parameter gradients
+// of several micro-batches of a step at once: BackwardParamsAll(ps) does what
+// BackwardParams(p) for each p in order does, with the same bits.
+type BatchParams interface {
+	SplitBackward
+	BackwardParamsAll(ps []Pass)
+}

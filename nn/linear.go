@@ -167,6 +167,51 @@ func dgemm(_ int, tA, tB bool, m, n, k int, alpha float64, a []float64, lda int,
 	gemm.Dgemm(tA, tB, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc)
 }
 
+// BackwardParamsAll runs BackwardParams for each pass, in order, as one
+// weight-gradient GEMM over each run of micro-batches whose inputs and output
+// gradients lie next to each other in memory (as arenas sharing StepRows lend
+// them): the rows are then one matrix, and the chunked GEMM gives the bits of
+// one call per micro-batch, while the weight gradient is read and written
+// once instead of once per micro-batch.
+func (l *Linear) BackwardParamsAll(ps []Pass) {
+	for i := 0; i < len(ps); {
+		x := l.x.take("Linear", ps[i])
+		dy := l.dy.take("Linear", ps[i])
+		n, j := x.Dim(0), i+1
+		if x.DType() == tensor.Float32 {
+			xs, dys := x.Data32(), dy.Data32()
+			for ; j < len(ps); j++ {
+				x2, ok1 := l.x[ps[j].Micro]
+				dy2, ok2 := l.dy[ps[j].Micro]
+				if !ok1 || !ok2 || x2.DType() != tensor.Float32 {
+					break
+				}
+				nx, okx := adjoin(xs, x2.Data32())
+				ndy, oky := adjoin(dys, dy2.Data32())
+				if !okx || !oky {
+					break
+				}
+				xs, dys, n = nx, ndy, n+x2.Dim(0)
+				l.x.take("Linear", ps[j])
+				l.dy.take("Linear", ps[j])
+			}
+			linearParamGrads(ps[i].Threads, dys, xs, l.GW.Data32(), l.GB.Data32(), n, l.In, l.Out, sgemmChunked)
+		} else {
+			linearParamGrads(ps[i].Threads, dy.Data64(), x.Data64(), l.GW.Data64(), l.GB.Data64(), n, l.In, l.Out, dgemmChunked)
+		}
+		i = j
+	}
+}
+
+// adjoin returns a and b as one slice when b starts where a ends in memory.
+func adjoin[T any](a, b []T) ([]T, bool) {
+	full := a[:cap(a)]
+	if len(b) == 0 || len(full) < len(a)+len(b) || &full[len(a)] != &b[0] {
+		return nil, false
+	}
+	return full[:len(a)+len(b)], true
+}
+
 func sgemmChunked(threads int, tA, tB bool, m, n, k int, alpha float32, a []float32, lda int, b []float32, ldb int, beta float32, c []float32, ldc int) {
 	gemm.Threads(threads).SgemmChunked(tA, tB, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc)
 }

@@ -40,9 +40,9 @@ func mnistEngine(tb testing.TB, sched actors.Schedule, micro, stages int) (*pipe
 }
 
 // engineOn is mnistEngine for other layers taking 784 features.
-func engineOn(tb testing.TB, layers []nn.Layer, sched actors.Schedule, micro, stages int) (*pipeline.Engine, func()) {
+func engineOn(tb testing.TB, layers []nn.Layer, sched actors.Schedule, micro, stages int, split ...bool) (*pipeline.Engine, func()) {
 	opt := optim.Spec{Kind: "sgd", Momentum: 0.9}
-	eng, err := pipeline.New(layers, pipeline.Config{Schedule: sched, MicroBatches: micro, Stages: stages,
+	eng, err := pipeline.New(layers, pipeline.Config{Schedule: sched, MicroBatches: micro, Stages: stages, SplitBackward: len(split) > 0 && split[0],
 		Loss: nn.CrossEntropy, Optimizer: opt, Features: 784})
 	if err != nil {
 		tb.Fatal(err)
@@ -104,19 +104,20 @@ func TestStepAllocations(t *testing.T) {
 	runtime.MemProfileRate = 1
 	defer func() { runtime.MemProfileRate = old }()
 	for _, c := range []struct {
-		sched         actors.Schedule
-		micro, stages int
-		dropout       bool
-	}{{actors.Sequential, 1, 1, false}, {actors.Sequential, 1, 0, false}, {actors.OneFOneB, 2, 0, false},
-		{actors.OneFOneB, 4, 2, false}, {actors.GPipe, 4, 3, false}, {actors.OneFOneB, 2, 0, true}} {
-		t.Run(fmt.Sprintf("%v/micro=%d/stages=%d/dropout=%v", c.sched, c.micro, c.stages, c.dropout), func(t *testing.T) {
+		sched          actors.Schedule
+		micro, stages  int
+		dropout, split bool
+	}{{actors.Sequential, 1, 1, false, false}, {actors.Sequential, 1, 0, false, false}, {actors.OneFOneB, 2, 0, false, false},
+		{actors.OneFOneB, 4, 2, false, false}, {actors.GPipe, 4, 3, false, false}, {actors.OneFOneB, 2, 0, true, false},
+		{actors.OneFOneB, 4, 0, false, true}, {actors.OneFOneB, 4, 2, true, true}} {
+		t.Run(fmt.Sprintf("%v/micro=%d/stages=%d/dropout=%v/split=%v", c.sched, c.micro, c.stages, c.dropout, c.split), func(t *testing.T) {
 			layers := mnistMLP(t)
 			if c.dropout { // 784-512-ReLU-Dropout-256-ReLU-Dropout-10
 				d1, _ := nn.NewDropout(0.2, 1, 2)
 				d2, _ := nn.NewDropout(0.2, 1, 5)
 				layers = []nn.Layer{layers[0], layers[1], d1, layers[2], layers[3], d2, layers[4]}
 			}
-			eng, step := engineOn(t, layers, c.sched, c.micro, c.stages)
+			eng, step := engineOn(t, layers, c.sched, c.micro, c.stages, c.split)
 			defer eng.Close()
 			for range 5 { // warm up: arenas, buffers and helpers reach their steady size
 				step()

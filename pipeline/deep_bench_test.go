@@ -38,7 +38,7 @@ func BenchmarkDeep(b *testing.B) {
 		sched                  actors.Schedule
 		micro, stages, threads int
 		split                  bool
-	}{{actors.Sequential, 1, 1, 0, false}, {actors.Sequential, 8, 1, 0, false}, {actors.OneFOneB, 8, 0, 0, false}, {actors.OneFOneB, 8, 0, 0, true},
+	}{{actors.Sequential, 1, 1, 0, false}, {actors.Sequential, 8, 1, 0, false}, {actors.Sequential, 8, 1, 0, true}, {actors.OneFOneB, 8, 0, 0, false}, {actors.OneFOneB, 8, 0, 0, true},
 		{actors.OneFOneB, 4, 0, 0, false}, {actors.OneFOneB, 8, 2, 0, false}, {actors.OneFOneB, 8, 2, 2, false}, {actors.OneFOneB, 8, 0, 2, false}} {
 		b.Run(fmt.Sprintf("%v/micro=%d/stages=%d/threads=%d/split=%v", c.sched, c.micro, c.stages, c.threads, c.split), func(b *testing.B) {
 			eng, err := pipeline.New(deepMLP(b), pipeline.Config{Schedule: c.sched, MicroBatches: c.micro, Stages: c.stages, GEMMThreads: c.threads, SplitBackward: c.split,

@@ -38,7 +38,7 @@ func newEngine(c *config.Config, layers []nn.Layer, features int, log *runLog, l
 		Loss: nn.Loss(c.Loss.Type), Optimizer: opt, ClipNorm: c.Optimizer.ClipNorm, ClipValue: c.Optimizer.ClipValue,
 		Features: features, SampleRows: max(1, c.Data.BatchSize/lay.Micro),
 		Trace: c.Log.Trace != "", Hang: hangAfter, Logger: &log.Logger,
-		GEMMThreads: c.Pipeline.GEMMThreads, SplitBackward: c.Pipeline.SplitBackward,
+		GEMMThreads: c.Pipeline.GEMMThreads, SplitBackward: lay.Split,
 	})
 	if err != nil {
 		return nil, badInput(err)

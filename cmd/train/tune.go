@@ -16,10 +16,11 @@ type layout struct {
 	Schedule string
 	Stages   int
 	Micro    int
+	Split    bool // split_backward
 }
 
 func (l layout) String() string {
-	return fmt.Sprintf("%s, stages %d, micro_batches %d", l.Schedule, l.Stages, l.Micro)
+	return fmt.Sprintf("%s, stages %d, micro_batches %d, split_backward %v", l.Schedule, l.Stages, l.Micro, l.Split)
 }
 
 // candidates lists the layouts a run may use: one when the config fixes
@@ -49,12 +50,17 @@ func candidates(c *config.Config) []layout {
 			case p.Schedule == "auto" && s == "sequential":
 				// one actor with every core in each GEMM: micro-batches only cost
 				if m == micros[0] {
-					out = append(out, layout{s, 1, m})
+					out = append(out, layout{s, 1, m, p.SplitBackward})
 				}
 			case p.MicroBatches.IsAuto() && s != "sequential" && m == 1 && len(micros) > 1:
 				// a pipeline of one micro-batch overlaps nothing
+			case p.Schedule == "auto":
+				// dX goes upstream at once and each layer's weight gradient
+				// runs once over the whole step: measured faster for every
+				// pipelined layout, with the same results
+				out = append(out, layout{s, p.Stages, m, true})
 			default:
-				out = append(out, layout{s, p.Stages, m})
+				out = append(out, layout{s, p.Stages, m, p.SplitBackward})
 			}
 		}
 	}
@@ -114,11 +120,11 @@ func (r *trainRun) beforeStep() error {
 		if sps > median(t.rates[best]) {
 			best = i
 		}
-		arr[i] = map[string]any{"schedule": l.Schedule, "stages": l.Stages, "micro_batches": l.Micro, "samples_per_sec": sps}
+		arr[i] = map[string]any{"schedule": l.Schedule, "stages": l.Stages, "micro_batches": l.Micro, "split_backward": l.Split, "samples_per_sec": sps}
 	}
 	chosen := t.cands[best]
 	r.log.event("tune").Interface("candidates", arr).
-		Interface("chosen", map[string]any{"schedule": chosen.Schedule, "stages": chosen.Stages, "micro_batches": chosen.Micro}).
+		Interface("chosen", map[string]any{"schedule": chosen.Schedule, "stages": chosen.Stages, "micro_batches": chosen.Micro, "split_backward": chosen.Split}).
 		Msgf("pipeline: %s", chosen)
 	r.tuner = nil
 	if best != t.cur {
