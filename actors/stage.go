@@ -269,6 +269,10 @@ func (s *Stage) backward(ctx actor.Context, step, micro int, dy *tensor.Tensor) 
 				if sb := s.split[i]; sb != nil && need && s.w.SplitBackward {
 					g = sb.BackwardInput(p, g)
 					s.pendingW = append(s.pendingW, pendingW{i, p})
+				} else if b, ok := s.layers[i].(nn.BatchParams); ok && !need && s.w.SplitBackward {
+					b.KeepGrad(p, g) // its weight gradient, too, once over the step
+					s.pendingW = append(s.pendingW, pendingW{i, p})
+					g = nil
 				} else {
 					g = s.layers[i].Backward(p, g, need)
 				}

@@ -48,16 +48,18 @@ go build -o /tmp/pipetrain-bench-train ./cmd/train
 go build -o /tmp/pipetrain-bench-epochrate ./bench/epochrate
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
-configs=("sequential 1 1" "sequential 1 0" "1f1b 2 0" "1f1b 4 2")
+# schedule, micro_batches, stages, split_backward
+configs=("sequential 1 1 false" "sequential 1 0 false" "1f1b 4 0 false" "1f1b 4 0 true" "1f1b 2 0 true" "auto auto 0 false")
 for r in $(seq "$rounds"); do
 	for c in "${configs[@]}"; do
 		set -- $c
-		dir="$tmp/logs-$r-$1-$2-$3"
+		dir="$tmp/logs-$r-$1-$2-$3-$4"
 		/tmp/pipetrain-bench-train --config configs/mnist.toml --log-format json \
 			--set data.path="$data" --set data.download=false --set train.epochs=1 \
 			--set pipeline.schedule=$1 --set pipeline.micro_batches=$2 --set pipeline.stages=$3 \
+			--set pipeline.split_backward=$4 \
 			--set log.every=10 --set log.dir="$dir" --set train.checkpoint_dir="$tmp/ck" 2>/dev/null
-		/tmp/pipetrain-bench-epochrate "$dir"/*.jsonl >>"$tmp/pt-$1-$2-$3"
+		/tmp/pipetrain-bench-epochrate "$dir"/*.jsonl >>"$tmp/pt-$1-$2-$3-$4"
 	done
 	for t in 1 2; do
 		ref $py bench/mnist_torch.py "$data" $t | awk '{print $1}' >>"$tmp/torch-$t"
@@ -66,8 +68,8 @@ done
 best_pt=0; best_torch=0
 for c in "${configs[@]}"; do
 	set -- $c
-	m=$(median <"$tmp/pt-$1-$2-$3")
-	printf "pipetrain %-10s micro_batches=%s stages=%s: %6s samples/s  (runs: %s)\n" $1 $2 $3 $m "$(tr '\n' ' ' <"$tmp/pt-$1-$2-$3")"
+	m=$(median <"$tmp/pt-$1-$2-$3-$4")
+	printf "pipetrain %-10s micro_batches=%-4s stages=%s split_backward=%-5s: %6s samples/s  (runs: %s)\n" $1 $2 $3 $4 $m "$(tr '\n' ' ' <"$tmp/pt-$1-$2-$3-$4")"
 	best_pt=$(awk -v a=$best_pt -v b=$m 'BEGIN {print (b>a)?b:a}')
 done
 for t in 1 2; do

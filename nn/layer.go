@@ -93,8 +93,11 @@ type SplitBackward interface {
 
 // BatchParams is a SplitBackward layer that can run the parameter gradients
 // of several micro-batches of a step at once: BackwardParamsAll(ps) does what
-// BackwardParams(p) for each p in order does, with the same bits.
+// BackwardParams(p) for each p in order does, with the same bits. KeepGrad
+// is BackwardInput for a layer whose input gradient nobody needs (the
+// model's first): it keeps dy for BackwardParams and computes nothing.
 type BatchParams interface {
 	SplitBackward
+	KeepGrad(p Pass, dy *tensor.Tensor)
 	BackwardParamsAll(ps []Pass)
 }

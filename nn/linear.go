@@ -167,6 +167,16 @@ func dgemm(_ int, tA, tB bool, m, n, k int, alpha float64, a []float64, lda int,
 	gemm.Dgemm(tA, tB, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc)
 }
 
+// KeepGrad keeps dy for BackwardParams, without the input gradient.
+func (l *Linear) KeepGrad(p Pass, dy *tensor.Tensor) {
+	x, ok := l.x[p.Micro]
+	if !ok {
+		l.x.take("Linear", p) // panics naming the micro-batch
+	}
+	l.checkDY(x, dy)
+	l.dy.put(p, dy)
+}
+
 // BackwardParamsAll runs BackwardParams for each pass, in order, as one
 // weight-gradient GEMM over each run of micro-batches whose inputs and output
 // gradients lie next to each other in memory (as arenas sharing StepRows lend

@@ -80,15 +80,21 @@ type variant struct {
 	stages     int
 	micro      int
 	shards     int
-	gemm       int // pipeline.gemm_threads; 0 = automatic
+	gemm       int  // pipeline.gemm_threads; 0 = automatic
+	split      bool // pipeline.split_backward
 }
 
 func (v variant) args() []string {
+	micro := fmt.Sprint(v.micro)
+	if v.micro == 0 {
+		micro = "auto"
+	}
 	a := []string{
 		"--set", "pipeline.schedule=" + v.schedule,
 		"--set", fmt.Sprintf("pipeline.stages=%d", v.stages),
-		"--set", fmt.Sprintf("pipeline.micro_batches=%d", v.micro),
+		"--set", "pipeline.micro_batches=" + micro,
 		"--set", fmt.Sprintf("pipeline.gemm_threads=%d", v.gemm),
+		"--set", fmt.Sprintf("pipeline.split_backward=%v", v.split),
 	}
 	for _, i := range hidden {
 		a = append(a, "--set", fmt.Sprintf("model.layers.%d.shards=%d", i, v.shards))
@@ -98,14 +104,17 @@ func (v variant) args() []string {
 
 // The first row is the baseline, the fourth two-core sequential.
 var variants = []variant{
-	{"1 core: sequential, stages=1, micro=1", 1, "sequential", 1, 1, 1, 1},
-	{"1 core: sequential, stages=1, micro=8", 1, "sequential", 1, 8, 1, 1},
-	{"1 core: sequential, stages=0, micro=8", 1, "sequential", 0, 8, 1, 1},
-	{"2 cores: sequential, stages=1, micro=1", 2, "sequential", 1, 1, 1, 2},
-	{"2 cores: 1f1b, stages=0, micro=8", 2, "1f1b", 0, 8, 1, 0},
-	{"2 cores: 1f1b, stages=2, micro=8", 2, "1f1b", 2, 8, 1, 0},
-	{"2 cores: 1f1b, stages=0, micro=8, shards=2", 2, "1f1b", 0, 8, 2, 0},
-	{"2 cores: 1f1b, stages=2, micro=8, shards=2", 2, "1f1b", 2, 8, 2, 0},
+	{"1 core: sequential, stages=1, micro=1", 1, "sequential", 1, 1, 1, 1, false},
+	{"1 core: sequential, stages=1, micro=8", 1, "sequential", 1, 8, 1, 1, false},
+	{"1 core: sequential, stages=1, micro=8, split", 1, "sequential", 1, 8, 1, 1, true},
+	{"2 cores: sequential, stages=1, micro=1", 2, "sequential", 1, 1, 1, 2, false},
+	{"1 core: sequential, stages=0, micro=8, split", 1, "sequential", 0, 8, 1, 1, true},
+	{"2 cores: 1f1b, stages=0, micro=8", 2, "1f1b", 0, 8, 1, 0, false},
+	{"2 cores: 1f1b, stages=0, micro=8, split", 2, "1f1b", 0, 8, 1, 0, true},
+	{"2 cores: 1f1b, stages=0, micro=4, split", 2, "1f1b", 0, 4, 1, 0, true},
+	{"2 cores: 1f1b, stages=2, micro=8, split", 2, "1f1b", 2, 8, 1, 0, true},
+	{"2 cores: 1f1b, stages=0, micro=8, shards=2, split", 2, "1f1b", 0, 8, 2, 0, true},
+	{"2 cores: auto (schedule, micro_batches)", 2, "auto", 0, 0, 1, 0, false},
 }
 
 const twoCoreSeq = 3 // index in variants
