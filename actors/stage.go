@@ -177,7 +177,7 @@ func (s *Stage) forward(ctx actor.Context, f *Forward) {
 	if f.Eval {
 		kind = 'E'
 	}
-	p := nn.Pass{Step: f.Step, Micro: f.Micro, Row: f.Row, Train: !f.Eval, Weights: s.weights, Threads: s.updater.Threads}
+	p := nn.Pass{Step: f.Step, Micro: f.Micro, Row: f.Row, Train: !f.Eval, Weights: s.weights, Micros: f.Micros, Threads: s.updater.Threads}
 	if !f.Eval {
 		p.Arena = s.arenas.at(f.Seq, f.Micro)
 		if f.Total > 0 {
@@ -258,7 +258,7 @@ func (s *Stage) gatherBackward(ctx actor.Context, m *Backward) {
 }
 
 func (s *Stage) backward(ctx actor.Context, step, micro int, dy *tensor.Tensor) {
-	p := nn.Pass{Step: step, Micro: micro, Train: true, Arena: s.arenas.current(micro), Weights: s.weights, Threads: s.updater.Threads}
+	p := nn.Pass{Step: step, Micro: micro, Train: true, Arena: s.arenas.current(micro), Weights: s.weights, Micros: s.micros, Threads: s.updater.Threads}
 	var dx *tensor.Tensor
 	ok := s.guard(ctx, func() string { return s.where("backward", step, micro) }, func() (err error) {
 		s.span('B', step, micro, func() {

@@ -65,8 +65,9 @@
 // (Pass.Weights); the driver changes it whenever they may have changed, as
 // the pipeline's stages do at every update and restore and Sequential at
 // every TrainStep and Evaluate. Linear then packs its weights for the GEMM
-// once per version, for every micro-batch of a step, instead of once per
-// call; a Pass without a version (0) keeps nothing.
+// once per version, for every micro-batch of a step (Pass.Micros), instead of
+// once per call; a Pass without a version (0) or alone with its version
+// keeps nothing.
 //
 // One goroutine per layer. A layer is not safe for concurrent use. In the
 // pipeline one actor owns and drives each layer; in Sequential one goroutine

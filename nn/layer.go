@@ -20,6 +20,9 @@ type Pass struct {
 	// work derived from their weights, such as GEMM-packed panels, while it
 	// stays the same; 0 keeps nothing.
 	Weights uint64
+	// Micros is how many passes share this weights version (the step's
+	// micro-batches, an evaluation's chunks); 0 or 1: none to share with.
+	Micros int
 	// Threads is how many goroutines a layer's kernels may use for this
 	// pass, the caller's included; 0 means runtime.GOMAXPROCS(0). Results do
 	// not depend on it.

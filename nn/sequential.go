@@ -72,8 +72,9 @@ func (s *Sequential) TrainStep(step int, x *tensor.Tensor, t Target, micro int) 
 	}
 	sum := LossSum{Loss: s.Loss, Total: n}
 	s.weights++
-	for m, sp := range SplitRows(n, micro) {
-		p := Pass{Step: step, Micro: m, Row: sp.Lo, Train: true, Weights: s.weights, Threads: s.Threads}
+	spans := SplitRows(n, micro)
+	for m, sp := range spans {
+		p := Pass{Step: step, Micro: m, Row: sp.Lo, Train: true, Weights: s.weights, Micros: len(spans), Threads: s.Threads}
 		h := Rows(x, sp.Lo, sp.Hi)
 		for i, l := range s.Layers {
 			h = l.Forward(p, h)
@@ -120,7 +121,7 @@ func (s *Sequential) Evaluate(x *tensor.Tensor, t Target, batch int) (loss, accu
 	s.weights++
 	for lo := 0; lo < n; lo += batch {
 		hi := min(lo+batch, n)
-		out := s.Forward(Pass{Weights: s.weights, Threads: s.Threads}, Rows(x, lo, hi))
+		out := s.Forward(Pass{Weights: s.weights, Micros: (n + batch - 1) / batch, Threads: s.Threads}, Rows(x, lo, hi))
 		tt := t.Slice(lo, hi)
 		l, _ := s.Loss.Compute(out, tt, 0)
 		loss += l * float64(hi-lo) / float64(n)

@@ -55,17 +55,17 @@ func TestSchedulesGiveIdenticalLosses(t *testing.T) {
 // steps, logs a tune event, keeps the fastest, and gives the losses of a
 // fixed layout bit for bit.
 func TestAuto(t *testing.T) {
-	base := strings.Replace(strings.Replace(baseConfig, "batch_size = 64", "batch_size = 256", 1), "epochs = 2", "epochs = 6", 1)
-	fixed := runCmd(t, t.TempDir(), base, "--set", "pipeline.micro_batches=1", "--set", "pipeline.stages=1", "--set", "train.max_steps=30")
-	auto := runCmd(t, t.TempDir(), base, "--set", "pipeline.schedule=auto", "--set", "pipeline.micro_batches=auto", "--set", "train.max_steps=30")
+	base := strings.Replace(strings.Replace(baseConfig, "batch_size = 64", "batch_size = 256", 1), "epochs = 2", "epochs = 8", 1)
+	fixed := runCmd(t, t.TempDir(), base, "--set", "pipeline.micro_batches=1", "--set", "pipeline.stages=1", "--set", "train.max_steps=40")
+	auto := runCmd(t, t.TempDir(), base, "--set", "pipeline.schedule=auto", "--set", "pipeline.micro_batches=auto", "--set", "train.max_steps=40")
 	for _, r := range []runResult{fixed, auto} {
 		if r.code != 0 {
 			t.Fatalf("exit %d:\n%s", r.code, r.stderr)
 		}
 	}
 	want, got := stepLosses(fixed.events), stepLosses(auto.events)
-	if len(got) != 30 || len(want) != 30 {
-		t.Fatalf("%d and %d step events, want 30", len(got), len(want))
+	if len(got) != 40 || len(want) != 40 {
+		t.Fatalf("%d and %d step events, want 40", len(got), len(want))
 	}
 	for s, l := range want {
 		if math.Float64bits(got[s]) != math.Float64bits(l) {

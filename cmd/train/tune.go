@@ -67,9 +67,14 @@ func candidates(c *config.Config) []layout {
 	return out
 }
 
-// tuneSteps is how many training steps each candidate runs: the first warms
-// up (helpers, arenas, packed weights), the others are timed.
-const tuneSteps = 4
+// Each candidate runs tuneSteps training steps: the first tuneWarmup warm
+// up (helpers, arenas, packed weights, the collector after the switch), the
+// others are timed: on a noisy 2-core VM, three timed steps were too few to
+// tell apart layouts 10% apart.
+const (
+	tuneSteps  = 8
+	tuneWarmup = 2
+)
 
 // tuner runs the first steps of a run on each candidate layout in turn and
 // then keeps the fastest. Its steps are the run's own: nothing is repeated.
@@ -138,7 +143,7 @@ func (r *trainRun) afterStep(rows int, d time.Duration) {
 	if r.tuner == nil {
 		return
 	}
-	r.tuner.record(rows, d, r.tuneStep > 0)
+	r.tuner.record(rows, d, r.tuneStep >= tuneWarmup)
 	r.tuneStep++
 }
 
