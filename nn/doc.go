@@ -73,6 +73,16 @@
 // pipeline one actor owns and drives each layer; in Sequential one goroutine
 // drives them all.
 //
+// # Models as data
+//
+// A Spec describes a layer as plain data (its type and the keys of its
+// type), and Build makes a model's layers, or any range of them, from specs,
+// an input width and a seed: layer i draws from the streams of (seed, i), so
+// a pipeline stage, on this host or another, can build only its own layers
+// and get the weights the whole model would have. One table lists the layer
+// types, the keys each takes and how to build it (LayerTypes, LayerKeys):
+// adding a type is adding a row.
+//
 // # Layouts and initializers
 //
 // Linear computes y = x·Wᵀ + b for x of shape [N, In], with W in PyTorch's

@@ -16,25 +16,24 @@ import (
 // The valid names of the string-valued keys.
 var (
 	dataNames         = []string{"digits", "mnist", "fashion-mnist", "csv", "spirals"}
-	layerTypes        = []string{"linear", "relu", "leaky_relu", "prelu", "sigmoid", "tanh", "gelu", "softmax", "dropout", "layernorm"}
+	layerTypes        = nn.LayerTypes()
 	optimizerTypes    = []string{"sgd", "adam", "adamw"}
 	scheduleTypes     = []string{"constant", "step", "cosine"}
 	pipelineSchedules = []string{"auto", "sequential", "gpipe", "1f1b"}
 )
 
-// layerKeys lists the keys that belong to each layer type.
-var layerKeys = map[string][]string{
-	"linear":     {"type", "units", "init", "shards"},
-	"relu":       {"type"},
-	"leaky_relu": {"type", "alpha"},
-	"prelu":      {"type"},
-	"sigmoid":    {"type"},
-	"tanh":       {"type"},
-	"gelu":       {"type", "approximate"},
-	"softmax":    {"type"},
-	"dropout":    {"type", "p"},
-	"layernorm":  {"type"},
-}
+// layerKeys lists the keys that belong to each layer type: "type", the
+// keys nn's table of layer types gives, and "shards" on linear layers, which
+// the pipeline splits.
+var layerKeys = func() map[string][]string {
+	m := map[string][]string{}
+	for _, t := range nn.LayerTypes() {
+		keys, _ := nn.LayerKeys(t)
+		m[t] = append([]string{"type"}, keys...)
+	}
+	m["linear"] = append(m["linear"], "shards")
+	return m
+}()
 
 func errorf(format string, args ...any) error {
 	return fmt.Errorf("config: "+format, args...)
