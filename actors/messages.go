@@ -139,8 +139,8 @@ type EvalResult struct {
 }
 
 // GetParams asks a stage for copies of its parameters and of its optimizer's
-// state; it answers with *Params.
-type GetParams struct{}
+// state, or with NamesOnly for their names alone; it answers with *Params.
+type GetParams struct{ NamesOnly bool }
 
 // Params answers GetParams; the tensors are copies that belong to the receiver.
 // State indexes parameters in the stage's own order (Names).

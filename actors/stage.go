@@ -115,7 +115,7 @@ func (s *Stage) Receive(ctx actor.Context) {
 		s.upd, s.haveUpd = *m, true
 		s.maybeApply(ctx)
 	case *GetParams:
-		ctx.Respond(s.snapshot())
+		ctx.Respond(s.snapshot(m.NamesOnly))
 	case *SetParams:
 		ctx.Respond(&Ack{Err: s.setParams(m)})
 	case *GetStats:
@@ -464,15 +464,17 @@ type clearTask struct{ g []float32 }
 
 func (t *clearTask) Run(lo, hi int) { clear(t.g[lo:hi]) }
 
-func (s *Stage) snapshot() *Params {
+func (s *Stage) snapshot(namesOnly bool) *Params {
 	out := &Params{Actor: s.id}
 	for i, l := range s.layers {
 		for _, p := range l.Params() {
 			out.Names = append(out.Names, fmt.Sprintf("%d.%s", s.layerIDs[i], p.Name))
-			out.Values = append(out.Values, p.Value.Clone())
+			if !namesOnly {
+				out.Values = append(out.Values, p.Value.Clone())
+			}
 		}
 	}
-	if s.updater.Optimizer != nil {
+	if s.updater.Optimizer != nil && !namesOnly {
 		out.State = s.updater.Optimizer.State()
 	}
 	return out

@@ -488,7 +488,7 @@ func (e *Engine) Restore(weights map[string]*tensor.Tensor, st optim.State) erro
 	}
 	for _, n := range e.nodes {
 		for part, id := range n.actors {
-			res, err := e.request(e.stages[id], &actors.GetParams{})
+			res, err := e.request(e.stages[id], &actors.GetParams{NamesOnly: true})
 			if err != nil {
 				return err
 			}

@@ -55,17 +55,17 @@ func TestSchedulesGiveIdenticalLosses(t *testing.T) {
 // steps, logs a tune event, keeps the fastest, and gives the losses of a
 // fixed layout bit for bit.
 func TestAuto(t *testing.T) {
-	base := strings.Replace(strings.Replace(baseConfig, "batch_size = 64", "batch_size = 256", 1), "epochs = 2", "epochs = 8", 1)
-	fixed := runCmd(t, t.TempDir(), base, "--set", "pipeline.micro_batches=1", "--set", "pipeline.stages=1", "--set", "train.max_steps=40")
-	auto := runCmd(t, t.TempDir(), base, "--set", "pipeline.schedule=auto", "--set", "pipeline.micro_batches=auto", "--set", "train.max_steps=40")
+	base := strings.Replace(strings.Replace(baseConfig, "batch_size = 64", "batch_size = 256", 1), "epochs = 2", "epochs = 9", 1)
+	fixed := runCmd(t, t.TempDir(), base, "--set", "pipeline.micro_batches=1", "--set", "pipeline.stages=1", "--set", "train.max_steps=50")
+	auto := runCmd(t, t.TempDir(), base, "--set", "pipeline.schedule=auto", "--set", "pipeline.micro_batches=auto", "--set", "train.max_steps=50")
 	for _, r := range []runResult{fixed, auto} {
 		if r.code != 0 {
 			t.Fatalf("exit %d:\n%s", r.code, r.stderr)
 		}
 	}
 	want, got := stepLosses(fixed.events), stepLosses(auto.events)
-	if len(got) != 40 || len(want) != 40 {
-		t.Fatalf("%d and %d step events, want 40", len(got), len(want))
+	if len(got) != 50 || len(want) != 50 {
+		t.Fatalf("%d and %d step events, want 50", len(got), len(want))
 	}
 	for s, l := range want {
 		if math.Float64bits(got[s]) != math.Float64bits(l) {
@@ -94,6 +94,11 @@ func TestAuto(t *testing.T) {
 	ch := tunes[0]["chosen"].(map[string]any)
 	if chosen := fmt.Sprintf("%v/%v/%v", ch["schedule"], ch["stages"], ch["micro_batches"]); chosen != best {
 		t.Errorf("tune chose %s, the fastest candidate was %s (%v)", chosen, best, cands)
+	}
+	// a run that ends while tuning ends cleanly, with no choice logged
+	short := runCmd(t, t.TempDir(), base, "--set", "pipeline.schedule=auto", "--set", "train.max_steps=5")
+	if short.code != 0 || len(eventsNamed(short.events, "tune")) != 0 || len(stepLosses(short.events)) != 5 {
+		t.Errorf("auto, 5 steps: exit %d, %d tune events, %d steps; want 0, 0, 5\n%s", short.code, len(eventsNamed(short.events, "tune")), len(stepLosses(short.events)), short.stderr)
 	}
 	// the config as given is what run_start records
 	p := eventsNamed(auto.events, "run_start")[0]["config"].(map[string]any)["pipeline"].(map[string]any)

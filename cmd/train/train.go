@@ -35,9 +35,8 @@ type trainRun struct {
 	features   int
 
 	// the pipeline layout, and the tuner while pipeline "auto" measures
-	layout   layout
-	tuner    *tuner
-	tuneStep int // steps of the current candidate
+	layout layout
+	tuner  *tuner
 
 	// position: the next batch is (epoch, batch); step optimizer steps are done.
 	step, epoch, batch int
@@ -101,6 +100,11 @@ func runTrain(ctx context.Context, o *options, stderr io.Writer) (err error) {
 	if terr := r.writeTrace(); terr != nil {
 		log.Warn().Str("event", "trace").Err(terr).Msg("could not write the trace")
 	}
+	if r.tuner != nil { // the run ended while tuning
+		if cerr := r.closeSpare(r.tuner); cerr != nil && err == nil {
+			err = cerr
+		}
+	}
 	if cerr := r.eng.Close(); cerr != nil && err == nil {
 		err = cerr
 	}
@@ -132,6 +136,9 @@ func (r *trainRun) setup(ctx context.Context, resume bool) error {
 	r.layout, r.tuner = cands[0], newTuner(cands)
 	if r.eng, err = newEngine(c, layers, train.Features, r.log, r.layout); err != nil {
 		return err
+	}
+	if r.tuner != nil {
+		r.tuner.engines[0] = r.eng
 	}
 	r.statsSince = time.Now()
 	r.loader = dataset.NewLoader(train, c.Data.BatchSize, c.Data.Shuffle, c.Seed)

@@ -1,12 +1,14 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 	"slices"
 	"time"
 
 	"github.com/pipetrain/pipetrain/cmd/train/internal/config"
 	"github.com/pipetrain/pipetrain/nn"
+	"github.com/pipetrain/pipetrain/pipeline"
 )
 
 // layout is how the pipeline runs a model: what pipeline.schedule = "auto" and
@@ -67,56 +69,56 @@ func candidates(c *config.Config) []layout {
 	return out
 }
 
-// Each candidate runs tuneSteps training steps: the first tuneWarmup warm
-// up (helpers, arenas, packed weights, the collector after the switch), the
-// others are timed: on a noisy 2-core VM, three timed steps were too few to
-// tell apart layouts 10% apart.
+// The tuner interleaves the candidates, as a careful benchmark does, so that
+// a machine that slows down for a while (another process, a noisy neighbour)
+// slows them all: round after round each candidate runs tuneSlot steps, and
+// its speed is the median of its timed steps. The first round warms each one
+// up (helpers, arenas, packed weights) and is not timed. Timing each
+// candidate in one block of six steps left an MNIST epoch under auto 14%
+// behind the best fixed layout: its steps take 2 ms, and the machine drifts.
 const (
-	tuneSteps  = 8
-	tuneWarmup = 2
+	tuneRounds = 4
+	tuneSlot   = 2
 )
 
 // tuner runs the first steps of a run on each candidate layout in turn and
 // then keeps the fastest. Its steps are the run's own: nothing is repeated.
+// Every candidate's engine is kept until the choice, and the training state
+// moves between them with Snapshot and Restore.
 type tuner struct {
-	cands []layout
-	cur   int
-	rates [][]float64 // per candidate, samples/s of its timed steps
+	cands   []layout
+	engines []*pipeline.Engine // built at first use
+	slot    int                // round*len(cands) + candidate
+	inSlot  int                // steps done in the current slot
+	rates   [][]float64        // per candidate, samples/s of its timed steps
 }
 
 func newTuner(cands []layout) *tuner {
 	if len(cands) < 2 {
 		return nil
 	}
-	return &tuner{cands: cands, rates: make([][]float64, len(cands))}
+	return &tuner{cands: cands, engines: make([]*pipeline.Engine, len(cands)), rates: make([][]float64, len(cands))}
 }
 
-// record notes a step of the current candidate.
-func (t *tuner) record(rows int, d time.Duration, warm bool) {
-	if warm {
-		t.rates[t.cur] = append(t.rates[t.cur], float64(rows)/d.Seconds())
-	}
-}
+func (t *tuner) cand() int { return t.slot % len(t.cands) }
 
-// median is the candidate's speed: a single slow step (another process on
-// the cores) does not decide.
+// median is the candidate's speed: a single slow step does not decide.
 func median(xs []float64) float64 {
 	s := slices.Clone(xs)
 	slices.Sort(s)
 	return s[len(s)/2]
 }
 
-// beforeStep moves the run to the next candidate once the current one has
-// run its steps, and to the fastest once all have; then the tuner is done.
+// beforeStep moves the run to the next candidate when the current one has
+// run its slot, and to the fastest once every round is done.
 func (r *trainRun) beforeStep() error {
 	t := r.tuner
-	if t == nil || r.tuneStep < tuneSteps {
+	if t == nil || t.inSlot < tuneSlot {
 		return nil
 	}
-	if t.cur+1 < len(t.cands) {
-		t.cur++
-		r.tuneStep = 0
-		return r.switchLayout(t.cands[t.cur])
+	t.slot, t.inSlot = t.slot+1, 0
+	if t.slot < tuneRounds*len(t.cands) {
+		return r.moveTo(t.cand())
 	}
 	best := 0
 	arr := make([]map[string]any, len(t.cands))
@@ -131,45 +133,62 @@ func (r *trainRun) beforeStep() error {
 	r.log.event("tune").Interface("candidates", arr).
 		Interface("chosen", map[string]any{"schedule": chosen.Schedule, "stages": chosen.Stages, "micro_batches": chosen.Micro, "split_backward": chosen.Split}).
 		Msgf("pipeline: %s", chosen)
-	r.tuner = nil
-	if best != t.cur {
-		return r.switchLayout(chosen)
+	if err := r.moveTo(best); err != nil {
+		return err
 	}
-	return nil
+	r.tuner = nil
+	return r.closeSpare(t)
 }
 
 // afterStep times a step for the tuner.
 func (r *trainRun) afterStep(rows int, d time.Duration) {
-	if r.tuner == nil {
+	t := r.tuner
+	if t == nil {
 		return
 	}
-	r.tuner.record(rows, d, r.tuneStep >= tuneWarmup)
-	r.tuneStep++
+	if t.slot >= len(t.cands) { // past the warm-up round
+		t.rates[t.cand()] = append(t.rates[t.cand()], float64(rows)/d.Seconds())
+	}
+	t.inSlot++
 }
 
-// switchLayout moves the training state (weights and optimizer state) into
-// a new engine in layout lay.
-func (r *trainRun) switchLayout(lay layout) error {
+// moveTo moves the training state (weights and optimizer state) into the
+// engine of candidate i, built the first time.
+func (r *trainRun) moveTo(i int) error {
+	t := r.tuner
+	e := t.engines[i]
+	if e == r.eng {
+		return nil
+	}
+	if e == nil {
+		layers, err := buildModel(r.cfg, r.features)
+		if err != nil {
+			return err
+		}
+		if e, err = newEngine(r.cfg, layers, r.features, r.log, t.cands[i]); err != nil {
+			return err
+		}
+		t.engines[i] = e
+	}
 	weights, st, err := r.eng.Snapshot()
 	if err != nil {
 		return fmt.Errorf("tuning the pipeline: %w", err)
 	}
-	layers, err := buildModel(r.cfg, r.features)
-	if err != nil {
-		return err
-	}
-	eng, err := newEngine(r.cfg, layers, r.features, r.log, lay)
-	if err != nil {
-		return err
-	}
-	if err := eng.Restore(weights, st); err != nil {
-		eng.Close()
+	if err := e.Restore(weights, st); err != nil {
 		return fmt.Errorf("tuning the pipeline: %w", err)
 	}
-	if err := r.eng.Close(); err != nil {
-		eng.Close()
-		return fmt.Errorf("tuning the pipeline: %w", err)
-	}
-	r.eng, r.layout, r.statsSince = eng, lay, time.Now()
+	r.eng, r.layout, r.statsSince = e, t.cands[i], time.Now()
 	return nil
+}
+
+// closeSpare closes the tuner's engines other than the one the run uses.
+func (r *trainRun) closeSpare(t *tuner) error {
+	var errs []error
+	for i, e := range t.engines {
+		if e != nil && e != r.eng {
+			errs = append(errs, e.Close())
+			t.engines[i] = nil
+		}
+	}
+	return errors.Join(errs...)
 }
