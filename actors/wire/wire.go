@@ -1,0 +1,104 @@
+package wire
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"math"
+
+	"github.com/pipetrain/pipetrain/nn"
+	"github.com/pipetrain/pipetrain/tensor"
+)
+
+// FromTensor returns t as a wire Tensor; the bytes are a copy.
+func FromTensor(t *tensor.Tensor) *Tensor {
+	shape := t.Shape()
+	w := &Tensor{Shape: make([]int64, len(shape))}
+	for i, d := range shape {
+		w.Shape[i] = int64(d)
+	}
+	if t.DType() == tensor.Float32 {
+		src := t.Data32()
+		w.Data = make([]byte, 4*len(src))
+		for i, v := range src {
+			binary.LittleEndian.PutUint32(w.Data[4*i:], math.Float32bits(v))
+		}
+		return w
+	}
+	w.Dtype = DType_FLOAT64
+	src := t.Data64()
+	w.Data = make([]byte, 8*len(src))
+	for i, v := range src {
+		binary.LittleEndian.PutUint64(w.Data[8*i:], math.Float64bits(v))
+	}
+	return w
+}
+
+// maxElements bounds a tensor read from the wire: a shape whose product
+// overflows, or asks for more than this, is refused before any allocation.
+const maxElements = 1 << 34
+
+// ToTensor returns the tensor w holds, after checking that its shape, type
+// and bytes agree.
+func (w *Tensor) ToTensor() (*tensor.Tensor, error) {
+	if w == nil {
+		return nil, errors.New("wire: no tensor")
+	}
+	var size int
+	switch w.Dtype {
+	case DType_FLOAT32:
+		size = 4
+	case DType_FLOAT64:
+		size = 8
+	default:
+		return nil, fmt.Errorf("wire: tensor of unknown dtype %d", w.Dtype)
+	}
+	shape := make([]int, len(w.Shape))
+	n := int64(1)
+	for i, d := range w.Shape {
+		if d < 0 || d > maxElements || (d > 0 && n > maxElements/d) {
+			return nil, fmt.Errorf("wire: tensor shape %v: dimension %d is %d", w.Shape, i, d)
+		}
+		n *= d
+		shape[i] = int(d)
+	}
+	if int64(len(w.Data)) != n*int64(size) {
+		return nil, fmt.Errorf("wire: tensor of shape %v and %v holds %d bytes, want %d", w.Shape, w.Dtype, len(w.Data), n*int64(size))
+	}
+	if w.Dtype == DType_FLOAT32 {
+		t := tensor.Zeros(tensor.Float32, shape...)
+		dst := t.Data32()
+		for i := range dst {
+			dst[i] = math.Float32frombits(binary.LittleEndian.Uint32(w.Data[4*i:]))
+		}
+		return t, nil
+	}
+	t := tensor.Zeros(tensor.Float64, shape...)
+	dst := t.Data64()
+	for i := range dst {
+		dst[i] = math.Float64frombits(binary.LittleEndian.Uint64(w.Data[8*i:]))
+	}
+	return t, nil
+}
+
+// FromError returns err as a wire Error: a non-finite value keeps its
+// layer, type, step and pass; anything else keeps its text.
+func FromError(err error) *Error {
+	var nf *nn.NonFiniteError
+	if errors.As(err, &nf) {
+		return &Error{Code: Code_NON_FINITE, Layer: int64(nf.Layer), Kind: nf.Kind, Step: int64(nf.Step), Where: nf.Where, Text: err.Error()}
+	}
+	return &Error{Code: Code_INTERNAL, Text: err.Error()}
+}
+
+// Err returns the error w describes: an *nn.NonFiniteError for NON_FINITE,
+// else an error with w's text.
+func (w *Error) Err() error {
+	if w == nil {
+		return errors.New("wire: no error")
+	}
+	if w.Code == Code_NON_FINITE {
+		return &nn.NonFiniteError{Layer: int(w.Layer), Kind: w.Kind, Step: int(w.Step), Where: w.Where}
+	}
+	return errors.New(w.Text)
+}
