@@ -91,9 +91,11 @@
 // tensors, deep-copied), so a run resumed from a checkpoint continues bit for bit as
 // if it had not stopped.
 //
-// Clipping over several owners of parameters (actors holding different layers) is
-// GradNorm over all of their gradients, in one fixed order, followed by ClipCoef and
-// ScaleGrads on each owner's gradients: ClipGradNorm is exactly that composition, so
-// the pipelined and the sequential trainer agree bit for bit when they list the
-// gradients in the same order.
+// Clipping over several owners of parameters (actors holding different layers):
+// GradNorm is defined as the per-parameter sums of squares (SumSquares) added in
+// slice order, so each owner sends its parameters' sums, one actor adds them in the
+// global order and computes ClipCoef, and each owner runs ScaleGrads on its own
+// gradients. ClipGradNorm is exactly that composition, so the pipelined and the
+// sequential trainer agree bit for bit when they list the parameters in the same
+// order, and no gradient leaves its owner.
 package optim

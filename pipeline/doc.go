@@ -20,11 +20,12 @@
 //
 // # Equivalence
 //
-// For the same seed and micro-batch split, every schedule at every stage count
-// gives the step losses and final weights of nn.Sequential, bit for bit: each
-// layer sees the same micro-batches in the same order, dropout masks are keyed
-// by (seed, layer, step, micro-batch), the loss is summed in micro-batch order,
-// and each stage runs the same optim code over its own parameters (the
+// For the same seed, every schedule at every stage count and every number of
+// micro-batches gives the step losses and final weights of nn.Sequential, bit
+// for bit: each layer sees the micro-batches in order, micro-batches are whole
+// 32-row chunks and every sum over a mini-batch's rows runs over those chunks
+// in row order (the weight gradient's GEMM, the loss), dropout masks are keyed
+// by (seed, layer, step, row), and each stage runs the same optim code over its own parameters (the
 // updates are element-wise; the one global quantity, the gradient norm, is
 // defined as per-parameter sums added in the global order, so the optimizer
 // actor adding the stages' sums gets optim.GradNorm's bits). Snapshot gathers
