@@ -11,7 +11,8 @@ import (
 const module = "github.com/pipetrain/pipetrain"
 
 // allowed lists, for each package of ours, the packages of ours it may import
-// (directly or not): the arrows of DESIGN.md. internal/... is open to all.
+// (directly or not): the layers of the stack, each importing only those below
+// it (README, "How it works"). internal/... is open to all, as internalUsers says.
 var allowed = map[string][]string{
 	"tensor":    {},
 	"ops":       {"tensor"},

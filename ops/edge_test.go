@@ -1,6 +1,6 @@
 package ops_test
 
-// Table tests of PyTorch's edge semantics (CONTRACT.md section 2): kinks and
+// Table tests of PyTorch's edge semantics (the ops package doc): kinks and
 // ties, extreme logits, IEEE results with no hidden epsilons, the losses'
 // clamps, shapes (broadcast, MatMul, empty, 0-D), errors, input immutability
 // and float32/float64 agreement. Expected values are worked out by hand from
@@ -1570,7 +1570,7 @@ func head8(x *tt) *tt {
 }
 
 // TestEdgeDeterministicAcrossGOMAXPROCS: runs are bit-for-bit reproducible
-// whatever GOMAXPROCS (CONTRACT.md section 5), so no kernel may let the
+// whatever GOMAXPROCS (the README on determinism), so no kernel may let the
 // number of threads change the order of a floating-point sum.
 func TestEdgeDeterministicAcrossGOMAXPROCS(t *testing.T) {
 	rng := newRNG(700)

@@ -1,7 +1,7 @@
 package ops_test
 
-// Finite-difference checks of every backward kernel in the contract
-// (CONTRACT.md section 2), in float64, through ops/opstest. Inputs are kept
+// Finite-difference checks of every backward kernel the ops package doc
+// lists, in float64, through ops/opstest. Inputs are kept
 // away from kinks and ties; those get exact table tests in edge_test.go.
 
 import (

@@ -11,7 +11,8 @@ import (
 
 // Config is a whole training run: what to learn from, the model, how to
 // optimise it, how to pipeline it, and where to write logs and checkpoints.
-// The toml tags are the key names of CONTRACT.md section 4.
+// The toml tags are the key names, which users and scripts rely on: the
+// README's config reference lists them all.
 type Config struct {
 	Seed      uint64    `toml:"seed" json:"seed"`
 	Data      Data      `toml:"data" json:"data"`
@@ -136,7 +137,7 @@ func (a Auto) String() string {
 // implemented; while false, Validate rejects a non-empty pipeline.hosts.
 var RemoteAvailable = false
 
-// Default returns the defaults of every key (CONTRACT.md section 4). The
+// Default returns the defaults of every key (the README's config reference). The
 // model has no layers: a config must give at least one.
 func Default() *Config {
 	return &Config{

@@ -65,8 +65,8 @@ func TestDefault(t *testing.T) {
 	}
 }
 
-// TestDefaultMatchesContract parses the config block of CONTRACT.md section 4
-// (copied to testdata/contract.toml), which spells out every default: it must
+// TestDefaultMatchesContract parses testdata/contract.toml, the project's
+// fixed config surface with every default spelled out: it must
 // give Default() plus its one example layer.
 func TestDefaultMatchesContract(t *testing.T) {
 	data, err := os.ReadFile("testdata/contract.toml")

@@ -1,5 +1,5 @@
 // Package config reads, overrides and validates the TOML config of a
-// training run (CONTRACT.md section 4).
+// training run, whose keys and defaults the README's config reference lists.
 //
 // # Layers of a config
 //
