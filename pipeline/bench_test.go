@@ -16,16 +16,20 @@ import (
 )
 
 // mnistMLP is 784-512-256-10 with ReLU, the MNIST recipe.
-func mnistMLP(tb testing.TB) []nn.Layer {
+func mnistMLP(tb testing.TB) []nn.Layer { return mlp(tb, 512, 256, 10) }
+
+// mlp is a float32 MLP on 784 inputs with the given widths and a ReLU after
+// each hidden layer, its weights drawn from fixed streams.
+func mlp(tb testing.TB, widths ...int) []nn.Layer {
 	var layers []nn.Layer
 	in := 784
-	for i, out := range []int{512, 256, 10} {
+	for i, out := range widths {
 		l, err := nn.NewLinear(tensor.Float32, in, out, nn.XavierUniform, rand.New(rand.NewPCG(1, uint64(i))))
 		if err != nil {
 			tb.Fatal(err)
 		}
 		layers = append(layers, l)
-		if out != 10 {
+		if i+1 < len(widths) {
 			layers = append(layers, nn.NewReLU())
 		}
 		in = out

@@ -13,22 +13,7 @@ import (
 )
 
 // deepMLP is 784-1024-1024-1024-10 with ReLU, the model of bench/scaling.
-func deepMLP(tb testing.TB) []nn.Layer {
-	var layers []nn.Layer
-	in := 784
-	for i, out := range []int{1024, 1024, 1024, 10} {
-		l, err := nn.NewLinear(tensor.Float32, in, out, nn.XavierUniform, rand.New(rand.NewPCG(1, uint64(i))))
-		if err != nil {
-			tb.Fatal(err)
-		}
-		layers = append(layers, l)
-		if out != 10 {
-			layers = append(layers, nn.NewReLU())
-		}
-		in = out
-	}
-	return layers
-}
+func deepMLP(tb testing.TB) []nn.Layer { return mlp(tb, 1024, 1024, 1024, 10) }
 
 // BenchmarkDeep times one step of the deep MLP at batch 256 in the layouts
 // worth comparing; run it under GOMAXPROCS=1 too, for the one-core figures.

@@ -30,6 +30,11 @@ func Sgemm(transA, transB bool, m, n, k int, alpha float32, a []float32, lda int
 // (NaNs in it do not survive); when alpha is 0, A and B are not read. It
 // panics on negative sizes and on slices too short for their matrices.
 func (t Threads) Sgemm(transA, transB bool, m, n, k int, alpha float32, a []float32, lda int, b []float32, ldb int, beta float32, c []float32, ldc int) {
+	t.call(false, transA, transB, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc)
+}
+
+// call checks and runs Sgemm or, if chunked, SgemmChunked.
+func (t Threads) call(chunked, transA, transB bool, m, n, k int, alpha float32, a []float32, lda int, b []float32, ldb int, beta float32, c []float32, ldc int) {
 	checkSgemm(transA, transB, m, n, k, a, lda, b, ldb, c, ldc)
 	if m == 0 || n == 0 {
 		return
@@ -39,7 +44,7 @@ func (t Threads) Sgemm(transA, transB bool, m, n, k int, alpha float32, a []floa
 		return
 	}
 	g := sgemmArgs{transA: transA, transB: transB, m: m, n: n, k: k, alpha: alpha, beta: beta,
-		a: a, lda: lda, b: b, ldb: ldb, c: c, ldc: ldc}
+		a: a, lda: lda, b: b, ldb: ldb, c: c, ldc: ldc, chunked: chunked}
 	sgemm(&g, par.Budget(int(t)))
 }
 
@@ -53,23 +58,13 @@ func SgemmChunked(transA, transB bool, m, n, k int, alpha float32, a []float32, 
 
 // SgemmChunked is Sgemm on up to t goroutines with k cut into chunks of
 // KChunk steps counted from the call's first: each chunk's product is summed
-// from zero and added into C in chunk order, C = alpha*acc + beta*C for the first chunk and
-// C = alpha*acc + C after. So one call over k = 256 gives the bits of calls
+// from zero and added into C in chunk order, C = alpha*acc + beta*C for the
+// first chunk and C = alpha*acc + C after. So one call over k = 256 gives the bits of calls
 // over any split of k at multiples of KChunk, made in order with beta = 1
 // after the first: a trainer's weight gradient does not depend on how the
 // rows of a mini-batch are cut into micro-batches.
 func (t Threads) SgemmChunked(transA, transB bool, m, n, k int, alpha float32, a []float32, lda int, b []float32, ldb int, beta float32, c []float32, ldc int) {
-	checkSgemm(transA, transB, m, n, k, a, lda, b, ldb, c, ldc)
-	if m == 0 || n == 0 {
-		return
-	}
-	if k == 0 || alpha == 0 {
-		scale(m, n, beta, c, ldc)
-		return
-	}
-	g := sgemmArgs{transA: transA, transB: transB, m: m, n: n, k: k, alpha: alpha, beta: beta,
-		a: a, lda: lda, b: b, ldb: ldb, c: c, ldc: ldc, chunked: true}
-	sgemm(&g, par.Budget(int(t)))
+	t.call(true, transA, transB, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc)
 }
 
 // DgemmChunked is Dgemm with k summed in chunks, as SgemmChunked: one Dgemm
