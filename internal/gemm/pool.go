@@ -2,7 +2,6 @@ package gemm
 
 import (
 	"runtime"
-	"sync"
 	"sync/atomic"
 
 	"github.com/pipetrain/pipetrain/internal/par"
@@ -77,35 +76,13 @@ func (j *job) waitPacked() {
 // sharedAMax bounds the floats of a shared packed A.
 const sharedAMax = 1 << 22
 
-var (
-	jobMu   sync.Mutex
-	jobFree []*job
-)
-
-func getJob() *job {
-	jobMu.Lock()
-	defer jobMu.Unlock()
-	if len(jobFree) == 0 {
-		batch := make([]job, 16) // concurrent calls (one per actor) rarely exceed it
-		for i := range batch {
-			jobFree = append(jobFree, &batch[i])
-		}
-	}
-	j := jobFree[len(jobFree)-1]
-	jobFree = jobFree[:len(jobFree)-1]
-	return j
-}
-
-func putJob(j *job) {
-	jobMu.Lock()
-	jobFree = append(jobFree, j)
-	jobMu.Unlock()
-}
+// jobs are kept for reuse: a steady call allocates nothing.
+var jobs par.FreeList[job]
 
 // runParallel runs the call in parts over the caller and up to threads-1
 // helpers.
 func runParallel(ks *kernelSet, g *sgemmArgs, parts int, alongN bool, threads int) {
-	j := getJob()
+	j := jobs.Get()
 	j.ks, j.g, j.parts, j.alongN = ks, *g, parts, alongN
 	j.packed.Store(0)
 	j.packParts = 0
@@ -127,5 +104,5 @@ func runParallel(ks *kernelSet, g *sgemmArgs, parts int, alongN bool, threads in
 		putWorkspace(w)
 	}
 	j.g, j.apre = sgemmArgs{}, nil // drop the caller's matrices before pooling
-	putJob(j)
+	jobs.Put(j)
 }

@@ -35,11 +35,11 @@ func For(threads, n, grain int, t Task) {
 		t.Run(0, n)
 		return
 	}
-	f := getFor()
+	f := fors.Get()
 	f.t, f.n, f.parts = t, n, parts
 	Do(threads, parts, f)
 	f.t = nil
-	putFor(f)
+	fors.Put(f)
 }
 
 // forWork is one call of For as Work.
@@ -116,54 +116,51 @@ var (
 	helpers  int                              // live helpers
 	starting = make([]*helper, 0, maxOffer+1) // helpers offered a job whose goroutine has not begun
 	spare    = make([]*helper, 0, maxOffer+1) // structs of helpers that exited
-	jobFree  = make([]*job, 0, jobBatch)
-	forFree  = make([]*forWork, 0, jobBatch)
 )
 
 // jobBatch is how many jobs are made at once: concurrent calls (one per
 // actor running a GEMM or a For) rarely exceed it.
 const jobBatch = 16
 
-func getJob() *job {
-	poolMu.Lock()
-	defer poolMu.Unlock()
-	if len(jobFree) == 0 {
-		batch := make([]job, jobBatch)
+// FreeList keeps values for reuse, made in batches, so that steady calls
+// allocate nothing and a new peak of concurrent calls rarely does. Init, if
+// set, prepares each value once when its batch is made. It is safe for
+// concurrent use.
+type FreeList[T any] struct {
+	Init func(*T)
+	mu   sync.Mutex
+	free []*T
+}
+
+// Get returns a value from the list, or one of a new batch.
+func (f *FreeList[T]) Get() *T {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if len(f.free) == 0 {
+		batch := make([]T, jobBatch)
 		for i := range batch {
-			batch[i].done = make(chan struct{}, 1)
-			jobFree = append(jobFree, &batch[i])
+			if f.Init != nil {
+				f.Init(&batch[i])
+			}
+			f.free = append(f.free, &batch[i])
 		}
 	}
-	j := jobFree[len(jobFree)-1]
-	jobFree = jobFree[:len(jobFree)-1]
-	return j
+	x := f.free[len(f.free)-1]
+	f.free = f.free[:len(f.free)-1]
+	return x
 }
 
-func putJob(j *job) {
-	poolMu.Lock()
-	jobFree = append(jobFree, j)
-	poolMu.Unlock()
+// Put gives x back for reuse; the caller no longer touches it.
+func (f *FreeList[T]) Put(x *T) {
+	f.mu.Lock()
+	f.free = append(f.free, x)
+	f.mu.Unlock()
 }
 
-func getFor() *forWork {
-	poolMu.Lock()
-	defer poolMu.Unlock()
-	if len(forFree) == 0 {
-		batch := make([]forWork, jobBatch)
-		for i := range batch {
-			forFree = append(forFree, &batch[i])
-		}
-	}
-	f := forFree[len(forFree)-1]
-	forFree = forFree[:len(forFree)-1]
-	return f
-}
-
-func putFor(f *forWork) {
-	poolMu.Lock()
-	forFree = append(forFree, f)
-	poolMu.Unlock()
-}
+var (
+	jobs = FreeList[job]{Init: func(j *job) { j.done = make(chan struct{}, 1) }}
+	fors FreeList[forWork]
+)
 
 // runHelper is a helper goroutine's body: it takes the newest helper waiting
 // to start. (A go statement without arguments allocates no closure.)
@@ -234,7 +231,7 @@ func Do(threads, parts int, w Work) {
 		}
 		return
 	}
-	j := getJob()
+	j := jobs.Get()
 	j.w, j.parts = w, parts
 	j.next.Store(0)
 	var offered [maxOffer]*helper
@@ -296,7 +293,7 @@ func Do(threads, parts int, w Work) {
 		}
 	}
 	j.w = nil
-	putJob(j)
+	jobs.Put(j)
 }
 
 // maxOffer bounds the helpers of one call.
