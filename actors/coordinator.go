@@ -129,7 +129,7 @@ func (c *Coordinator) runStep(ctx actor.Context, m *RunStep) {
 	c.send(ctx, c.opt, &c.begin)
 	for k, sp := range c.spans {
 		t := c.targets.at(k)
-		*t = Target{Step: m.Step, Micro: k, Seq: c.seq, Micros: len(c.spans), T: m.T.Slice(sp.Lo, sp.Hi), Rows: sp.Hi - sp.Lo, Total: n}
+		*t = Target{Step: m.Step, Micro: k, Seq: c.seq, Micros: len(c.spans), T: m.T.Slice(sp.Lo, sp.Hi), Rows: sp.Hi - sp.Lo, Total: n, Row: sp.Lo}
 		c.send(ctx, c.loss, t)
 	}
 	if c.schedule == Sequential {

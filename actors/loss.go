@@ -101,7 +101,11 @@ func (l *Loss) train(ctx actor.Context, t *Target, out *tensor.Tensor) error {
 	var grad *tensor.Tensor
 	l.sum.Total = t.Total
 	l.span('F', t.Step, t.Micro, func() {
-		grad = l.sum.Add(l.arenas.at(t.Seq, t.Micro), out, t.T)
+		// the gradients of the step's micro-batches lie in one block, so the
+		// last layer's weight gradient can run once over the step
+		a := l.arenas.at(t.Seq, t.Micro)
+		a.Share(&l.arenas.rows, t.Row, t.Row+t.Rows, t.Total)
+		grad = l.sum.Add(a, out, t.T)
 	})
 	if !grad.IsFinite() {
 		return &nn.NonFiniteError{Step: t.Step, Where: "loss"}

@@ -46,6 +46,7 @@ type Target struct {
 	Eval                bool
 	T                   nn.Target
 	Rows, Total         int
+	Row                 int // the micro-batch's first row in the mini-batch
 }
 
 // BackwardDone reports that an actor of the first node finished a micro-batch's
