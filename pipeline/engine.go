@@ -377,6 +377,25 @@ func (e *Engine) request(pid *actor.PID, msg any) (any, error) {
 	return e.root.RequestFuture(pid, msg, d).Result()
 }
 
+// askAll sends msg(i) to every stage actor at once and returns their answers
+// in stage order: the stages answer in parallel, not one round trip after
+// the other.
+func (e *Engine) askAll(msg func(i int) any) ([]any, error) {
+	futures := make([]*actor.Future, len(e.stages))
+	for i, pid := range e.stages {
+		futures[i] = e.root.RequestFuture(pid, msg(i), queryTimeout)
+	}
+	out := make([]any, len(futures))
+	for i, f := range futures {
+		res, err := f.Result()
+		if err != nil {
+			return nil, err
+		}
+		out[i] = res
+	}
+	return out, nil
+}
+
 // Step runs one training step on a mini-batch and returns its mean loss. x and
 // t belong to the engine until Step returns; nothing of them is read after.
 // Passing the same x every step (refilled in place) saves re-slicing it.
@@ -417,11 +436,11 @@ func (e *Engine) Snapshot() (map[string]*tensor.Tensor, optim.State, error) {
 	var order []string
 	st := optim.State{Tensors: map[string]*tensor.Tensor{}}
 	first := true
-	for _, pid := range e.stages {
-		res, err := e.request(pid, &actors.GetParams{})
-		if err != nil {
-			return nil, optim.State{}, err
-		}
+	answers, err := e.askAll(func(int) any { return &actors.GetParams{} })
+	if err != nil {
+		return nil, optim.State{}, err
+	}
+	for _, res := range answers {
 		p := res.(*actors.Params)
 		for i, name := range p.Names {
 			if weights[name] == nil {
@@ -486,13 +505,15 @@ func (e *Engine) Restore(weights map[string]*tensor.Tensor, st optim.State) erro
 			return err
 		}
 	}
+	names, err := e.askAll(func(int) any { return &actors.GetParams{NamesOnly: true} })
+	if err != nil {
+		return err
+	}
+	sets := make([]*actors.SetParams, len(e.stages))
 	for _, n := range e.nodes {
 		for part, id := range n.actors {
-			res, err := e.request(e.stages[id], &actors.GetParams{NamesOnly: true})
-			if err != nil {
-				return err
-			}
-			p := res.(*actors.Params)
+			p := names[id].(*actors.Params)
+			sets[id] = &actors.SetParams{}
 			if len(p.Names) == 0 {
 				continue
 			}
@@ -517,13 +538,16 @@ func (e *Engine) Restore(weights map[string]*tensor.Tensor, st optim.State) erro
 					}
 				}
 			}
-			res, err = e.request(e.stages[id], &actors.SetParams{Values: values, State: &local})
-			if err != nil {
-				return err
-			}
-			if err := res.(*actors.Ack).Err; err != nil {
-				return err
-			}
+			sets[id] = &actors.SetParams{Values: values, State: &local}
+		}
+	}
+	acks, err := e.askAll(func(i int) any { return sets[i] })
+	if err != nil {
+		return err
+	}
+	for _, a := range acks {
+		if err := a.(*actors.Ack).Err; err != nil {
+			return err
 		}
 	}
 	return nil
