@@ -16,10 +16,14 @@ const (
 	XavierNormal  Init = "xavier_normal"  // N(0, 2/(fan_in+fan_out))
 	HeUniform     Init = "he_uniform"     // U(-a, a), a = sqrt(6/fan_in): kaiming_uniform_ for ReLU
 	HeNormal      Init = "he_normal"      // N(0, 2/fan_in): kaiming_normal_ for ReLU
+	// TorchDefault is what torch.nn.Linear does by itself: kaiming_uniform_
+	// with a = √5, U(-a, a) with a = 1/sqrt(fan_in), and the bias from the
+	// same range (FillBias); the other inits leave biases at zero.
+	TorchDefault Init = "torch_default"
 )
 
 // Inits lists the valid initializer names.
-var Inits = []Init{XavierUniform, XavierNormal, HeUniform, HeNormal}
+var Inits = []Init{XavierUniform, XavierNormal, HeUniform, HeNormal, TorchDefault}
 
 // Fill draws w, a weight of shape [fan_out, fan_in], from the initializer with
 // PyTorch's formulas (gain 1 for Xavier, sqrt(2) for He), using rng.
@@ -40,8 +44,24 @@ func (in Init) Fill(w *tensor.Tensor, rng *rand.Rand) error {
 		w.FillUniform(rng, -a, a)
 	case HeNormal:
 		w.FillNormal(rng, 0, math.Sqrt(2/fanIn))
+	case TorchDefault:
+		// gain sqrt(2/(1+a²)) = sqrt(1/3) at a = √5, bound sqrt(3)·gain/sqrt(fan_in)
+		a := 1 / math.Sqrt(fanIn)
+		w.FillUniform(rng, -a, a)
 	default:
 		return fmt.Errorf("nn: unknown init %q (want one of %v)", string(in), Inits)
 	}
 	return nil
+}
+
+// FillBias draws b, the bias of a layer with fan_in inputs, as the
+// initializer does: U(-1/sqrt(fan_in), 1/sqrt(fan_in)) for TorchDefault, as
+// torch.nn.Linear does, and zeros for the others.
+func (in Init) FillBias(b *tensor.Tensor, fanIn int, rng *rand.Rand) {
+	if in != TorchDefault || fanIn <= 0 {
+		b.Zero()
+		return
+	}
+	a := 1 / math.Sqrt(float64(fanIn))
+	b.FillUniform(rng, -a, a)
 }

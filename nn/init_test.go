@@ -2,6 +2,7 @@ package nn_test
 
 import (
 	"math"
+	"slices"
 	"strings"
 	"testing"
 
@@ -25,6 +26,8 @@ func TestInitStatistics(t *testing.T) {
 		{nn.XavierNormal, math.Sqrt(2.0 / (fanIn + fanOut)), 0},
 		{nn.HeUniform, math.Sqrt(2.0 / fanIn), math.Sqrt(6.0 / fanIn)},
 		{nn.HeNormal, math.Sqrt(2.0 / fanIn), 0},
+		// kaiming_uniform_(a=√5): U(-1/sqrt(fan_in), 1/sqrt(fan_in)), std bound/√3
+		{nn.TorchDefault, 1 / math.Sqrt(3*fanIn), 1 / math.Sqrt(fanIn)},
 	} {
 		for _, dt := range []tensor.DType{tensor.Float32, tensor.Float64} {
 			w := tensor.Zeros(dt, fanOut, fanIn)
@@ -103,5 +106,39 @@ func TestInitErrors(t *testing.T) {
 	}
 	if _, err := nn.NewLinear(tensor.Float64, 3, 4, "bogus", newRNG(1)); err == nil {
 		t.Errorf("NewLinear with init %q: got nil error, want one", "bogus")
+	}
+}
+
+// TestLinearBiasInit: torch_default draws the bias from U(-1/sqrt(fan_in),
+// 1/sqrt(fan_in)) after the weight, from the same stream, as torch.nn.Linear
+// does; the other inits leave it at zero.
+func TestLinearBiasInit(t *testing.T) {
+	for _, init := range nn.Inits {
+		l, err := nn.NewLinear(tensor.Float64, 400, 300, init, newRNG(5))
+		if err != nil {
+			t.Fatal(err)
+		}
+		b := l.B.Float64s()
+		maxAbs := 0.0
+		for _, v := range b {
+			maxAbs = math.Max(maxAbs, math.Abs(v))
+		}
+		if init != nn.TorchDefault {
+			if maxAbs != 0 {
+				t.Errorf("%s: bias max |b| = %v, want zeros", init, maxAbs)
+			}
+			continue
+		}
+		if bound := 1 / math.Sqrt(400); maxAbs > bound || maxAbs < 0.9*bound {
+			t.Errorf("%s: bias max |b| = %v, want within and near %v", init, maxAbs, bound)
+		}
+		// the weight is drawn first: the same stream gives the same weight as Fill alone
+		w := tensor.Zeros(tensor.Float64, 300, 400)
+		if err := init.Fill(w, newRNG(5)); err != nil {
+			t.Fatal(err)
+		}
+		if !slices.Equal(w.Float64s(), l.W.Float64s()) {
+			t.Errorf("%s: the weight depends on the bias draw", init)
+		}
 	}
 }

@@ -44,7 +44,8 @@ func use(p Pass, packed *uint64) (usePacked, pack bool) {
 	return true, true
 }
 
-// NewLinear returns a layer with weights drawn by init from rng and zero biases.
+// NewLinear returns a layer with weights drawn by init from rng, and biases
+// drawn after them for TorchDefault, zero for the other inits.
 func NewLinear(dt tensor.DType, in, out int, init Init, rng *rand.Rand) (*Linear, error) {
 	if in <= 0 || out <= 0 {
 		return nil, fmt.Errorf("nn: linear layer needs positive sizes, got in=%d out=%d", in, out)
@@ -58,6 +59,7 @@ func NewLinear(dt tensor.DType, in, out int, init Init, rng *rand.Rand) (*Linear
 	if err := init.Fill(l.W, rng); err != nil {
 		return nil, err
 	}
+	init.FillBias(l.B, in, rng) // after W, from the same stream, as PyTorch draws them
 	return l, nil
 }
 

@@ -233,6 +233,7 @@ func TestOverrides(t *testing.T) {
 			return []int{c.Model.Layers[0].Units, c.Model.Layers[2].Units}
 		}, []int{64, 10}},
 		{[]string{"model.layers.0.init=he_normal"}, func(c *Config) any { return c.Model.Layers[0].Init }, "he_normal"},
+		{[]string{"model.layers.0.init=torch_default"}, func(c *Config) any { return c.Model.Layers[0].Init }, "torch_default"},
 		{[]string{`model.layers.1={type="leaky_relu", alpha=0.3}`}, func(c *Config) any { return plain(c).Model.Layers[1] },
 			Layer{Type: "leaky_relu", Init: "xavier_uniform", Shards: 1, Alpha: 0.3, P: 0.1}},
 		{[]string{`model.layers.1.type=tanh`}, func(c *Config) any { return c.Model.Layers[1].Type }, "tanh"},
@@ -313,7 +314,7 @@ func TestGoLayers(t *testing.T) {
 		{Layer{Type: "relu", Units: 5}, `config: model.layers[0].units = 5: not a key of a relu layer (it takes only type)`},
 		{Layer{Type: "tanh", P: 0.3}, `config: model.layers[0].p = 0.3: not a key of a tanh layer (it takes only type)`},
 		{lin, ""},
-		{Layer{Type: "linear", Units: 10}, `config: model.layers[0].init = "": want one of xavier_uniform, xavier_normal, he_uniform, he_normal`},
+		{Layer{Type: "linear", Units: 10}, `config: model.layers[0].init = "": want one of xavier_uniform, xavier_normal, he_uniform, he_normal, torch_default`},
 		{Layer{Type: "linear"}, `config: model.layers[0].units: required for a linear layer`},
 	} {
 		c := Default()
