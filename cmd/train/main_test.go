@@ -154,8 +154,8 @@ func TestRunWritesEveryEvent(t *testing.T) {
 		}
 	}
 	end := eventsNamed(r.events, "run_end")
-	if len(end) != 1 || end[0]["status"] != "ok" {
-		t.Fatalf("run_end = %v, want one with status ok", end)
+	if len(end) != 1 || end[0]["status"] != "ok" || end[0]["reason"] != "completed" {
+		t.Fatalf("run_end = %v, want one with status ok, reason completed", end)
 	}
 	evals := eventsNamed(r.events, "eval")
 	if acc := evals[len(evals)-1]["accuracy"].(float64); acc < 0.85 {
@@ -184,6 +184,9 @@ func TestPipelineKeys(t *testing.T) {
 		p := eventsNamed(r.events, "run_start")[0]["config"].(map[string]any)["pipeline"].(map[string]any)
 		if p["gemm_threads"] != tc.threads || p["split_backward"] != tc.split {
 			t.Errorf("%v: run_start pipeline = %v, want gemm_threads %v, split_backward %v", args, p, tc.threads, tc.split)
+		}
+		if end := eventsNamed(r.events, "run_end"); len(end) != 1 || end[0]["reason"] != "max_steps" {
+			t.Errorf("%v: run_end = %v, want reason max_steps", args, end)
 		}
 		if h, ok := p["hosts"].([]any); !ok || len(h) != 0 {
 			t.Errorf("%v: run_start pipeline.hosts = %#v, want []", args, p["hosts"])
@@ -264,8 +267,8 @@ func TestNonFiniteLossFails(t *testing.T) {
 		t.Errorf("last stderr line %q, want train: ... non-finite ...", l)
 	}
 	end := eventsNamed(r.events, "run_end")
-	if len(end) != 1 || end[0]["status"] != "failed" || end[0]["error"] == "" {
-		t.Errorf("run_end = %v, want status failed with an error", end)
+	if len(end) != 1 || end[0]["status"] != "failed" || end[0]["error"] == "" || end[0]["reason"] != "failed" {
+		t.Errorf("run_end = %v, want status failed, reason failed, with an error", end)
 	}
 	ck := eventsNamed(r.events, "checkpoint")
 	if len(ck) == 0 {

@@ -38,6 +38,8 @@ type trainRun struct {
 	layout layout
 	tuner  *tuner
 
+	reason string // why the run ended well: "completed" or "max_steps"
+
 	// position: the next batch is (epoch, batch); step optimizer steps are done.
 	step, epoch, batch int
 
@@ -73,10 +75,13 @@ func runTrain(ctx context.Context, o *options, stderr io.Writer) (err error) {
 			err = fmt.Errorf("internal error: %v", p)
 		}
 		ev := log.event("run_end").Int("steps", r.step).Float64("wall_seconds", time.Since(start).Seconds())
-		if err != nil {
-			ev = ev.Str("status", "failed").Str("error", err.Error())
-		} else {
-			ev = ev.Str("status", "ok")
+		switch {
+		case errors.Is(err, errInterrupted):
+			ev = ev.Str("status", "failed").Str("error", err.Error()).Str("reason", "interrupted")
+		case err != nil:
+			ev = ev.Str("status", "failed").Str("error", err.Error()).Str("reason", "failed")
+		default:
+			ev = ev.Str("status", "ok").Str("reason", r.reason)
 		}
 		ev.Msg("run ended")
 		if perr := r.writePlot(); perr != nil {
@@ -180,6 +185,7 @@ func (r *trainRun) loop(ctx context.Context) error {
 				return r.interrupted()
 			}
 			if c.Train.MaxSteps > 0 && r.step >= c.Train.MaxSteps {
+				r.reason = "max_steps"
 				return r.finish()
 			}
 			rows := r.loader.BatchInto(r.epoch, r.batch, xbuf, lbuf, tbuf)
@@ -233,6 +239,7 @@ func (r *trainRun) loop(ctx context.Context) error {
 			}
 		}
 	}
+	r.reason = "completed"
 	return r.finish()
 }
 
