@@ -1,8 +1,8 @@
 package ops_test
 
 // Pooling: finite-difference checks in float64, forward and backward against
-// naive loops and by hand, ties and NaN in max pooling, empty inputs,
-// float32/float64 agreement and errors.
+// naive loops and by hand, ties and NaN in max pooling, empty inputs; and, for
+// pooling and batch norm both, float32/float64 agreement and errors.
 
 import (
 	"fmt"
@@ -232,6 +232,18 @@ func TestEdgePoolNormFloat32(t *testing.T) {
 			func(x []*tt) []*tt {
 				return in(ops.AvgPool2d(x[0], 3, 1), ops.AvgPool2dBackward(x[1], x[0].Shape(), 3, 1))
 			}},
+		{"BatchNorm [N C H W]", in(randN(rng, 2, 3, 4, 5, 6), randSignedU(rng, 0.5, 2, 4), randN(rng, 1, 4), randN(rng, 1, 3, 4, 5, 6)),
+			func(x []*tt) []*tt {
+				out, mean, invstd := ops.BatchNorm(x[0], x[1], x[2], 1e-5)
+				gx, gg, gb := ops.BatchNormBackward(x[3], x[0], x[1], mean, invstd)
+				return in(out, mean, invstd, gx, gg, gb)
+			}},
+		{"BatchNorm [N C]", in(randN(rng, 2, 16, 3), randSignedU(rng, 0.5, 2, 3), randN(rng, 1, 3), randN(rng, 1, 16, 3)),
+			func(x []*tt) []*tt {
+				out, mean, invstd := ops.BatchNorm(x[0], x[1], x[2], 1e-5)
+				gx, gg, gb := ops.BatchNormBackward(x[3], x[0], x[1], mean, invstd)
+				return in(out, mean, invstd, gx, gg, gb)
+			}},
 	}
 	for _, c := range cases {
 		var in32, in64, snap []*tt
@@ -295,6 +307,18 @@ func TestEdgePoolNormErrors(t *testing.T) {
 			func() { ops.AvgPool2dBackward(z(1, 1, 2, 1), sh(1, 1, 4, 5), 2, 2) }},
 		{"AvgPool2dBackward", "AvgPool2dBackward(grad [1 1 2 2], [1 -1 4 4])", []string{"[1 1 2 2]", "[1 -1 4 4]"}, func() { ops.AvgPool2dBackward(z(1, 1, 2, 2), sh(1, -1, 4, 4), 2, 2) }},
 		{"AvgPool2dBackward", "AvgPool2dBackward(grad [2 2], [4 4])", []string{"[2 2]", "[4 4]"}, func() { ops.AvgPool2dBackward(z(2, 2), sh(4, 4), 2, 2) }},
+		{"BatchNorm", "BatchNorm([3])", []string{"[3]"}, func() { ops.BatchNorm(z(3), z(3), z(3), 1e-5) }},
+		{"BatchNorm", "BatchNorm([4 3], gamma [2])", []string{"[4 3]", "[2]", "[3]"}, func() { ops.BatchNorm(z(4, 3), z(2), z(3), 1e-5) }},
+		{"BatchNorm", "BatchNorm([2 3 4 4], beta [3 1])", []string{"[2 3 4 4]", "[3 1]"}, func() { ops.BatchNorm(z(2, 3, 4, 4), z(3), z(3, 1), 1e-5) }},
+		{"BatchNorm", "BatchNorm(float32 x, float64 gamma)", []string{"[4 3]", "[3]"}, func() { ops.BatchNorm(f32(4, 3), z(3), z(3), 1e-5) }},
+		{"BatchNormBackward", "BatchNormBackward(grad [4 2], [4 3])", []string{"[4 2]", "[4 3]"},
+			func() { ops.BatchNormBackward(z(4, 2), z(4, 3), z(3), z(3), z(3)) }},
+		{"BatchNormBackward", "BatchNormBackward(mean [4])", []string{"[4 3]", "[4]"},
+			func() { ops.BatchNormBackward(z(4, 3), z(4, 3), z(3), z(4), z(3)) }},
+		{"BatchNormBackward", "BatchNormBackward(float32 invstd)", []string{"[4 3]", "[3]"},
+			func() { ops.BatchNormBackward(z(4, 3), z(4, 3), z(3), z(3), f32(3)) }},
+		{"BatchNormBackward", "BatchNormBackward([5])", []string{"[5]"},
+			func() { ops.BatchNormBackward(z(5), z(5), z(5), z(5), z(5)) }},
 	}
 	for _, c := range cases {
 		expectError(t, c.desc, "ops."+c.op+":", c.mentions, c.fn)
