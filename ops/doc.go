@@ -50,6 +50,25 @@
 // gradient times a scale the caller fixes for the whole mini-batch (1/N): so
 // the loss and gradients of a mini-batch do not depend on how it is cut.
 //
+// # Pooling and normalisation
+//
+// MaxPool2d and AvgPool2d take [N C H W] inputs, square windows of side kernel
+// stepping by stride, and no padding: OH = ⌊(H−kernel)/stride⌋+1, rows and
+// columns no window reaches being left out. A kernel larger than a non-empty H
+// or W panics; an empty batch or spatial axis gives an empty output.
+// MaxPool2dBackward sends each window's gradient to its first maximum in
+// row-major order, or to its first NaN (unlike MaxBackward, ties are not
+// shared); AvgPool2dBackward spreads grad/kernel² over the window. Overlapping
+// windows accumulate.
+//
+// BatchNorm is training-mode batch normalisation of [N C ...] inputs over every
+// axis but 1, with the biased variance; it returns mean and invstd =
+// 1/sqrt(var+eps) per channel, accumulated in float64 in a fixed order, for
+// BatchNormBackward to take. A constant channel gives beta and finite
+// gradients when eps > 0; with eps = 0 its invstd is 0, as in PyTorch. A
+// channel of no elements (N·H·W = 0) has NaN statistics and gamma and beta
+// gradients of 0.
+//
 // # Panics
 //
 // Mixing dtypes, shapes that do not fit, an axis out of range, or a label outside

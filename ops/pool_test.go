@@ -1,0 +1,326 @@
+package ops_test
+
+// Pooling: finite-difference checks in float64, forward and backward against
+// naive loops and by hand, ties and NaN in max pooling, empty inputs; and, for
+// pooling and batch norm both, float32/float64 agreement and errors.
+
+import (
+	"fmt"
+	"math"
+	"testing"
+
+	"github.com/pipetrain/pipetrain/ops"
+	"github.com/pipetrain/pipetrain/ops/opstest"
+	"github.com/pipetrain/pipetrain/tensor"
+)
+
+// poolCases cover kernel 2 and 3, stride 1, 2 and 3, overlapping windows,
+// non-square inputs, rows and columns no window reaches, C > 1, N = 1 and 2.
+var poolCases = []struct {
+	shape          []int
+	kernel, stride int
+}{
+	{[]int{1, 1, 4, 4}, 2, 2},
+	{[]int{1, 1, 4, 5}, 2, 1},
+	{[]int{2, 3, 5, 4}, 3, 1},
+	{[]int{2, 2, 7, 6}, 3, 2},
+	{[]int{1, 2, 5, 7}, 2, 2},
+	{[]int{2, 1, 3, 3}, 3, 3},
+	{[]int{1, 3, 6, 3}, 2, 3},
+	{[]int{2, 2, 4, 3}, 1, 1},
+}
+
+// refPool pools x, [N C H W], with naive loops: max (first maximum, or first
+// NaN) or mean per window, and the argmax of each window.
+func refPool(x []float64, shape []int, k, s int, isMax bool) (out []float64, arg []int) {
+	n, c, h, w := shape[0], shape[1], shape[2], shape[3]
+	oh, ow := (h-k)/s+1, (w-k)/s+1
+	for b := range n {
+		for ch := range c {
+			for i := range oh {
+				for j := range ow {
+					best, bi, sum := math.Inf(-1), -1, 0.0
+					for r := range k {
+						for q := range k {
+							idx := ((b*c+ch)*h+i*s+r)*w + j*s + q
+							v := x[idx]
+							sum += v
+							if bi < 0 || (!math.IsNaN(best) && (v > best || math.IsNaN(v))) {
+								best, bi = v, idx
+							}
+						}
+					}
+					if isMax {
+						out = append(out, best)
+					} else {
+						out = append(out, sum/float64(k*k))
+					}
+					arg = append(arg, bi)
+				}
+			}
+		}
+	}
+	return out, arg
+}
+
+func TestGradMaxPool2d(t *testing.T) {
+	rng := newRNG(60)
+	for _, c := range poolCases {
+		opstest.CheckGrad(t, gradName("MaxPool2d", c.shape, "kernel", c.kernel, "stride", c.stride), in(randDistinct(rng, c.shape...)),
+			func(x []*tt) *tt { return ops.MaxPool2d(x[0], c.kernel, c.stride) },
+			func(g *tt, x []*tt, _ *tt) []*tt { return in(ops.MaxPool2dBackward(g, x[0], c.kernel, c.stride)) },
+			gradTol)
+	}
+}
+
+func TestGradAvgPool2d(t *testing.T) {
+	rng := newRNG(61)
+	for _, c := range poolCases {
+		opstest.CheckGrad(t, gradName("AvgPool2d", c.shape, "kernel", c.kernel, "stride", c.stride), in(randN(rng, 1, c.shape...)),
+			func(x []*tt) *tt { return ops.AvgPool2d(x[0], c.kernel, c.stride) },
+			func(g *tt, x []*tt, _ *tt) []*tt {
+				return in(ops.AvgPool2dBackward(g, x[0].Shape(), c.kernel, c.stride))
+			},
+			gradTol)
+	}
+}
+
+func TestPoolAgainstNaiveLoops(t *testing.T) {
+	rng := newRNG(63)
+	for _, c := range poolCases {
+		x := randN(rng, 1, c.shape...)
+		x.Data64()[0] = nan // one window at least holds a NaN
+		g := randN(rng, 1, ops.MaxPool2d(x, c.kernel, c.stride).Shape()...)
+		for _, max := range []bool{true, false} {
+			want, arg := refPool(x.Float64s(), c.shape, c.kernel, c.stride, max)
+			wantGrad := make([]float64, x.Size())
+			for o, gv := range g.Float64s() {
+				if max {
+					wantGrad[arg[o]] += gv
+					continue
+				}
+				_, idx := refWindow(c.shape, c.kernel, c.stride, o)
+				for _, i := range idx {
+					wantGrad[i] += gv / float64(c.kernel*c.kernel)
+				}
+			}
+			desc := fmt.Sprintf("%v kernel %d stride %d", c.shape, c.kernel, c.stride)
+			if max {
+				checkT(t, "MaxPool2d "+desc, ops.MaxPool2d(x, c.kernel, c.stride), g.Shape(), want, 0)
+				checkT(t, "MaxPool2dBackward "+desc, ops.MaxPool2dBackward(g, x, c.kernel, c.stride), c.shape, wantGrad, 1e-12)
+			} else {
+				checkT(t, "AvgPool2d "+desc, ops.AvgPool2d(x, c.kernel, c.stride), g.Shape(), want, 1e-12)
+				checkT(t, "AvgPool2dBackward "+desc, ops.AvgPool2dBackward(g, c.shape, c.kernel, c.stride), c.shape, wantGrad, 1e-12)
+			}
+		}
+	}
+}
+
+// refWindow returns the input offsets of output element o's window.
+func refWindow(shape []int, k, s, o int) (int, []int) {
+	h, w := shape[2], shape[3]
+	oh, ow := (h-k)/s+1, (w-k)/s+1
+	plane, i, j := o/(oh*ow), o/ow%oh, o%ow
+	var idx []int
+	for r := range k {
+		for q := range k {
+			idx = append(idx, (plane*h+i*s+r)*w+j*s+q)
+		}
+	}
+	return plane, idx
+}
+
+func TestEdgePoolByHand(t *testing.T) {
+	// 1..12 in a 3×4 plane, kernel 2 stride 2: the last row is left out.
+	x := arange(1, 1, 3, 4)
+	checkT(t, "AvgPool2d 3×4 k2 s2", ops.AvgPool2d(x, 2, 2), sh(1, 1, 1, 2), []float64{3.5, 5.5}, 0)
+	checkT(t, "MaxPool2d 3×4 k2 s2", ops.MaxPool2d(x, 2, 2), sh(1, 1, 1, 2), []float64{6, 8}, 0)
+	checkT(t, "AvgPool2dBackward 3×4 k2 s2", ops.AvgPool2dBackward(mk(sh(1, 1, 1, 2), 4, 8), sh(1, 1, 3, 4), 2, 2),
+		sh(1, 1, 3, 4), []float64{1, 1, 2, 2, 1, 1, 2, 2, 0, 0, 0, 0}, 0)
+	checkT(t, "MaxPool2dBackward 3×4 k2 s2", ops.MaxPool2dBackward(mk(sh(1, 1, 1, 2), 4, 8), x, 2, 2),
+		sh(1, 1, 3, 4), []float64{0, 0, 0, 0, 0, 4, 0, 8, 0, 0, 0, 0}, 0)
+	// Overlapping windows accumulate: each inner element is in four windows.
+	checkT(t, "AvgPool2dBackward 3×3 k2 s1", ops.AvgPool2dBackward(mk(sh(1, 1, 2, 2), 4, 4, 4, 4), sh(1, 1, 3, 3), 2, 1),
+		sh(1, 1, 3, 3), []float64{1, 2, 1, 2, 4, 2, 1, 2, 1}, 0)
+	center := mk(sh(1, 1, 3, 3), 0, 0, 0, 0, 9, 0, 0, 0, 0)
+	checkT(t, "MaxPool2dBackward 3×3 k2 s1, one maximum in every window",
+		ops.MaxPool2dBackward(mk(sh(1, 1, 2, 2), 1, 2, 3, 4), center, 2, 1), sh(1, 1, 3, 3), []float64{0, 0, 0, 0, 10, 0, 0, 0, 0}, 0)
+}
+
+func TestEdgeMaxPoolTiesAndNaN(t *testing.T) {
+	cases := []struct {
+		desc           string
+		x              *tt
+		kernel, stride int
+		grad           []float64
+		out, gx        []float64
+	}{
+		// The whole gradient goes to the first maximum in row-major order.
+		{"ties k2 s2", mk(sh(1, 1, 2, 4), 1, 3, 3, 0, 3, 2, 0, 3), 2, 2,
+			[]float64{5, 7}, []float64{3, 3}, []float64{0, 5, 7, 0, 0, 0, 0, 0}},
+		// Equal everywhere, overlapping: each window's first maximum is its corner.
+		{"all equal k2 s1", mk(sh(1, 1, 3, 3), repeat(2, 9)...), 2, 1,
+			[]float64{1, 2, 3, 4}, []float64{2, 2, 2, 2}, []float64{1, 2, 0, 3, 4, 0, 0, 0, 0}},
+		{"all -Inf k2 s2", mk(sh(1, 1, 2, 2), ninf, ninf, ninf, ninf), 2, 2,
+			[]float64{3}, []float64{ninf}, []float64{3, 0, 0, 0}},
+		// NaN is the maximum, and the gradient goes to the first NaN.
+		{"NaN k2 s2", mk(sh(1, 1, 2, 2), 1, nan, nan, 2), 2, 2,
+			[]float64{3}, []float64{nan}, []float64{0, 3, 0, 0}},
+		{"NaN after the max k2 s2", mk(sh(1, 1, 2, 2), 9, 1, 2, nan), 2, 2,
+			[]float64{3}, []float64{nan}, []float64{0, 0, 0, 3}},
+		{"NaN overlapping k2 s1", mk(sh(1, 1, 2, 3), 1, nan, 3, 4, 5, nan), 2, 1,
+			[]float64{2, 3}, []float64{nan, nan}, []float64{0, 5, 0, 0, 0, 0}},
+		{"NaN beside Inf k2 s1", mk(sh(1, 1, 2, 3), inf, 0, nan, 1, 2, 3), 2, 1,
+			[]float64{2, 3}, []float64{inf, nan}, []float64{2, 0, 3, 0, 0, 0}},
+	}
+	for _, c := range cases {
+		for _, dt := range []tensor.DType{tensor.Float64, tensor.Float32} {
+			x := c.x.As(dt)
+			desc := fmt.Sprintf("%s (%v)", c.desc, dt)
+			out := ops.MaxPool2d(x, c.kernel, c.stride)
+			g := tensor.FromFloat64s(dt, c.grad, out.Shape()...)
+			checkT(t, "MaxPool2d "+desc, out, out.Shape(), c.out, 0)
+			checkT(t, "MaxPool2dBackward "+desc, ops.MaxPool2dBackward(g, x, c.kernel, c.stride), x.Shape(), c.gx, 0)
+			if out.DType() != dt {
+				t.Errorf("MaxPool2d %s: dtype %v", desc, out.DType())
+			}
+		}
+	}
+}
+
+func TestEdgePoolEmpty(t *testing.T) {
+	for _, c := range []struct {
+		shape, out     []int
+		kernel, stride int
+	}{
+		{sh(0, 3, 4, 4), sh(0, 3, 2, 2), 2, 2},
+		{sh(2, 0, 4, 5), sh(2, 0, 3, 4), 2, 1},
+		{sh(2, 1, 0, 5), sh(2, 1, 0, 4), 2, 1},
+		{sh(1, 2, 3, 0), sh(1, 2, 1, 0), 3, 1},
+		{sh(1, 1, 0, 0), sh(1, 1, 0, 0), 5, 2},
+	} {
+		for _, dt := range []tensor.DType{tensor.Float64, tensor.Float32} {
+			desc := fmt.Sprintf("%v kernel %d stride %d (%v)", c.shape, c.kernel, c.stride, dt)
+			safely(t, desc, func() {
+				x := tensor.Zeros(dt, c.shape...)
+				g := tensor.Zeros(dt, c.out...)
+				checkT(t, "MaxPool2d "+desc, ops.MaxPool2d(x, c.kernel, c.stride), c.out, nil, 0)
+				checkT(t, "AvgPool2d "+desc, ops.AvgPool2d(x, c.kernel, c.stride), c.out, nil, 0)
+				checkT(t, "MaxPool2dBackward "+desc, ops.MaxPool2dBackward(g, x, c.kernel, c.stride), c.shape, nil, 0)
+				checkT(t, "AvgPool2dBackward "+desc, ops.AvgPool2dBackward(g, c.shape, c.kernel, c.stride), c.shape, nil, 0)
+			})
+		}
+	}
+}
+
+// TestEdgePoolNormFloat32 runs every new op on float32 inputs and on the same
+// values in float64: results agree, have the inputs' dtype, and no input changes.
+func TestEdgePoolNormFloat32(t *testing.T) {
+	const rtol, atol = 2e-4, 1e-6
+	rng := newRNG(65)
+	type run func(x []*tt) []*tt
+	cases := []struct {
+		name string
+		in   []*tt
+		run  run
+	}{
+		{"MaxPool2d", in(randDistinct(rng, 2, 3, 5, 6), randN(rng, 1, 2, 3, 2, 3)),
+			func(x []*tt) []*tt { return in(ops.MaxPool2d(x[0], 2, 2), ops.MaxPool2dBackward(x[1], x[0], 2, 2)) }},
+		{"MaxPool2d overlapping", in(randDistinct(rng, 2, 2, 5, 4), randN(rng, 1, 2, 2, 3, 2)),
+			func(x []*tt) []*tt { return in(ops.MaxPool2d(x[0], 3, 1), ops.MaxPool2dBackward(x[1], x[0], 3, 1)) }},
+		{"AvgPool2d", in(randN(rng, 1, 2, 3, 5, 6), randN(rng, 1, 2, 3, 3, 4)),
+			func(x []*tt) []*tt {
+				return in(ops.AvgPool2d(x[0], 3, 1), ops.AvgPool2dBackward(x[1], x[0].Shape(), 3, 1))
+			}},
+		{"BatchNorm [N C H W]", in(randN(rng, 2, 3, 4, 5, 6), randSignedU(rng, 0.5, 2, 4), randN(rng, 1, 4), randN(rng, 1, 3, 4, 5, 6)),
+			func(x []*tt) []*tt {
+				out, mean, invstd := ops.BatchNorm(x[0], x[1], x[2], 1e-5)
+				gx, gg, gb := ops.BatchNormBackward(x[3], x[0], x[1], mean, invstd)
+				return in(out, mean, invstd, gx, gg, gb)
+			}},
+		{"BatchNorm [N C]", in(randN(rng, 2, 16, 3), randSignedU(rng, 0.5, 2, 3), randN(rng, 1, 3), randN(rng, 1, 16, 3)),
+			func(x []*tt) []*tt {
+				out, mean, invstd := ops.BatchNorm(x[0], x[1], x[2], 1e-5)
+				gx, gg, gb := ops.BatchNormBackward(x[3], x[0], x[1], mean, invstd)
+				return in(out, mean, invstd, gx, gg, gb)
+			}},
+	}
+	for _, c := range cases {
+		var in32, in64, snap []*tt
+		for _, x := range c.in {
+			x32 := x.As(tensor.Float32)
+			in32 = append(in32, x32)
+			in64 = append(in64, x32.As(tensor.Float64))
+			snap = append(snap, x32.Clone())
+		}
+		safely(t, c.name, func() {
+			out32, out64 := c.run(in32), c.run(in64)
+			for j := range in32 {
+				if !sameBits(in32[j], snap[j]) {
+					t.Errorf("%s: float32 argument %d changed", c.name, j)
+				}
+			}
+			for k := range out32 {
+				desc := fmt.Sprintf("%s result %d", c.name, k)
+				if out32[k].DType() != tensor.Float32 || out64[k].DType() != tensor.Float64 {
+					t.Errorf("%s: dtypes %v and %v, want float32 and float64", desc, out32[k].DType(), out64[k].DType())
+				}
+				if !tensor.EqualShapes(out32[k].Shape(), out64[k].Shape()) {
+					t.Errorf("%s: shapes %v and %v", desc, out32[k].Shape(), out64[k].Shape())
+					continue
+				}
+				v32, v64 := out32[k].Float64s(), out64[k].Float64s()
+				for j := range v32 {
+					if d := math.Abs(v32[j] - v64[j]); !(d <= atol+rtol*math.Abs(v64[j])) {
+						t.Errorf("%s at element %d: got %v (float32), want %v (float64)", desc, j, v32[j], v64[j])
+						break
+					}
+				}
+			}
+		})
+	}
+}
+
+func TestEdgePoolNormErrors(t *testing.T) {
+	f32 := func(shape ...int) *tt { return tensor.Zeros(tensor.Float32, shape...) }
+	z := func(shape ...int) *tt { return tensor.Zeros(tensor.Float64, shape...) }
+	cases := []struct {
+		op       string
+		desc     string
+		mentions []string
+		fn       func()
+	}{
+		{"MaxPool2d", "MaxPool2d([2 3 4])", []string{"[2 3 4]"}, func() { ops.MaxPool2d(z(2, 3, 4), 2, 2) }},
+		{"MaxPool2d", "MaxPool2d([1 1 3 3], kernel 4)", []string{"[1 1 3 3]", "4"}, func() { ops.MaxPool2d(z(1, 1, 3, 3), 4, 1) }},
+		{"MaxPool2d", "MaxPool2d([1 1 5 3], kernel 4)", []string{"[1 1 5 3]", "4"}, func() { ops.MaxPool2d(z(1, 1, 5, 3), 4, 1) }},
+		{"MaxPool2d", "MaxPool2d([1 1 4 4], kernel 0)", []string{"[1 1 4 4]"}, func() { ops.MaxPool2d(z(1, 1, 4, 4), 0, 1) }},
+		{"MaxPool2d", "MaxPool2d([1 1 4 4], stride 0)", []string{"[1 1 4 4]"}, func() { ops.MaxPool2d(z(1, 1, 4, 4), 2, 0) }},
+		{"AvgPool2d", "AvgPool2d([4 4])", []string{"[4 4]"}, func() { ops.AvgPool2d(z(4, 4), 2, 2) }},
+		{"AvgPool2d", "AvgPool2d([1 2 2 2], kernel 3)", []string{"[1 2 2 2]"}, func() { ops.AvgPool2d(z(1, 2, 2, 2), 3, 1) }},
+		{"AvgPool2d", "AvgPool2d([1 1 4 4], stride -1)", []string{"[1 1 4 4]"}, func() { ops.AvgPool2d(z(1, 1, 4, 4), 2, -1) }},
+		{"MaxPool2dBackward", "MaxPool2dBackward(grad [1 1 3 3], [1 1 4 4], 2, 2)", []string{"[1 1 3 3]", "[1 1 4 4]", "[1 1 2 2]"},
+			func() { ops.MaxPool2dBackward(z(1, 1, 3, 3), z(1, 1, 4, 4), 2, 2) }},
+		{"MaxPool2dBackward", "MaxPool2dBackward(float32 grad, float64 x)", []string{"[1 1 2 2]", "[1 1 4 4]"},
+			func() { ops.MaxPool2dBackward(f32(1, 1, 2, 2), z(1, 1, 4, 4), 2, 2) }},
+		{"MaxPool2dBackward", "MaxPool2dBackward(grad [1 1], [4 4])", []string{"[1 1]", "[4 4]"}, func() { ops.MaxPool2dBackward(z(1, 1), z(4, 4), 2, 2) }},
+		{"AvgPool2dBackward", "AvgPool2dBackward(grad [1 1 2 1], [1 1 4 5], 2, 2)", []string{"[1 1 2 1]", "[1 1 4 5]", "[1 1 2 2]"},
+			func() { ops.AvgPool2dBackward(z(1, 1, 2, 1), sh(1, 1, 4, 5), 2, 2) }},
+		{"AvgPool2dBackward", "AvgPool2dBackward(grad [1 1 2 2], [1 -1 4 4])", []string{"[1 1 2 2]", "[1 -1 4 4]"}, func() { ops.AvgPool2dBackward(z(1, 1, 2, 2), sh(1, -1, 4, 4), 2, 2) }},
+		{"AvgPool2dBackward", "AvgPool2dBackward(grad [2 2], [4 4])", []string{"[2 2]", "[4 4]"}, func() { ops.AvgPool2dBackward(z(2, 2), sh(4, 4), 2, 2) }},
+		{"BatchNorm", "BatchNorm([3])", []string{"[3]"}, func() { ops.BatchNorm(z(3), z(3), z(3), 1e-5) }},
+		{"BatchNorm", "BatchNorm([4 3], gamma [2])", []string{"[4 3]", "[2]", "[3]"}, func() { ops.BatchNorm(z(4, 3), z(2), z(3), 1e-5) }},
+		{"BatchNorm", "BatchNorm([2 3 4 4], beta [3 1])", []string{"[2 3 4 4]", "[3 1]"}, func() { ops.BatchNorm(z(2, 3, 4, 4), z(3), z(3, 1), 1e-5) }},
+		{"BatchNorm", "BatchNorm(float32 x, float64 gamma)", []string{"[4 3]", "[3]"}, func() { ops.BatchNorm(f32(4, 3), z(3), z(3), 1e-5) }},
+		{"BatchNormBackward", "BatchNormBackward(grad [4 2], [4 3])", []string{"[4 2]", "[4 3]"},
+			func() { ops.BatchNormBackward(z(4, 2), z(4, 3), z(3), z(3), z(3)) }},
+		{"BatchNormBackward", "BatchNormBackward(mean [4])", []string{"[4 3]", "[4]"},
+			func() { ops.BatchNormBackward(z(4, 3), z(4, 3), z(3), z(4), z(3)) }},
+		{"BatchNormBackward", "BatchNormBackward(float32 invstd)", []string{"[4 3]", "[3]"},
+			func() { ops.BatchNormBackward(z(4, 3), z(4, 3), z(3), z(3), f32(3)) }},
+		{"BatchNormBackward", "BatchNormBackward([5])", []string{"[5]"},
+			func() { ops.BatchNormBackward(z(5), z(5), z(5), z(5), z(5)) }},
+	}
+	for _, c := range cases {
+		expectError(t, c.desc, "ops."+c.op+":", c.mentions, c.fn)
+	}
+}
