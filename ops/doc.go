@@ -57,8 +57,8 @@
 // columns no window reaches being left out. A kernel larger than a non-empty H
 // or W panics; an empty batch or spatial axis gives an empty output.
 // MaxPool2dBackward sends each window's gradient to its first maximum in
-// row-major order, or to its first NaN (unlike MaxBackward, ties are not
-// shared); AvgPool2dBackward spreads grad/kernel² over the window. Overlapping
+// row-major order, or to its last NaN as PyTorch's CPU kernel does (unlike
+// MaxBackward, ties are not shared); AvgPool2dBackward spreads grad/kernel² over the window. Overlapping
 // windows accumulate.
 //
 // BatchNorm is training-mode batch normalisation of [N C ...] inputs over every

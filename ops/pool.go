@@ -72,22 +72,19 @@ func (p pool) each(f func(o, corner int)) {
 }
 
 // argmax returns, for each output element, the input offset of its window's
-// first maximum in row-major order, or of its first NaN: PyTorch's rule, so
-// that ties send the whole gradient to one element.
+// first maximum in row-major order, or of its last NaN: PyTorch's CPU rule
+// (val > max || isnan(val)), so that ties send the whole gradient to one
+// element.
 func (p pool) argmax(x []float64) []int {
 	w, k := p.in[3], p.kernel
 	idx := make([]int, tensor.SizeOf(p.out))
 	p.each(func(o, corner int) {
 		best := corner
-	window:
 		for r := range k {
 			for c := range k {
 				i := corner + r*w + c
 				if v := x[i]; v > x[best] || v != v {
 					best = i
-					if v != v {
-						break window
-					}
 				}
 			}
 		}
@@ -110,7 +107,7 @@ func MaxPool2d(x *tensor.Tensor, kernel, stride int) *tensor.Tensor {
 }
 
 // MaxPool2dBackward passes each output gradient to its window's first maximum
-// (or first NaN) in row-major order; overlapping windows accumulate.
+// (or last NaN, as PyTorch) in row-major order; overlapping windows accumulate.
 func MaxPool2dBackward(grad, x *tensor.Tensor, kernel, stride int) *tensor.Tensor {
 	dtypeOf("MaxPool2dBackward", grad, x)
 	p := newPool("MaxPool2dBackward", x.Shape(), kernel, stride, grad)

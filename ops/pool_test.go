@@ -163,13 +163,14 @@ func TestEdgeMaxPoolTiesAndNaN(t *testing.T) {
 			[]float64{1, 2, 3, 4}, []float64{2, 2, 2, 2}, []float64{1, 2, 0, 3, 4, 0, 0, 0, 0}},
 		{"all -Inf k2 s2", mk(sh(1, 1, 2, 2), ninf, ninf, ninf, ninf), 2, 2,
 			[]float64{3}, []float64{ninf}, []float64{3, 0, 0, 0}},
-		// NaN is the maximum, and the gradient goes to the first NaN.
+		// NaN is the maximum, and the gradient goes to the last NaN, as
+		// PyTorch's CPU kernel (val > max || isnan(val)) does.
 		{"NaN k2 s2", mk(sh(1, 1, 2, 2), 1, nan, nan, 2), 2, 2,
-			[]float64{3}, []float64{nan}, []float64{0, 3, 0, 0}},
+			[]float64{3}, []float64{nan}, []float64{0, 0, 3, 0}},
 		{"NaN after the max k2 s2", mk(sh(1, 1, 2, 2), 9, 1, 2, nan), 2, 2,
 			[]float64{3}, []float64{nan}, []float64{0, 0, 0, 3}},
 		{"NaN overlapping k2 s1", mk(sh(1, 1, 2, 3), 1, nan, 3, 4, 5, nan), 2, 1,
-			[]float64{2, 3}, []float64{nan, nan}, []float64{0, 5, 0, 0, 0, 0}},
+			[]float64{2, 3}, []float64{nan, nan}, []float64{0, 2, 0, 0, 0, 3}},
 		{"NaN beside Inf k2 s1", mk(sh(1, 1, 2, 3), inf, 0, nan, 1, 2, 3), 2, 1,
 			[]float64{2, 3}, []float64{inf, nan}, []float64{2, 0, 3, 0, 0, 0}},
 	}
