@@ -78,8 +78,11 @@ func TestInitSeeded(t *testing.T) {
 		if sameBits(a.W, c.W) {
 			t.Errorf("%s: layers from seeds 5 and 6 are equal", init)
 		}
-		if z := tensor.Zeros(tensor.Float32, 10); !sameBits(a.B, z) {
+		if z := tensor.Zeros(tensor.Float32, 10); init != nn.TorchDefault && !sameBits(a.B, z) {
 			t.Errorf("%s: bias = %v, want zeros", init, a.B)
+		}
+		if !sameBits(a.B, b.B) {
+			t.Errorf("%s: two layers from seed 5 have different biases", init)
 		}
 		if got := a.W.Shape(); !tensor.EqualShapes(got, []int{10, 20}) {
 			t.Errorf("%s: NewLinear(in=20, out=10) weight shape = %v, want [10 20] (PyTorch's [out, in])", init, got)
