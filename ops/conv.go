@@ -5,6 +5,7 @@ import (
 	"math"
 
 	"github.com/pipetrain/pipetrain/internal/gemm"
+	"github.com/pipetrain/pipetrain/internal/par"
 	"github.com/pipetrain/pipetrain/tensor"
 )
 
@@ -105,18 +106,35 @@ func Conv2d(x, w, b *tensor.Tensor, stride, padding int) *tensor.Tensor {
 	return out
 }
 
+// conv2d runs the samples in parallel, each on its own im2col buffer; a
+// sample's result does not depend on which goroutine computes it.
 func conv2d[T float](pl *convPlan, out, x, w, b []T) {
+	t := &convForward[T]{pl: pl, out: out, x: x, w: w, b: b}
+	threads := par.Budget(0)
+	t.threads = max(1, threads/min(threads, max(1, pl.n)))
+	par.For(threads, pl.n, 1, t)
+}
+
+type convForward[T float] struct {
+	pl        *convPlan
+	out, x, w []T
+	b         []T
+	threads   int // GEMM budget per part
+}
+
+func (t *convForward[T]) Run(lo, hi int) {
+	pl := t.pl
 	col := make([]T, pl.k*pl.p)
 	xn, on := pl.c*pl.h*pl.w, pl.f*pl.p
-	for i := range pl.n {
-		im2col(pl, col, x[i*xn:(i+1)*xn])
-		o := out[i*on : (i+1)*on]
-		gemmT(false, false, pl.f, pl.p, pl.k, w, pl.k, col, pl.p, 0, o, pl.p)
-		if b != nil {
+	for i := lo; i < hi; i++ {
+		im2col(pl, col, t.x[i*xn:(i+1)*xn])
+		o := t.out[i*on : (i+1)*on]
+		gemmT(t.threads, false, false, pl.f, pl.p, pl.k, t.w, pl.k, col, pl.p, 0, o, pl.p)
+		if t.b != nil {
 			for f := range pl.f {
 				row := o[f*pl.p : (f+1)*pl.p]
 				for j := range row {
-					row[j] += b[f]
+					row[j] += t.b[f]
 				}
 			}
 		}
@@ -146,9 +164,11 @@ func Conv2dBackward(grad, x, w *tensor.Tensor, stride, padding int) (gx, gw, gb 
 	return gx, gw, fromValues(x.DType(), gb64, pl.f)
 }
 
+// conv2dBackward computes the samples' gx and weight gradients in parallel,
+// a group at a time, and adds the weight gradients into gw in sample order:
+// the group size bounds memory and, like the thread count, never the bits.
 func conv2dBackward[T float](pl *convPlan, gx, gw []T, gb []float64, grad, x, w []T) {
-	col := make([]T, pl.k*pl.p)
-	xn, on := pl.c*pl.h*pl.w, pl.f*pl.p
+	on, fk := pl.f*pl.p, pl.f*pl.k
 	for i := range pl.n {
 		g := grad[i*on : (i+1)*on]
 		for f := range pl.f {
@@ -158,44 +178,94 @@ func conv2dBackward[T float](pl *convPlan, gx, gw []T, gb []float64, grad, x, w 
 			}
 			gb[f] += s
 		}
-		// gw += g·colᵀ, beta 0 for the first sample so every element is written.
-		im2col(pl, col, x[i*xn:(i+1)*xn])
-		beta := T(1)
-		if i == 0 {
-			beta = 0
-		}
-		gemmT(false, true, pl.f, pl.k, pl.p, g, pl.p, col, pl.p, beta, gw, pl.k)
-		// gx = col2im(wᵀ·g); col is free again as the product's destination.
-		gemmT(true, false, pl.k, pl.p, pl.f, w, pl.k, g, pl.p, 0, col, pl.p)
-		col2im(pl, gx[i*xn:(i+1)*xn], col)
 	}
+	if pl.n == 0 || fk == 0 {
+		return
+	}
+	group := min(pl.n, max(1, convGroupElems/fk))
+	t := &convBackward[T]{pl: pl, gx: gx, gwN: make([]T, group*fk), grad: grad, x: x, w: w}
+	threads := par.Budget(0)
+	for g0 := 0; g0 < pl.n; g0 += group {
+		gn := min(group, pl.n-g0)
+		t.first, t.threads = g0, max(1, threads/min(threads, gn))
+		par.For(threads, gn, 1, t)
+		for i := range gn {
+			part := t.gwN[i*fk : (i+1)*fk]
+			if g0+i == 0 {
+				copy(gw, part)
+				continue
+			}
+			for j, v := range part {
+				gw[j] += v
+			}
+		}
+	}
+}
+
+// convGroupElems bounds the per-sample weight gradients held at once.
+const convGroupElems = 1 << 22
+
+type convBackward[T float] struct {
+	pl             *convPlan
+	gx, gwN        []T // gwN holds one weight gradient per sample of the group
+	grad, x, w     []T
+	first, threads int // the group's first sample; GEMM budget per part
+}
+
+func (t *convBackward[T]) Run(lo, hi int) {
+	pl := t.pl
+	col := make([]T, pl.k*pl.p)
+	xn, on, fk := pl.c*pl.h*pl.w, pl.f*pl.p, pl.f*pl.k
+	for i := lo; i < hi; i++ {
+		s := t.first + i
+		g := t.grad[s*on : (s+1)*on]
+		im2col(pl, col, t.x[s*xn:(s+1)*xn])
+		gemmT(t.threads, false, true, pl.f, pl.k, pl.p, g, pl.p, col, pl.p, 0, t.gwN[i*fk:(i+1)*fk], pl.k)
+		// gx = col2im(wᵀ·g); col is free again as the product's destination.
+		gemmT(t.threads, true, false, pl.k, pl.p, pl.f, t.w, pl.k, g, pl.p, 0, col, pl.p)
+		col2im(pl, t.gx[s*xn:(s+1)*xn], col)
+	}
+}
+
+// span returns the output positions [lo, hi) whose input index o·stride−pad+j
+// falls inside [0, in).
+func span(j, stride, pad, in, out int) (lo, hi int) {
+	if d := pad - j; d > 0 {
+		lo = min(out, (d+stride-1)/stride)
+	}
+	if e := in - 1 + pad - j; e >= 0 {
+		hi = min(out, e/stride+1)
+	}
+	return lo, max(lo, hi)
 }
 
 // im2col writes one sample x [C, H, W] as col [C·KH·KW, OH·OW]: row (c, i, j)
 // holds x[c, oh·s−p+i, ow·s−p+j] for every output position, 0 in the padding.
 func im2col[T float](pl *convPlan, col, x []T) {
-	r := 0
+	s, r := pl.stride, 0
 	for c := range pl.c {
 		plane := x[c*pl.h*pl.w : (c+1)*pl.h*pl.w]
 		for i := range pl.kh {
+			hlo, hhi := span(i, s, pl.pad, pl.h, pl.oh)
 			for j := range pl.kw {
 				dst := col[r*pl.p : (r+1)*pl.p]
 				r++
-				for oh := range pl.oh {
+				wlo, whi := span(j, s, pl.pad, pl.w, pl.ow)
+				clear(dst[:hlo*pl.ow])
+				clear(dst[hhi*pl.ow:])
+				for oh := hlo; oh < hhi; oh++ {
 					row := dst[oh*pl.ow : (oh+1)*pl.ow]
-					ih := oh*pl.stride - pl.pad + i
-					if ih < 0 || ih >= pl.h {
-						clear(row)
+					src := plane[(oh*s-pl.pad+i)*pl.w:][:pl.w]
+					clear(row[:wlo])
+					clear(row[whi:])
+					iw := wlo*s - pl.pad + j
+					if s == 1 {
+						copy(row[wlo:whi], src[iw:])
 						continue
 					}
-					src := plane[ih*pl.w : (ih+1)*pl.w]
-					for ow := range row {
-						iw := ow*pl.stride - pl.pad + j
-						if iw >= 0 && iw < pl.w {
-							row[ow] = src[iw]
-						} else {
-							row[ow] = 0
-						}
+					for ow := wlo; ow < whi; ow++ {
+						row[ow] = src[iw]
+						iw += s
 					}
 				}
 			}
@@ -206,24 +276,22 @@ func im2col[T float](pl *convPlan, col, x []T) {
 // col2im adds col [C·KH·KW, OH·OW] back into gx [C, H, W], the adjoint of
 // im2col: padding positions are dropped.
 func col2im[T float](pl *convPlan, gx, col []T) {
-	r := 0
+	s, r := pl.stride, 0
 	for c := range pl.c {
 		plane := gx[c*pl.h*pl.w : (c+1)*pl.h*pl.w]
 		for i := range pl.kh {
+			hlo, hhi := span(i, s, pl.pad, pl.h, pl.oh)
 			for j := range pl.kw {
-				srcRow := col[r*pl.p : (r+1)*pl.p]
+				src := col[r*pl.p : (r+1)*pl.p]
 				r++
-				for oh := range pl.oh {
-					ih := oh*pl.stride - pl.pad + i
-					if ih < 0 || ih >= pl.h {
-						continue
-					}
-					dst := plane[ih*pl.w : (ih+1)*pl.w]
-					for ow, v := range srcRow[oh*pl.ow : (oh+1)*pl.ow] {
-						iw := ow*pl.stride - pl.pad + j
-						if iw >= 0 && iw < pl.w {
-							dst[iw] += v
-						}
+				wlo, whi := span(j, s, pl.pad, pl.w, pl.ow)
+				for oh := hlo; oh < hhi; oh++ {
+					row := src[oh*pl.ow : (oh+1)*pl.ow]
+					dst := plane[(oh*s-pl.pad+i)*pl.w:][:pl.w]
+					iw := wlo*s - pl.pad + j
+					for _, v := range row[wlo:whi] {
+						dst[iw] += v
+						iw += s
 					}
 				}
 			}
@@ -231,11 +299,12 @@ func col2im[T float](pl *convPlan, gx, col []T) {
 	}
 }
 
-// gemmT is C = op(A)·op(B) + beta·C on the project's GEMM for either float type.
-func gemmT[T float](transA, transB bool, m, n, k int, a []T, lda int, b []T, ldb int, beta T, c []T, ldc int) {
+// gemmT is C = op(A)·op(B) + beta·C on the project's GEMM for either float
+// type; threads bounds the float32 GEMM only.
+func gemmT[T float](threads int, transA, transB bool, m, n, k int, a []T, lda int, b []T, ldb int, beta T, c []T, ldc int) {
 	switch a := any(a).(type) {
 	case []float32:
-		gemm.Sgemm(transA, transB, m, n, k, 1, a, lda, any(b).([]float32), ldb, float32(beta), any(c).([]float32), ldc)
+		gemm.Threads(threads).Sgemm(transA, transB, m, n, k, 1, a, lda, any(b).([]float32), ldb, float32(beta), any(c).([]float32), ldc)
 	case []float64:
 		gemm.Dgemm(transA, transB, m, n, k, 1, a, lda, any(b).([]float64), ldb, float64(beta), any(c).([]float64), ldc)
 	}
