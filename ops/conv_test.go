@@ -301,3 +301,42 @@ func TestConv2dErrors(t *testing.T) {
 		expectError(t, c.op+" "+c.desc, "ops."+c.op+":", c.mentions, c.fn)
 	}
 }
+
+// TestConv2dWeightGradSampleOrder checks that gw has the bits of the samples'
+// weight gradients, each computed alone, added in float32 in sample order;
+// the second case spans several of the groups the backward works in.
+func TestConv2dWeightGradSampleOrder(t *testing.T) {
+	for _, c := range []convCase{
+		{5, 3, 6, 5, 4, 3, 2, 1, 1, false},
+		{5, 2048, 4, 4, 32, 4, 4, 1, 0, false}, // F·C·KH·KW = 2^20
+	} {
+		rng := newRNG(12)
+		x := tensor.RandNormal(rng, tensor.Float32, 0, 1, c.n, c.c, c.h, c.w)
+		w := tensor.RandNormal(rng, tensor.Float32, 0, 0.2, c.f, c.c, c.kh, c.kw)
+		out := ops.Conv2d(x, w, nil, c.stride, c.pad)
+		os := out.Shape()
+		g := tensor.RandNormal(rng, tensor.Float32, 0, 1, os...)
+		_, gw, _ := ops.Conv2dBackward(g, x, w, c.stride, c.pad)
+
+		xn, gn := c.c*c.h*c.w, os[1]*os[2]*os[3]
+		var want []float32
+		for i := range c.n {
+			xi := tensor.FromFloat32s(x.Data32()[i*xn:(i+1)*xn], 1, c.c, c.h, c.w)
+			gi := tensor.FromFloat32s(g.Data32()[i*gn:(i+1)*gn], 1, os[1], os[2], os[3])
+			_, gwi, _ := ops.Conv2dBackward(gi, xi, w, c.stride, c.pad)
+			if want == nil {
+				want = gwi.Float32s()
+				continue
+			}
+			for j, v := range gwi.Data32() {
+				want[j] += v
+			}
+		}
+		for j, v := range gw.Data32() {
+			if math.Float32bits(v) != math.Float32bits(want[j]) {
+				t.Errorf("Conv2dBackward %v: gw element %d is %v, want %v (samples added in order)", c, j, v, want[j])
+				break
+			}
+		}
+	}
+}
