@@ -289,6 +289,14 @@ func col2im[T float](pl *convPlan, gx, col []T) {
 					row := src[oh*pl.ow : (oh+1)*pl.ow]
 					dst := plane[(oh*s-pl.pad+i)*pl.w:][:pl.w]
 					iw := wlo*s - pl.pad + j
+					if s == 1 {
+						vs := row[wlo:whi]
+						d := dst[iw:][:len(vs)]
+						for k, v := range vs {
+							d[k] += v
+						}
+						continue
+					}
 					for _, v := range row[wlo:whi] {
 						dst[iw] += v
 						iw += s
