@@ -45,3 +45,27 @@ func BenchmarkMatMulAlloc(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkConv2d reports float32 GFLOP/s (2·N·F·OH·OW·C·KH·KW per forward,
+// twice that per backward) of a 3×3, padding-1 layer of a small CNN.
+func BenchmarkConv2d(b *testing.B) {
+	const n, c, h, w, f, k, pad = 128, 32, 14, 14, 64, 3, 1
+	rng := rand.New(rand.NewPCG(1, 1))
+	x := tensor.RandUniform(rng, tensor.Float32, -1, 1, n, c, h, w)
+	wt := tensor.RandUniform(rng, tensor.Float32, -1, 1, f, c, k, k)
+	bias := tensor.RandUniform(rng, tensor.Float32, -1, 1, f)
+	g := tensor.RandUniform(rng, tensor.Float32, -1, 1, n, f, h, w)
+	flops := 2 * float64(n*f*h*w*c*k*k)
+	b.Run("forward", func(b *testing.B) {
+		for b.Loop() {
+			ops.Conv2d(x, wt, bias, 1, pad)
+		}
+		b.ReportMetric(flops*float64(b.N)/b.Elapsed().Seconds()/1e9, "GFLOP/s")
+	})
+	b.Run("backward", func(b *testing.B) {
+		for b.Loop() {
+			ops.Conv2dBackward(g, x, wt, 1, pad)
+		}
+		b.ReportMetric(2*flops*float64(b.N)/b.Elapsed().Seconds()/1e9, "GFLOP/s")
+	})
+}

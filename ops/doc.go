@@ -34,6 +34,17 @@
 // MaxBackward and MinBackward share the gradient equally among ties, as
 // torch.amax and torch.amin do. A 0-D input accepts axis 0 or -1, as in PyTorch.
 //
+// # Convolution
+//
+// Conv2d convolves (cross-correlates, as torch.nn.functional.conv2d) x
+// [N, C, H, W] with filters w [F, C, KH, KW] and an optional bias b [F], with one
+// stride and one padding for both axes, giving [N, F, OH, OW] with
+// OH = ⌊(H+2·padding−KH)/stride⌋+1 and likewise OW: rows and columns no window
+// reaches are left out. Conv2dBackward returns gx, gw and gb (always [F], the sum
+// of grad over N, OH and OW). A kernel larger than the padded input, a stride
+// below 1 or a negative padding panics. gw adds the samples' contributions in
+// sample order, so its bits do not depend on the thread count.
+//
 // # Edge semantics
 //
 // ReLUBackward and AbsBackward give 0 at x = 0; ClipBackward passes the gradient
@@ -84,5 +95,7 @@
 //
 // MatMul and MatMulBackward call one internal GEMM entry point with transpose
 // flags, so transposes are never materialised and the kernel can be replaced
-// without touching this package.
+// without touching this package. Conv2d and Conv2dBackward run on the same GEMM:
+// each sample is unfolded (im2col) into a [C·KH·KW, OH·OW] matrix, and gx is
+// folded back (col2im) from wᵀ·grad.
 package ops
