@@ -255,6 +255,36 @@ func TestResumeIsExact(t *testing.T) {
 	}
 }
 
+// TestResumeUnderAuto: a run under pipeline "auto" stopped while tuning and
+// resumed (which tunes again) gives the unbroken run's losses, bit for bit.
+func TestResumeUnderAuto(t *testing.T) {
+	auto := []string{"--set", "pipeline.schedule=auto", "--set", "pipeline.micro_batches=auto"}
+	whole := runCmd(t, t.TempDir(), baseConfig, auto...)
+	dir := t.TempDir()
+	first := runCmd(t, dir, baseConfig, append(auto, "--set", "train.max_steps=10")...)
+	second := runCmd(t, dir, baseConfig, append(auto, "--resume")...)
+	for _, r := range []runResult{whole, first, second} {
+		if r.code != 0 {
+			t.Fatalf("exit %d:\n%s", r.code, r.stderr)
+		}
+	}
+	if n := len(eventsNamed(first.events, "tune")); n != 0 {
+		t.Fatalf("the first half logged %d tune events: it should stop while tuning", n)
+	}
+	if n := len(eventsNamed(second.events, "tune")); n != 1 {
+		t.Fatalf("the resumed half logged %d tune events, want 1", n)
+	}
+	want, got := stepLosses(whole.events), stepLosses(second.events)
+	if len(got) != len(want)-10 {
+		t.Fatalf("resumed run logged %d steps, want %d", len(got), len(want)-10)
+	}
+	for s, l := range got {
+		if math.Float64bits(want[s]) != math.Float64bits(l) {
+			t.Errorf("step %d: resumed loss %v, unbroken %v", s, l, want[s])
+		}
+	}
+}
+
 func TestNonFiniteLossFails(t *testing.T) {
 	dir := t.TempDir()
 	cfg := strings.Replace(baseConfig, "lr = 0.05", "lr = 1e30", 1)
