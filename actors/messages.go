@@ -140,8 +140,13 @@ type EvalResult struct {
 }
 
 // GetParams asks a stage for copies of its parameters and of its optimizer's
-// state, or with NamesOnly for their names alone; it answers with *Params.
-type GetParams struct{ NamesOnly bool }
+// state, or with NamesOnly for their names alone; it answers with *Params:
+// Into, when given, filled in and lent back, its tensors reused where they
+// fit, so that asking again and again faults in no new memory.
+type GetParams struct {
+	NamesOnly bool
+	Into      *Params
+}
 
 // Params answers GetParams; the tensors are copies that belong to the receiver.
 // State indexes parameters in the stage's own order (Names).

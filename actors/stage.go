@@ -115,7 +115,7 @@ func (s *Stage) Receive(ctx actor.Context) {
 		s.upd, s.haveUpd = *m, true
 		s.maybeApply(ctx)
 	case *GetParams:
-		ctx.Respond(s.snapshot(m.NamesOnly))
+		ctx.Respond(s.snapshot(m))
 	case *SetParams:
 		ctx.Respond(&Ack{Err: s.setParams(m)})
 	case *GetStats:
@@ -464,18 +464,32 @@ type clearTask struct{ g []float32 }
 
 func (t *clearTask) Run(lo, hi int) { clear(t.g[lo:hi]) }
 
-func (s *Stage) snapshot(namesOnly bool) *Params {
-	out := &Params{Actor: s.id}
+func (s *Stage) snapshot(m *GetParams) *Params {
+	out := m.Into
+	if out == nil {
+		out = &Params{}
+	}
+	out.Actor, out.Names = s.id, out.Names[:0]
+	k := 0
 	for i, l := range s.layers {
 		for _, p := range l.Params() {
 			out.Names = append(out.Names, fmt.Sprintf("%d.%s", s.layerIDs[i], p.Name))
-			if !namesOnly {
+			if m.NamesOnly {
+				continue
+			}
+			if k < len(out.Values) && out.Values[k].DType() == p.Value.DType() && out.Values[k].SameShape(p.Value) {
+				out.Values[k].CopyFrom(p.Value)
+			} else if k < len(out.Values) {
+				out.Values[k] = p.Value.Clone()
+			} else {
 				out.Values = append(out.Values, p.Value.Clone())
 			}
+			k++
 		}
 	}
-	if s.updater.Optimizer != nil && !namesOnly {
-		out.State = s.updater.Optimizer.State()
+	out.Values = out.Values[:k]
+	if s.updater.Optimizer != nil && !m.NamesOnly {
+		s.updater.Optimizer.StateInto(&out.State)
 	}
 	return out
 }

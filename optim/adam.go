@@ -198,11 +198,18 @@ func adam64(w, g, m, v []float64, s *adamScalars) {
 // State returns a deep copy of the step count and the moment estimates
 // ("<i>.exp_avg", "<i>.exp_avg_sq"; none before the first step).
 func (o *Adam) State() State {
+	var st State
+	o.StateInto(&st)
+	return st
+}
+
+// StateInto is State into st, reusing st's tensors where they fit.
+func (o *Adam) StateInto(st *State) {
 	var ts [][]*tensor.Tensor
 	for i := range o.expAvg {
 		ts = append(ts, []*tensor.Tensor{o.expAvg[i], o.expAvgQ[i]})
 	}
-	return exportState(o.kind, o.step, o.layout, adamSlots, ts)
+	exportStateInto(st, o.kind, o.step, o.layout, adamSlots, ts)
 }
 
 // LoadState replaces the state with a deep copy of st. st must come from an optimizer
@@ -213,12 +220,13 @@ func (o *Adam) LoadState(st State) error {
 	if err != nil {
 		return err
 	}
+	m, v := o.expAvg, o.expAvgQ
 	o.expAvg, o.expAvgQ = nil, nil
 	if ts != nil {
 		o.expAvg = make([]*tensor.Tensor, len(ts))
 		o.expAvgQ = make([]*tensor.Tensor, len(ts))
 		for i, row := range ts {
-			o.expAvg[i], o.expAvgQ[i] = row[0], row[1]
+			o.expAvg[i], o.expAvgQ[i] = adopt(at(m, i), row[0]), adopt(at(v, i), row[1])
 		}
 	}
 	o.step, o.layout = st.Step, l

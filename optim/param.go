@@ -50,6 +50,8 @@ type Optimizer interface {
 	// LoadState replaces the optimizer state with a deep copy of st, after checking
 	// that it fits this optimizer. A run resumed from State continues bit for bit.
 	LoadState(st State) error
+	// StateInto is State into st, reusing st's tensors where they fit.
+	StateInto(st *State)
 }
 
 // State is an optimizer's state as plain data, for checkpoints.
@@ -147,7 +149,8 @@ func stateName(i int, name string) string { return fmt.Sprintf("%d.%s", i, name)
 // checkState validates st against an optimizer of the given kind whose per-parameter
 // state has the given slot names (all of one dtype and shape per parameter), and
 // against the layout it is already bound to, if any. It returns the per-parameter
-// tensors, indexed [param][slot], deep-copied, and the layout st implies.
+// tensors, indexed [param][slot], still st's own: the caller copies them
+// (adopt), and the layout st implies.
 func checkState(kind string, slots []string, bound layout, st State) ([][]*tensor.Tensor, layout, error) {
 	if st.Kind != kind {
 		return nil, nil, fmt.Errorf("optim: state is for optimizer %q, not %q", st.Kind, kind)
@@ -192,7 +195,7 @@ func checkState(kind string, slots []string, bound layout, st State) ([][]*tenso
 			} else if t.DType() != l[i].dtype || !tensor.EqualShapes(t.Shape(), l[i].shape) {
 				return nil, nil, fmt.Errorf("optim: %s: state tensor %q is %v%v, want %v%v like %q", kind, name, t.DType(), t.Shape(), l[i].dtype, l[i].shape, stateName(i, slots[0]))
 			}
-			out[i][j] = t.Clone()
+			out[i][j] = t // the caller copies it (adopt)
 		}
 		if bound != nil && bound[i].shape != nil && (bound[i].dtype != l[i].dtype || !tensor.EqualShapes(bound[i].shape, l[i].shape)) {
 			return nil, nil, fmt.Errorf("optim: %s: state for parameter %d is %v%v, the optimizer is bound to %v%v", kind, i, l[i].dtype, l[i].shape, bound[i].dtype, bound[i].shape)
@@ -214,11 +217,39 @@ func expectedName(name string, st State, slots []string) bool {
 
 // exportState builds a State from per-parameter tensors indexed [param][slot].
 func exportState(kind string, step int, l layout, slots []string, ts [][]*tensor.Tensor) State {
-	st := State{Kind: kind, Step: step, NumParams: len(l), Tensors: map[string]*tensor.Tensor{}}
+	var st State
+	exportStateInto(&st, kind, step, l, slots, ts)
+	return st
+}
+
+// exportStateInto is exportState into st, copying into st's tensors where
+// they fit: a caller that exports often (a pipeline moving its state between
+// layouts) reuses its memory instead of faulting in new pages each time.
+func exportStateInto(st *State, kind string, step int, l layout, slots []string, ts [][]*tensor.Tensor) {
+	old := st.Tensors
+	st.Kind, st.Step, st.NumParams, st.Tensors = kind, step, len(l), make(map[string]*tensor.Tensor, len(ts)*len(slots))
 	for i, row := range ts {
 		for j, t := range row {
-			st.Tensors[stateName(i, slots[j])] = t.Clone()
+			name := stateName(i, slots[j])
+			st.Tensors[name] = adopt(old[name], t)
 		}
 	}
-	return st
+}
+
+// adopt returns a copy of src: dst with src copied in when it has src's
+// dtype and shape, else a new clone.
+func adopt(dst, src *tensor.Tensor) *tensor.Tensor {
+	if dst != nil && dst != src && dst.DType() == src.DType() && dst.SameShape(src) {
+		dst.CopyFrom(src)
+		return dst
+	}
+	return src.Clone()
+}
+
+// at returns ts[i], or nil past its end.
+func at(ts []*tensor.Tensor, i int) *tensor.Tensor {
+	if i < len(ts) {
+		return ts[i]
+	}
+	return nil
 }

@@ -176,11 +176,18 @@ func sgd64(w, g, buf []float64, lr, mom, wd float64, decay, first, nesterov bool
 // State returns a deep copy of the step count and the momentum buffers
 // ("<i>.momentum"; none without momentum or before the first step).
 func (o *SGD) State() State {
+	var st State
+	o.StateInto(&st)
+	return st
+}
+
+// StateInto is State into st, reusing st's tensors where they fit.
+func (o *SGD) StateInto(st *State) {
 	var ts [][]*tensor.Tensor
 	for _, b := range o.buf {
 		ts = append(ts, []*tensor.Tensor{b})
 	}
-	return exportState("sgd", o.step, o.layout, sgdSlots, ts)
+	exportStateInto(st, "sgd", o.step, o.layout, sgdSlots, ts)
 }
 
 // LoadState replaces the state with a deep copy of st. st must come from an SGD
@@ -195,11 +202,12 @@ func (o *SGD) LoadState(st State) error {
 	if err != nil {
 		return err
 	}
+	old := o.buf
 	o.buf = nil
 	if slots != nil && ts != nil {
 		o.buf = make([]*tensor.Tensor, len(ts))
 		for i, row := range ts {
-			o.buf[i] = row[0]
+			o.buf[i] = adopt(at(old, i), row[0])
 		}
 	}
 	o.step, o.layout = st.Step, l

@@ -2,6 +2,7 @@ package optim
 
 import (
 	"math"
+	"slices"
 	"strings"
 	"testing"
 
@@ -57,5 +58,51 @@ func TestGradNormOfPartials(t *testing.T) {
 	}
 	if got, want := GradNorm(ps), math.Sqrt(1+0x1p-51); got != want || got == 1 {
 		t.Errorf("GradNorm(a, b) = %v, want %v (a running sum would give 1)", got, want)
+	}
+}
+
+// TestStateReuse: StateInto copies into the tensors of the state it is given,
+// and LoadState into the optimizer's own buffers, when they fit: moving state
+// back and forth allocates nothing new, and the copies stay independent.
+func TestStateReuse(t *testing.T) {
+	for _, spec := range []Spec{{Kind: "sgd", Momentum: 0.9}, {Kind: "adam", Betas: [2]float64{0.9, 0.999}, Eps: 1e-8}} {
+		a, _ := spec.New()
+		b, _ := spec.New()
+		w := tensor.FromFloat64s(tensor.Float32, []float64{1, 2, 3}, 3)
+		g := tensor.FromFloat64s(tensor.Float32, []float64{0.5, -1, 2}, 3)
+		ps := []Param{{Name: "w", Value: w, Grad: g}}
+		for range 2 {
+			if err := a.Step(ps, 0.1); err != nil {
+				t.Fatal(err)
+			}
+		}
+		var st State
+		a.StateInto(&st)
+		held := map[string]*tensor.Tensor{}
+		for name, x := range st.Tensors {
+			held[name] = x
+		}
+		if err := a.Step(ps, 0.1); err != nil {
+			t.Fatal(err)
+		}
+		a.StateInto(&st)
+		for name, x := range st.Tensors {
+			if held[name] != x {
+				t.Errorf("%s: StateInto made a new %s instead of reusing the one given", spec.Kind, name)
+			}
+		}
+		if err := b.LoadState(st); err != nil {
+			t.Fatal(err)
+		}
+		before := b.State()
+		if err := b.LoadState(st); err != nil { // again: into the same buffers
+			t.Fatal(err)
+		}
+		for name, x := range st.Tensors {
+			x.Data32()[0] = 99 // the loaded copies do not follow
+			if got := b.State().Tensors[name].Float64s(); !slices.Equal(got, before.Tensors[name].Float64s()) {
+				t.Errorf("%s: %s follows the state it was loaded from", spec.Kind, name)
+			}
+		}
 	}
 }

@@ -61,6 +61,7 @@ type Engine struct {
 	shapes  map[string][]int // full parameter shapes by name
 	global  map[string]int   // parameter names to their index in the global order
 	threads int              // each stage actor's thread budget
+	moveBuf []*actors.Params // per stage, the copies MoveTo reuses
 
 	busy    atomic.Bool    // a step or evaluation is in flight
 	runStep actors.RunStep // reused by every Step
@@ -431,12 +432,41 @@ func (e *Engine) Evaluate(x *tensor.Tensor, t nn.Target, rows int) (float64, flo
 // (the order of nn.Sequential.Params), as one optimizer over the whole model
 // would have it.
 func (e *Engine) Snapshot() (map[string]*tensor.Tensor, optim.State, error) {
+	return e.snapshot(false)
+}
+
+// MoveTo moves the training state, weights and optimizer state, into dst,
+// an engine of the same model in any layout. It reuses this engine's copies
+// from its last move, so that moving back and forth (pipeline "auto" trying
+// layouts) faults in no new memory.
+func (e *Engine) MoveTo(dst *Engine) error {
+	weights, st, err := e.snapshot(true)
+	if err != nil {
+		return err
+	}
+	return dst.Restore(weights, st)
+}
+
+// snapshot is Snapshot; with reuse, into the engine's move buffers, valid
+// until its next reusing snapshot.
+func (e *Engine) snapshot(reuse bool) (map[string]*tensor.Tensor, optim.State, error) {
 	weights := map[string][]*tensor.Tensor{}
 	slots := map[string][]*tensor.Tensor{} // "<global index>.<slot>" to its shards' parts
 	var order []string
 	st := optim.State{Tensors: map[string]*tensor.Tensor{}}
 	first := true
-	answers, err := e.askAll(func(int) any { return &actors.GetParams{} })
+	if reuse && e.moveBuf == nil {
+		e.moveBuf = make([]*actors.Params, len(e.stages))
+		for i := range e.moveBuf {
+			e.moveBuf[i] = new(actors.Params)
+		}
+	}
+	answers, err := e.askAll(func(i int) any {
+		if reuse {
+			return &actors.GetParams{Into: e.moveBuf[i]}
+		}
+		return &actors.GetParams{}
+	})
 	if err != nil {
 		return nil, optim.State{}, err
 	}

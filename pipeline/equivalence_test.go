@@ -286,3 +286,51 @@ func TestOptimizerStateGathered(t *testing.T) {
 		t.Errorf("Restore with a stray state tensor: error %v, want one saying it names no parameter", err)
 	}
 }
+
+// TestMoveToContinues: training that moves back and forth between engines of
+// different layouts after every step (as pipeline "auto" does while it
+// tunes) gives nn.Sequential's losses, bit for bit.
+func TestMoveToContinues(t *testing.T) {
+	wantLoss, wantW := reference(t, 2)
+	var engines []*pipeline.Engine
+	for _, c := range []pipeline.Config{
+		{Schedule: actors.Sequential, MicroBatches: 1, Stages: 1},
+		{Schedule: actors.OneFOneB, MicroBatches: 2, SplitBackward: true},
+		{Schedule: actors.GPipe, MicroBatches: 4, Stages: 2},
+	} {
+		c.Loss, c.Optimizer, c.ClipNorm, c.Features = nn.CrossEntropy, sgd, clipNorm, features
+		e, err := pipeline.New(model(t), c)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer e.Close()
+		engines = append(engines, e)
+	}
+	cur := engines[0]
+	for step := 1; step <= steps; step++ {
+		next := engines[step%len(engines)]
+		if next != cur {
+			if err := cur.MoveTo(next); err != nil {
+				t.Fatal(err)
+			}
+			cur = next
+		}
+		x, tg := batch(step)
+		loss, err := cur.Step(step, lr(step), x, tg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if math.Float64bits(loss) != math.Float64bits(wantLoss[step-1]) {
+			t.Errorf("step %d: loss %v, want %v (nn.Sequential)", step, loss, wantLoss[step-1])
+		}
+	}
+	w, _, err := cur.Snapshot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, want := range wantW {
+		if got := w[name].Float32s(); !slices.Equal(got, want) {
+			t.Errorf("%s differs from nn.Sequential's after the moves", name)
+		}
+	}
+}

@@ -170,11 +170,7 @@ func (r *trainRun) moveTo(i int) error {
 		}
 		t.engines[i] = e
 	}
-	weights, st, err := r.eng.Snapshot()
-	if err != nil {
-		return fmt.Errorf("tuning the pipeline: %w", err)
-	}
-	if err := e.Restore(weights, st); err != nil {
+	if err := r.eng.MoveTo(e); err != nil {
 		return fmt.Errorf("tuning the pipeline: %w", err)
 	}
 	r.eng, r.layout, r.statsSince = e, t.cands[i], time.Now()
