@@ -27,18 +27,9 @@ func SplitRows(n, m int) []Span {
 	if m <= 0 {
 		panic(fmt.Errorf("nn.SplitRows: %d micro-batches", m))
 	}
-	chunks := (n + ChunkRows - 1) / ChunkRows
-	m = min(m, chunks)
-	spans := make([]Span, m)
-	lo := 0
-	for i := range m {
-		size := chunks / m
-		if i < chunks%m {
-			size++
-		}
-		hi := min(n, lo+size*ChunkRows)
-		spans[i] = Span{lo, hi}
-		lo = hi
+	spans := SplitEven((n+ChunkRows-1)/ChunkRows, m) // in chunks
+	for i := range spans {
+		spans[i] = Span{spans[i].Lo * ChunkRows, min(n, spans[i].Hi*ChunkRows)}
 	}
 	return spans
 }
