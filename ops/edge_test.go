@@ -1334,6 +1334,36 @@ func allOpCases() []opCase {
 			func(x []*tt) []*tt {
 				return in(ops.BCEWithLogits(x[0], x[1]), ops.BCEWithLogitsBackward(x[2], x[0], x[1]))
 			}},
+		// max pooling on distinct values: no ties for rounding to move the argmax
+		{"MaxPool2d",
+			func(rng *rand.Rand) []*tt { return in(randDistinct(rng, 2, 3, 5, 6), randN(rng, 1, 2, 3, 2, 3)) },
+			func(x []*tt) []*tt { return in(ops.MaxPool2d(x[0], 2, 2), ops.MaxPool2dBackward(x[1], x[0], 2, 2)) }},
+		{"MaxPool2d overlapping",
+			func(rng *rand.Rand) []*tt { return in(randDistinct(rng, 2, 2, 5, 4), randN(rng, 1, 2, 2, 3, 2)) },
+			func(x []*tt) []*tt { return in(ops.MaxPool2d(x[0], 3, 1), ops.MaxPool2dBackward(x[1], x[0], 3, 1)) }},
+		{"AvgPool2d",
+			func(rng *rand.Rand) []*tt { return in(randN(rng, 1, 2, 3, 5, 6), randN(rng, 1, 2, 3, 3, 4)) },
+			func(x []*tt) []*tt {
+				return in(ops.AvgPool2d(x[0], 3, 1), ops.AvgPool2dBackward(x[1], x[0].Shape(), 3, 1))
+			}},
+		{"BatchNorm [N C H W]",
+			func(rng *rand.Rand) []*tt {
+				return in(randN(rng, 2, 3, 4, 5, 6), randSignedU(rng, 0.5, 2, 4), randN(rng, 1, 4), randN(rng, 1, 3, 4, 5, 6))
+			},
+			func(x []*tt) []*tt {
+				out, mean, invstd := ops.BatchNorm(x[0], x[1], x[2], 1e-5)
+				gx, gg, gb := ops.BatchNormBackward(x[3], x[0], x[1], mean, invstd)
+				return in(out, mean, invstd, gx, gg, gb)
+			}},
+		{"BatchNorm [N C]",
+			func(rng *rand.Rand) []*tt {
+				return in(randN(rng, 2, 16, 3), randSignedU(rng, 0.5, 2, 3), randN(rng, 1, 3), randN(rng, 1, 16, 3))
+			},
+			func(x []*tt) []*tt {
+				out, mean, invstd := ops.BatchNorm(x[0], x[1], x[2], 1e-5)
+				gx, gg, gb := ops.BatchNormBackward(x[3], x[0], x[1], mean, invstd)
+				return in(out, mean, invstd, gx, gg, gb)
+			}},
 	}
 	return cases
 }
