@@ -106,6 +106,7 @@ type base struct {
 	status   *Status
 	coord    *actor.PID
 	failed   bool
+	run      Run // what messages from other processes must carry
 
 	busy     time.Duration
 	messages int
@@ -120,33 +121,72 @@ func newBase(id int, name string, g *Graph) base {
 // Status returns the actor's live status.
 func (b *base) Status() *Status { return b.status }
 
-// send sends msg to pid, counting it as pending there.
+// SetRun sets the run an actor works for: messages from other processes
+// for another run are dropped. Call it before the actor starts.
+func (b *base) SetRun(r Run) { b.run = r }
+
+// send sends msg to pid, counting it as pending there; a message for
+// another process crosses in its wire form.
 func (b *base) send(ctx actor.Context, pid *actor.PID, msg any) {
+	if IsRemote(ctx.Self(), pid) {
+		w, err := Encode(msg, b.run)
+		if err != nil {
+			panic(err) // a message type with no wire form: a bug, turned into Failed by guard
+		}
+		ctx.Send(pid, w)
+		return
+	}
 	if st := b.graph.status[pid.Id]; st != nil {
 		st.sent.Add(1)
 	}
 	ctx.Send(pid, msg)
 }
 
-// receive does the bookkeeping common to every user message and reports whether
-// the actor should handle it; system messages are left to protoactor.
-func (b *base) receive(ctx actor.Context) bool {
-	switch ctx.Message().(type) {
-	case *actor.Started, *actor.Stopping, *actor.Stopped, *actor.Restarting, *actor.Terminated:
-		return false
+// respond answers the message in hand, in wire form to another process.
+func (b *base) respond(ctx actor.Context, msg any) {
+	if IsRemote(ctx.Self(), ctx.Sender()) {
+		w, err := Encode(msg, b.run)
+		if err != nil {
+			panic(err)
+		}
+		ctx.Respond(w)
+		return
 	}
-	b.status.received.Add(1)
+	ctx.Respond(msg)
+}
+
+// receive does the bookkeeping common to every user message and returns the
+// message to handle, decoded from its wire form if it came from another
+// process, or false for one to leave alone: a system message (protoactor's),
+// a message for another run, or work for a failed actor.
+func (b *base) receive(ctx actor.Context) (any, bool) {
+	msg := ctx.Message()
+	switch msg.(type) {
+	case *actor.Started, *actor.Stopping, *actor.Stopped, *actor.Restarting, *actor.Terminated, *actor.ReceiveTimeout:
+		return nil, false
+	}
+	if m, run, err := Decode(msg); err == nil {
+		if run != b.run {
+			return nil, false // a stale run's or restart's
+		}
+		msg = m
+	} else if err != errNotWire {
+		b.fail(ctx, err)
+		return nil, false
+	} else {
+		b.status.received.Add(1) // counted as sent by a local sender
+	}
 	b.graph.Moved.Add(1)
 	b.messages++
-	b.status.took(ctx.Message())
+	b.status.took(msg)
 	if b.failed {
-		switch ctx.Message().(type) {
+		switch msg.(type) {
 		case *GetStats, *GetParams:
-			return true // a failed actor still answers questions, never does work
+			return msg, true // a failed actor still answers questions, never does work
 		}
-		return false
+		return nil, false
 	}
-	return true
+	return msg, true
 }
 
 // span times f as a span of the given kind, and marks the actor busy with it.

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"strings"
 
 	"github.com/asynkron/protoactor-go/actor"
 	"github.com/pipetrain/pipetrain/nn"
@@ -12,6 +13,18 @@ import (
 
 // ErrStopped is returned for work asked of a pipeline that has already failed.
 var ErrStopped = errors.New("actors: the pipeline stopped after an earlier failure")
+
+// LostError is a run stopped by a lost host.
+type LostError struct {
+	Host   string
+	Stages []string
+	Step   int // the step in progress or last run
+	Why    string
+}
+
+func (e *LostError) Error() string {
+	return fmt.Sprintf("lost host %s (%s) at step %d: %s", e.Host, strings.Join(e.Stages, ", "), e.Step, e.Why)
+}
 
 // Hang is sent to the coordinator by a watchdog that saw no message move.
 type Hang struct{ Err error }
@@ -65,10 +78,11 @@ func NewCoordinator(id int, g *Graph, s Schedule, micro int, first []*actor.PID,
 }
 
 func (c *Coordinator) Receive(ctx actor.Context) {
-	if !c.receive(ctx) {
+	msg, ok := c.receive(ctx)
+	if !ok {
 		return
 	}
-	switch m := ctx.Message().(type) {
+	switch m := msg.(type) {
 	case *RunStep:
 		c.runStep(ctx, m)
 	case *BackwardDone:
@@ -99,19 +113,21 @@ func (c *Coordinator) Receive(ctx actor.Context) {
 		c.stop(ctx, m.Err)
 	case *Hang:
 		c.stop(ctx, m.Err)
+	case *Lost:
+		c.stop(ctx, &LostError{Host: m.Host, Stages: m.Stages, Step: c.step, Why: m.Why})
 	case *GetStats:
-		ctx.Respond(c.stats(m.Reset))
+		c.respond(ctx, c.stats(m.Reset))
 	}
 }
 
 func (c *Coordinator) runStep(ctx actor.Context, m *RunStep) {
 	if c.err != nil {
-		ctx.Respond(&StepResult{Step: m.Step, Err: c.err})
+		c.respond(ctx, &StepResult{Step: m.Step, Err: c.err})
 		return
 	}
 	n := m.X.Shape()[0]
 	if m.T.Rows() != n || n == 0 {
-		ctx.Respond(&StepResult{Step: m.Step, Err: fmt.Errorf("actors: step %d: %d target rows for a batch of %d", m.Step, m.T.Rows(), n)})
+		c.respond(ctx, &StepResult{Step: m.Step, Err: fmt.Errorf("actors: step %d: %d target rows for a batch of %d", m.Step, m.T.Rows(), n)})
 		return
 	}
 	if len(c.spans) == 0 || c.spans[len(c.spans)-1].Hi != n {
@@ -177,12 +193,12 @@ func (c *Coordinator) setViews(x *tensor.Tensor) {
 
 func (c *Coordinator) runEval(ctx actor.Context, m *RunEval) {
 	if c.err != nil {
-		ctx.Respond(&EvalResult{Err: c.err})
+		c.respond(ctx, &EvalResult{Err: c.err})
 		return
 	}
 	n := m.X.Shape()[0]
 	if n == 0 || m.Rows <= 0 {
-		ctx.Respond(&EvalResult{Loss: math.NaN(), Accuracy: math.NaN()})
+		c.respond(ctx, &EvalResult{Loss: math.NaN(), Accuracy: math.NaN()})
 		return
 	}
 	c.evalReq, c.evalGot, c.evalLabel = ctx.Sender(), 0, m.T.Labels != nil

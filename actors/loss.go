@@ -40,10 +40,11 @@ func NewLoss(id int, g *Graph, loss nn.Loss, gpipe bool) *Loss {
 }
 
 func (l *Loss) Receive(ctx actor.Context) {
-	if !l.receive(ctx) {
+	msg, ok := l.receive(ctx)
+	if !ok {
 		return
 	}
-	switch m := ctx.Message().(type) {
+	switch m := msg.(type) {
 	case *Wire:
 		l.w, l.coord = *m, m.Coordinator
 	case *Target:
@@ -60,7 +61,7 @@ func (l *Loss) Receive(ctx actor.Context) {
 		l.outs[k] = out
 		l.drain(ctx)
 	case *GetStats:
-		ctx.Respond(l.stats(m.Reset))
+		l.respond(ctx, l.stats(m.Reset))
 	}
 }
 

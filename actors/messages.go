@@ -109,6 +109,14 @@ type Failed struct {
 	Err   error
 }
 
+// Lost reports that a host running stages is gone or silent: the run cannot
+// go on. Engine to coordinator.
+type Lost struct {
+	Host   string
+	Stages []string // the stages it ran
+	Why    string
+}
+
 // RunStep asks the coordinator to run one training step; it answers the sender
 // with a *StepResult. X and T belong to the coordinator.
 type RunStep struct {

@@ -42,10 +42,11 @@ func NewOptimizer(id int, g *Graph, clipNorm float64, ids []int, targets []*acto
 }
 
 func (o *Optimizer) Receive(ctx actor.Context) {
-	if !o.receive(ctx) {
+	msg, ok := o.receive(ctx)
+	if !ok {
 		return
 	}
-	switch m := ctx.Message().(type) {
+	switch m := msg.(type) {
 	case *Wire:
 		o.coord = m.Coordinator
 	case *BeginStep:
@@ -67,7 +68,7 @@ func (o *Optimizer) Receive(ctx actor.Context) {
 			})
 		}
 	case *GetStats:
-		ctx.Respond(o.stats(m.Reset))
+		o.respond(ctx, o.stats(m.Reset))
 	}
 }
 

@@ -98,10 +98,11 @@ func (s *Stage) HasParams() bool { return len(s.params()) > 0 }
 func (s *Stage) params() []nn.Param { return s.ps }
 
 func (s *Stage) Receive(ctx actor.Context) {
-	if !s.receive(ctx) {
+	msg, ok := s.receive(ctx)
+	if !ok {
 		return
 	}
-	switch m := ctx.Message().(type) {
+	switch m := msg.(type) {
 	case *Wire:
 		s.w, s.coord = *m, m.Coordinator
 	case *Forward:
@@ -115,11 +116,11 @@ func (s *Stage) Receive(ctx actor.Context) {
 		s.upd, s.haveUpd = *m, true
 		s.maybeApply(ctx)
 	case *GetParams:
-		ctx.Respond(s.snapshot(m))
+		s.respond(ctx, s.snapshot(m))
 	case *SetParams:
-		ctx.Respond(&Ack{Err: s.setParams(m)})
+		s.respond(ctx, &Ack{Err: s.setParams(m)})
 	case *GetStats:
-		ctx.Respond(s.stats(m.Reset))
+		s.respond(ctx, s.stats(m.Reset))
 	}
 }
 

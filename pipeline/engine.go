@@ -15,6 +15,7 @@ import (
 
 	"github.com/asynkron/protoactor-go/actor"
 	"github.com/rs/zerolog"
+	"google.golang.org/protobuf/proto"
 
 	"github.com/pipetrain/pipetrain/actors"
 	"github.com/pipetrain/pipetrain/nn"
@@ -40,6 +41,18 @@ type Config struct {
 	Trace         bool          // record spans for WriteTrace
 	Hang          time.Duration // watchdog: no message moved for this long fails the step (default 2 minutes)
 	Logger        *zerolog.Logger
+
+	// Hosts, when not empty, are the workers (`train worker`) that run the
+	// stage actors, in contiguous blocks in order; the coordinator, loss and
+	// optimizer actors stay here. Each stage builds its own layers there from
+	// Specs, Features and Seed, which must be what the layers given to New
+	// were built from (nn.Build), and only activations, their gradients and
+	// scalars cross each step.
+	Hosts []string
+	Specs []nn.Spec
+	Seed  uint64
+	Token string // shared with the workers; required beyond loopback
+	RunID string // names the run on the workers; required with Hosts
 }
 
 // Engine is a running pipeline of actors. Its methods are for one goroutine, the
@@ -51,17 +64,24 @@ type Engine struct {
 	graph  *actors.Graph
 	log    zerolog.Logger
 
-	nodes   []node
-	stages  []*actor.PID // stage actors in id order
-	paramOf []*actor.PID // parameter-owning stage actors in global parameter order
-	status  []*actors.Status
-	all     []*actor.PID
-	coord   *actor.PID
-	opt     *actor.PID
-	shapes  map[string][]int // full parameter shapes by name
-	global  map[string]int   // parameter names to their index in the global order
-	threads int              // each stage actor's thread budget
-	moveBuf []*actors.Params // per stage, the copies MoveTo reuses
+	nodes     []node
+	stages    []*actor.PID // stage actors in id order
+	paramOf   []*actor.PID // parameter-owning stage actors in global parameter order
+	status    []*actors.Status
+	all       []*actor.PID
+	coord     *actor.PID
+	opt       *actor.PID
+	shapes    map[string][]int // full parameter shapes by name
+	global    map[string]int   // parameter names to their index in the global order
+	threads   int              // each stage actor's thread budget
+	moveBuf   []*actors.Params // per stage, the copies MoveTo reuses
+	units     []unit
+	threadsOf []int // per stage actor, its thread budget
+
+	// with Hosts
+	run     actors.Run
+	shared  bool // the actor system is this process's endpoint (sharedSystem)
+	hostSet *hostSet
 
 	busy    atomic.Bool    // a step or evaluation is in flight
 	runStep actors.RunStep // reused by every Step
@@ -86,7 +106,15 @@ type StageInfo struct {
 	Node    int
 	Shard   int
 	Layers  []int
-	Threads int // the goroutines its kernels may use
+	Threads int    // the goroutines its kernels may use
+	Host    string // the worker it runs on; empty: this process
+}
+
+func (e *Engine) hostName(id int) string {
+	if e.hostSet == nil {
+		return ""
+	}
+	return e.hostSet.hosts[hostOf(id, len(e.units), len(e.hostSet.hosts))]
 }
 
 // New builds the actor graph for layers and starts it. The layers belong to the
@@ -131,7 +159,10 @@ func New(layers []nn.Layer, cfg Config) (*Engine, error) {
 	if _, err := cfg.Optimizer.New(); err != nil {
 		return nil, err
 	}
-	e.start(units)
+	if err := e.start(units); err != nil {
+		e.shutdown()
+		return nil, err
+	}
 	return e, nil
 }
 
@@ -242,29 +273,37 @@ func (e *Engine) buildNodes(layers []nn.Layer, bounds []int) ([]unit, error) {
 
 var stopStrategy = actor.NewOneForOneStrategy(0, 0, func(any) actor.Directive { return actor.StopDirective })
 
-// start spawns and wires every actor.
-func (e *Engine) start(units []unit) {
-	logger := slog.New(slog.DiscardHandler)
-	if e.cfg.Logger != nil {
-		// protoactor's own lines join the stream as "protoactor" events, warnings up
-		l := e.cfg.Logger.With().Str("event", "protoactor").Logger().Level(zerolog.WarnLevel)
-		logger = slog.New(zerolog.NewSlogHandler(l))
-	}
+// start spawns and wires every actor: the stage actors here or on the
+// hosts, then the loss, optimizer and coordinator actors here.
+func (e *Engine) start(units []unit) error {
+	e.units = units
 	// A dead letter (a message to an actor already stopped, as in Close after a
 	// failure) starts a throttle timer goroutine; keep its life short so Close
 	// leaves nothing running for long.
-	e.system = actor.NewActorSystem(actor.WithLoggerFactory(func(*actor.ActorSystem) *slog.Logger { return logger }),
-		actor.WithDeadLetterThrottleInterval(time.Millisecond))
-	e.root = e.system.Root
-	spawn := func(a actor.Actor, st *actors.Status) *actor.PID {
+	if len(e.cfg.Hosts) > 0 {
+		if err := e.startHosts(units); err != nil {
+			return err
+		}
+	} else {
+		e.system = actor.NewActorSystem(actor.WithLoggerFactory(func(*actor.ActorSystem) *slog.Logger { return protoLogger(e.cfg.Logger) }),
+			actor.WithDeadLetterThrottleInterval(time.Millisecond))
+		e.root = e.system.Root
+	}
+	spawn := func(a actor.Actor, st *actors.Status, name string) *actor.PID {
 		produced := false
-		pid := e.root.Spawn(actor.PropsFromProducer(func() actor.Actor {
+		props := actor.PropsFromProducer(func() actor.Actor {
 			if produced {
 				panic("pipeline: an actor may not be restarted") // its weights would be lost
 			}
 			produced = true
 			return a
-		}, actor.WithGuardian(stopStrategy), actor.WithSupervisor(stopStrategy)))
+		}, actor.WithGuardian(stopStrategy), actor.WithSupervisor(stopStrategy))
+		var pid *actor.PID
+		if name != "" {
+			pid, _ = e.root.SpawnNamed(props, name) // the system is new: no name is taken
+		} else {
+			pid = e.root.Spawn(props)
+		}
 		e.graph.Register(pid, st)
 		e.status = append(e.status, st)
 		e.all = append(e.all, pid)
@@ -275,36 +314,53 @@ func (e *Engine) start(units []unit) {
 	e.threads = threads
 	spec := e.cfg.Optimizer
 	spec.Threads = threads
-	stageActors := make([]*actors.Stage, len(units))
+	var paramIDs []int
 	for id, u := range units {
 		name := fmt.Sprintf("stage %d", u.node)
 		if len(e.nodes[u.node].actors) > 1 {
 			name = fmt.Sprintf("stage %d shard %d", u.node, u.part)
+		}
+		e.names[id] = name
+		if hasParams(u.layers) {
+			paramIDs = append(paramIDs, id)
+		}
+		if e.hostSet != nil {
+			pid, t, err := e.buildRemote(u, id, name, e.nodes[u.node].layers, paramDType(u.layers))
+			if err != nil {
+				return err
+			}
+			e.stages = append(e.stages, pid)
+			e.threadsOf = append(e.threadsOf, t)
+			e.status = append(e.status, &actors.Status{Name: name + " on " + pid.Address})
+			e.all = append(e.all, pid)
+			continue
 		}
 		up := actors.Updater{ClipValue: e.cfg.ClipValue, ClipNorm: e.cfg.ClipNorm > 0, Threads: threads}
 		if hasParams(u.layers) {
 			up.Optimizer, _ = spec.New() // checked in New
 		}
 		s := actors.NewStage(id, name, e.graph, u.layers, u.first, u.part, u.node > 0, up)
-		stageActors[id] = s
-		e.names[id] = name
-		e.stages = append(e.stages, spawn(s, s.Status()))
+		e.stages = append(e.stages, spawn(s, s.Status(), ""))
+		e.threadsOf = append(e.threadsOf, threads)
 	}
-	var paramIDs []int
-	for id, s := range stageActors {
-		if s.HasParams() {
-			paramIDs = append(paramIDs, id)
-			e.paramOf = append(e.paramOf, e.stages[id])
-		}
+	for _, id := range paramIDs {
+		e.paramOf = append(e.paramOf, e.stages[id])
 	}
 	lossID, optID, coordID := len(units), len(units)+1, len(units)+2
 	loss := actors.NewLoss(lossID, e.graph, e.cfg.Loss, e.cfg.Schedule == actors.GPipe)
-	lossPID := spawn(loss, loss.Status())
+	loss.SetRun(e.run)
+	lossPID := spawn(loss, loss.Status(), "")
 	opt := actors.NewOptimizer(optID, e.graph, e.cfg.ClipNorm, paramIDs, e.paramOf)
-	e.opt = spawn(opt, opt.Status())
+	opt.SetRun(e.run)
+	e.opt = spawn(opt, opt.Status(), "")
 	first := e.pids(e.nodes[0].actors)
 	coord := actors.NewCoordinator(coordID, e.graph, e.cfg.Schedule, e.cfg.MicroBatches, first, lossPID, e.opt, len(paramIDs))
-	e.coord = spawn(coord, coord.Status())
+	coord.SetRun(e.run)
+	name := ""
+	if e.hostSet != nil {
+		name = e.coordinatorName()
+	}
+	e.coord = spawn(coord, coord.Status(), name)
 	e.names[lossID], e.names[optID], e.names[coordID] = "loss", "optimizer", "coordinator"
 
 	for i, n := range e.nodes {
@@ -322,14 +378,51 @@ func (e *Engine) start(units []unit) {
 			w.Next = []*actor.PID{lossPID}
 		}
 		for _, id := range n.actors {
-			e.root.Send(e.stages[id], &w)
+			if err := e.send(e.stages[id], &w); err != nil {
+				return err
+			}
 		}
 	}
 	last := e.nodes[p-1]
 	e.root.Send(lossPID, &actors.Wire{Coordinator: e.coord, Prev: e.pids(last.actors), PrevSplit: last.split, InParts: len(last.actors)})
 	e.root.Send(e.opt, &actors.Wire{Coordinator: e.coord})
+	if e.hostSet != nil {
+		m := &monitor{run: e.run, hosts: e.hostSet, names: e.names, coord: e.coord}
+		e.hostSet.monitor = e.root.Spawn(actor.PropsFromProducer(func() actor.Actor { return m }))
+	}
 	e.stopped.Add(1)
 	go e.watchdog()
+	return nil
+}
+
+// isRemote reports whether pid lives in another process.
+func (e *Engine) isRemote(pid *actor.PID) bool { return pid.Address != e.system.Address() }
+
+// send sends msg to pid from outside the actors, in wire form to another process.
+func (e *Engine) send(pid *actor.PID, msg any) error {
+	if !e.isRemote(pid) {
+		e.root.Send(pid, msg)
+		return nil
+	}
+	w, err := actors.Encode(msg, e.run)
+	if err != nil {
+		return err
+	}
+	e.root.Send(pid, w)
+	return nil
+}
+
+// shutdown stops what start began, after a failed start.
+func (e *Engine) shutdown() {
+	if e.system == nil {
+		return
+	}
+	e.closeHosts()
+	if e.shared {
+		releaseShared()
+	} else {
+		e.system.Shutdown()
+	}
 }
 
 func hasParams(layers []nn.Layer) bool {
@@ -354,7 +447,7 @@ func (e *Engine) Stages() []StageInfo {
 	var out []StageInfo
 	for i, n := range e.nodes {
 		for part, id := range n.actors {
-			out = append(out, StageInfo{Actor: id, Node: i, Shard: part, Layers: n.layers, Threads: e.threads})
+			out = append(out, StageInfo{Actor: id, Node: i, Shard: part, Layers: n.layers, Threads: e.threadsOf[id], Host: e.hostName(id)})
 		}
 	}
 	return out
@@ -375,7 +468,42 @@ func (e *Engine) request(pid *actor.PID, msg any) (any, error) {
 	case *actors.RunStep, *actors.RunEval:
 		d = stepTimeout
 	}
-	return e.root.RequestFuture(pid, msg, d).Result()
+	f, err := e.future(pid, msg, d)
+	if err != nil {
+		return nil, err
+	}
+	return e.answer(f)
+}
+
+// future asks pid, in wire form if it lives in another process.
+func (e *Engine) future(pid *actor.PID, msg any, d time.Duration) (*actor.Future, error) {
+	if !e.isRemote(pid) {
+		return e.root.RequestFuture(pid, msg, d), nil
+	}
+	w, err := actors.Encode(msg, e.run)
+	if err != nil {
+		return nil, err
+	}
+	return e.root.RequestFuture(pid, w, d), nil
+}
+
+// answer waits for f's answer, decoded from its wire form if it has one.
+func (e *Engine) answer(f *actor.Future) (any, error) {
+	res, err := f.Result()
+	if err != nil {
+		return nil, err
+	}
+	if m, ok := res.(proto.Message); ok {
+		msg, run, err := actors.Decode(m)
+		if err != nil {
+			return nil, err
+		}
+		if run != e.run {
+			return nil, fmt.Errorf("pipeline: an answer for run %s generation %x, not this one", run.ID, run.Gen)
+		}
+		return msg, nil
+	}
+	return res, nil
 }
 
 // askAll sends msg(i) to every stage actor at once and returns their answers
@@ -384,11 +512,15 @@ func (e *Engine) request(pid *actor.PID, msg any) (any, error) {
 func (e *Engine) askAll(msg func(i int) any) ([]any, error) {
 	futures := make([]*actor.Future, len(e.stages))
 	for i, pid := range e.stages {
-		futures[i] = e.root.RequestFuture(pid, msg(i), queryTimeout)
+		f, err := e.future(pid, msg(i), queryTimeout)
+		if err != nil {
+			return nil, err
+		}
+		futures[i] = f
 	}
 	out := make([]any, len(futures))
 	for i, f := range futures {
-		res, err := f.Result()
+		res, err := e.answer(f)
 		if err != nil {
 			return nil, err
 		}
@@ -624,10 +756,18 @@ func (e *Engine) watchdog() {
 	tick := time.NewTicker(max(e.cfg.Hang/8, 10*time.Millisecond))
 	defer tick.Stop()
 	last, since := e.graph.Moved.Load(), time.Now()
+	var beat <-chan time.Time
+	if e.hostSet != nil {
+		t := time.NewTicker(beatEvery)
+		defer t.Stop()
+		beat = t.C
+	}
 	for {
 		select {
 		case <-e.stop:
 			return
+		case <-beat:
+			e.root.Send(e.hostSet.monitor, beatTick{})
 		case now := <-tick.C:
 			moved := e.graph.Moved.Load()
 			if moved != last || !e.busy.Load() {
@@ -674,10 +814,18 @@ func (e *Engine) Close() error {
 	// the coordinator first, so no new work starts while the others stop
 	order := append([]*actor.PID{e.coord}, e.all[:len(e.all)-1]...)
 	for _, pid := range order {
+		if e.isRemote(pid) {
+			continue // its session stops it
+		}
 		if err := e.root.StopFuture(pid).Wait(); err != nil {
 			errs = append(errs, fmt.Errorf("pipeline: stopping %s: %w", pid.Id, err))
 		}
 	}
-	e.system.Shutdown()
+	e.closeHosts()
+	if e.shared {
+		releaseShared()
+	} else {
+		e.system.Shutdown()
+	}
 	return errors.Join(errs...)
 }

@@ -100,10 +100,17 @@ func reference(t testing.TB, micro int) ([]float64, map[string][]float32) {
 }
 
 func runPipeline(t testing.TB, sched actors.Schedule, stages, micro int, shards []int, split ...bool) ([]float64, map[string][]float32) {
-	eng, err := pipeline.New(model(t), pipeline.Config{
+	return trainEngine(t, model(t), pipeline.Config{
 		Schedule: sched, MicroBatches: micro, Stages: stages, Shards: shards, SplitBackward: len(split) > 0 && split[0],
 		Loss: nn.CrossEntropy, Optimizer: sgd, ClipNorm: clipNorm, Features: features,
 	})
+}
+
+// trainEngine runs the test's steps on an engine of layers and cfg and
+// returns the losses and final weights.
+func trainEngine(t testing.TB, layers []nn.Layer, cfg pipeline.Config) ([]float64, map[string][]float32) {
+	t.Helper()
+	eng, err := pipeline.New(layers, cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -112,12 +119,17 @@ func runPipeline(t testing.TB, sched actors.Schedule, stages, micro int, shards 
 			t.Error(err)
 		}
 	}()
+	for _, st := range eng.Stages() {
+		if remote := slices.Contains(cfg.Hosts, st.Host); remote != (len(cfg.Hosts) > 0) {
+			t.Fatalf("stage %d runs on %q with hosts %v", st.Actor, st.Host, cfg.Hosts)
+		}
+	}
 	var losses []float64
 	for step := 1; step <= steps; step++ {
 		x, tg := batch(step)
 		loss, err := eng.Step(step, lr(step), x, tg)
 		if err != nil {
-			t.Fatalf("%v stages=%d micro=%d step %d: %v", sched, stages, micro, step, err)
+			t.Fatalf("%v stages=%d micro=%d hosts=%v step %d: %v", cfg.Schedule, cfg.Stages, cfg.MicroBatches, cfg.Hosts, step, err)
 		}
 		losses = append(losses, loss)
 	}

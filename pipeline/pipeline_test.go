@@ -19,7 +19,20 @@ import (
 	"github.com/pipetrain/pipetrain/tensor"
 )
 
-func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+func TestMain(m *testing.M) {
+	if listen := os.Getenv(workerEnv); listen != "" {
+		os.Exit(serveWorker(listen, os.Getenv(workerTokenEnv)))
+	}
+	code := m.Run()
+	pipeline.CloseRemote() // the process's endpoint for workers, if a test started it
+	if code == 0 {
+		if err := goleak.Find(); err != nil {
+			fmt.Fprintln(os.Stderr, "goleak:", err)
+			code = 1
+		}
+	}
+	os.Exit(code)
+}
 
 // passLayer is an identity layer for tests: it caches nothing but counts, can
 // spin to cost a fixed time (or sleep it, standing for a device of its own),

@@ -272,6 +272,2037 @@ func (x *Error) GetText() string {
 	return ""
 }
 
+// Run names the run and the engine a message belongs to: a receiver drops a
+// message whose run or generation is not its own (a stale run or restart).
+type Run struct {
+	state         protoimpl.MessageState
+	sizeCache     protoimpl.SizeCache
+	unknownFields protoimpl.UnknownFields
+
+	Id  string `protobuf:"bytes,1,opt,name=id,proto3" json:"id,omitempty"`
+	Gen uint64 `protobuf:"varint,2,opt,name=gen,proto3" json:"gen,omitempty"`
+}
+
+func (x *Run) Reset() {
+	*x = Run{}
+	if protoimpl.UnsafeEnabled {
+		mi := &file_wire_proto_msgTypes[2]
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		ms.StoreMessageInfo(mi)
+	}
+}
+
+func (x *Run) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Run) ProtoMessage() {}
+
+func (x *Run) ProtoReflect() protoreflect.Message {
+	mi := &file_wire_proto_msgTypes[2]
+	if protoimpl.UnsafeEnabled && x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Run.ProtoReflect.Descriptor instead.
+func (*Run) Descriptor() ([]byte, []int) {
+	return file_wire_proto_rawDescGZIP(), []int{2}
+}
+
+func (x *Run) GetId() string {
+	if x != nil {
+		return x.Id
+	}
+	return ""
+}
+
+func (x *Run) GetGen() uint64 {
+	if x != nil {
+		return x.Gen
+	}
+	return 0
+}
+
+// Pid is an actor's address: the host:port of its process and its id there.
+type Pid struct {
+	state         protoimpl.MessageState
+	sizeCache     protoimpl.SizeCache
+	unknownFields protoimpl.UnknownFields
+
+	Address string `protobuf:"bytes,1,opt,name=address,proto3" json:"address,omitempty"`
+	Id      string `protobuf:"bytes,2,opt,name=id,proto3" json:"id,omitempty"`
+}
+
+func (x *Pid) Reset() {
+	*x = Pid{}
+	if protoimpl.UnsafeEnabled {
+		mi := &file_wire_proto_msgTypes[3]
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		ms.StoreMessageInfo(mi)
+	}
+}
+
+func (x *Pid) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Pid) ProtoMessage() {}
+
+func (x *Pid) ProtoReflect() protoreflect.Message {
+	mi := &file_wire_proto_msgTypes[3]
+	if protoimpl.UnsafeEnabled && x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Pid.ProtoReflect.Descriptor instead.
+func (*Pid) Descriptor() ([]byte, []int) {
+	return file_wire_proto_rawDescGZIP(), []int{3}
+}
+
+func (x *Pid) GetAddress() string {
+	if x != nil {
+		return x.Address
+	}
+	return ""
+}
+
+func (x *Pid) GetId() string {
+	if x != nil {
+		return x.Id
+	}
+	return ""
+}
+
+type Forward struct {
+	state         protoimpl.MessageState
+	sizeCache     protoimpl.SizeCache
+	unknownFields protoimpl.UnknownFields
+
+	Run    *Run    `protobuf:"bytes,1,opt,name=run,proto3" json:"run,omitempty"`
+	Step   int64   `protobuf:"varint,2,opt,name=step,proto3" json:"step,omitempty"`
+	Micro  int64   `protobuf:"varint,3,opt,name=micro,proto3" json:"micro,omitempty"`
+	Row    int64   `protobuf:"varint,4,opt,name=row,proto3" json:"row,omitempty"`
+	Total  int64   `protobuf:"varint,5,opt,name=total,proto3" json:"total,omitempty"`
+	Seq    int64   `protobuf:"varint,6,opt,name=seq,proto3" json:"seq,omitempty"`
+	Micros int64   `protobuf:"varint,7,opt,name=micros,proto3" json:"micros,omitempty"`
+	Part   int64   `protobuf:"varint,8,opt,name=part,proto3" json:"part,omitempty"`
+	Eval   bool    `protobuf:"varint,9,opt,name=eval,proto3" json:"eval,omitempty"`
+	X      *Tensor `protobuf:"bytes,10,opt,name=x,proto3" json:"x,omitempty"`
+}
+
+func (x *Forward) Reset() {
+	*x = Forward{}
+	if protoimpl.UnsafeEnabled {
+		mi := &file_wire_proto_msgTypes[4]
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		ms.StoreMessageInfo(mi)
+	}
+}
+
+func (x *Forward) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Forward) ProtoMessage() {}
+
+func (x *Forward) ProtoReflect() protoreflect.Message {
+	mi := &file_wire_proto_msgTypes[4]
+	if protoimpl.UnsafeEnabled && x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Forward.ProtoReflect.Descriptor instead.
+func (*Forward) Descriptor() ([]byte, []int) {
+	return file_wire_proto_rawDescGZIP(), []int{4}
+}
+
+func (x *Forward) GetRun() *Run {
+	if x != nil {
+		return x.Run
+	}
+	return nil
+}
+
+func (x *Forward) GetStep() int64 {
+	if x != nil {
+		return x.Step
+	}
+	return 0
+}
+
+func (x *Forward) GetMicro() int64 {
+	if x != nil {
+		return x.Micro
+	}
+	return 0
+}
+
+func (x *Forward) GetRow() int64 {
+	if x != nil {
+		return x.Row
+	}
+	return 0
+}
+
+func (x *Forward) GetTotal() int64 {
+	if x != nil {
+		return x.Total
+	}
+	return 0
+}
+
+func (x *Forward) GetSeq() int64 {
+	if x != nil {
+		return x.Seq
+	}
+	return 0
+}
+
+func (x *Forward) GetMicros() int64 {
+	if x != nil {
+		return x.Micros
+	}
+	return 0
+}
+
+func (x *Forward) GetPart() int64 {
+	if x != nil {
+		return x.Part
+	}
+	return 0
+}
+
+func (x *Forward) GetEval() bool {
+	if x != nil {
+		return x.Eval
+	}
+	return false
+}
+
+func (x *Forward) GetX() *Tensor {
+	if x != nil {
+		return x.X
+	}
+	return nil
+}
+
+type Backward struct {
+	state         protoimpl.MessageState
+	sizeCache     protoimpl.SizeCache
+	unknownFields protoimpl.UnknownFields
+
+	Run   *Run    `protobuf:"bytes,1,opt,name=run,proto3" json:"run,omitempty"`
+	Step  int64   `protobuf:"varint,2,opt,name=step,proto3" json:"step,omitempty"`
+	Micro int64   `protobuf:"varint,3,opt,name=micro,proto3" json:"micro,omitempty"`
+	Part  int64   `protobuf:"varint,4,opt,name=part,proto3" json:"part,omitempty"`
+	Dy    *Tensor `protobuf:"bytes,5,opt,name=dy,proto3" json:"dy,omitempty"`
+}
+
+func (x *Backward) Reset() {
+	*x = Backward{}
+	if protoimpl.UnsafeEnabled {
+		mi := &file_wire_proto_msgTypes[5]
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		ms.StoreMessageInfo(mi)
+	}
+}
+
+func (x *Backward) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Backward) ProtoMessage() {}
+
+func (x *Backward) ProtoReflect() protoreflect.Message {
+	mi := &file_wire_proto_msgTypes[5]
+	if protoimpl.UnsafeEnabled && x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Backward.ProtoReflect.Descriptor instead.
+func (*Backward) Descriptor() ([]byte, []int) {
+	return file_wire_proto_rawDescGZIP(), []int{5}
+}
+
+func (x *Backward) GetRun() *Run {
+	if x != nil {
+		return x.Run
+	}
+	return nil
+}
+
+func (x *Backward) GetStep() int64 {
+	if x != nil {
+		return x.Step
+	}
+	return 0
+}
+
+func (x *Backward) GetMicro() int64 {
+	if x != nil {
+		return x.Micro
+	}
+	return 0
+}
+
+func (x *Backward) GetPart() int64 {
+	if x != nil {
+		return x.Part
+	}
+	return 0
+}
+
+func (x *Backward) GetDy() *Tensor {
+	if x != nil {
+		return x.Dy
+	}
+	return nil
+}
+
+type BackwardDone struct {
+	state         protoimpl.MessageState
+	sizeCache     protoimpl.SizeCache
+	unknownFields protoimpl.UnknownFields
+
+	Run   *Run  `protobuf:"bytes,1,opt,name=run,proto3" json:"run,omitempty"`
+	Step  int64 `protobuf:"varint,2,opt,name=step,proto3" json:"step,omitempty"`
+	Micro int64 `protobuf:"varint,3,opt,name=micro,proto3" json:"micro,omitempty"`
+	Actor int64 `protobuf:"varint,4,opt,name=actor,proto3" json:"actor,omitempty"`
+}
+
+func (x *BackwardDone) Reset() {
+	*x = BackwardDone{}
+	if protoimpl.UnsafeEnabled {
+		mi := &file_wire_proto_msgTypes[6]
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		ms.StoreMessageInfo(mi)
+	}
+}
+
+func (x *BackwardDone) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*BackwardDone) ProtoMessage() {}
+
+func (x *BackwardDone) ProtoReflect() protoreflect.Message {
+	mi := &file_wire_proto_msgTypes[6]
+	if protoimpl.UnsafeEnabled && x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use BackwardDone.ProtoReflect.Descriptor instead.
+func (*BackwardDone) Descriptor() ([]byte, []int) {
+	return file_wire_proto_rawDescGZIP(), []int{6}
+}
+
+func (x *BackwardDone) GetRun() *Run {
+	if x != nil {
+		return x.Run
+	}
+	return nil
+}
+
+func (x *BackwardDone) GetStep() int64 {
+	if x != nil {
+		return x.Step
+	}
+	return 0
+}
+
+func (x *BackwardDone) GetMicro() int64 {
+	if x != nil {
+		return x.Micro
+	}
+	return 0
+}
+
+func (x *BackwardDone) GetActor() int64 {
+	if x != nil {
+		return x.Actor
+	}
+	return 0
+}
+
+type GradNorm struct {
+	state         protoimpl.MessageState
+	sizeCache     protoimpl.SizeCache
+	unknownFields protoimpl.UnknownFields
+
+	Run   *Run      `protobuf:"bytes,1,opt,name=run,proto3" json:"run,omitempty"`
+	Step  int64     `protobuf:"varint,2,opt,name=step,proto3" json:"step,omitempty"`
+	Actor int64     `protobuf:"varint,3,opt,name=actor,proto3" json:"actor,omitempty"`
+	Sums  []float64 `protobuf:"fixed64,4,rep,packed,name=sums,proto3" json:"sums,omitempty"`
+}
+
+func (x *GradNorm) Reset() {
+	*x = GradNorm{}
+	if protoimpl.UnsafeEnabled {
+		mi := &file_wire_proto_msgTypes[7]
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		ms.StoreMessageInfo(mi)
+	}
+}
+
+func (x *GradNorm) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*GradNorm) ProtoMessage() {}
+
+func (x *GradNorm) ProtoReflect() protoreflect.Message {
+	mi := &file_wire_proto_msgTypes[7]
+	if protoimpl.UnsafeEnabled && x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use GradNorm.ProtoReflect.Descriptor instead.
+func (*GradNorm) Descriptor() ([]byte, []int) {
+	return file_wire_proto_rawDescGZIP(), []int{7}
+}
+
+func (x *GradNorm) GetRun() *Run {
+	if x != nil {
+		return x.Run
+	}
+	return nil
+}
+
+func (x *GradNorm) GetStep() int64 {
+	if x != nil {
+		return x.Step
+	}
+	return 0
+}
+
+func (x *GradNorm) GetActor() int64 {
+	if x != nil {
+		return x.Actor
+	}
+	return 0
+}
+
+func (x *GradNorm) GetSums() []float64 {
+	if x != nil {
+		return x.Sums
+	}
+	return nil
+}
+
+type Update struct {
+	state         protoimpl.MessageState
+	sizeCache     protoimpl.SizeCache
+	unknownFields protoimpl.UnknownFields
+
+	Run   *Run    `protobuf:"bytes,1,opt,name=run,proto3" json:"run,omitempty"`
+	Step  int64   `protobuf:"varint,2,opt,name=step,proto3" json:"step,omitempty"`
+	Lr    float64 `protobuf:"fixed64,3,opt,name=lr,proto3" json:"lr,omitempty"`
+	Scale float64 `protobuf:"fixed64,4,opt,name=scale,proto3" json:"scale,omitempty"`
+}
+
+func (x *Update) Reset() {
+	*x = Update{}
+	if protoimpl.UnsafeEnabled {
+		mi := &file_wire_proto_msgTypes[8]
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		ms.StoreMessageInfo(mi)
+	}
+}
+
+func (x *Update) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Update) ProtoMessage() {}
+
+func (x *Update) ProtoReflect() protoreflect.Message {
+	mi := &file_wire_proto_msgTypes[8]
+	if protoimpl.UnsafeEnabled && x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Update.ProtoReflect.Descriptor instead.
+func (*Update) Descriptor() ([]byte, []int) {
+	return file_wire_proto_rawDescGZIP(), []int{8}
+}
+
+func (x *Update) GetRun() *Run {
+	if x != nil {
+		return x.Run
+	}
+	return nil
+}
+
+func (x *Update) GetStep() int64 {
+	if x != nil {
+		return x.Step
+	}
+	return 0
+}
+
+func (x *Update) GetLr() float64 {
+	if x != nil {
+		return x.Lr
+	}
+	return 0
+}
+
+func (x *Update) GetScale() float64 {
+	if x != nil {
+		return x.Scale
+	}
+	return 0
+}
+
+type UpdateApplied struct {
+	state         protoimpl.MessageState
+	sizeCache     protoimpl.SizeCache
+	unknownFields protoimpl.UnknownFields
+
+	Run   *Run  `protobuf:"bytes,1,opt,name=run,proto3" json:"run,omitempty"`
+	Step  int64 `protobuf:"varint,2,opt,name=step,proto3" json:"step,omitempty"`
+	Actor int64 `protobuf:"varint,3,opt,name=actor,proto3" json:"actor,omitempty"`
+}
+
+func (x *UpdateApplied) Reset() {
+	*x = UpdateApplied{}
+	if protoimpl.UnsafeEnabled {
+		mi := &file_wire_proto_msgTypes[9]
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		ms.StoreMessageInfo(mi)
+	}
+}
+
+func (x *UpdateApplied) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*UpdateApplied) ProtoMessage() {}
+
+func (x *UpdateApplied) ProtoReflect() protoreflect.Message {
+	mi := &file_wire_proto_msgTypes[9]
+	if protoimpl.UnsafeEnabled && x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use UpdateApplied.ProtoReflect.Descriptor instead.
+func (*UpdateApplied) Descriptor() ([]byte, []int) {
+	return file_wire_proto_rawDescGZIP(), []int{9}
+}
+
+func (x *UpdateApplied) GetRun() *Run {
+	if x != nil {
+		return x.Run
+	}
+	return nil
+}
+
+func (x *UpdateApplied) GetStep() int64 {
+	if x != nil {
+		return x.Step
+	}
+	return 0
+}
+
+func (x *UpdateApplied) GetActor() int64 {
+	if x != nil {
+		return x.Actor
+	}
+	return 0
+}
+
+type Failed struct {
+	state         protoimpl.MessageState
+	sizeCache     protoimpl.SizeCache
+	unknownFields protoimpl.UnknownFields
+
+	Run   *Run   `protobuf:"bytes,1,opt,name=run,proto3" json:"run,omitempty"`
+	Actor int64  `protobuf:"varint,2,opt,name=actor,proto3" json:"actor,omitempty"`
+	Err   *Error `protobuf:"bytes,3,opt,name=err,proto3" json:"err,omitempty"`
+}
+
+func (x *Failed) Reset() {
+	*x = Failed{}
+	if protoimpl.UnsafeEnabled {
+		mi := &file_wire_proto_msgTypes[10]
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		ms.StoreMessageInfo(mi)
+	}
+}
+
+func (x *Failed) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Failed) ProtoMessage() {}
+
+func (x *Failed) ProtoReflect() protoreflect.Message {
+	mi := &file_wire_proto_msgTypes[10]
+	if protoimpl.UnsafeEnabled && x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Failed.ProtoReflect.Descriptor instead.
+func (*Failed) Descriptor() ([]byte, []int) {
+	return file_wire_proto_rawDescGZIP(), []int{10}
+}
+
+func (x *Failed) GetRun() *Run {
+	if x != nil {
+		return x.Run
+	}
+	return nil
+}
+
+func (x *Failed) GetActor() int64 {
+	if x != nil {
+		return x.Actor
+	}
+	return 0
+}
+
+func (x *Failed) GetErr() *Error {
+	if x != nil {
+		return x.Err
+	}
+	return nil
+}
+
+// Links connects a stage to its neighbours (actors.Wire).
+type Links struct {
+	state         protoimpl.MessageState
+	sizeCache     protoimpl.SizeCache
+	unknownFields protoimpl.UnknownFields
+
+	Run           *Run    `protobuf:"bytes,1,opt,name=run,proto3" json:"run,omitempty"`
+	Coordinator   *Pid    `protobuf:"bytes,2,opt,name=coordinator,proto3" json:"coordinator,omitempty"`
+	Optimizer     *Pid    `protobuf:"bytes,3,opt,name=optimizer,proto3" json:"optimizer,omitempty"`
+	Next          []*Pid  `protobuf:"bytes,4,rep,name=next,proto3" json:"next,omitempty"`
+	Prev          []*Pid  `protobuf:"bytes,5,rep,name=prev,proto3" json:"prev,omitempty"`
+	PrevSplit     []int64 `protobuf:"varint,6,rep,packed,name=prev_split,json=prevSplit,proto3" json:"prev_split,omitempty"`
+	InParts       int64   `protobuf:"varint,7,opt,name=in_parts,json=inParts,proto3" json:"in_parts,omitempty"`
+	OutParts      int64   `protobuf:"varint,8,opt,name=out_parts,json=outParts,proto3" json:"out_parts,omitempty"`
+	Limit         int64   `protobuf:"varint,9,opt,name=limit,proto3" json:"limit,omitempty"`
+	SplitBackward bool    `protobuf:"varint,10,opt,name=split_backward,json=splitBackward,proto3" json:"split_backward,omitempty"`
+}
+
+func (x *Links) Reset() {
+	*x = Links{}
+	if protoimpl.UnsafeEnabled {
+		mi := &file_wire_proto_msgTypes[11]
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		ms.StoreMessageInfo(mi)
+	}
+}
+
+func (x *Links) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Links) ProtoMessage() {}
+
+func (x *Links) ProtoReflect() protoreflect.Message {
+	mi := &file_wire_proto_msgTypes[11]
+	if protoimpl.UnsafeEnabled && x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Links.ProtoReflect.Descriptor instead.
+func (*Links) Descriptor() ([]byte, []int) {
+	return file_wire_proto_rawDescGZIP(), []int{11}
+}
+
+func (x *Links) GetRun() *Run {
+	if x != nil {
+		return x.Run
+	}
+	return nil
+}
+
+func (x *Links) GetCoordinator() *Pid {
+	if x != nil {
+		return x.Coordinator
+	}
+	return nil
+}
+
+func (x *Links) GetOptimizer() *Pid {
+	if x != nil {
+		return x.Optimizer
+	}
+	return nil
+}
+
+func (x *Links) GetNext() []*Pid {
+	if x != nil {
+		return x.Next
+	}
+	return nil
+}
+
+func (x *Links) GetPrev() []*Pid {
+	if x != nil {
+		return x.Prev
+	}
+	return nil
+}
+
+func (x *Links) GetPrevSplit() []int64 {
+	if x != nil {
+		return x.PrevSplit
+	}
+	return nil
+}
+
+func (x *Links) GetInParts() int64 {
+	if x != nil {
+		return x.InParts
+	}
+	return 0
+}
+
+func (x *Links) GetOutParts() int64 {
+	if x != nil {
+		return x.OutParts
+	}
+	return 0
+}
+
+func (x *Links) GetLimit() int64 {
+	if x != nil {
+		return x.Limit
+	}
+	return 0
+}
+
+func (x *Links) GetSplitBackward() bool {
+	if x != nil {
+		return x.SplitBackward
+	}
+	return false
+}
+
+type GetParams struct {
+	state         protoimpl.MessageState
+	sizeCache     protoimpl.SizeCache
+	unknownFields protoimpl.UnknownFields
+
+	Run       *Run `protobuf:"bytes,1,opt,name=run,proto3" json:"run,omitempty"`
+	NamesOnly bool `protobuf:"varint,2,opt,name=names_only,json=namesOnly,proto3" json:"names_only,omitempty"`
+}
+
+func (x *GetParams) Reset() {
+	*x = GetParams{}
+	if protoimpl.UnsafeEnabled {
+		mi := &file_wire_proto_msgTypes[12]
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		ms.StoreMessageInfo(mi)
+	}
+}
+
+func (x *GetParams) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*GetParams) ProtoMessage() {}
+
+func (x *GetParams) ProtoReflect() protoreflect.Message {
+	mi := &file_wire_proto_msgTypes[12]
+	if protoimpl.UnsafeEnabled && x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use GetParams.ProtoReflect.Descriptor instead.
+func (*GetParams) Descriptor() ([]byte, []int) {
+	return file_wire_proto_rawDescGZIP(), []int{12}
+}
+
+func (x *GetParams) GetRun() *Run {
+	if x != nil {
+		return x.Run
+	}
+	return nil
+}
+
+func (x *GetParams) GetNamesOnly() bool {
+	if x != nil {
+		return x.NamesOnly
+	}
+	return false
+}
+
+// OptimState is an optimizer's state (optim.State).
+type OptimState struct {
+	state         protoimpl.MessageState
+	sizeCache     protoimpl.SizeCache
+	unknownFields protoimpl.UnknownFields
+
+	Kind      string             `protobuf:"bytes,1,opt,name=kind,proto3" json:"kind,omitempty"`
+	Step      int64              `protobuf:"varint,2,opt,name=step,proto3" json:"step,omitempty"`
+	NumParams int64              `protobuf:"varint,3,opt,name=num_params,json=numParams,proto3" json:"num_params,omitempty"`
+	Tensors   map[string]*Tensor `protobuf:"bytes,4,rep,name=tensors,proto3" json:"tensors,omitempty" protobuf_key:"bytes,1,opt,name=key,proto3" protobuf_val:"bytes,2,opt,name=value,proto3"`
+}
+
+func (x *OptimState) Reset() {
+	*x = OptimState{}
+	if protoimpl.UnsafeEnabled {
+		mi := &file_wire_proto_msgTypes[13]
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		ms.StoreMessageInfo(mi)
+	}
+}
+
+func (x *OptimState) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*OptimState) ProtoMessage() {}
+
+func (x *OptimState) ProtoReflect() protoreflect.Message {
+	mi := &file_wire_proto_msgTypes[13]
+	if protoimpl.UnsafeEnabled && x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use OptimState.ProtoReflect.Descriptor instead.
+func (*OptimState) Descriptor() ([]byte, []int) {
+	return file_wire_proto_rawDescGZIP(), []int{13}
+}
+
+func (x *OptimState) GetKind() string {
+	if x != nil {
+		return x.Kind
+	}
+	return ""
+}
+
+func (x *OptimState) GetStep() int64 {
+	if x != nil {
+		return x.Step
+	}
+	return 0
+}
+
+func (x *OptimState) GetNumParams() int64 {
+	if x != nil {
+		return x.NumParams
+	}
+	return 0
+}
+
+func (x *OptimState) GetTensors() map[string]*Tensor {
+	if x != nil {
+		return x.Tensors
+	}
+	return nil
+}
+
+type Params struct {
+	state         protoimpl.MessageState
+	sizeCache     protoimpl.SizeCache
+	unknownFields protoimpl.UnknownFields
+
+	Run    *Run        `protobuf:"bytes,1,opt,name=run,proto3" json:"run,omitempty"`
+	Actor  int64       `protobuf:"varint,2,opt,name=actor,proto3" json:"actor,omitempty"`
+	Names  []string    `protobuf:"bytes,3,rep,name=names,proto3" json:"names,omitempty"`
+	Values []*Tensor   `protobuf:"bytes,4,rep,name=values,proto3" json:"values,omitempty"`
+	State  *OptimState `protobuf:"bytes,5,opt,name=state,proto3" json:"state,omitempty"`
+}
+
+func (x *Params) Reset() {
+	*x = Params{}
+	if protoimpl.UnsafeEnabled {
+		mi := &file_wire_proto_msgTypes[14]
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		ms.StoreMessageInfo(mi)
+	}
+}
+
+func (x *Params) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Params) ProtoMessage() {}
+
+func (x *Params) ProtoReflect() protoreflect.Message {
+	mi := &file_wire_proto_msgTypes[14]
+	if protoimpl.UnsafeEnabled && x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Params.ProtoReflect.Descriptor instead.
+func (*Params) Descriptor() ([]byte, []int) {
+	return file_wire_proto_rawDescGZIP(), []int{14}
+}
+
+func (x *Params) GetRun() *Run {
+	if x != nil {
+		return x.Run
+	}
+	return nil
+}
+
+func (x *Params) GetActor() int64 {
+	if x != nil {
+		return x.Actor
+	}
+	return 0
+}
+
+func (x *Params) GetNames() []string {
+	if x != nil {
+		return x.Names
+	}
+	return nil
+}
+
+func (x *Params) GetValues() []*Tensor {
+	if x != nil {
+		return x.Values
+	}
+	return nil
+}
+
+func (x *Params) GetState() *OptimState {
+	if x != nil {
+		return x.State
+	}
+	return nil
+}
+
+type SetParams struct {
+	state         protoimpl.MessageState
+	sizeCache     protoimpl.SizeCache
+	unknownFields protoimpl.UnknownFields
+
+	Run    *Run        `protobuf:"bytes,1,opt,name=run,proto3" json:"run,omitempty"`
+	Values []*Tensor   `protobuf:"bytes,2,rep,name=values,proto3" json:"values,omitempty"`
+	State  *OptimState `protobuf:"bytes,3,opt,name=state,proto3" json:"state,omitempty"` // absent: the optimizer's state is kept
+}
+
+func (x *SetParams) Reset() {
+	*x = SetParams{}
+	if protoimpl.UnsafeEnabled {
+		mi := &file_wire_proto_msgTypes[15]
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		ms.StoreMessageInfo(mi)
+	}
+}
+
+func (x *SetParams) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SetParams) ProtoMessage() {}
+
+func (x *SetParams) ProtoReflect() protoreflect.Message {
+	mi := &file_wire_proto_msgTypes[15]
+	if protoimpl.UnsafeEnabled && x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SetParams.ProtoReflect.Descriptor instead.
+func (*SetParams) Descriptor() ([]byte, []int) {
+	return file_wire_proto_rawDescGZIP(), []int{15}
+}
+
+func (x *SetParams) GetRun() *Run {
+	if x != nil {
+		return x.Run
+	}
+	return nil
+}
+
+func (x *SetParams) GetValues() []*Tensor {
+	if x != nil {
+		return x.Values
+	}
+	return nil
+}
+
+func (x *SetParams) GetState() *OptimState {
+	if x != nil {
+		return x.State
+	}
+	return nil
+}
+
+type Ack struct {
+	state         protoimpl.MessageState
+	sizeCache     protoimpl.SizeCache
+	unknownFields protoimpl.UnknownFields
+
+	Run *Run   `protobuf:"bytes,1,opt,name=run,proto3" json:"run,omitempty"`
+	Err *Error `protobuf:"bytes,2,opt,name=err,proto3" json:"err,omitempty"` // absent: done
+}
+
+func (x *Ack) Reset() {
+	*x = Ack{}
+	if protoimpl.UnsafeEnabled {
+		mi := &file_wire_proto_msgTypes[16]
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		ms.StoreMessageInfo(mi)
+	}
+}
+
+func (x *Ack) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Ack) ProtoMessage() {}
+
+func (x *Ack) ProtoReflect() protoreflect.Message {
+	mi := &file_wire_proto_msgTypes[16]
+	if protoimpl.UnsafeEnabled && x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Ack.ProtoReflect.Descriptor instead.
+func (*Ack) Descriptor() ([]byte, []int) {
+	return file_wire_proto_rawDescGZIP(), []int{16}
+}
+
+func (x *Ack) GetRun() *Run {
+	if x != nil {
+		return x.Run
+	}
+	return nil
+}
+
+func (x *Ack) GetErr() *Error {
+	if x != nil {
+		return x.Err
+	}
+	return nil
+}
+
+type GetStats struct {
+	state         protoimpl.MessageState
+	sizeCache     protoimpl.SizeCache
+	unknownFields protoimpl.UnknownFields
+
+	Run    *Run `protobuf:"bytes,1,opt,name=run,proto3" json:"run,omitempty"`
+	Reset_ bool `protobuf:"varint,2,opt,name=reset,proto3" json:"reset,omitempty"`
+}
+
+func (x *GetStats) Reset() {
+	*x = GetStats{}
+	if protoimpl.UnsafeEnabled {
+		mi := &file_wire_proto_msgTypes[17]
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		ms.StoreMessageInfo(mi)
+	}
+}
+
+func (x *GetStats) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*GetStats) ProtoMessage() {}
+
+func (x *GetStats) ProtoReflect() protoreflect.Message {
+	mi := &file_wire_proto_msgTypes[17]
+	if protoimpl.UnsafeEnabled && x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use GetStats.ProtoReflect.Descriptor instead.
+func (*GetStats) Descriptor() ([]byte, []int) {
+	return file_wire_proto_rawDescGZIP(), []int{17}
+}
+
+func (x *GetStats) GetRun() *Run {
+	if x != nil {
+		return x.Run
+	}
+	return nil
+}
+
+func (x *GetStats) GetReset_() bool {
+	if x != nil {
+		return x.Reset_
+	}
+	return false
+}
+
+type Span struct {
+	state         protoimpl.MessageState
+	sizeCache     protoimpl.SizeCache
+	unknownFields protoimpl.UnknownFields
+
+	Kind    int32 `protobuf:"varint,1,opt,name=kind,proto3" json:"kind,omitempty"`
+	Step    int64 `protobuf:"varint,2,opt,name=step,proto3" json:"step,omitempty"`
+	Micro   int64 `protobuf:"varint,3,opt,name=micro,proto3" json:"micro,omitempty"`
+	StartNs int64 `protobuf:"varint,4,opt,name=start_ns,json=startNs,proto3" json:"start_ns,omitempty"`
+	DurNs   int64 `protobuf:"varint,5,opt,name=dur_ns,json=durNs,proto3" json:"dur_ns,omitempty"`
+}
+
+func (x *Span) Reset() {
+	*x = Span{}
+	if protoimpl.UnsafeEnabled {
+		mi := &file_wire_proto_msgTypes[18]
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		ms.StoreMessageInfo(mi)
+	}
+}
+
+func (x *Span) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Span) ProtoMessage() {}
+
+func (x *Span) ProtoReflect() protoreflect.Message {
+	mi := &file_wire_proto_msgTypes[18]
+	if protoimpl.UnsafeEnabled && x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Span.ProtoReflect.Descriptor instead.
+func (*Span) Descriptor() ([]byte, []int) {
+	return file_wire_proto_rawDescGZIP(), []int{18}
+}
+
+func (x *Span) GetKind() int32 {
+	if x != nil {
+		return x.Kind
+	}
+	return 0
+}
+
+func (x *Span) GetStep() int64 {
+	if x != nil {
+		return x.Step
+	}
+	return 0
+}
+
+func (x *Span) GetMicro() int64 {
+	if x != nil {
+		return x.Micro
+	}
+	return 0
+}
+
+func (x *Span) GetStartNs() int64 {
+	if x != nil {
+		return x.StartNs
+	}
+	return 0
+}
+
+func (x *Span) GetDurNs() int64 {
+	if x != nil {
+		return x.DurNs
+	}
+	return 0
+}
+
+type Stats struct {
+	state         protoimpl.MessageState
+	sizeCache     protoimpl.SizeCache
+	unknownFields protoimpl.UnknownFields
+
+	Run         *Run    `protobuf:"bytes,1,opt,name=run,proto3" json:"run,omitempty"`
+	Actor       int64   `protobuf:"varint,2,opt,name=actor,proto3" json:"actor,omitempty"`
+	Name        string  `protobuf:"bytes,3,opt,name=name,proto3" json:"name,omitempty"`
+	Layers      []int64 `protobuf:"varint,4,rep,packed,name=layers,proto3" json:"layers,omitempty"`
+	BusyNs      int64   `protobuf:"varint,5,opt,name=busy_ns,json=busyNs,proto3" json:"busy_ns,omitempty"`
+	Messages    int64   `protobuf:"varint,6,opt,name=messages,proto3" json:"messages,omitempty"`
+	MaxInFlight int64   `protobuf:"varint,7,opt,name=max_in_flight,json=maxInFlight,proto3" json:"max_in_flight,omitempty"`
+	Spans       []*Span `protobuf:"bytes,8,rep,name=spans,proto3" json:"spans,omitempty"`
+}
+
+func (x *Stats) Reset() {
+	*x = Stats{}
+	if protoimpl.UnsafeEnabled {
+		mi := &file_wire_proto_msgTypes[19]
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		ms.StoreMessageInfo(mi)
+	}
+}
+
+func (x *Stats) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Stats) ProtoMessage() {}
+
+func (x *Stats) ProtoReflect() protoreflect.Message {
+	mi := &file_wire_proto_msgTypes[19]
+	if protoimpl.UnsafeEnabled && x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Stats.ProtoReflect.Descriptor instead.
+func (*Stats) Descriptor() ([]byte, []int) {
+	return file_wire_proto_rawDescGZIP(), []int{19}
+}
+
+func (x *Stats) GetRun() *Run {
+	if x != nil {
+		return x.Run
+	}
+	return nil
+}
+
+func (x *Stats) GetActor() int64 {
+	if x != nil {
+		return x.Actor
+	}
+	return 0
+}
+
+func (x *Stats) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+func (x *Stats) GetLayers() []int64 {
+	if x != nil {
+		return x.Layers
+	}
+	return nil
+}
+
+func (x *Stats) GetBusyNs() int64 {
+	if x != nil {
+		return x.BusyNs
+	}
+	return 0
+}
+
+func (x *Stats) GetMessages() int64 {
+	if x != nil {
+		return x.Messages
+	}
+	return 0
+}
+
+func (x *Stats) GetMaxInFlight() int64 {
+	if x != nil {
+		return x.MaxInFlight
+	}
+	return 0
+}
+
+func (x *Stats) GetSpans() []*Span {
+	if x != nil {
+		return x.Spans
+	}
+	return nil
+}
+
+// Layer is a layer's spec (nn.Spec).
+type Layer struct {
+	state         protoimpl.MessageState
+	sizeCache     protoimpl.SizeCache
+	unknownFields protoimpl.UnknownFields
+
+	Type        string  `protobuf:"bytes,1,opt,name=type,proto3" json:"type,omitempty"`
+	Units       int64   `protobuf:"varint,2,opt,name=units,proto3" json:"units,omitempty"`
+	Init        string  `protobuf:"bytes,3,opt,name=init,proto3" json:"init,omitempty"`
+	Alpha       float64 `protobuf:"fixed64,4,opt,name=alpha,proto3" json:"alpha,omitempty"`
+	P           float64 `protobuf:"fixed64,5,opt,name=p,proto3" json:"p,omitempty"`
+	Approximate bool    `protobuf:"varint,6,opt,name=approximate,proto3" json:"approximate,omitempty"`
+}
+
+func (x *Layer) Reset() {
+	*x = Layer{}
+	if protoimpl.UnsafeEnabled {
+		mi := &file_wire_proto_msgTypes[20]
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		ms.StoreMessageInfo(mi)
+	}
+}
+
+func (x *Layer) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Layer) ProtoMessage() {}
+
+func (x *Layer) ProtoReflect() protoreflect.Message {
+	mi := &file_wire_proto_msgTypes[20]
+	if protoimpl.UnsafeEnabled && x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Layer.ProtoReflect.Descriptor instead.
+func (*Layer) Descriptor() ([]byte, []int) {
+	return file_wire_proto_rawDescGZIP(), []int{20}
+}
+
+func (x *Layer) GetType() string {
+	if x != nil {
+		return x.Type
+	}
+	return ""
+}
+
+func (x *Layer) GetUnits() int64 {
+	if x != nil {
+		return x.Units
+	}
+	return 0
+}
+
+func (x *Layer) GetInit() string {
+	if x != nil {
+		return x.Init
+	}
+	return ""
+}
+
+func (x *Layer) GetAlpha() float64 {
+	if x != nil {
+		return x.Alpha
+	}
+	return 0
+}
+
+func (x *Layer) GetP() float64 {
+	if x != nil {
+		return x.P
+	}
+	return 0
+}
+
+func (x *Layer) GetApproximate() bool {
+	if x != nil {
+		return x.Approximate
+	}
+	return false
+}
+
+// Optimizer is an optimizer's spec (optim.Spec).
+type Optimizer struct {
+	state         protoimpl.MessageState
+	sizeCache     protoimpl.SizeCache
+	unknownFields protoimpl.UnknownFields
+
+	Kind        string    `protobuf:"bytes,1,opt,name=kind,proto3" json:"kind,omitempty"`
+	Momentum    float64   `protobuf:"fixed64,2,opt,name=momentum,proto3" json:"momentum,omitempty"`
+	Nesterov    bool      `protobuf:"varint,3,opt,name=nesterov,proto3" json:"nesterov,omitempty"`
+	WeightDecay float64   `protobuf:"fixed64,4,opt,name=weight_decay,json=weightDecay,proto3" json:"weight_decay,omitempty"`
+	Betas       []float64 `protobuf:"fixed64,5,rep,packed,name=betas,proto3" json:"betas,omitempty"`
+	Eps         float64   `protobuf:"fixed64,6,opt,name=eps,proto3" json:"eps,omitempty"`
+}
+
+func (x *Optimizer) Reset() {
+	*x = Optimizer{}
+	if protoimpl.UnsafeEnabled {
+		mi := &file_wire_proto_msgTypes[21]
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		ms.StoreMessageInfo(mi)
+	}
+}
+
+func (x *Optimizer) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Optimizer) ProtoMessage() {}
+
+func (x *Optimizer) ProtoReflect() protoreflect.Message {
+	mi := &file_wire_proto_msgTypes[21]
+	if protoimpl.UnsafeEnabled && x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Optimizer.ProtoReflect.Descriptor instead.
+func (*Optimizer) Descriptor() ([]byte, []int) {
+	return file_wire_proto_rawDescGZIP(), []int{21}
+}
+
+func (x *Optimizer) GetKind() string {
+	if x != nil {
+		return x.Kind
+	}
+	return ""
+}
+
+func (x *Optimizer) GetMomentum() float64 {
+	if x != nil {
+		return x.Momentum
+	}
+	return 0
+}
+
+func (x *Optimizer) GetNesterov() bool {
+	if x != nil {
+		return x.Nesterov
+	}
+	return false
+}
+
+func (x *Optimizer) GetWeightDecay() float64 {
+	if x != nil {
+		return x.WeightDecay
+	}
+	return 0
+}
+
+func (x *Optimizer) GetBetas() []float64 {
+	if x != nil {
+		return x.Betas
+	}
+	return nil
+}
+
+func (x *Optimizer) GetEps() float64 {
+	if x != nil {
+		return x.Eps
+	}
+	return 0
+}
+
+// Open starts a run's session on a worker, to which the coordinator then
+// sends Build for each of the worker's stages. The session ends when the
+// coordinator stops it, stops answering, or falls silent.
+type Open struct {
+	state         protoimpl.MessageState
+	sizeCache     protoimpl.SizeCache
+	unknownFields protoimpl.UnknownFields
+
+	Run         *Run  `protobuf:"bytes,1,opt,name=run,proto3" json:"run,omitempty"`
+	Coordinator *Pid  `protobuf:"bytes,2,opt,name=coordinator,proto3" json:"coordinator,omitempty"`
+	Stages      int64 `protobuf:"varint,3,opt,name=stages,proto3" json:"stages,omitempty"`                  // stage actors this worker will host
+	Threads     int64 `protobuf:"varint,4,opt,name=threads,proto3" json:"threads,omitempty"`                // pipeline.gemm_threads: 0 sizes them from the worker's cores
+	OneBusy     bool  `protobuf:"varint,5,opt,name=one_busy,json=oneBusy,proto3" json:"one_busy,omitempty"` // one stage busy at a time (sequential): each may use every core
+}
+
+func (x *Open) Reset() {
+	*x = Open{}
+	if protoimpl.UnsafeEnabled {
+		mi := &file_wire_proto_msgTypes[22]
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		ms.StoreMessageInfo(mi)
+	}
+}
+
+func (x *Open) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Open) ProtoMessage() {}
+
+func (x *Open) ProtoReflect() protoreflect.Message {
+	mi := &file_wire_proto_msgTypes[22]
+	if protoimpl.UnsafeEnabled && x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Open.ProtoReflect.Descriptor instead.
+func (*Open) Descriptor() ([]byte, []int) {
+	return file_wire_proto_rawDescGZIP(), []int{22}
+}
+
+func (x *Open) GetRun() *Run {
+	if x != nil {
+		return x.Run
+	}
+	return nil
+}
+
+func (x *Open) GetCoordinator() *Pid {
+	if x != nil {
+		return x.Coordinator
+	}
+	return nil
+}
+
+func (x *Open) GetStages() int64 {
+	if x != nil {
+		return x.Stages
+	}
+	return 0
+}
+
+func (x *Open) GetThreads() int64 {
+	if x != nil {
+		return x.Threads
+	}
+	return 0
+}
+
+func (x *Open) GetOneBusy() bool {
+	if x != nil {
+		return x.OneBusy
+	}
+	return false
+}
+
+// Opened answers Open: the worker's cores, or why it refused.
+type Opened struct {
+	state         protoimpl.MessageState
+	sizeCache     protoimpl.SizeCache
+	unknownFields protoimpl.UnknownFields
+
+	Run   *Run   `protobuf:"bytes,1,opt,name=run,proto3" json:"run,omitempty"`
+	Cores int64  `protobuf:"varint,2,opt,name=cores,proto3" json:"cores,omitempty"`
+	Err   *Error `protobuf:"bytes,3,opt,name=err,proto3" json:"err,omitempty"`
+}
+
+func (x *Opened) Reset() {
+	*x = Opened{}
+	if protoimpl.UnsafeEnabled {
+		mi := &file_wire_proto_msgTypes[23]
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		ms.StoreMessageInfo(mi)
+	}
+}
+
+func (x *Opened) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Opened) ProtoMessage() {}
+
+func (x *Opened) ProtoReflect() protoreflect.Message {
+	mi := &file_wire_proto_msgTypes[23]
+	if protoimpl.UnsafeEnabled && x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Opened.ProtoReflect.Descriptor instead.
+func (*Opened) Descriptor() ([]byte, []int) {
+	return file_wire_proto_rawDescGZIP(), []int{23}
+}
+
+func (x *Opened) GetRun() *Run {
+	if x != nil {
+		return x.Run
+	}
+	return nil
+}
+
+func (x *Opened) GetCores() int64 {
+	if x != nil {
+		return x.Cores
+	}
+	return 0
+}
+
+func (x *Opened) GetErr() *Error {
+	if x != nil {
+		return x.Err
+	}
+	return nil
+}
+
+// Build makes a stage on the worker: layers [lo, hi) of the model, or
+// with shards > 1 shard `part` of linear layer lo's output columns [col_lo, col_hi).
+type Build struct {
+	state         protoimpl.MessageState
+	sizeCache     protoimpl.SizeCache
+	unknownFields protoimpl.UnknownFields
+
+	Run       *Run       `protobuf:"bytes,1,opt,name=run,proto3" json:"run,omitempty"`
+	Id        int64      `protobuf:"varint,2,opt,name=id,proto3" json:"id,omitempty"`
+	Name      string     `protobuf:"bytes,3,opt,name=name,proto3" json:"name,omitempty"`
+	Model     []*Layer   `protobuf:"bytes,4,rep,name=model,proto3" json:"model,omitempty"`
+	Features  int64      `protobuf:"varint,5,opt,name=features,proto3" json:"features,omitempty"`
+	Seed      uint64     `protobuf:"varint,6,opt,name=seed,proto3" json:"seed,omitempty"`
+	Dtype     DType      `protobuf:"varint,7,opt,name=dtype,proto3,enum=pipetrain.wire.DType" json:"dtype,omitempty"`
+	Lo        int64      `protobuf:"varint,8,opt,name=lo,proto3" json:"lo,omitempty"`
+	Hi        int64      `protobuf:"varint,9,opt,name=hi,proto3" json:"hi,omitempty"`
+	Part      int64      `protobuf:"varint,10,opt,name=part,proto3" json:"part,omitempty"`
+	ColLo     int64      `protobuf:"varint,11,opt,name=col_lo,json=colLo,proto3" json:"col_lo,omitempty"`
+	ColHi     int64      `protobuf:"varint,12,opt,name=col_hi,json=colHi,proto3" json:"col_hi,omitempty"`
+	Sharded   bool       `protobuf:"varint,13,opt,name=sharded,proto3" json:"sharded,omitempty"`
+	NeedDx    bool       `protobuf:"varint,14,opt,name=need_dx,json=needDx,proto3" json:"need_dx,omitempty"`
+	Optimizer *Optimizer `protobuf:"bytes,15,opt,name=optimizer,proto3" json:"optimizer,omitempty"`
+	ClipValue float64    `protobuf:"fixed64,16,opt,name=clip_value,json=clipValue,proto3" json:"clip_value,omitempty"`
+	ClipNorm  bool       `protobuf:"varint,17,opt,name=clip_norm,json=clipNorm,proto3" json:"clip_norm,omitempty"`
+	Trace     bool       `protobuf:"varint,18,opt,name=trace,proto3" json:"trace,omitempty"`
+	Node      int64      `protobuf:"varint,19,opt,name=node,proto3" json:"node,omitempty"`            // the stage's position in the chain
+	Layers    []int64    `protobuf:"varint,20,rep,packed,name=layers,proto3" json:"layers,omitempty"` // the global indices of its layers
+}
+
+func (x *Build) Reset() {
+	*x = Build{}
+	if protoimpl.UnsafeEnabled {
+		mi := &file_wire_proto_msgTypes[24]
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		ms.StoreMessageInfo(mi)
+	}
+}
+
+func (x *Build) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Build) ProtoMessage() {}
+
+func (x *Build) ProtoReflect() protoreflect.Message {
+	mi := &file_wire_proto_msgTypes[24]
+	if protoimpl.UnsafeEnabled && x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Build.ProtoReflect.Descriptor instead.
+func (*Build) Descriptor() ([]byte, []int) {
+	return file_wire_proto_rawDescGZIP(), []int{24}
+}
+
+func (x *Build) GetRun() *Run {
+	if x != nil {
+		return x.Run
+	}
+	return nil
+}
+
+func (x *Build) GetId() int64 {
+	if x != nil {
+		return x.Id
+	}
+	return 0
+}
+
+func (x *Build) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+func (x *Build) GetModel() []*Layer {
+	if x != nil {
+		return x.Model
+	}
+	return nil
+}
+
+func (x *Build) GetFeatures() int64 {
+	if x != nil {
+		return x.Features
+	}
+	return 0
+}
+
+func (x *Build) GetSeed() uint64 {
+	if x != nil {
+		return x.Seed
+	}
+	return 0
+}
+
+func (x *Build) GetDtype() DType {
+	if x != nil {
+		return x.Dtype
+	}
+	return DType_FLOAT32
+}
+
+func (x *Build) GetLo() int64 {
+	if x != nil {
+		return x.Lo
+	}
+	return 0
+}
+
+func (x *Build) GetHi() int64 {
+	if x != nil {
+		return x.Hi
+	}
+	return 0
+}
+
+func (x *Build) GetPart() int64 {
+	if x != nil {
+		return x.Part
+	}
+	return 0
+}
+
+func (x *Build) GetColLo() int64 {
+	if x != nil {
+		return x.ColLo
+	}
+	return 0
+}
+
+func (x *Build) GetColHi() int64 {
+	if x != nil {
+		return x.ColHi
+	}
+	return 0
+}
+
+func (x *Build) GetSharded() bool {
+	if x != nil {
+		return x.Sharded
+	}
+	return false
+}
+
+func (x *Build) GetNeedDx() bool {
+	if x != nil {
+		return x.NeedDx
+	}
+	return false
+}
+
+func (x *Build) GetOptimizer() *Optimizer {
+	if x != nil {
+		return x.Optimizer
+	}
+	return nil
+}
+
+func (x *Build) GetClipValue() float64 {
+	if x != nil {
+		return x.ClipValue
+	}
+	return 0
+}
+
+func (x *Build) GetClipNorm() bool {
+	if x != nil {
+		return x.ClipNorm
+	}
+	return false
+}
+
+func (x *Build) GetTrace() bool {
+	if x != nil {
+		return x.Trace
+	}
+	return false
+}
+
+func (x *Build) GetNode() int64 {
+	if x != nil {
+		return x.Node
+	}
+	return 0
+}
+
+func (x *Build) GetLayers() []int64 {
+	if x != nil {
+		return x.Layers
+	}
+	return nil
+}
+
+// Built answers Build with the stage's address, or why it could not be built.
+type Built struct {
+	state         protoimpl.MessageState
+	sizeCache     protoimpl.SizeCache
+	unknownFields protoimpl.UnknownFields
+
+	Run     *Run   `protobuf:"bytes,1,opt,name=run,proto3" json:"run,omitempty"`
+	Stage   *Pid   `protobuf:"bytes,2,opt,name=stage,proto3" json:"stage,omitempty"`
+	Threads int64  `protobuf:"varint,3,opt,name=threads,proto3" json:"threads,omitempty"`
+	Err     *Error `protobuf:"bytes,4,opt,name=err,proto3" json:"err,omitempty"`
+}
+
+func (x *Built) Reset() {
+	*x = Built{}
+	if protoimpl.UnsafeEnabled {
+		mi := &file_wire_proto_msgTypes[25]
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		ms.StoreMessageInfo(mi)
+	}
+}
+
+func (x *Built) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Built) ProtoMessage() {}
+
+func (x *Built) ProtoReflect() protoreflect.Message {
+	mi := &file_wire_proto_msgTypes[25]
+	if protoimpl.UnsafeEnabled && x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Built.ProtoReflect.Descriptor instead.
+func (*Built) Descriptor() ([]byte, []int) {
+	return file_wire_proto_rawDescGZIP(), []int{25}
+}
+
+func (x *Built) GetRun() *Run {
+	if x != nil {
+		return x.Run
+	}
+	return nil
+}
+
+func (x *Built) GetStage() *Pid {
+	if x != nil {
+		return x.Stage
+	}
+	return nil
+}
+
+func (x *Built) GetThreads() int64 {
+	if x != nil {
+		return x.Threads
+	}
+	return 0
+}
+
+func (x *Built) GetErr() *Error {
+	if x != nil {
+		return x.Err
+	}
+	return nil
+}
+
+// Beat is the coordinator's heartbeat to a session; the session answers with
+// a Beat of the same seq.
+type Beat struct {
+	state         protoimpl.MessageState
+	sizeCache     protoimpl.SizeCache
+	unknownFields protoimpl.UnknownFields
+
+	Run *Run  `protobuf:"bytes,1,opt,name=run,proto3" json:"run,omitempty"`
+	Seq int64 `protobuf:"varint,2,opt,name=seq,proto3" json:"seq,omitempty"`
+}
+
+func (x *Beat) Reset() {
+	*x = Beat{}
+	if protoimpl.UnsafeEnabled {
+		mi := &file_wire_proto_msgTypes[26]
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		ms.StoreMessageInfo(mi)
+	}
+}
+
+func (x *Beat) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Beat) ProtoMessage() {}
+
+func (x *Beat) ProtoReflect() protoreflect.Message {
+	mi := &file_wire_proto_msgTypes[26]
+	if protoimpl.UnsafeEnabled && x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Beat.ProtoReflect.Descriptor instead.
+func (*Beat) Descriptor() ([]byte, []int) {
+	return file_wire_proto_rawDescGZIP(), []int{26}
+}
+
+func (x *Beat) GetRun() *Run {
+	if x != nil {
+		return x.Run
+	}
+	return nil
+}
+
+func (x *Beat) GetSeq() int64 {
+	if x != nil {
+		return x.Seq
+	}
+	return 0
+}
+
+// Close ends a run's session on a worker: its stages stop. Answered by Ack.
+type Close struct {
+	state         protoimpl.MessageState
+	sizeCache     protoimpl.SizeCache
+	unknownFields protoimpl.UnknownFields
+
+	Run *Run `protobuf:"bytes,1,opt,name=run,proto3" json:"run,omitempty"`
+}
+
+func (x *Close) Reset() {
+	*x = Close{}
+	if protoimpl.UnsafeEnabled {
+		mi := &file_wire_proto_msgTypes[27]
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		ms.StoreMessageInfo(mi)
+	}
+}
+
+func (x *Close) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Close) ProtoMessage() {}
+
+func (x *Close) ProtoReflect() protoreflect.Message {
+	mi := &file_wire_proto_msgTypes[27]
+	if protoimpl.UnsafeEnabled && x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Close.ProtoReflect.Descriptor instead.
+func (*Close) Descriptor() ([]byte, []int) {
+	return file_wire_proto_rawDescGZIP(), []int{27}
+}
+
+func (x *Close) GetRun() *Run {
+	if x != nil {
+		return x.Run
+	}
+	return nil
+}
+
 var File_wire_proto protoreflect.FileDescriptor
 
 var file_wire_proto_rawDesc = []byte{
@@ -292,7 +2323,260 @@ var file_wire_proto_rawDesc = []byte{
 	0x74, 0x65, 0x70, 0x18, 0x04, 0x20, 0x01, 0x28, 0x03, 0x52, 0x04, 0x73, 0x74, 0x65, 0x70, 0x12,
 	0x14, 0x0a, 0x05, 0x77, 0x68, 0x65, 0x72, 0x65, 0x18, 0x05, 0x20, 0x01, 0x28, 0x09, 0x52, 0x05,
 	0x77, 0x68, 0x65, 0x72, 0x65, 0x12, 0x12, 0x0a, 0x04, 0x74, 0x65, 0x78, 0x74, 0x18, 0x06, 0x20,
-	0x01, 0x28, 0x09, 0x52, 0x04, 0x74, 0x65, 0x78, 0x74, 0x2a, 0x21, 0x0a, 0x05, 0x44, 0x54, 0x79,
+	0x01, 0x28, 0x09, 0x52, 0x04, 0x74, 0x65, 0x78, 0x74, 0x22, 0x27, 0x0a, 0x03, 0x52, 0x75, 0x6e,
+	0x12, 0x0e, 0x0a, 0x02, 0x69, 0x64, 0x18, 0x01, 0x20, 0x01, 0x28, 0x09, 0x52, 0x02, 0x69, 0x64,
+	0x12, 0x10, 0x0a, 0x03, 0x67, 0x65, 0x6e, 0x18, 0x02, 0x20, 0x01, 0x28, 0x04, 0x52, 0x03, 0x67,
+	0x65, 0x6e, 0x22, 0x2f, 0x0a, 0x03, 0x50, 0x69, 0x64, 0x12, 0x18, 0x0a, 0x07, 0x61, 0x64, 0x64,
+	0x72, 0x65, 0x73, 0x73, 0x18, 0x01, 0x20, 0x01, 0x28, 0x09, 0x52, 0x07, 0x61, 0x64, 0x64, 0x72,
+	0x65, 0x73, 0x73, 0x12, 0x0e, 0x0a, 0x02, 0x69, 0x64, 0x18, 0x02, 0x20, 0x01, 0x28, 0x09, 0x52,
+	0x02, 0x69, 0x64, 0x22, 0xfa, 0x01, 0x0a, 0x07, 0x46, 0x6f, 0x72, 0x77, 0x61, 0x72, 0x64, 0x12,
+	0x25, 0x0a, 0x03, 0x72, 0x75, 0x6e, 0x18, 0x01, 0x20, 0x01, 0x28, 0x0b, 0x32, 0x13, 0x2e, 0x70,
+	0x69, 0x70, 0x65, 0x74, 0x72, 0x61, 0x69, 0x6e, 0x2e, 0x77, 0x69, 0x72, 0x65, 0x2e, 0x52, 0x75,
+	0x6e, 0x52, 0x03, 0x72, 0x75, 0x6e, 0x12, 0x12, 0x0a, 0x04, 0x73, 0x74, 0x65, 0x70, 0x18, 0x02,
+	0x20, 0x01, 0x28, 0x03, 0x52, 0x04, 0x73, 0x74, 0x65, 0x70, 0x12, 0x14, 0x0a, 0x05, 0x6d, 0x69,
+	0x63, 0x72, 0x6f, 0x18, 0x03, 0x20, 0x01, 0x28, 0x03, 0x52, 0x05, 0x6d, 0x69, 0x63, 0x72, 0x6f,
+	0x12, 0x10, 0x0a, 0x03, 0x72, 0x6f, 0x77, 0x18, 0x04, 0x20, 0x01, 0x28, 0x03, 0x52, 0x03, 0x72,
+	0x6f, 0x77, 0x12, 0x14, 0x0a, 0x05, 0x74, 0x6f, 0x74, 0x61, 0x6c, 0x18, 0x05, 0x20, 0x01, 0x28,
+	0x03, 0x52, 0x05, 0x74, 0x6f, 0x74, 0x61, 0x6c, 0x12, 0x10, 0x0a, 0x03, 0x73, 0x65, 0x71, 0x18,
+	0x06, 0x20, 0x01, 0x28, 0x03, 0x52, 0x03, 0x73, 0x65, 0x71, 0x12, 0x16, 0x0a, 0x06, 0x6d, 0x69,
+	0x63, 0x72, 0x6f, 0x73, 0x18, 0x07, 0x20, 0x01, 0x28, 0x03, 0x52, 0x06, 0x6d, 0x69, 0x63, 0x72,
+	0x6f, 0x73, 0x12, 0x12, 0x0a, 0x04, 0x70, 0x61, 0x72, 0x74, 0x18, 0x08, 0x20, 0x01, 0x28, 0x03,
+	0x52, 0x04, 0x70, 0x61, 0x72, 0x74, 0x12, 0x12, 0x0a, 0x04, 0x65, 0x76, 0x61, 0x6c, 0x18, 0x09,
+	0x20, 0x01, 0x28, 0x08, 0x52, 0x04, 0x65, 0x76, 0x61, 0x6c, 0x12, 0x24, 0x0a, 0x01, 0x78, 0x18,
+	0x0a, 0x20, 0x01, 0x28, 0x0b, 0x32, 0x16, 0x2e, 0x70, 0x69, 0x70, 0x65, 0x74, 0x72, 0x61, 0x69,
+	0x6e, 0x2e, 0x77, 0x69, 0x72, 0x65, 0x2e, 0x54, 0x65, 0x6e, 0x73, 0x6f, 0x72, 0x52, 0x01, 0x78,
+	0x22, 0x97, 0x01, 0x0a, 0x08, 0x42, 0x61, 0x63, 0x6b, 0x77, 0x61, 0x72, 0x64, 0x12, 0x25, 0x0a,
+	0x03, 0x72, 0x75, 0x6e, 0x18, 0x01, 0x20, 0x01, 0x28, 0x0b, 0x32, 0x13, 0x2e, 0x70, 0x69, 0x70,
+	0x65, 0x74, 0x72, 0x61, 0x69, 0x6e, 0x2e, 0x77, 0x69, 0x72, 0x65, 0x2e, 0x52, 0x75, 0x6e, 0x52,
+	0x03, 0x72, 0x75, 0x6e, 0x12, 0x12, 0x0a, 0x04, 0x73, 0x74, 0x65, 0x70, 0x18, 0x02, 0x20, 0x01,
+	0x28, 0x03, 0x52, 0x04, 0x73, 0x74, 0x65, 0x70, 0x12, 0x14, 0x0a, 0x05, 0x6d, 0x69, 0x63, 0x72,
+	0x6f, 0x18, 0x03, 0x20, 0x01, 0x28, 0x03, 0x52, 0x05, 0x6d, 0x69, 0x63, 0x72, 0x6f, 0x12, 0x12,
+	0x0a, 0x04, 0x70, 0x61, 0x72, 0x74, 0x18, 0x04, 0x20, 0x01, 0x28, 0x03, 0x52, 0x04, 0x70, 0x61,
+	0x72, 0x74, 0x12, 0x26, 0x0a, 0x02, 0x64, 0x79, 0x18, 0x05, 0x20, 0x01, 0x28, 0x0b, 0x32, 0x16,
+	0x2e, 0x70, 0x69, 0x70, 0x65, 0x74, 0x72, 0x61, 0x69, 0x6e, 0x2e, 0x77, 0x69, 0x72, 0x65, 0x2e,
+	0x54, 0x65, 0x6e, 0x73, 0x6f, 0x72, 0x52, 0x02, 0x64, 0x79, 0x22, 0x75, 0x0a, 0x0c, 0x42, 0x61,
+	0x63, 0x6b, 0x77, 0x61, 0x72, 0x64, 0x44, 0x6f, 0x6e, 0x65, 0x12, 0x25, 0x0a, 0x03, 0x72, 0x75,
+	0x6e, 0x18, 0x01, 0x20, 0x01, 0x28, 0x0b, 0x32, 0x13, 0x2e, 0x70, 0x69, 0x70, 0x65, 0x74, 0x72,
+	0x61, 0x69, 0x6e, 0x2e, 0x77, 0x69, 0x72, 0x65, 0x2e, 0x52, 0x75, 0x6e, 0x52, 0x03, 0x72, 0x75,
+	0x6e, 0x12, 0x12, 0x0a, 0x04, 0x73, 0x74, 0x65, 0x70, 0x18, 0x02, 0x20, 0x01, 0x28, 0x03, 0x52,
+	0x04, 0x73, 0x74, 0x65, 0x70, 0x12, 0x14, 0x0a, 0x05, 0x6d, 0x69, 0x63, 0x72, 0x6f, 0x18, 0x03,
+	0x20, 0x01, 0x28, 0x03, 0x52, 0x05, 0x6d, 0x69, 0x63, 0x72, 0x6f, 0x12, 0x14, 0x0a, 0x05, 0x61,
+	0x63, 0x74, 0x6f, 0x72, 0x18, 0x04, 0x20, 0x01, 0x28, 0x03, 0x52, 0x05, 0x61, 0x63, 0x74, 0x6f,
+	0x72, 0x22, 0x6f, 0x0a, 0x08, 0x47, 0x72, 0x61, 0x64, 0x4e, 0x6f, 0x72, 0x6d, 0x12, 0x25, 0x0a,
+	0x03, 0x72, 0x75, 0x6e, 0x18, 0x01, 0x20, 0x01, 0x28, 0x0b, 0x32, 0x13, 0x2e, 0x70, 0x69, 0x70,
+	0x65, 0x74, 0x72, 0x61, 0x69, 0x6e, 0x2e, 0x77, 0x69, 0x72, 0x65, 0x2e, 0x52, 0x75, 0x6e, 0x52,
+	0x03, 0x72, 0x75, 0x6e, 0x12, 0x12, 0x0a, 0x04, 0x73, 0x74, 0x65, 0x70, 0x18, 0x02, 0x20, 0x01,
+	0x28, 0x03, 0x52, 0x04, 0x73, 0x74, 0x65, 0x70, 0x12, 0x14, 0x0a, 0x05, 0x61, 0x63, 0x74, 0x6f,
+	0x72, 0x18, 0x03, 0x20, 0x01, 0x28, 0x03, 0x52, 0x05, 0x61, 0x63, 0x74, 0x6f, 0x72, 0x12, 0x12,
+	0x0a, 0x04, 0x73, 0x75, 0x6d, 0x73, 0x18, 0x04, 0x20, 0x03, 0x28, 0x01, 0x52, 0x04, 0x73, 0x75,
+	0x6d, 0x73, 0x22, 0x69, 0x0a, 0x06, 0x55, 0x70, 0x64, 0x61, 0x74, 0x65, 0x12, 0x25, 0x0a, 0x03,
+	0x72, 0x75, 0x6e, 0x18, 0x01, 0x20, 0x01, 0x28, 0x0b, 0x32, 0x13, 0x2e, 0x70, 0x69, 0x70, 0x65,
+	0x74, 0x72, 0x61, 0x69, 0x6e, 0x2e, 0x77, 0x69, 0x72, 0x65, 0x2e, 0x52, 0x75, 0x6e, 0x52, 0x03,
+	0x72, 0x75, 0x6e, 0x12, 0x12, 0x0a, 0x04, 0x73, 0x74, 0x65, 0x70, 0x18, 0x02, 0x20, 0x01, 0x28,
+	0x03, 0x52, 0x04, 0x73, 0x74, 0x65, 0x70, 0x12, 0x0e, 0x0a, 0x02, 0x6c, 0x72, 0x18, 0x03, 0x20,
+	0x01, 0x28, 0x01, 0x52, 0x02, 0x6c, 0x72, 0x12, 0x14, 0x0a, 0x05, 0x73, 0x63, 0x61, 0x6c, 0x65,
+	0x18, 0x04, 0x20, 0x01, 0x28, 0x01, 0x52, 0x05, 0x73, 0x63, 0x61, 0x6c, 0x65, 0x22, 0x60, 0x0a,
+	0x0d, 0x55, 0x70, 0x64, 0x61, 0x74, 0x65, 0x41, 0x70, 0x70, 0x6c, 0x69, 0x65, 0x64, 0x12, 0x25,
+	0x0a, 0x03, 0x72, 0x75, 0x6e, 0x18, 0x01, 0x20, 0x01, 0x28, 0x0b, 0x32, 0x13, 0x2e, 0x70, 0x69,
+	0x70, 0x65, 0x74, 0x72, 0x61, 0x69, 0x6e, 0x2e, 0x77, 0x69, 0x72, 0x65, 0x2e, 0x52, 0x75, 0x6e,
+	0x52, 0x03, 0x72, 0x75, 0x6e, 0x12, 0x12, 0x0a, 0x04, 0x73, 0x74, 0x65, 0x70, 0x18, 0x02, 0x20,
+	0x01, 0x28, 0x03, 0x52, 0x04, 0x73, 0x74, 0x65, 0x70, 0x12, 0x14, 0x0a, 0x05, 0x61, 0x63, 0x74,
+	0x6f, 0x72, 0x18, 0x03, 0x20, 0x01, 0x28, 0x03, 0x52, 0x05, 0x61, 0x63, 0x74, 0x6f, 0x72, 0x22,
+	0x6e, 0x0a, 0x06, 0x46, 0x61, 0x69, 0x6c, 0x65, 0x64, 0x12, 0x25, 0x0a, 0x03, 0x72, 0x75, 0x6e,
+	0x18, 0x01, 0x20, 0x01, 0x28, 0x0b, 0x32, 0x13, 0x2e, 0x70, 0x69, 0x70, 0x65, 0x74, 0x72, 0x61,
+	0x69, 0x6e, 0x2e, 0x77, 0x69, 0x72, 0x65, 0x2e, 0x52, 0x75, 0x6e, 0x52, 0x03, 0x72, 0x75, 0x6e,
+	0x12, 0x14, 0x0a, 0x05, 0x61, 0x63, 0x74, 0x6f, 0x72, 0x18, 0x02, 0x20, 0x01, 0x28, 0x03, 0x52,
+	0x05, 0x61, 0x63, 0x74, 0x6f, 0x72, 0x12, 0x27, 0x0a, 0x03, 0x65, 0x72, 0x72, 0x18, 0x03, 0x20,
+	0x01, 0x28, 0x0b, 0x32, 0x15, 0x2e, 0x70, 0x69, 0x70, 0x65, 0x74, 0x72, 0x61, 0x69, 0x6e, 0x2e,
+	0x77, 0x69, 0x72, 0x65, 0x2e, 0x45, 0x72, 0x72, 0x6f, 0x72, 0x52, 0x03, 0x65, 0x72, 0x72, 0x22,
+	0xfe, 0x02, 0x0a, 0x05, 0x4c, 0x69, 0x6e, 0x6b, 0x73, 0x12, 0x25, 0x0a, 0x03, 0x72, 0x75, 0x6e,
+	0x18, 0x01, 0x20, 0x01, 0x28, 0x0b, 0x32, 0x13, 0x2e, 0x70, 0x69, 0x70, 0x65, 0x74, 0x72, 0x61,
+	0x69, 0x6e, 0x2e, 0x77, 0x69, 0x72, 0x65, 0x2e, 0x52, 0x75, 0x6e, 0x52, 0x03, 0x72, 0x75, 0x6e,
+	0x12, 0x35, 0x0a, 0x0b, 0x63, 0x6f, 0x6f, 0x72, 0x64, 0x69, 0x6e, 0x61, 0x74, 0x6f, 0x72, 0x18,
+	0x02, 0x20, 0x01, 0x28, 0x0b, 0x32, 0x13, 0x2e, 0x70, 0x69, 0x70, 0x65, 0x74, 0x72, 0x61, 0x69,
+	0x6e, 0x2e, 0x77, 0x69, 0x72, 0x65, 0x2e, 0x50, 0x69, 0x64, 0x52, 0x0b, 0x63, 0x6f, 0x6f, 0x72,
+	0x64, 0x69, 0x6e, 0x61, 0x74, 0x6f, 0x72, 0x12, 0x31, 0x0a, 0x09, 0x6f, 0x70, 0x74, 0x69, 0x6d,
+	0x69, 0x7a, 0x65, 0x72, 0x18, 0x03, 0x20, 0x01, 0x28, 0x0b, 0x32, 0x13, 0x2e, 0x70, 0x69, 0x70,
+	0x65, 0x74, 0x72, 0x61, 0x69, 0x6e, 0x2e, 0x77, 0x69, 0x72, 0x65, 0x2e, 0x50, 0x69, 0x64, 0x52,
+	0x09, 0x6f, 0x70, 0x74, 0x69, 0x6d, 0x69, 0x7a, 0x65, 0x72, 0x12, 0x27, 0x0a, 0x04, 0x6e, 0x65,
+	0x78, 0x74, 0x18, 0x04, 0x20, 0x03, 0x28, 0x0b, 0x32, 0x13, 0x2e, 0x70, 0x69, 0x70, 0x65, 0x74,
+	0x72, 0x61, 0x69, 0x6e, 0x2e, 0x77, 0x69, 0x72, 0x65, 0x2e, 0x50, 0x69, 0x64, 0x52, 0x04, 0x6e,
+	0x65, 0x78, 0x74, 0x12, 0x27, 0x0a, 0x04, 0x70, 0x72, 0x65, 0x76, 0x18, 0x05, 0x20, 0x03, 0x28,
+	0x0b, 0x32, 0x13, 0x2e, 0x70, 0x69, 0x70, 0x65, 0x74, 0x72, 0x61, 0x69, 0x6e, 0x2e, 0x77, 0x69,
+	0x72, 0x65, 0x2e, 0x50, 0x69, 0x64, 0x52, 0x04, 0x70, 0x72, 0x65, 0x76, 0x12, 0x1d, 0x0a, 0x0a,
+	0x70, 0x72, 0x65, 0x76, 0x5f, 0x73, 0x70, 0x6c, 0x69, 0x74, 0x18, 0x06, 0x20, 0x03, 0x28, 0x03,
+	0x52, 0x09, 0x70, 0x72, 0x65, 0x76, 0x53, 0x70, 0x6c, 0x69, 0x74, 0x12, 0x19, 0x0a, 0x08, 0x69,
+	0x6e, 0x5f, 0x70, 0x61, 0x72, 0x74, 0x73, 0x18, 0x07, 0x20, 0x01, 0x28, 0x03, 0x52, 0x07, 0x69,
+	0x6e, 0x50, 0x61, 0x72, 0x74, 0x73, 0x12, 0x1b, 0x0a, 0x09, 0x6f, 0x75, 0x74, 0x5f, 0x70, 0x61,
+	0x72, 0x74, 0x73, 0x18, 0x08, 0x20, 0x01, 0x28, 0x03, 0x52, 0x08, 0x6f, 0x75, 0x74, 0x50, 0x61,
+	0x72, 0x74, 0x73, 0x12, 0x14, 0x0a, 0x05, 0x6c, 0x69, 0x6d, 0x69, 0x74, 0x18, 0x09, 0x20, 0x01,
+	0x28, 0x03, 0x52, 0x05, 0x6c, 0x69, 0x6d, 0x69, 0x74, 0x12, 0x25, 0x0a, 0x0e, 0x73, 0x70, 0x6c,
+	0x69, 0x74, 0x5f, 0x62, 0x61, 0x63, 0x6b, 0x77, 0x61, 0x72, 0x64, 0x18, 0x0a, 0x20, 0x01, 0x28,
+	0x08, 0x52, 0x0d, 0x73, 0x70, 0x6c, 0x69, 0x74, 0x42, 0x61, 0x63, 0x6b, 0x77, 0x61, 0x72, 0x64,
+	0x22, 0x51, 0x0a, 0x09, 0x47, 0x65, 0x74, 0x50, 0x61, 0x72, 0x61, 0x6d, 0x73, 0x12, 0x25, 0x0a,
+	0x03, 0x72, 0x75, 0x6e, 0x18, 0x01, 0x20, 0x01, 0x28, 0x0b, 0x32, 0x13, 0x2e, 0x70, 0x69, 0x70,
+	0x65, 0x74, 0x72, 0x61, 0x69, 0x6e, 0x2e, 0x77, 0x69, 0x72, 0x65, 0x2e, 0x52, 0x75, 0x6e, 0x52,
+	0x03, 0x72, 0x75, 0x6e, 0x12, 0x1d, 0x0a, 0x0a, 0x6e, 0x61, 0x6d, 0x65, 0x73, 0x5f, 0x6f, 0x6e,
+	0x6c, 0x79, 0x18, 0x02, 0x20, 0x01, 0x28, 0x08, 0x52, 0x09, 0x6e, 0x61, 0x6d, 0x65, 0x73, 0x4f,
+	0x6e, 0x6c, 0x79, 0x22, 0xea, 0x01, 0x0a, 0x0a, 0x4f, 0x70, 0x74, 0x69, 0x6d, 0x53, 0x74, 0x61,
+	0x74, 0x65, 0x12, 0x12, 0x0a, 0x04, 0x6b, 0x69, 0x6e, 0x64, 0x18, 0x01, 0x20, 0x01, 0x28, 0x09,
+	0x52, 0x04, 0x6b, 0x69, 0x6e, 0x64, 0x12, 0x12, 0x0a, 0x04, 0x73, 0x74, 0x65, 0x70, 0x18, 0x02,
+	0x20, 0x01, 0x28, 0x03, 0x52, 0x04, 0x73, 0x74, 0x65, 0x70, 0x12, 0x1d, 0x0a, 0x0a, 0x6e, 0x75,
+	0x6d, 0x5f, 0x70, 0x61, 0x72, 0x61, 0x6d, 0x73, 0x18, 0x03, 0x20, 0x01, 0x28, 0x03, 0x52, 0x09,
+	0x6e, 0x75, 0x6d, 0x50, 0x61, 0x72, 0x61, 0x6d, 0x73, 0x12, 0x41, 0x0a, 0x07, 0x74, 0x65, 0x6e,
+	0x73, 0x6f, 0x72, 0x73, 0x18, 0x04, 0x20, 0x03, 0x28, 0x0b, 0x32, 0x27, 0x2e, 0x70, 0x69, 0x70,
+	0x65, 0x74, 0x72, 0x61, 0x69, 0x6e, 0x2e, 0x77, 0x69, 0x72, 0x65, 0x2e, 0x4f, 0x70, 0x74, 0x69,
+	0x6d, 0x53, 0x74, 0x61, 0x74, 0x65, 0x2e, 0x54, 0x65, 0x6e, 0x73, 0x6f, 0x72, 0x73, 0x45, 0x6e,
+	0x74, 0x72, 0x79, 0x52, 0x07, 0x74, 0x65, 0x6e, 0x73, 0x6f, 0x72, 0x73, 0x1a, 0x52, 0x0a, 0x0c,
+	0x54, 0x65, 0x6e, 0x73, 0x6f, 0x72, 0x73, 0x45, 0x6e, 0x74, 0x72, 0x79, 0x12, 0x10, 0x0a, 0x03,
+	0x6b, 0x65, 0x79, 0x18, 0x01, 0x20, 0x01, 0x28, 0x09, 0x52, 0x03, 0x6b, 0x65, 0x79, 0x12, 0x2c,
+	0x0a, 0x05, 0x76, 0x61, 0x6c, 0x75, 0x65, 0x18, 0x02, 0x20, 0x01, 0x28, 0x0b, 0x32, 0x16, 0x2e,
+	0x70, 0x69, 0x70, 0x65, 0x74, 0x72, 0x61, 0x69, 0x6e, 0x2e, 0x77, 0x69, 0x72, 0x65, 0x2e, 0x54,
+	0x65, 0x6e, 0x73, 0x6f, 0x72, 0x52, 0x05, 0x76, 0x61, 0x6c, 0x75, 0x65, 0x3a, 0x02, 0x38, 0x01,
+	0x22, 0xbd, 0x01, 0x0a, 0x06, 0x50, 0x61, 0x72, 0x61, 0x6d, 0x73, 0x12, 0x25, 0x0a, 0x03, 0x72,
+	0x75, 0x6e, 0x18, 0x01, 0x20, 0x01, 0x28, 0x0b, 0x32, 0x13, 0x2e, 0x70, 0x69, 0x70, 0x65, 0x74,
+	0x72, 0x61, 0x69, 0x6e, 0x2e, 0x77, 0x69, 0x72, 0x65, 0x2e, 0x52, 0x75, 0x6e, 0x52, 0x03, 0x72,
+	0x75, 0x6e, 0x12, 0x14, 0x0a, 0x05, 0x61, 0x63, 0x74, 0x6f, 0x72, 0x18, 0x02, 0x20, 0x01, 0x28,
+	0x03, 0x52, 0x05, 0x61, 0x63, 0x74, 0x6f, 0x72, 0x12, 0x14, 0x0a, 0x05, 0x6e, 0x61, 0x6d, 0x65,
+	0x73, 0x18, 0x03, 0x20, 0x03, 0x28, 0x09, 0x52, 0x05, 0x6e, 0x61, 0x6d, 0x65, 0x73, 0x12, 0x2e,
+	0x0a, 0x06, 0x76, 0x61, 0x6c, 0x75, 0x65, 0x73, 0x18, 0x04, 0x20, 0x03, 0x28, 0x0b, 0x32, 0x16,
+	0x2e, 0x70, 0x69, 0x70, 0x65, 0x74, 0x72, 0x61, 0x69, 0x6e, 0x2e, 0x77, 0x69, 0x72, 0x65, 0x2e,
+	0x54, 0x65, 0x6e, 0x73, 0x6f, 0x72, 0x52, 0x06, 0x76, 0x61, 0x6c, 0x75, 0x65, 0x73, 0x12, 0x30,
+	0x0a, 0x05, 0x73, 0x74, 0x61, 0x74, 0x65, 0x18, 0x05, 0x20, 0x01, 0x28, 0x0b, 0x32, 0x1a, 0x2e,
+	0x70, 0x69, 0x70, 0x65, 0x74, 0x72, 0x61, 0x69, 0x6e, 0x2e, 0x77, 0x69, 0x72, 0x65, 0x2e, 0x4f,
+	0x70, 0x74, 0x69, 0x6d, 0x53, 0x74, 0x61, 0x74, 0x65, 0x52, 0x05, 0x73, 0x74, 0x61, 0x74, 0x65,
+	0x22, 0x94, 0x01, 0x0a, 0x09, 0x53, 0x65, 0x74, 0x50, 0x61, 0x72, 0x61, 0x6d, 0x73, 0x12, 0x25,
+	0x0a, 0x03, 0x72, 0x75, 0x6e, 0x18, 0x01, 0x20, 0x01, 0x28, 0x0b, 0x32, 0x13, 0x2e, 0x70, 0x69,
+	0x70, 0x65, 0x74, 0x72, 0x61, 0x69, 0x6e, 0x2e, 0x77, 0x69, 0x72, 0x65, 0x2e, 0x52, 0x75, 0x6e,
+	0x52, 0x03, 0x72, 0x75, 0x6e, 0x12, 0x2e, 0x0a, 0x06, 0x76, 0x61, 0x6c, 0x75, 0x65, 0x73, 0x18,
+	0x02, 0x20, 0x03, 0x28, 0x0b, 0x32, 0x16, 0x2e, 0x70, 0x69, 0x70, 0x65, 0x74, 0x72, 0x61, 0x69,
+	0x6e, 0x2e, 0x77, 0x69, 0x72, 0x65, 0x2e, 0x54, 0x65, 0x6e, 0x73, 0x6f, 0x72, 0x52, 0x06, 0x76,
+	0x61, 0x6c, 0x75, 0x65, 0x73, 0x12, 0x30, 0x0a, 0x05, 0x73, 0x74, 0x61, 0x74, 0x65, 0x18, 0x03,
+	0x20, 0x01, 0x28, 0x0b, 0x32, 0x1a, 0x2e, 0x70, 0x69, 0x70, 0x65, 0x74, 0x72, 0x61, 0x69, 0x6e,
+	0x2e, 0x77, 0x69, 0x72, 0x65, 0x2e, 0x4f, 0x70, 0x74, 0x69, 0x6d, 0x53, 0x74, 0x61, 0x74, 0x65,
+	0x52, 0x05, 0x73, 0x74, 0x61, 0x74, 0x65, 0x22, 0x55, 0x0a, 0x03, 0x41, 0x63, 0x6b, 0x12, 0x25,
+	0x0a, 0x03, 0x72, 0x75, 0x6e, 0x18, 0x01, 0x20, 0x01, 0x28, 0x0b, 0x32, 0x13, 0x2e, 0x70, 0x69,
+	0x70, 0x65, 0x74, 0x72, 0x61, 0x69, 0x6e, 0x2e, 0x77, 0x69, 0x72, 0x65, 0x2e, 0x52, 0x75, 0x6e,
+	0x52, 0x03, 0x72, 0x75, 0x6e, 0x12, 0x27, 0x0a, 0x03, 0x65, 0x72, 0x72, 0x18, 0x02, 0x20, 0x01,
+	0x28, 0x0b, 0x32, 0x15, 0x2e, 0x70, 0x69, 0x70, 0x65, 0x74, 0x72, 0x61, 0x69, 0x6e, 0x2e, 0x77,
+	0x69, 0x72, 0x65, 0x2e, 0x45, 0x72, 0x72, 0x6f, 0x72, 0x52, 0x03, 0x65, 0x72, 0x72, 0x22, 0x47,
+	0x0a, 0x08, 0x47, 0x65, 0x74, 0x53, 0x74, 0x61, 0x74, 0x73, 0x12, 0x25, 0x0a, 0x03, 0x72, 0x75,
+	0x6e, 0x18, 0x01, 0x20, 0x01, 0x28, 0x0b, 0x32, 0x13, 0x2e, 0x70, 0x69, 0x70, 0x65, 0x74, 0x72,
+	0x61, 0x69, 0x6e, 0x2e, 0x77, 0x69, 0x72, 0x65, 0x2e, 0x52, 0x75, 0x6e, 0x52, 0x03, 0x72, 0x75,
+	0x6e, 0x12, 0x14, 0x0a, 0x05, 0x72, 0x65, 0x73, 0x65, 0x74, 0x18, 0x02, 0x20, 0x01, 0x28, 0x08,
+	0x52, 0x05, 0x72, 0x65, 0x73, 0x65, 0x74, 0x22, 0x76, 0x0a, 0x04, 0x53, 0x70, 0x61, 0x6e, 0x12,
+	0x12, 0x0a, 0x04, 0x6b, 0x69, 0x6e, 0x64, 0x18, 0x01, 0x20, 0x01, 0x28, 0x05, 0x52, 0x04, 0x6b,
+	0x69, 0x6e, 0x64, 0x12, 0x12, 0x0a, 0x04, 0x73, 0x74, 0x65, 0x70, 0x18, 0x02, 0x20, 0x01, 0x28,
+	0x03, 0x52, 0x04, 0x73, 0x74, 0x65, 0x70, 0x12, 0x14, 0x0a, 0x05, 0x6d, 0x69, 0x63, 0x72, 0x6f,
+	0x18, 0x03, 0x20, 0x01, 0x28, 0x03, 0x52, 0x05, 0x6d, 0x69, 0x63, 0x72, 0x6f, 0x12, 0x19, 0x0a,
+	0x08, 0x73, 0x74, 0x61, 0x72, 0x74, 0x5f, 0x6e, 0x73, 0x18, 0x04, 0x20, 0x01, 0x28, 0x03, 0x52,
+	0x07, 0x73, 0x74, 0x61, 0x72, 0x74, 0x4e, 0x73, 0x12, 0x15, 0x0a, 0x06, 0x64, 0x75, 0x72, 0x5f,
+	0x6e, 0x73, 0x18, 0x05, 0x20, 0x01, 0x28, 0x03, 0x52, 0x05, 0x64, 0x75, 0x72, 0x4e, 0x73, 0x22,
+	0xf5, 0x01, 0x0a, 0x05, 0x53, 0x74, 0x61, 0x74, 0x73, 0x12, 0x25, 0x0a, 0x03, 0x72, 0x75, 0x6e,
+	0x18, 0x01, 0x20, 0x01, 0x28, 0x0b, 0x32, 0x13, 0x2e, 0x70, 0x69, 0x70, 0x65, 0x74, 0x72, 0x61,
+	0x69, 0x6e, 0x2e, 0x77, 0x69, 0x72, 0x65, 0x2e, 0x52, 0x75, 0x6e, 0x52, 0x03, 0x72, 0x75, 0x6e,
+	0x12, 0x14, 0x0a, 0x05, 0x61, 0x63, 0x74, 0x6f, 0x72, 0x18, 0x02, 0x20, 0x01, 0x28, 0x03, 0x52,
+	0x05, 0x61, 0x63, 0x74, 0x6f, 0x72, 0x12, 0x12, 0x0a, 0x04, 0x6e, 0x61, 0x6d, 0x65, 0x18, 0x03,
+	0x20, 0x01, 0x28, 0x09, 0x52, 0x04, 0x6e, 0x61, 0x6d, 0x65, 0x12, 0x16, 0x0a, 0x06, 0x6c, 0x61,
+	0x79, 0x65, 0x72, 0x73, 0x18, 0x04, 0x20, 0x03, 0x28, 0x03, 0x52, 0x06, 0x6c, 0x61, 0x79, 0x65,
+	0x72, 0x73, 0x12, 0x17, 0x0a, 0x07, 0x62, 0x75, 0x73, 0x79, 0x5f, 0x6e, 0x73, 0x18, 0x05, 0x20,
+	0x01, 0x28, 0x03, 0x52, 0x06, 0x62, 0x75, 0x73, 0x79, 0x4e, 0x73, 0x12, 0x1a, 0x0a, 0x08, 0x6d,
+	0x65, 0x73, 0x73, 0x61, 0x67, 0x65, 0x73, 0x18, 0x06, 0x20, 0x01, 0x28, 0x03, 0x52, 0x08, 0x6d,
+	0x65, 0x73, 0x73, 0x61, 0x67, 0x65, 0x73, 0x12, 0x22, 0x0a, 0x0d, 0x6d, 0x61, 0x78, 0x5f, 0x69,
+	0x6e, 0x5f, 0x66, 0x6c, 0x69, 0x67, 0x68, 0x74, 0x18, 0x07, 0x20, 0x01, 0x28, 0x03, 0x52, 0x0b,
+	0x6d, 0x61, 0x78, 0x49, 0x6e, 0x46, 0x6c, 0x69, 0x67, 0x68, 0x74, 0x12, 0x2a, 0x0a, 0x05, 0x73,
+	0x70, 0x61, 0x6e, 0x73, 0x18, 0x08, 0x20, 0x03, 0x28, 0x0b, 0x32, 0x14, 0x2e, 0x70, 0x69, 0x70,
+	0x65, 0x74, 0x72, 0x61, 0x69, 0x6e, 0x2e, 0x77, 0x69, 0x72, 0x65, 0x2e, 0x53, 0x70, 0x61, 0x6e,
+	0x52, 0x05, 0x73, 0x70, 0x61, 0x6e, 0x73, 0x22, 0x8b, 0x01, 0x0a, 0x05, 0x4c, 0x61, 0x79, 0x65,
+	0x72, 0x12, 0x12, 0x0a, 0x04, 0x74, 0x79, 0x70, 0x65, 0x18, 0x01, 0x20, 0x01, 0x28, 0x09, 0x52,
+	0x04, 0x74, 0x79, 0x70, 0x65, 0x12, 0x14, 0x0a, 0x05, 0x75, 0x6e, 0x69, 0x74, 0x73, 0x18, 0x02,
+	0x20, 0x01, 0x28, 0x03, 0x52, 0x05, 0x75, 0x6e, 0x69, 0x74, 0x73, 0x12, 0x12, 0x0a, 0x04, 0x69,
+	0x6e, 0x69, 0x74, 0x18, 0x03, 0x20, 0x01, 0x28, 0x09, 0x52, 0x04, 0x69, 0x6e, 0x69, 0x74, 0x12,
+	0x14, 0x0a, 0x05, 0x61, 0x6c, 0x70, 0x68, 0x61, 0x18, 0x04, 0x20, 0x01, 0x28, 0x01, 0x52, 0x05,
+	0x61, 0x6c, 0x70, 0x68, 0x61, 0x12, 0x0c, 0x0a, 0x01, 0x70, 0x18, 0x05, 0x20, 0x01, 0x28, 0x01,
+	0x52, 0x01, 0x70, 0x12, 0x20, 0x0a, 0x0b, 0x61, 0x70, 0x70, 0x72, 0x6f, 0x78, 0x69, 0x6d, 0x61,
+	0x74, 0x65, 0x18, 0x06, 0x20, 0x01, 0x28, 0x08, 0x52, 0x0b, 0x61, 0x70, 0x70, 0x72, 0x6f, 0x78,
+	0x69, 0x6d, 0x61, 0x74, 0x65, 0x22, 0xa2, 0x01, 0x0a, 0x09, 0x4f, 0x70, 0x74, 0x69, 0x6d, 0x69,
+	0x7a, 0x65, 0x72, 0x12, 0x12, 0x0a, 0x04, 0x6b, 0x69, 0x6e, 0x64, 0x18, 0x01, 0x20, 0x01, 0x28,
+	0x09, 0x52, 0x04, 0x6b, 0x69, 0x6e, 0x64, 0x12, 0x1a, 0x0a, 0x08, 0x6d, 0x6f, 0x6d, 0x65, 0x6e,
+	0x74, 0x75, 0x6d, 0x18, 0x02, 0x20, 0x01, 0x28, 0x01, 0x52, 0x08, 0x6d, 0x6f, 0x6d, 0x65, 0x6e,
+	0x74, 0x75, 0x6d, 0x12, 0x1a, 0x0a, 0x08, 0x6e, 0x65, 0x73, 0x74, 0x65, 0x72, 0x6f, 0x76, 0x18,
+	0x03, 0x20, 0x01, 0x28, 0x08, 0x52, 0x08, 0x6e, 0x65, 0x73, 0x74, 0x65, 0x72, 0x6f, 0x76, 0x12,
+	0x21, 0x0a, 0x0c, 0x77, 0x65, 0x69, 0x67, 0x68, 0x74, 0x5f, 0x64, 0x65, 0x63, 0x61, 0x79, 0x18,
+	0x04, 0x20, 0x01, 0x28, 0x01, 0x52, 0x0b, 0x77, 0x65, 0x69, 0x67, 0x68, 0x74, 0x44, 0x65, 0x63,
+	0x61, 0x79, 0x12, 0x14, 0x0a, 0x05, 0x62, 0x65, 0x74, 0x61, 0x73, 0x18, 0x05, 0x20, 0x03, 0x28,
+	0x01, 0x52, 0x05, 0x62, 0x65, 0x74, 0x61, 0x73, 0x12, 0x10, 0x0a, 0x03, 0x65, 0x70, 0x73, 0x18,
+	0x06, 0x20, 0x01, 0x28, 0x01, 0x52, 0x03, 0x65, 0x70, 0x73, 0x22, 0xb1, 0x01, 0x0a, 0x04, 0x4f,
+	0x70, 0x65, 0x6e, 0x12, 0x25, 0x0a, 0x03, 0x72, 0x75, 0x6e, 0x18, 0x01, 0x20, 0x01, 0x28, 0x0b,
+	0x32, 0x13, 0x2e, 0x70, 0x69, 0x70, 0x65, 0x74, 0x72, 0x61, 0x69, 0x6e, 0x2e, 0x77, 0x69, 0x72,
+	0x65, 0x2e, 0x52, 0x75, 0x6e, 0x52, 0x03, 0x72, 0x75, 0x6e, 0x12, 0x35, 0x0a, 0x0b, 0x63, 0x6f,
+	0x6f, 0x72, 0x64, 0x69, 0x6e, 0x61, 0x74, 0x6f, 0x72, 0x18, 0x02, 0x20, 0x01, 0x28, 0x0b, 0x32,
+	0x13, 0x2e, 0x70, 0x69, 0x70, 0x65, 0x74, 0x72, 0x61, 0x69, 0x6e, 0x2e, 0x77, 0x69, 0x72, 0x65,
+	0x2e, 0x50, 0x69, 0x64, 0x52, 0x0b, 0x63, 0x6f, 0x6f, 0x72, 0x64, 0x69, 0x6e, 0x61, 0x74, 0x6f,
+	0x72, 0x12, 0x16, 0x0a, 0x06, 0x73, 0x74, 0x61, 0x67, 0x65, 0x73, 0x18, 0x03, 0x20, 0x01, 0x28,
+	0x03, 0x52, 0x06, 0x73, 0x74, 0x61, 0x67, 0x65, 0x73, 0x12, 0x18, 0x0a, 0x07, 0x74, 0x68, 0x72,
+	0x65, 0x61, 0x64, 0x73, 0x18, 0x04, 0x20, 0x01, 0x28, 0x03, 0x52, 0x07, 0x74, 0x68, 0x72, 0x65,
+	0x61, 0x64, 0x73, 0x12, 0x19, 0x0a, 0x08, 0x6f, 0x6e, 0x65, 0x5f, 0x62, 0x75, 0x73, 0x79, 0x18,
+	0x05, 0x20, 0x01, 0x28, 0x08, 0x52, 0x07, 0x6f, 0x6e, 0x65, 0x42, 0x75, 0x73, 0x79, 0x22, 0x6e,
+	0x0a, 0x06, 0x4f, 0x70, 0x65, 0x6e, 0x65, 0x64, 0x12, 0x25, 0x0a, 0x03, 0x72, 0x75, 0x6e, 0x18,
+	0x01, 0x20, 0x01, 0x28, 0x0b, 0x32, 0x13, 0x2e, 0x70, 0x69, 0x70, 0x65, 0x74, 0x72, 0x61, 0x69,
+	0x6e, 0x2e, 0x77, 0x69, 0x72, 0x65, 0x2e, 0x52, 0x75, 0x6e, 0x52, 0x03, 0x72, 0x75, 0x6e, 0x12,
+	0x14, 0x0a, 0x05, 0x63, 0x6f, 0x72, 0x65, 0x73, 0x18, 0x02, 0x20, 0x01, 0x28, 0x03, 0x52, 0x05,
+	0x63, 0x6f, 0x72, 0x65, 0x73, 0x12, 0x27, 0x0a, 0x03, 0x65, 0x72, 0x72, 0x18, 0x03, 0x20, 0x01,
+	0x28, 0x0b, 0x32, 0x15, 0x2e, 0x70, 0x69, 0x70, 0x65, 0x74, 0x72, 0x61, 0x69, 0x6e, 0x2e, 0x77,
+	0x69, 0x72, 0x65, 0x2e, 0x45, 0x72, 0x72, 0x6f, 0x72, 0x52, 0x03, 0x65, 0x72, 0x72, 0x22, 0xa8,
+	0x04, 0x0a, 0x05, 0x42, 0x75, 0x69, 0x6c, 0x64, 0x12, 0x25, 0x0a, 0x03, 0x72, 0x75, 0x6e, 0x18,
+	0x01, 0x20, 0x01, 0x28, 0x0b, 0x32, 0x13, 0x2e, 0x70, 0x69, 0x70, 0x65, 0x74, 0x72, 0x61, 0x69,
+	0x6e, 0x2e, 0x77, 0x69, 0x72, 0x65, 0x2e, 0x52, 0x75, 0x6e, 0x52, 0x03, 0x72, 0x75, 0x6e, 0x12,
+	0x0e, 0x0a, 0x02, 0x69, 0x64, 0x18, 0x02, 0x20, 0x01, 0x28, 0x03, 0x52, 0x02, 0x69, 0x64, 0x12,
+	0x12, 0x0a, 0x04, 0x6e, 0x61, 0x6d, 0x65, 0x18, 0x03, 0x20, 0x01, 0x28, 0x09, 0x52, 0x04, 0x6e,
+	0x61, 0x6d, 0x65, 0x12, 0x2b, 0x0a, 0x05, 0x6d, 0x6f, 0x64, 0x65, 0x6c, 0x18, 0x04, 0x20, 0x03,
+	0x28, 0x0b, 0x32, 0x15, 0x2e, 0x70, 0x69, 0x70, 0x65, 0x74, 0x72, 0x61, 0x69, 0x6e, 0x2e, 0x77,
+	0x69, 0x72, 0x65, 0x2e, 0x4c, 0x61, 0x79, 0x65, 0x72, 0x52, 0x05, 0x6d, 0x6f, 0x64, 0x65, 0x6c,
+	0x12, 0x1a, 0x0a, 0x08, 0x66, 0x65, 0x61, 0x74, 0x75, 0x72, 0x65, 0x73, 0x18, 0x05, 0x20, 0x01,
+	0x28, 0x03, 0x52, 0x08, 0x66, 0x65, 0x61, 0x74, 0x75, 0x72, 0x65, 0x73, 0x12, 0x12, 0x0a, 0x04,
+	0x73, 0x65, 0x65, 0x64, 0x18, 0x06, 0x20, 0x01, 0x28, 0x04, 0x52, 0x04, 0x73, 0x65, 0x65, 0x64,
+	0x12, 0x2b, 0x0a, 0x05, 0x64, 0x74, 0x79, 0x70, 0x65, 0x18, 0x07, 0x20, 0x01, 0x28, 0x0e, 0x32,
+	0x15, 0x2e, 0x70, 0x69, 0x70, 0x65, 0x74, 0x72, 0x61, 0x69, 0x6e, 0x2e, 0x77, 0x69, 0x72, 0x65,
+	0x2e, 0x44, 0x54, 0x79, 0x70, 0x65, 0x52, 0x05, 0x64, 0x74, 0x79, 0x70, 0x65, 0x12, 0x0e, 0x0a,
+	0x02, 0x6c, 0x6f, 0x18, 0x08, 0x20, 0x01, 0x28, 0x03, 0x52, 0x02, 0x6c, 0x6f, 0x12, 0x0e, 0x0a,
+	0x02, 0x68, 0x69, 0x18, 0x09, 0x20, 0x01, 0x28, 0x03, 0x52, 0x02, 0x68, 0x69, 0x12, 0x12, 0x0a,
+	0x04, 0x70, 0x61, 0x72, 0x74, 0x18, 0x0a, 0x20, 0x01, 0x28, 0x03, 0x52, 0x04, 0x70, 0x61, 0x72,
+	0x74, 0x12, 0x15, 0x0a, 0x06, 0x63, 0x6f, 0x6c, 0x5f, 0x6c, 0x6f, 0x18, 0x0b, 0x20, 0x01, 0x28,
+	0x03, 0x52, 0x05, 0x63, 0x6f, 0x6c, 0x4c, 0x6f, 0x12, 0x15, 0x0a, 0x06, 0x63, 0x6f, 0x6c, 0x5f,
+	0x68, 0x69, 0x18, 0x0c, 0x20, 0x01, 0x28, 0x03, 0x52, 0x05, 0x63, 0x6f, 0x6c, 0x48, 0x69, 0x12,
+	0x18, 0x0a, 0x07, 0x73, 0x68, 0x61, 0x72, 0x64, 0x65, 0x64, 0x18, 0x0d, 0x20, 0x01, 0x28, 0x08,
+	0x52, 0x07, 0x73, 0x68, 0x61, 0x72, 0x64, 0x65, 0x64, 0x12, 0x17, 0x0a, 0x07, 0x6e, 0x65, 0x65,
+	0x64, 0x5f, 0x64, 0x78, 0x18, 0x0e, 0x20, 0x01, 0x28, 0x08, 0x52, 0x06, 0x6e, 0x65, 0x65, 0x64,
+	0x44, 0x78, 0x12, 0x37, 0x0a, 0x09, 0x6f, 0x70, 0x74, 0x69, 0x6d, 0x69, 0x7a, 0x65, 0x72, 0x18,
+	0x0f, 0x20, 0x01, 0x28, 0x0b, 0x32, 0x19, 0x2e, 0x70, 0x69, 0x70, 0x65, 0x74, 0x72, 0x61, 0x69,
+	0x6e, 0x2e, 0x77, 0x69, 0x72, 0x65, 0x2e, 0x4f, 0x70, 0x74, 0x69, 0x6d, 0x69, 0x7a, 0x65, 0x72,
+	0x52, 0x09, 0x6f, 0x70, 0x74, 0x69, 0x6d, 0x69, 0x7a, 0x65, 0x72, 0x12, 0x1d, 0x0a, 0x0a, 0x63,
+	0x6c, 0x69, 0x70, 0x5f, 0x76, 0x61, 0x6c, 0x75, 0x65, 0x18, 0x10, 0x20, 0x01, 0x28, 0x01, 0x52,
+	0x09, 0x63, 0x6c, 0x69, 0x70, 0x56, 0x61, 0x6c, 0x75, 0x65, 0x12, 0x1b, 0x0a, 0x09, 0x63, 0x6c,
+	0x69, 0x70, 0x5f, 0x6e, 0x6f, 0x72, 0x6d, 0x18, 0x11, 0x20, 0x01, 0x28, 0x08, 0x52, 0x08, 0x63,
+	0x6c, 0x69, 0x70, 0x4e, 0x6f, 0x72, 0x6d, 0x12, 0x14, 0x0a, 0x05, 0x74, 0x72, 0x61, 0x63, 0x65,
+	0x18, 0x12, 0x20, 0x01, 0x28, 0x08, 0x52, 0x05, 0x74, 0x72, 0x61, 0x63, 0x65, 0x12, 0x12, 0x0a,
+	0x04, 0x6e, 0x6f, 0x64, 0x65, 0x18, 0x13, 0x20, 0x01, 0x28, 0x03, 0x52, 0x04, 0x6e, 0x6f, 0x64,
+	0x65, 0x12, 0x16, 0x0a, 0x06, 0x6c, 0x61, 0x79, 0x65, 0x72, 0x73, 0x18, 0x14, 0x20, 0x03, 0x28,
+	0x03, 0x52, 0x06, 0x6c, 0x61, 0x79, 0x65, 0x72, 0x73, 0x22, 0x9c, 0x01, 0x0a, 0x05, 0x42, 0x75,
+	0x69, 0x6c, 0x74, 0x12, 0x25, 0x0a, 0x03, 0x72, 0x75, 0x6e, 0x18, 0x01, 0x20, 0x01, 0x28, 0x0b,
+	0x32, 0x13, 0x2e, 0x70, 0x69, 0x70, 0x65, 0x74, 0x72, 0x61, 0x69, 0x6e, 0x2e, 0x77, 0x69, 0x72,
+	0x65, 0x2e, 0x52, 0x75, 0x6e, 0x52, 0x03, 0x72, 0x75, 0x6e, 0x12, 0x29, 0x0a, 0x05, 0x73, 0x74,
+	0x61, 0x67, 0x65, 0x18, 0x02, 0x20, 0x01, 0x28, 0x0b, 0x32, 0x13, 0x2e, 0x70, 0x69, 0x70, 0x65,
+	0x74, 0x72, 0x61, 0x69, 0x6e, 0x2e, 0x77, 0x69, 0x72, 0x65, 0x2e, 0x50, 0x69, 0x64, 0x52, 0x05,
+	0x73, 0x74, 0x61, 0x67, 0x65, 0x12, 0x18, 0x0a, 0x07, 0x74, 0x68, 0x72, 0x65, 0x61, 0x64, 0x73,
+	0x18, 0x03, 0x20, 0x01, 0x28, 0x03, 0x52, 0x07, 0x74, 0x68, 0x72, 0x65, 0x61, 0x64, 0x73, 0x12,
+	0x27, 0x0a, 0x03, 0x65, 0x72, 0x72, 0x18, 0x04, 0x20, 0x01, 0x28, 0x0b, 0x32, 0x15, 0x2e, 0x70,
+	0x69, 0x70, 0x65, 0x74, 0x72, 0x61, 0x69, 0x6e, 0x2e, 0x77, 0x69, 0x72, 0x65, 0x2e, 0x45, 0x72,
+	0x72, 0x6f, 0x72, 0x52, 0x03, 0x65, 0x72, 0x72, 0x22, 0x3f, 0x0a, 0x04, 0x42, 0x65, 0x61, 0x74,
+	0x12, 0x25, 0x0a, 0x03, 0x72, 0x75, 0x6e, 0x18, 0x01, 0x20, 0x01, 0x28, 0x0b, 0x32, 0x13, 0x2e,
+	0x70, 0x69, 0x70, 0x65, 0x74, 0x72, 0x61, 0x69, 0x6e, 0x2e, 0x77, 0x69, 0x72, 0x65, 0x2e, 0x52,
+	0x75, 0x6e, 0x52, 0x03, 0x72, 0x75, 0x6e, 0x12, 0x10, 0x0a, 0x03, 0x73, 0x65, 0x71, 0x18, 0x02,
+	0x20, 0x01, 0x28, 0x03, 0x52, 0x03, 0x73, 0x65, 0x71, 0x22, 0x2e, 0x0a, 0x05, 0x43, 0x6c, 0x6f,
+	0x73, 0x65, 0x12, 0x25, 0x0a, 0x03, 0x72, 0x75, 0x6e, 0x18, 0x01, 0x20, 0x01, 0x28, 0x0b, 0x32,
+	0x13, 0x2e, 0x70, 0x69, 0x70, 0x65, 0x74, 0x72, 0x61, 0x69, 0x6e, 0x2e, 0x77, 0x69, 0x72, 0x65,
+	0x2e, 0x52, 0x75, 0x6e, 0x52, 0x03, 0x72, 0x75, 0x6e, 0x2a, 0x21, 0x0a, 0x05, 0x44, 0x54, 0x79,
 	0x70, 0x65, 0x12, 0x0b, 0x0a, 0x07, 0x46, 0x4c, 0x4f, 0x41, 0x54, 0x33, 0x32, 0x10, 0x00, 0x12,
 	0x0b, 0x0a, 0x07, 0x46, 0x4c, 0x4f, 0x41, 0x54, 0x36, 0x34, 0x10, 0x01, 0x2a, 0x24, 0x0a, 0x04,
 	0x43, 0x6f, 0x64, 0x65, 0x12, 0x0c, 0x0a, 0x08, 0x49, 0x4e, 0x54, 0x45, 0x52, 0x4e, 0x41, 0x4c,
@@ -316,21 +2600,90 @@ func file_wire_proto_rawDescGZIP() []byte {
 }
 
 var file_wire_proto_enumTypes = make([]protoimpl.EnumInfo, 2)
-var file_wire_proto_msgTypes = make([]protoimpl.MessageInfo, 2)
+var file_wire_proto_msgTypes = make([]protoimpl.MessageInfo, 29)
 var file_wire_proto_goTypes = []interface{}{
-	(DType)(0),     // 0: pipetrain.wire.DType
-	(Code)(0),      // 1: pipetrain.wire.Code
-	(*Tensor)(nil), // 2: pipetrain.wire.Tensor
-	(*Error)(nil),  // 3: pipetrain.wire.Error
+	(DType)(0),            // 0: pipetrain.wire.DType
+	(Code)(0),             // 1: pipetrain.wire.Code
+	(*Tensor)(nil),        // 2: pipetrain.wire.Tensor
+	(*Error)(nil),         // 3: pipetrain.wire.Error
+	(*Run)(nil),           // 4: pipetrain.wire.Run
+	(*Pid)(nil),           // 5: pipetrain.wire.Pid
+	(*Forward)(nil),       // 6: pipetrain.wire.Forward
+	(*Backward)(nil),      // 7: pipetrain.wire.Backward
+	(*BackwardDone)(nil),  // 8: pipetrain.wire.BackwardDone
+	(*GradNorm)(nil),      // 9: pipetrain.wire.GradNorm
+	(*Update)(nil),        // 10: pipetrain.wire.Update
+	(*UpdateApplied)(nil), // 11: pipetrain.wire.UpdateApplied
+	(*Failed)(nil),        // 12: pipetrain.wire.Failed
+	(*Links)(nil),         // 13: pipetrain.wire.Links
+	(*GetParams)(nil),     // 14: pipetrain.wire.GetParams
+	(*OptimState)(nil),    // 15: pipetrain.wire.OptimState
+	(*Params)(nil),        // 16: pipetrain.wire.Params
+	(*SetParams)(nil),     // 17: pipetrain.wire.SetParams
+	(*Ack)(nil),           // 18: pipetrain.wire.Ack
+	(*GetStats)(nil),      // 19: pipetrain.wire.GetStats
+	(*Span)(nil),          // 20: pipetrain.wire.Span
+	(*Stats)(nil),         // 21: pipetrain.wire.Stats
+	(*Layer)(nil),         // 22: pipetrain.wire.Layer
+	(*Optimizer)(nil),     // 23: pipetrain.wire.Optimizer
+	(*Open)(nil),          // 24: pipetrain.wire.Open
+	(*Opened)(nil),        // 25: pipetrain.wire.Opened
+	(*Build)(nil),         // 26: pipetrain.wire.Build
+	(*Built)(nil),         // 27: pipetrain.wire.Built
+	(*Beat)(nil),          // 28: pipetrain.wire.Beat
+	(*Close)(nil),         // 29: pipetrain.wire.Close
+	nil,                   // 30: pipetrain.wire.OptimState.TensorsEntry
 }
 var file_wire_proto_depIdxs = []int32{
-	0, // 0: pipetrain.wire.Tensor.dtype:type_name -> pipetrain.wire.DType
-	1, // 1: pipetrain.wire.Error.code:type_name -> pipetrain.wire.Code
-	2, // [2:2] is the sub-list for method output_type
-	2, // [2:2] is the sub-list for method input_type
-	2, // [2:2] is the sub-list for extension type_name
-	2, // [2:2] is the sub-list for extension extendee
-	0, // [0:2] is the sub-list for field type_name
+	0,  // 0: pipetrain.wire.Tensor.dtype:type_name -> pipetrain.wire.DType
+	1,  // 1: pipetrain.wire.Error.code:type_name -> pipetrain.wire.Code
+	4,  // 2: pipetrain.wire.Forward.run:type_name -> pipetrain.wire.Run
+	2,  // 3: pipetrain.wire.Forward.x:type_name -> pipetrain.wire.Tensor
+	4,  // 4: pipetrain.wire.Backward.run:type_name -> pipetrain.wire.Run
+	2,  // 5: pipetrain.wire.Backward.dy:type_name -> pipetrain.wire.Tensor
+	4,  // 6: pipetrain.wire.BackwardDone.run:type_name -> pipetrain.wire.Run
+	4,  // 7: pipetrain.wire.GradNorm.run:type_name -> pipetrain.wire.Run
+	4,  // 8: pipetrain.wire.Update.run:type_name -> pipetrain.wire.Run
+	4,  // 9: pipetrain.wire.UpdateApplied.run:type_name -> pipetrain.wire.Run
+	4,  // 10: pipetrain.wire.Failed.run:type_name -> pipetrain.wire.Run
+	3,  // 11: pipetrain.wire.Failed.err:type_name -> pipetrain.wire.Error
+	4,  // 12: pipetrain.wire.Links.run:type_name -> pipetrain.wire.Run
+	5,  // 13: pipetrain.wire.Links.coordinator:type_name -> pipetrain.wire.Pid
+	5,  // 14: pipetrain.wire.Links.optimizer:type_name -> pipetrain.wire.Pid
+	5,  // 15: pipetrain.wire.Links.next:type_name -> pipetrain.wire.Pid
+	5,  // 16: pipetrain.wire.Links.prev:type_name -> pipetrain.wire.Pid
+	4,  // 17: pipetrain.wire.GetParams.run:type_name -> pipetrain.wire.Run
+	30, // 18: pipetrain.wire.OptimState.tensors:type_name -> pipetrain.wire.OptimState.TensorsEntry
+	4,  // 19: pipetrain.wire.Params.run:type_name -> pipetrain.wire.Run
+	2,  // 20: pipetrain.wire.Params.values:type_name -> pipetrain.wire.Tensor
+	15, // 21: pipetrain.wire.Params.state:type_name -> pipetrain.wire.OptimState
+	4,  // 22: pipetrain.wire.SetParams.run:type_name -> pipetrain.wire.Run
+	2,  // 23: pipetrain.wire.SetParams.values:type_name -> pipetrain.wire.Tensor
+	15, // 24: pipetrain.wire.SetParams.state:type_name -> pipetrain.wire.OptimState
+	4,  // 25: pipetrain.wire.Ack.run:type_name -> pipetrain.wire.Run
+	3,  // 26: pipetrain.wire.Ack.err:type_name -> pipetrain.wire.Error
+	4,  // 27: pipetrain.wire.GetStats.run:type_name -> pipetrain.wire.Run
+	4,  // 28: pipetrain.wire.Stats.run:type_name -> pipetrain.wire.Run
+	20, // 29: pipetrain.wire.Stats.spans:type_name -> pipetrain.wire.Span
+	4,  // 30: pipetrain.wire.Open.run:type_name -> pipetrain.wire.Run
+	5,  // 31: pipetrain.wire.Open.coordinator:type_name -> pipetrain.wire.Pid
+	4,  // 32: pipetrain.wire.Opened.run:type_name -> pipetrain.wire.Run
+	3,  // 33: pipetrain.wire.Opened.err:type_name -> pipetrain.wire.Error
+	4,  // 34: pipetrain.wire.Build.run:type_name -> pipetrain.wire.Run
+	22, // 35: pipetrain.wire.Build.model:type_name -> pipetrain.wire.Layer
+	0,  // 36: pipetrain.wire.Build.dtype:type_name -> pipetrain.wire.DType
+	23, // 37: pipetrain.wire.Build.optimizer:type_name -> pipetrain.wire.Optimizer
+	4,  // 38: pipetrain.wire.Built.run:type_name -> pipetrain.wire.Run
+	5,  // 39: pipetrain.wire.Built.stage:type_name -> pipetrain.wire.Pid
+	3,  // 40: pipetrain.wire.Built.err:type_name -> pipetrain.wire.Error
+	4,  // 41: pipetrain.wire.Beat.run:type_name -> pipetrain.wire.Run
+	4,  // 42: pipetrain.wire.Close.run:type_name -> pipetrain.wire.Run
+	2,  // 43: pipetrain.wire.OptimState.TensorsEntry.value:type_name -> pipetrain.wire.Tensor
+	44, // [44:44] is the sub-list for method output_type
+	44, // [44:44] is the sub-list for method input_type
+	44, // [44:44] is the sub-list for extension type_name
+	44, // [44:44] is the sub-list for extension extendee
+	0,  // [0:44] is the sub-list for field type_name
 }
 
 func init() { file_wire_proto_init() }
@@ -363,6 +2716,318 @@ func file_wire_proto_init() {
 				return nil
 			}
 		}
+		file_wire_proto_msgTypes[2].Exporter = func(v interface{}, i int) interface{} {
+			switch v := v.(*Run); i {
+			case 0:
+				return &v.state
+			case 1:
+				return &v.sizeCache
+			case 2:
+				return &v.unknownFields
+			default:
+				return nil
+			}
+		}
+		file_wire_proto_msgTypes[3].Exporter = func(v interface{}, i int) interface{} {
+			switch v := v.(*Pid); i {
+			case 0:
+				return &v.state
+			case 1:
+				return &v.sizeCache
+			case 2:
+				return &v.unknownFields
+			default:
+				return nil
+			}
+		}
+		file_wire_proto_msgTypes[4].Exporter = func(v interface{}, i int) interface{} {
+			switch v := v.(*Forward); i {
+			case 0:
+				return &v.state
+			case 1:
+				return &v.sizeCache
+			case 2:
+				return &v.unknownFields
+			default:
+				return nil
+			}
+		}
+		file_wire_proto_msgTypes[5].Exporter = func(v interface{}, i int) interface{} {
+			switch v := v.(*Backward); i {
+			case 0:
+				return &v.state
+			case 1:
+				return &v.sizeCache
+			case 2:
+				return &v.unknownFields
+			default:
+				return nil
+			}
+		}
+		file_wire_proto_msgTypes[6].Exporter = func(v interface{}, i int) interface{} {
+			switch v := v.(*BackwardDone); i {
+			case 0:
+				return &v.state
+			case 1:
+				return &v.sizeCache
+			case 2:
+				return &v.unknownFields
+			default:
+				return nil
+			}
+		}
+		file_wire_proto_msgTypes[7].Exporter = func(v interface{}, i int) interface{} {
+			switch v := v.(*GradNorm); i {
+			case 0:
+				return &v.state
+			case 1:
+				return &v.sizeCache
+			case 2:
+				return &v.unknownFields
+			default:
+				return nil
+			}
+		}
+		file_wire_proto_msgTypes[8].Exporter = func(v interface{}, i int) interface{} {
+			switch v := v.(*Update); i {
+			case 0:
+				return &v.state
+			case 1:
+				return &v.sizeCache
+			case 2:
+				return &v.unknownFields
+			default:
+				return nil
+			}
+		}
+		file_wire_proto_msgTypes[9].Exporter = func(v interface{}, i int) interface{} {
+			switch v := v.(*UpdateApplied); i {
+			case 0:
+				return &v.state
+			case 1:
+				return &v.sizeCache
+			case 2:
+				return &v.unknownFields
+			default:
+				return nil
+			}
+		}
+		file_wire_proto_msgTypes[10].Exporter = func(v interface{}, i int) interface{} {
+			switch v := v.(*Failed); i {
+			case 0:
+				return &v.state
+			case 1:
+				return &v.sizeCache
+			case 2:
+				return &v.unknownFields
+			default:
+				return nil
+			}
+		}
+		file_wire_proto_msgTypes[11].Exporter = func(v interface{}, i int) interface{} {
+			switch v := v.(*Links); i {
+			case 0:
+				return &v.state
+			case 1:
+				return &v.sizeCache
+			case 2:
+				return &v.unknownFields
+			default:
+				return nil
+			}
+		}
+		file_wire_proto_msgTypes[12].Exporter = func(v interface{}, i int) interface{} {
+			switch v := v.(*GetParams); i {
+			case 0:
+				return &v.state
+			case 1:
+				return &v.sizeCache
+			case 2:
+				return &v.unknownFields
+			default:
+				return nil
+			}
+		}
+		file_wire_proto_msgTypes[13].Exporter = func(v interface{}, i int) interface{} {
+			switch v := v.(*OptimState); i {
+			case 0:
+				return &v.state
+			case 1:
+				return &v.sizeCache
+			case 2:
+				return &v.unknownFields
+			default:
+				return nil
+			}
+		}
+		file_wire_proto_msgTypes[14].Exporter = func(v interface{}, i int) interface{} {
+			switch v := v.(*Params); i {
+			case 0:
+				return &v.state
+			case 1:
+				return &v.sizeCache
+			case 2:
+				return &v.unknownFields
+			default:
+				return nil
+			}
+		}
+		file_wire_proto_msgTypes[15].Exporter = func(v interface{}, i int) interface{} {
+			switch v := v.(*SetParams); i {
+			case 0:
+				return &v.state
+			case 1:
+				return &v.sizeCache
+			case 2:
+				return &v.unknownFields
+			default:
+				return nil
+			}
+		}
+		file_wire_proto_msgTypes[16].Exporter = func(v interface{}, i int) interface{} {
+			switch v := v.(*Ack); i {
+			case 0:
+				return &v.state
+			case 1:
+				return &v.sizeCache
+			case 2:
+				return &v.unknownFields
+			default:
+				return nil
+			}
+		}
+		file_wire_proto_msgTypes[17].Exporter = func(v interface{}, i int) interface{} {
+			switch v := v.(*GetStats); i {
+			case 0:
+				return &v.state
+			case 1:
+				return &v.sizeCache
+			case 2:
+				return &v.unknownFields
+			default:
+				return nil
+			}
+		}
+		file_wire_proto_msgTypes[18].Exporter = func(v interface{}, i int) interface{} {
+			switch v := v.(*Span); i {
+			case 0:
+				return &v.state
+			case 1:
+				return &v.sizeCache
+			case 2:
+				return &v.unknownFields
+			default:
+				return nil
+			}
+		}
+		file_wire_proto_msgTypes[19].Exporter = func(v interface{}, i int) interface{} {
+			switch v := v.(*Stats); i {
+			case 0:
+				return &v.state
+			case 1:
+				return &v.sizeCache
+			case 2:
+				return &v.unknownFields
+			default:
+				return nil
+			}
+		}
+		file_wire_proto_msgTypes[20].Exporter = func(v interface{}, i int) interface{} {
+			switch v := v.(*Layer); i {
+			case 0:
+				return &v.state
+			case 1:
+				return &v.sizeCache
+			case 2:
+				return &v.unknownFields
+			default:
+				return nil
+			}
+		}
+		file_wire_proto_msgTypes[21].Exporter = func(v interface{}, i int) interface{} {
+			switch v := v.(*Optimizer); i {
+			case 0:
+				return &v.state
+			case 1:
+				return &v.sizeCache
+			case 2:
+				return &v.unknownFields
+			default:
+				return nil
+			}
+		}
+		file_wire_proto_msgTypes[22].Exporter = func(v interface{}, i int) interface{} {
+			switch v := v.(*Open); i {
+			case 0:
+				return &v.state
+			case 1:
+				return &v.sizeCache
+			case 2:
+				return &v.unknownFields
+			default:
+				return nil
+			}
+		}
+		file_wire_proto_msgTypes[23].Exporter = func(v interface{}, i int) interface{} {
+			switch v := v.(*Opened); i {
+			case 0:
+				return &v.state
+			case 1:
+				return &v.sizeCache
+			case 2:
+				return &v.unknownFields
+			default:
+				return nil
+			}
+		}
+		file_wire_proto_msgTypes[24].Exporter = func(v interface{}, i int) interface{} {
+			switch v := v.(*Build); i {
+			case 0:
+				return &v.state
+			case 1:
+				return &v.sizeCache
+			case 2:
+				return &v.unknownFields
+			default:
+				return nil
+			}
+		}
+		file_wire_proto_msgTypes[25].Exporter = func(v interface{}, i int) interface{} {
+			switch v := v.(*Built); i {
+			case 0:
+				return &v.state
+			case 1:
+				return &v.sizeCache
+			case 2:
+				return &v.unknownFields
+			default:
+				return nil
+			}
+		}
+		file_wire_proto_msgTypes[26].Exporter = func(v interface{}, i int) interface{} {
+			switch v := v.(*Beat); i {
+			case 0:
+				return &v.state
+			case 1:
+				return &v.sizeCache
+			case 2:
+				return &v.unknownFields
+			default:
+				return nil
+			}
+		}
+		file_wire_proto_msgTypes[27].Exporter = func(v interface{}, i int) interface{} {
+			switch v := v.(*Close); i {
+			case 0:
+				return &v.state
+			case 1:
+				return &v.sizeCache
+			case 2:
+				return &v.unknownFields
+			default:
+				return nil
+			}
+		}
 	}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
@@ -370,7 +3035,7 @@ func file_wire_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: file_wire_proto_rawDesc,
 			NumEnums:      2,
-			NumMessages:   2,
+			NumMessages:   29,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

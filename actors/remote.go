@@ -1,0 +1,264 @@
+package actors
+
+import (
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/asynkron/protoactor-go/actor"
+	"google.golang.org/protobuf/proto"
+
+	"github.com/pipetrain/pipetrain/actors/wire"
+	"github.com/pipetrain/pipetrain/optim"
+	"github.com/pipetrain/pipetrain/tensor"
+)
+
+// Run names the run and the engine generation an actor works for. Messages
+// that cross processes carry it, and an actor drops one that is not for its
+// own run: a stale run's or a stale restart's message never joins a live step.
+// In-process messages carry nothing: they cannot be stale.
+type Run struct {
+	ID  string
+	Gen uint64
+}
+
+func (r Run) wire() *wire.Run { return &wire.Run{Id: r.ID, Gen: r.Gen} }
+
+func runOf(w *wire.Run) Run {
+	if w == nil {
+		return Run{}
+	}
+	return Run{ID: w.Id, Gen: w.Gen}
+}
+
+// IsRemote reports whether pid lives in another process than self.
+func IsRemote(self, pid *actor.PID) bool { return pid != nil && self != nil && pid.Address != self.Address }
+
+// ToPid and FromPid convert actor addresses.
+func ToPid(p *actor.PID) *wire.Pid {
+	if p == nil {
+		return nil
+	}
+	return &wire.Pid{Address: p.Address, Id: p.Id}
+}
+
+func FromPid(p *wire.Pid) *actor.PID {
+	if p == nil {
+		return nil
+	}
+	return actor.NewPID(p.Address, p.Id)
+}
+
+func toPids(ps []*actor.PID) []*wire.Pid {
+	out := make([]*wire.Pid, len(ps))
+	for i, p := range ps {
+		out[i] = ToPid(p)
+	}
+	return out
+}
+
+func fromPids(ps []*wire.Pid) []*actor.PID {
+	out := make([]*actor.PID, len(ps))
+	for i, p := range ps {
+		out[i] = FromPid(p)
+	}
+	return out
+}
+
+func ints64(xs []int) []int64 {
+	out := make([]int64, len(xs))
+	for i, x := range xs {
+		out[i] = int64(x)
+	}
+	return out
+}
+
+func ints(xs []int64) []int {
+	out := make([]int, len(xs))
+	for i, x := range xs {
+		out[i] = int(x)
+	}
+	return out
+}
+
+// ToState and FromState convert an optimizer's state.
+func ToState(s *optim.State) *wire.OptimState {
+	if s == nil {
+		return nil
+	}
+	w := &wire.OptimState{Kind: s.Kind, Step: int64(s.Step), NumParams: int64(s.NumParams), Tensors: map[string]*wire.Tensor{}}
+	for k, t := range s.Tensors {
+		w.Tensors[k] = wire.FromTensor(t)
+	}
+	return w
+}
+
+func FromState(w *wire.OptimState) (optim.State, error) {
+	s := optim.State{Kind: w.GetKind(), Step: int(w.GetStep()), NumParams: int(w.GetNumParams()), Tensors: map[string]*tensor.Tensor{}}
+	for k, t := range w.GetTensors() {
+		x, err := t.ToTensor()
+		if err != nil {
+			return optim.State{}, fmt.Errorf("optimizer state %q: %w", k, err)
+		}
+		s.Tensors[k] = x
+	}
+	return s, nil
+}
+
+func toTensors(ts []*tensor.Tensor) []*wire.Tensor {
+	out := make([]*wire.Tensor, len(ts))
+	for i, t := range ts {
+		out[i] = wire.FromTensor(t)
+	}
+	return out
+}
+
+func fromTensors(ws []*wire.Tensor) ([]*tensor.Tensor, error) {
+	out := make([]*tensor.Tensor, len(ws))
+	for i, w := range ws {
+		t, err := w.ToTensor()
+		if err != nil {
+			return nil, fmt.Errorf("tensor %d: %w", i, err)
+		}
+		out[i] = t
+	}
+	return out, nil
+}
+
+func toErr(err error) *wire.Error {
+	if err == nil {
+		return nil
+	}
+	return wire.FromError(err)
+}
+
+func fromErr(w *wire.Error) error {
+	if w == nil {
+		return nil
+	}
+	return w.Err()
+}
+
+// Encode returns the wire form of an in-process message, for a receiver in
+// another process; the tensors are copied. Only the messages a stage
+// exchanges with its neighbours and its engine have one.
+func Encode(msg any, run Run) (proto.Message, error) {
+	r := run.wire()
+	switch m := msg.(type) {
+	case *Forward:
+		return &wire.Forward{Run: r, Step: int64(m.Step), Micro: int64(m.Micro), Row: int64(m.Row), Total: int64(m.Total),
+			Seq: int64(m.Seq), Micros: int64(m.Micros), Part: int64(m.Part), Eval: m.Eval, X: wire.FromTensor(m.X)}, nil
+	case *Backward:
+		return &wire.Backward{Run: r, Step: int64(m.Step), Micro: int64(m.Micro), Part: int64(m.Part), Dy: wire.FromTensor(m.DY)}, nil
+	case *BackwardDone:
+		return &wire.BackwardDone{Run: r, Step: int64(m.Step), Micro: int64(m.Micro), Actor: int64(m.Actor)}, nil
+	case *GradNorm:
+		return &wire.GradNorm{Run: r, Step: int64(m.Step), Actor: int64(m.Actor), Sums: append([]float64(nil), m.Sums...)}, nil
+	case *Update:
+		return &wire.Update{Run: r, Step: int64(m.Step), Lr: m.LR, Scale: m.Scale}, nil
+	case *UpdateApplied:
+		return &wire.UpdateApplied{Run: r, Step: int64(m.Step), Actor: int64(m.Actor)}, nil
+	case *Failed:
+		return &wire.Failed{Run: r, Actor: int64(m.Actor), Err: toErr(m.Err)}, nil
+	case *Wire:
+		return &wire.Links{Run: r, Coordinator: ToPid(m.Coordinator), Optimizer: ToPid(m.Optimizer), Next: toPids(m.Next),
+			Prev: toPids(m.Prev), PrevSplit: ints64(m.PrevSplit), InParts: int64(m.InParts), OutParts: int64(m.OutParts),
+			Limit: int64(m.Limit), SplitBackward: m.SplitBackward}, nil
+	case *GetParams:
+		return &wire.GetParams{Run: r, NamesOnly: m.NamesOnly}, nil
+	case *Params:
+		return &wire.Params{Run: r, Actor: int64(m.Actor), Names: m.Names, Values: toTensors(m.Values), State: ToState(&m.State)}, nil
+	case *SetParams:
+		return &wire.SetParams{Run: r, Values: toTensors(m.Values), State: ToState(m.State)}, nil
+	case *Ack:
+		return &wire.Ack{Run: r, Err: toErr(m.Err)}, nil
+	case *GetStats:
+		return &wire.GetStats{Run: r, Reset_: m.Reset}, nil
+	case *Stats:
+		w := &wire.Stats{Run: r, Actor: int64(m.Actor), Name: m.Name, Layers: ints64(m.Layers), BusyNs: int64(m.Busy),
+			Messages: int64(m.Messages), MaxInFlight: int64(m.MaxInFlight)}
+		for _, s := range m.Spans {
+			w.Spans = append(w.Spans, &wire.Span{Kind: int32(s.Kind), Step: int64(s.Step), Micro: int64(s.Micro), StartNs: int64(s.Start), DurNs: int64(s.Dur)})
+		}
+		return w, nil
+	}
+	return nil, fmt.Errorf("actors: %T cannot cross processes", msg)
+}
+
+// errNotWire is Decode's answer to a message that is not a wire message.
+var errNotWire = errors.New("actors: not a wire message")
+
+// Decode returns the in-process message a wire message stands for, and the
+// run it is for. A malformed message (a tensor whose bytes do not fit its
+// shape) is an error, never a panic.
+func Decode(msg any) (any, Run, error) {
+	switch m := msg.(type) {
+	case *wire.Forward:
+		x, err := m.X.ToTensor()
+		if err != nil {
+			return nil, Run{}, fmt.Errorf("actors: forward step %d micro-batch %d: %w", m.Step, m.Micro, err)
+		}
+		return &Forward{Step: int(m.Step), Micro: int(m.Micro), Row: int(m.Row), Total: int(m.Total), Seq: int(m.Seq),
+			Micros: int(m.Micros), Part: int(m.Part), Eval: m.Eval, X: x}, runOf(m.Run), nil
+	case *wire.Backward:
+		dy, err := m.Dy.ToTensor()
+		if err != nil {
+			return nil, Run{}, fmt.Errorf("actors: backward step %d micro-batch %d: %w", m.Step, m.Micro, err)
+		}
+		return &Backward{Step: int(m.Step), Micro: int(m.Micro), Part: int(m.Part), DY: dy}, runOf(m.Run), nil
+	case *wire.BackwardDone:
+		return &BackwardDone{Step: int(m.Step), Micro: int(m.Micro), Actor: int(m.Actor)}, runOf(m.Run), nil
+	case *wire.GradNorm:
+		return &GradNorm{Step: int(m.Step), Actor: int(m.Actor), Sums: m.Sums}, runOf(m.Run), nil
+	case *wire.Update:
+		return &Update{Step: int(m.Step), LR: m.Lr, Scale: m.Scale}, runOf(m.Run), nil
+	case *wire.UpdateApplied:
+		return &UpdateApplied{Step: int(m.Step), Actor: int(m.Actor)}, runOf(m.Run), nil
+	case *wire.Failed:
+		return &Failed{Actor: int(m.Actor), Err: m.Err.Err()}, runOf(m.Run), nil
+	case *wire.Links:
+		return &Wire{Coordinator: FromPid(m.Coordinator), Optimizer: FromPid(m.Optimizer), Next: fromPids(m.Next),
+			Prev: fromPids(m.Prev), PrevSplit: ints(m.PrevSplit), InParts: int(m.InParts), OutParts: int(m.OutParts),
+			Limit: int(m.Limit), SplitBackward: m.SplitBackward}, runOf(m.Run), nil
+	case *wire.GetParams:
+		return &GetParams{NamesOnly: m.NamesOnly}, runOf(m.Run), nil
+	case *wire.Params:
+		values, err := fromTensors(m.Values)
+		if err != nil {
+			return nil, Run{}, fmt.Errorf("actors: parameters of actor %d: %w", m.Actor, err)
+		}
+		p := &Params{Actor: int(m.Actor), Names: m.Names, Values: values}
+		if m.State != nil {
+			if p.State, err = FromState(m.State); err != nil {
+				return nil, Run{}, fmt.Errorf("actors: actor %d: %w", m.Actor, err)
+			}
+		}
+		return p, runOf(m.Run), nil
+	case *wire.SetParams:
+		values, err := fromTensors(m.Values)
+		if err != nil {
+			return nil, Run{}, fmt.Errorf("actors: parameter values: %w", err)
+		}
+		p := &SetParams{Values: values}
+		if m.State != nil {
+			st, err := FromState(m.State)
+			if err != nil {
+				return nil, Run{}, fmt.Errorf("actors: %w", err)
+			}
+			p.State = &st
+		}
+		return p, runOf(m.Run), nil
+	case *wire.Ack:
+		return &Ack{Err: fromErr(m.Err)}, runOf(m.Run), nil
+	case *wire.GetStats:
+		return &GetStats{Reset: m.Reset_}, runOf(m.Run), nil
+	case *wire.Stats:
+		s := &Stats{Actor: int(m.Actor), Name: m.Name, Layers: ints(m.Layers), Busy: time.Duration(m.BusyNs),
+			Messages: int(m.Messages), MaxInFlight: int(m.MaxInFlight)}
+		for _, sp := range m.Spans {
+			s.Spans = append(s.Spans, Span{Kind: byte(sp.Kind), Step: int(sp.Step), Micro: int(sp.Micro), Start: time.Duration(sp.StartNs), Dur: time.Duration(sp.DurNs)})
+		}
+		return s, runOf(m.Run), nil
+	}
+	return nil, Run{}, errNotWire
+}

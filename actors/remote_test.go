@@ -1,0 +1,68 @@
+package actors
+
+import (
+	"reflect"
+	"testing"
+	"time"
+
+	"github.com/asynkron/protoactor-go/actor"
+
+	"github.com/pipetrain/pipetrain/actors/wire"
+	"github.com/pipetrain/pipetrain/nn"
+	"github.com/pipetrain/pipetrain/optim"
+	"github.com/pipetrain/pipetrain/tensor"
+)
+
+// TestWireRoundTrip: every message that crosses processes decodes to what
+// was encoded, with its run.
+func TestWireRoundTrip(t *testing.T) {
+	x := tensor.FromFloat64s(tensor.Float32, []float64{1, -2, 3.5, 0}, 2, 2)
+	st := optim.State{Kind: "sgd", Step: 3, NumParams: 1, Tensors: map[string]*tensor.Tensor{"0.momentum": x}}
+	pid := actor.NewPID("127.0.0.1:7101", "stage-1")
+	run := Run{ID: "r1", Gen: 7}
+	for _, msg := range []any{
+		&Forward{Step: 1, Micro: 2, Row: 32, Total: 256, Seq: 4, Micros: 8, Part: 1, Eval: true, X: x},
+		&Backward{Step: 1, Micro: 2, Part: 1, DY: x},
+		&BackwardDone{Step: 1, Micro: 2, Actor: 3},
+		&GradNorm{Step: 1, Actor: 2, Sums: []float64{1, 2}},
+		&Update{Step: 1, LR: 0.1, Scale: 0.5},
+		&UpdateApplied{Step: 1, Actor: 2},
+		&Failed{Actor: 2, Err: &nn.NonFiniteError{Layer: 3, Kind: "relu", Step: 5, Where: "forward"}},
+		&Wire{Coordinator: pid, Optimizer: pid, Next: []*actor.PID{pid}, Prev: []*actor.PID{pid, pid}, PrevSplit: []int{0, 3, 6},
+			InParts: 2, OutParts: 1, Limit: 3, SplitBackward: true},
+		&GetParams{NamesOnly: true},
+		&Params{Actor: 1, Names: []string{"0.weight"}, Values: []*tensor.Tensor{x}, State: st},
+		&SetParams{Values: []*tensor.Tensor{x}, State: &st},
+		&Ack{},
+		&GetStats{Reset: true},
+		&Stats{Actor: 1, Name: "stage 0", Layers: []int{0, 1}, Busy: time.Second, Messages: 4, MaxInFlight: 2,
+			Spans: []Span{{Kind: 'F', Step: 1, Micro: 0, Start: time.Millisecond, Dur: time.Microsecond}}},
+	} {
+		w, err := Encode(msg, run)
+		if err != nil {
+			t.Fatalf("%T: %v", msg, err)
+		}
+		got, gotRun, err := Decode(w)
+		if err != nil {
+			t.Fatalf("%T: %v", msg, err)
+		}
+		if gotRun != run {
+			t.Errorf("%T: run %v, want %v", msg, gotRun, run)
+		}
+		if f, ok := msg.(*Failed); ok {
+			if got.(*Failed).Err.Error() != f.Err.Error() || got.(*Failed).Actor != f.Actor {
+				t.Errorf("Failed: got %v", got)
+			}
+			continue
+		}
+		if !reflect.DeepEqual(got, msg) {
+			t.Errorf("%T: got %+v, want %+v", msg, got, msg)
+		}
+	}
+	if _, err := Encode(&RunStep{}, run); err == nil {
+		t.Error("RunStep encoded: it never crosses processes")
+	}
+	if _, _, err := Decode(&wire.Forward{X: &wire.Tensor{Shape: []int64{2}, Data: []byte{1}}}); err == nil {
+		t.Error("a forward whose tensor bytes do not fit its shape decoded")
+	}
+}

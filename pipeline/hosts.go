@@ -1,0 +1,306 @@
+package pipeline
+
+import (
+	"crypto/rand"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/asynkron/protoactor-go/actor"
+	"github.com/asynkron/protoactor-go/remote"
+	"github.com/rs/zerolog"
+
+	"github.com/pipetrain/pipetrain/actors"
+	"github.com/pipetrain/pipetrain/actors/wire"
+	"github.com/pipetrain/pipetrain/tensor"
+)
+
+// hostSet is an engine's workers: their sessions, the stages each runs, and
+// the actor that watches them.
+type hostSet struct {
+	hosts    []string
+	sessions []*actor.PID
+	stagesOf [][]int // per host, the stage actor ids it runs
+	monitor  *actor.PID
+}
+
+// hostOf returns the host that runs stage actor id of units, placed in
+// contiguous blocks: host h runs stages [h·S/H, (h+1)·S/H).
+func hostOf(id, units, hosts int) int {
+	for h := range hosts {
+		if id < (h+1)*units/hosts {
+			return h
+		}
+	}
+	return hosts - 1
+}
+
+// startHosts makes this process reachable by the workers, checks each one
+// (protocol and token) and opens a session of this engine's run on it.
+func (e *Engine) startHosts(units []unit) error {
+	cfg := e.cfg
+	if len(cfg.Specs) == 0 {
+		return errors.New("pipeline: stages on hosts are built from the model's specs: Config.Specs is empty")
+	}
+	if cfg.RunID == "" {
+		return errors.New("pipeline: stages on hosts need Config.RunID")
+	}
+	var gen [8]byte
+	_, _ = rand.Read(gen[:])
+	e.run = actors.Run{ID: cfg.RunID, Gen: binary.LittleEndian.Uint64(gen[:]) | 1}
+	listen, advertise := "127.0.0.1:0", ""
+	for _, h := range cfg.Hosts {
+		if !isLoopback(h) {
+			if cfg.Token == "" {
+				return fmt.Errorf("pipeline: host %s is not on this machine: a token is required (--token-file or PIPETRAIN_TOKEN)", h)
+			}
+			ip, err := outboundIP(h)
+			if err != nil {
+				return fmt.Errorf("pipeline: host %s: %v", h, err)
+			}
+			listen, advertise = "0.0.0.0:0", ""
+			advertise = ip
+			break
+		}
+	}
+	for _, host := range cfg.Hosts { // before anything starts here
+		if _, err := handshake(host, cfg.Token); err != nil {
+			return err
+		}
+	}
+	system, err := acquireShared(listen, advertise, cfg.Token, cfg.Logger)
+	if err != nil {
+		return err
+	}
+	e.system, e.root, e.shared = system, system.Root, true
+	hs := &hostSet{hosts: cfg.Hosts, stagesOf: make([][]int, len(cfg.Hosts))}
+	e.hostSet = hs
+	for id := range units {
+		h := hostOf(id, len(units), len(cfg.Hosts))
+		hs.stagesOf[h] = append(hs.stagesOf[h], id)
+	}
+	for h, host := range cfg.Hosts {
+		res, err := remote.GetRemote(e.system).SpawnNamed(host, fmt.Sprintf("%s-%x", cfg.RunID, e.run.Gen), sessionKind, spawnTimeout)
+		if err != nil {
+			return &HandshakeError{host, fmt.Errorf("spawning the run's session: %v", err)}
+		}
+		if res.Pid == nil {
+			return &HandshakeError{host, fmt.Errorf("spawning the run's session: status %d", res.StatusCode)}
+		}
+		hs.sessions = append(hs.sessions, res.Pid)
+		ans, err := e.root.RequestFuture(res.Pid, &wire.Open{Run: e.runWire(), Coordinator: actors.ToPid(e.coordPID()),
+			Stages: int64(len(hs.stagesOf[h])), Threads: int64(cfg.GEMMThreads), OneBusy: cfg.Schedule == actors.Sequential}, spawnTimeout).Result()
+		if err != nil {
+			return &HandshakeError{host, fmt.Errorf("opening the run: %v", err)}
+		}
+		if o, ok := ans.(*wire.Opened); !ok || o.Err != nil {
+			return &HandshakeError{host, fmt.Errorf("opening the run: %v", openErr(ans))}
+		}
+	}
+	return nil
+}
+
+func openErr(ans any) error {
+	if o, ok := ans.(*wire.Opened); ok && o.Err != nil {
+		return o.Err.Err()
+	}
+	return fmt.Errorf("unexpected answer %T", ans)
+}
+
+func (e *Engine) runWire() *wire.Run { return &wire.Run{Id: e.run.ID, Gen: e.run.Gen} }
+
+// coordPID is the address the coordinator actor will have: it is spawned
+// after the stages, whose Build names it.
+func (e *Engine) coordPID() *actor.PID { return actor.NewPID(e.system.Address(), e.coordinatorName()) }
+
+// coordinatorName is the coordinator actor's name: engines share this
+// process's endpoint, so each name carries the engine's generation.
+func (e *Engine) coordinatorName() string { return fmt.Sprintf("coordinator-%x", e.run.Gen) }
+
+// buildRemote asks unit id's host to build it, and returns its address and
+// thread budget.
+func (e *Engine) buildRemote(u unit, id int, name string, layers []int, dt tensor.DType) (*actor.PID, int, error) {
+	hs := e.hostSet
+	h := hostOf(id, len(e.units), len(hs.hosts))
+	b := &wire.Build{Run: e.runWire(), Id: int64(id), Name: name, Model: wireSpecs(e.cfg.Specs), Features: int64(e.cfg.Features),
+		Seed: e.cfg.Seed, Lo: int64(u.first), Hi: int64(u.first + len(u.layers)), Part: int64(u.part),
+		NeedDx: u.node > 0, Optimizer: wireOptim(e.cfg.Optimizer), ClipValue: e.cfg.ClipValue, ClipNorm: e.cfg.ClipNorm > 0,
+		Node: int64(u.node), Layers: int64s(layers)}
+	if dt == tensor.Float64 {
+		b.Dtype = wire.DType_FLOAT64
+	}
+	if n := e.nodes[u.node]; len(n.actors) > 1 {
+		b.Sharded, b.ColLo, b.ColHi = true, int64(n.split[u.part]), int64(n.split[u.part+1])
+	}
+	ans, err := e.root.RequestFuture(hs.sessions[h], b, spawnTimeout).Result()
+	if err != nil {
+		return nil, 0, fmt.Errorf("pipeline: host %s: building %s: %v", hs.hosts[h], name, err)
+	}
+	built, ok := ans.(*wire.Built)
+	if !ok {
+		return nil, 0, fmt.Errorf("pipeline: host %s: building %s: unexpected answer %T", hs.hosts[h], name, ans)
+	}
+	if built.Err != nil {
+		return nil, 0, fmt.Errorf("pipeline: host %s: %w", hs.hosts[h], built.Err.Err())
+	}
+	return actors.FromPid(built.Stage), int(built.Threads), nil
+}
+
+func int64s(xs []int) []int64 {
+	out := make([]int64, len(xs))
+	for i, x := range xs {
+		out[i] = int64(x)
+	}
+	return out
+}
+
+// closeHosts ends the sessions, each within a bound, and stops the monitor.
+func (e *Engine) closeHosts() {
+	hs := e.hostSet
+	if hs != nil {
+		futures := make([]*actor.Future, len(hs.sessions))
+		for i, s := range hs.sessions {
+			futures[i] = e.root.RequestFuture(s, &wire.Close{Run: e.runWire()}, 2*time.Second)
+		}
+		for _, f := range futures {
+			_, _ = f.Result() // a lost host drops the run on its own
+		}
+		if hs.monitor != nil {
+			_ = e.root.StopFuture(hs.monitor).Wait()
+		}
+	}
+}
+
+// shared is this process's one endpoint for talking to workers, which
+// every engine with hosts uses: protoactor's remote sets gRPC's
+// process-wide logger whenever one starts, so one starts per process.
+var shared struct {
+	sync.Mutex
+	system            *actor.ActorSystem
+	listen, advertise string
+	token             string
+	users             int // engines open on it
+}
+
+func sharedToken() string {
+	shared.Lock()
+	defer shared.Unlock()
+	return shared.token
+}
+
+// acquireShared returns this process's endpoint, starting it on first use;
+// releaseShared gives it back. Engines open at once share one token.
+func acquireShared(listen, advertise, token string, logger *zerolog.Logger) (*actor.ActorSystem, error) {
+	shared.Lock()
+	defer shared.Unlock()
+	if shared.system != nil {
+		if shared.users > 0 && shared.token != token {
+			return nil, errors.New("pipeline: engines open at once must share one token")
+		}
+		if shared.listen != listen || shared.advertise != advertise {
+			return nil, fmt.Errorf("pipeline: this process reaches its workers at %s already, not %s", shared.listen, listen)
+		}
+		shared.token = token
+		shared.users++
+		return shared.system, nil
+	}
+	system := actor.NewActorSystem(actor.WithLoggerFactory(func(*actor.ActorSystem) *slog.Logger { return protoLogger(logger) }),
+		actor.WithDeadLetterThrottleInterval(time.Millisecond))
+	shared.token = token // read by the server's guard, under the lock
+	if _, _, err := startRemote(system, listen, "", sharedToken); err != nil {
+		system.Shutdown()
+		return nil, err
+	}
+	if advertise != "" { // workers reach back at this machine's address on their route
+		_, port, _ := strings.Cut(system.Address(), ":")
+		system.ProcessRegistry.Address = advertise + ":" + port
+	}
+	shared.system, shared.listen, shared.advertise, shared.users = system, listen, advertise, 1
+	return system, nil
+}
+
+func releaseShared() {
+	shared.Lock()
+	defer shared.Unlock()
+	shared.users--
+}
+
+// CloseRemote stops this process's endpoint for workers, if one started:
+// call it when no engine with hosts is open (at the end of a run).
+func CloseRemote() {
+	shared.Lock()
+	system := shared.system
+	shared.system = nil
+	shared.Unlock()
+	if system == nil {
+		return
+	}
+	remote.GetRemote(system).Shutdown(false)
+	system.Shutdown()
+}
+
+// beatTick makes the monitor send a heartbeat and look for lost hosts.
+type beatTick struct{}
+
+// monitor watches an engine's hosts: their sessions (protoactor's Watch,
+// which a broken connection ends with AddressTerminated) and a heartbeat the
+// session answers, which finds a silent link or a stuck process. The first
+// lost host stops the coordinator with an error naming it and its stages.
+type monitor struct {
+	run      actors.Run
+	hosts    *hostSet
+	names    map[int]string
+	coord    *actor.PID
+	last     []time.Time
+	reported bool
+}
+
+func (m *monitor) Receive(ctx actor.Context) {
+	switch msg := ctx.Message().(type) {
+	case *actor.Started:
+		m.last = make([]time.Time, len(m.hosts.sessions))
+		for h, s := range m.hosts.sessions {
+			m.last[h] = time.Now()
+			ctx.Watch(s)
+		}
+	case beatTick:
+		now := time.Now()
+		for h, s := range m.hosts.sessions {
+			if now.Sub(m.last[h]) > beatLost {
+				m.lose(ctx, h, fmt.Sprintf("no heartbeat answered for %v", now.Sub(m.last[h]).Round(100*time.Millisecond)))
+			}
+			// the answer carries no sender: Seq names the host
+			ctx.Request(s, &wire.Beat{Run: &wire.Run{Id: m.run.ID, Gen: m.run.Gen}, Seq: int64(h)})
+		}
+	case *wire.Beat:
+		if h := int(msg.Seq); msg.Run.GetId() == m.run.ID && msg.Run.GetGen() == m.run.Gen && h >= 0 && h < len(m.last) {
+			m.last[h] = time.Now()
+		}
+	case *actor.Terminated:
+		for h, s := range m.hosts.sessions {
+			if s.Equal(msg.Who) {
+				why := "its session stopped"
+				if msg.Why == actor.TerminatedReason_AddressTerminated {
+					why = "the connection to it was lost"
+				}
+				m.lose(ctx, h, why)
+			}
+		}
+	}
+}
+
+func (m *monitor) lose(ctx actor.Context, h int, why string) {
+	if m.reported {
+		return
+	}
+	m.reported = true
+	var names []string
+	for _, id := range m.hosts.stagesOf[h] {
+		names = append(names, m.names[id])
+	}
+	ctx.Send(m.coord, &actors.Lost{Host: m.hosts.hosts[h], Stages: names, Why: why})
+}

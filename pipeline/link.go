@@ -1,0 +1,234 @@
+package pipeline
+
+import (
+	"context"
+	"crypto/subtle"
+	"errors"
+	"fmt"
+	"log/slog"
+	"math"
+	"net"
+	"runtime"
+	"strconv"
+	"time"
+
+	"github.com/asynkron/protoactor-go/actor"
+	"github.com/asynkron/protoactor-go/remote"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/credentials/insecure"
+	"google.golang.org/grpc/keepalive"
+	"google.golang.org/grpc/metadata"
+	"google.golang.org/grpc/status"
+)
+
+// Protocol is the version of the coordinator–worker protocol: both sides
+// must speak the same, checked in the handshake before anything is spawned.
+const Protocol = "pipetrain-1"
+
+// Metadata keys of every gRPC call between a coordinator and its workers.
+const (
+	mdToken    = "pipetrain-token"
+	mdProtocol = "pipetrain-protocol"
+	mdCores    = "pipetrain-cores"
+)
+
+// maxMessage is the largest gRPC message either side takes: protoactor
+// batches many envelopes into one message, and an activation alone may be
+// far above gRPC's default 4 MiB.
+const maxMessage = math.MaxInt32
+
+// Link timing. A server pings an idle client every keepaliveTime and drops
+// it keepaliveTimeout later (gRPC clients ping at most every 10 s); the
+// heartbeat finds a lost worker or a silent link within beatLost.
+const (
+	keepaliveTime    = time.Second
+	keepaliveTimeout = 2 * time.Second
+	clientKeepalive  = 10 * time.Second // gRPC's floor for clients
+	beatEvery        = 500 * time.Millisecond
+	beatLost         = 3 * time.Second // no heartbeat answered for this long: the host is lost
+	sessionSilence   = 5 * time.Second // a worker drops a run whose coordinator is silent this long
+	handshakeTimeout = 5 * time.Second
+	spawnTimeout     = 30 * time.Second
+)
+
+// tokenOK compares a presented token with the expected one in constant time.
+func tokenOK(got []string, want string) bool {
+	g := ""
+	if len(got) > 0 {
+		g = got[0]
+	}
+	return subtle.ConstantTimeCompare([]byte(g), []byte(want)) == 1
+}
+
+// serverOptions guard a process's gRPC server: every call must carry the
+// token; protoactor's ListProcesses is answered by the handshake instead of
+// its handler, which panics, and its GetProcessDiagnostics is denied; a
+// handler's panic becomes an error instead of ending the process.
+func serverOptions(token func() string) []grpc.ServerOption {
+	unary := func(ctx context.Context, req any, info *grpc.UnaryServerInfo, handler grpc.UnaryHandler) (resp any, err error) {
+		md, _ := metadata.FromIncomingContext(ctx)
+		if !tokenOK(md.Get(mdToken), token()) {
+			return nil, status.Error(codes.Unauthenticated, "wrong or missing token")
+		}
+		if info.FullMethod != "/remote.Remoting/ListProcesses" {
+			return nil, status.Error(codes.PermissionDenied, "not served")
+		}
+		if v := md.Get(mdProtocol); len(v) == 0 || v[0] != Protocol {
+			return nil, status.Errorf(codes.FailedPrecondition, "protocol %v, this side speaks %s", v, Protocol)
+		}
+		_ = grpc.SetHeader(ctx, metadata.Pairs(mdProtocol, Protocol, mdCores, strconv.Itoa(runtime.GOMAXPROCS(0))))
+		return &remote.ListProcessesResponse{}, nil
+	}
+	stream := func(srv any, ss grpc.ServerStream, info *grpc.StreamServerInfo, handler grpc.StreamHandler) (err error) {
+		md, _ := metadata.FromIncomingContext(ss.Context())
+		if !tokenOK(md.Get(mdToken), token()) {
+			return status.Error(codes.Unauthenticated, "wrong or missing token")
+		}
+		defer func() {
+			if r := recover(); r != nil {
+				err = status.Errorf(codes.Internal, "handler panicked: %v", r)
+			}
+		}()
+		return handler(srv, ss)
+	}
+	return []grpc.ServerOption{
+		grpc.MaxRecvMsgSize(maxMessage), grpc.MaxSendMsgSize(maxMessage),
+		grpc.KeepaliveEnforcementPolicy(keepalive.EnforcementPolicy{MinTime: clientKeepalive / 2, PermitWithoutStream: true}),
+		grpc.KeepaliveParams(keepalive.ServerParameters{Time: keepaliveTime, Timeout: keepaliveTimeout}),
+		grpc.ChainUnaryInterceptor(unary), grpc.ChainStreamInterceptor(stream),
+	}
+}
+
+// dialOptions make every outgoing call carry the token and the protocol,
+// and find a silent peer by keepalive.
+func dialOptions(token func() string) []grpc.DialOption {
+	withMD := func(ctx context.Context) context.Context {
+		return metadata.AppendToOutgoingContext(ctx, mdToken, token(), mdProtocol, Protocol)
+	}
+	return []grpc.DialOption{
+		grpc.WithTransportCredentials(insecure.NewCredentials()),
+		grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(maxMessage), grpc.MaxCallSendMsgSize(maxMessage)),
+		grpc.WithKeepaliveParams(keepalive.ClientParameters{Time: clientKeepalive, Timeout: keepaliveTimeout, PermitWithoutStream: true}),
+		grpc.WithChainUnaryInterceptor(func(ctx context.Context, method string, req, reply any, cc *grpc.ClientConn, invoker grpc.UnaryInvoker, opts ...grpc.CallOption) error {
+			return invoker(withMD(ctx), method, req, reply, cc, opts...)
+		}),
+		grpc.WithChainStreamInterceptor(func(ctx context.Context, desc *grpc.StreamDesc, cc *grpc.ClientConn, method string, streamer grpc.Streamer, opts ...grpc.CallOption) (grpc.ClientStream, error) {
+			return streamer(withMD(ctx), desc, cc, method, opts...)
+		}),
+	}
+}
+
+// startRemote makes system reachable from other processes at listen
+// (host:port; port 0 picks one), advertising advertise if not empty, and
+// returns the address it listens on. token gives the token of the moment;
+// kinds are what peers may spawn here.
+func startRemote(system *actor.ActorSystem, listen, advertise string, token func() string, kinds ...*remote.Kind) (r *remote.Remote, addr string, err error) {
+	host, portText, err := net.SplitHostPort(listen)
+	if err != nil {
+		return nil, "", fmt.Errorf("pipeline: listen address %q: %v", listen, err)
+	}
+	port, err := strconv.Atoi(portText)
+	if err != nil || port < 0 || port > 65535 {
+		return nil, "", fmt.Errorf("pipeline: listen address %q: port %q is not a number in 0..65535", listen, portText)
+	}
+	if port != 0 { // protoactor panics on a port in use: say so first
+		l, err := net.Listen("tcp", listen)
+		if err != nil {
+			return nil, "", fmt.Errorf("pipeline: cannot listen on %s: %v", listen, err)
+		}
+		l.Close()
+	}
+	opts := []remote.ConfigOption{
+		remote.WithServerOptions(serverOptions(token)...),
+		remote.WithDialOptions(dialOptions(token)...),
+		remote.WithCallOptions(grpc.MaxCallRecvMsgSize(maxMessage), grpc.MaxCallSendMsgSize(maxMessage)),
+		remote.WithKinds(kinds...),
+	}
+	if advertise != "" {
+		opts = append(opts, remote.WithAdvertisedHost(advertise))
+	}
+	cfg := remote.Configure(host, port, opts...)
+	cfg.MaxRetryCount = 1 // the handshake has found the peer; a lost one is not waited for
+	r = remote.NewRemote(system, cfg)
+	defer func() {
+		if p := recover(); p != nil {
+			err = fmt.Errorf("pipeline: cannot listen on %s: %v", listen, p)
+		}
+	}()
+	r.Start()
+	return r, system.Address(), nil
+}
+
+// HandshakeError is a worker that refused the coordinator, or could not be
+// reached: a wrong token, another protocol, nothing listening.
+type HandshakeError struct {
+	Host string
+	Err  error
+}
+
+func (e *HandshakeError) Error() string { return fmt.Sprintf("pipeline: host %s: %v", e.Host, e.Err) }
+func (e *HandshakeError) Unwrap() error { return e.Err }
+
+// handshake checks that a worker listens at host, speaks this protocol and
+// takes the token, before anything is spawned there; it returns the
+// worker's cores.
+func handshake(host, token string) (int, error) {
+	conn, err := grpc.NewClient(host, dialOptions(func() string { return token })...)
+	if err != nil {
+		return 0, &HandshakeError{host, err}
+	}
+	defer conn.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), handshakeTimeout)
+	defer cancel()
+	var header metadata.MD
+	_, err = remote.NewRemotingClient(conn).ListProcesses(ctx, &remote.ListProcessesRequest{}, grpc.Header(&header), grpc.WaitForReady(true))
+	if err != nil {
+		st, _ := status.FromError(err)
+		switch st.Code() {
+		case codes.Unauthenticated:
+			return 0, &HandshakeError{host, errors.New("the worker refused the token (give both sides the same --token-file or PIPETRAIN_TOKEN)")}
+		case codes.FailedPrecondition:
+			return 0, &HandshakeError{host, fmt.Errorf("protocol mismatch: %s", st.Message())}
+		case codes.DeadlineExceeded, codes.Unavailable:
+			return 0, &HandshakeError{host, fmt.Errorf("no worker answered within %v (is `train worker --listen %s` running?)", handshakeTimeout, host)}
+		}
+		return 0, &HandshakeError{host, fmt.Errorf("handshake failed: %s", st.Message())}
+	}
+	if v := header.Get(mdProtocol); len(v) == 0 || v[0] != Protocol {
+		return 0, &HandshakeError{host, fmt.Errorf("protocol mismatch: the worker speaks %v, this coordinator %s", v, Protocol)}
+	}
+	cores := 0
+	if v := header.Get(mdCores); len(v) > 0 {
+		cores, _ = strconv.Atoi(v[0])
+	}
+	return cores, nil
+}
+
+// isLoopback reports whether host (of host:port) is a loopback name or address.
+func isLoopback(hostport string) bool {
+	host, _, err := net.SplitHostPort(hostport)
+	if err != nil {
+		host = hostport
+	}
+	if host == "localhost" {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
+}
+
+// outboundIP is this machine's address on the route to host, which a
+// worker there can reach the coordinator at.
+func outboundIP(host string) (string, error) {
+	c, err := net.Dial("udp", host) // no packet is sent
+	if err != nil {
+		return "", err
+	}
+	defer c.Close()
+	ip, _, err := net.SplitHostPort(c.LocalAddr().String())
+	return ip, err
+}
+
+// silentLogger is protoactor's logger when none is given.
+var silentLogger = slog.New(slog.DiscardHandler)

@@ -1,0 +1,329 @@
+package pipeline
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"runtime"
+	"sync"
+	"time"
+
+	"github.com/asynkron/protoactor-go/actor"
+	"github.com/asynkron/protoactor-go/remote"
+	"github.com/rs/zerolog"
+
+	"github.com/pipetrain/pipetrain/actors"
+	"github.com/pipetrain/pipetrain/actors/wire"
+	"github.com/pipetrain/pipetrain/nn"
+	"github.com/pipetrain/pipetrain/optim"
+	"github.com/pipetrain/pipetrain/tensor"
+)
+
+// WorkerConfig describes a worker: a process that hosts stage actors for a
+// coordinator elsewhere (`train worker`).
+type WorkerConfig struct {
+	Listen string // host:port; port 0 picks a free one
+	Token  string // required of every peer; required to listen beyond loopback
+	Logger *zerolog.Logger
+}
+
+// Worker hosts the stages of one run at a time, spawned by its coordinator
+// over protoactor's remote, and stays up for the next run. A run's stages
+// are dropped when the coordinator closes the run, stops answering or falls
+// silent for 5 s.
+type Worker struct {
+	system *actor.ActorSystem
+	remote *remote.Remote
+	addr   string
+	log    zerolog.Logger
+
+	mu       sync.Mutex
+	run      string // the run whose sessions are open, or ""
+	sessions map[*actor.PID]bool
+	closed   bool
+}
+
+// sessionKind is the kind a coordinator spawns on a worker for each engine
+// of a run; the session then builds the stages the coordinator asks for.
+const sessionKind = "pipetrain-session"
+
+// NewWorker starts a worker listening on cfg.Listen.
+func NewWorker(cfg WorkerConfig) (*Worker, error) {
+	if cfg.Token == "" && !isLoopback(cfg.Listen) {
+		return nil, fmt.Errorf("pipeline: a worker listens beyond loopback (%s) only with a token", cfg.Listen)
+	}
+	w := &Worker{log: zerolog.Nop(), sessions: map[*actor.PID]bool{}}
+	if cfg.Logger != nil {
+		w.log = *cfg.Logger
+	}
+	w.system = actor.NewActorSystem(actor.WithLoggerFactory(func(*actor.ActorSystem) *slog.Logger { return protoLogger(cfg.Logger) }),
+		actor.WithDeadLetterThrottleInterval(time.Millisecond))
+	props := actor.PropsFromProducer(func() actor.Actor { return &session{w: w} }, actor.WithSupervisor(stopStrategy))
+	r, addr, err := startRemote(w.system, cfg.Listen, "", func() string { return cfg.Token }, remote.NewKind(sessionKind, props))
+	if err != nil {
+		w.system.Shutdown()
+		return nil, err
+	}
+	w.remote, w.addr = r, addr
+	return w, nil
+}
+
+// Addr returns the host:port the worker listens on.
+func (w *Worker) Addr() string { return w.addr }
+
+// Close drops every stage and stops listening.
+func (w *Worker) Close() {
+	w.mu.Lock()
+	if w.closed {
+		w.mu.Unlock()
+		return
+	}
+	w.closed = true
+	var pids []*actor.PID
+	for pid := range w.sessions {
+		pids = append(pids, pid)
+	}
+	w.mu.Unlock()
+	for _, pid := range pids {
+		_ = w.system.Root.StopFuture(pid).Wait()
+	}
+	w.remote.Shutdown(false)
+	w.system.Shutdown()
+}
+
+// claim admits a session of run, refusing another run while one is open.
+func (w *Worker) claim(pid *actor.PID, run string) error {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.closed {
+		return errors.New("the worker is shutting down")
+	}
+	if w.run != "" && w.run != run {
+		return fmt.Errorf("the worker is busy with run %s", w.run)
+	}
+	w.run = run
+	w.sessions[pid] = true
+	return nil
+}
+
+func (w *Worker) release(pid *actor.PID) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.sessions[pid] {
+		delete(w.sessions, pid)
+		if len(w.sessions) == 0 {
+			w.run = ""
+		}
+	}
+}
+
+// session is one engine's stages on a worker: it builds them when asked,
+// answers the coordinator's heartbeat, and stops them (its children) when
+// the coordinator closes it, is gone, or is silent.
+type session struct {
+	w        *Worker
+	run      actors.Run
+	open     bool
+	coord    *actor.PID
+	stages   int
+	threads  int
+	oneBusy  bool
+	graph    *actors.Graph
+	hosted   []hosted
+	start    time.Time
+	ended    bool
+	watching bool
+}
+
+type hosted struct {
+	pid     *actor.PID
+	node    int
+	layers  []int
+	threads int
+}
+
+func (s *session) Receive(ctx actor.Context) {
+	switch m := ctx.Message().(type) {
+	case *wire.Open:
+		ctx.Respond(s.openRun(ctx, m))
+	case *wire.Build:
+		if !s.mine(m.Run) {
+			return
+		}
+		ctx.Respond(s.build(ctx, m))
+	case *wire.Beat:
+		if s.mine(m.Run) {
+			if !s.watching { // the coordinator exists once beats come
+				s.watching = true
+				ctx.Watch(s.coord)
+			}
+			ctx.Respond(&wire.Beat{Run: m.Run, Seq: m.Seq})
+		}
+	case *wire.Close:
+		if s.mine(m.Run) {
+			s.end(ctx, "closed by the coordinator")
+			ctx.Respond(&wire.Ack{Run: m.Run})
+			ctx.Stop(ctx.Self())
+		}
+	case *actor.ReceiveTimeout:
+		s.end(ctx, fmt.Sprintf("the coordinator was silent for %v", sessionSilence))
+		ctx.Stop(ctx.Self())
+	case *actor.Terminated:
+		if s.coord != nil && m.Who.Equal(s.coord) {
+			s.end(ctx, "the coordinator is gone")
+			ctx.Stop(ctx.Self())
+		}
+	case *actor.Stopped:
+		s.w.release(ctx.Self())
+	}
+}
+
+func (s *session) mine(r *wire.Run) bool {
+	return s.open && r != nil && r.Id == s.run.ID && r.Gen == s.run.Gen
+}
+
+func (s *session) openRun(ctx actor.Context, m *wire.Open) *wire.Opened {
+	if s.open {
+		return &wire.Opened{Run: m.Run, Err: wire.FromError(errors.New("session already open"))}
+	}
+	if m.Run == nil || m.Run.Id == "" || m.Coordinator == nil {
+		return &wire.Opened{Run: m.Run, Err: wire.FromError(errors.New("open: no run or coordinator"))}
+	}
+	if err := s.w.claim(ctx.Self(), m.Run.Id); err != nil {
+		return &wire.Opened{Run: m.Run, Err: wire.FromError(err)}
+	}
+	s.open, s.run, s.coord = true, actors.Run{ID: m.Run.Id, Gen: m.Run.Gen}, actors.FromPid(m.Coordinator)
+	s.stages, s.threads, s.oneBusy = int(m.Stages), int(m.Threads), m.OneBusy
+	s.graph = actors.NewGraph(false)
+	s.start = time.Now()
+	ctx.SetReceiveTimeout(sessionSilence)
+	s.w.log.Info().Str("event", "worker_run").Str("run", s.run.ID).Uint64("generation", s.run.Gen).
+		Str("coordinator", s.coord.Address).Int("stages", s.stages).Msg("run opened")
+	return &wire.Opened{Run: m.Run, Cores: int64(runtime.GOMAXPROCS(0))}
+}
+
+// budget is each hosted stage's thread budget: this host's cores shared by
+// the stages it runs at once, as in one process.
+func (s *session) budget() int {
+	if s.threads > 0 {
+		return s.threads
+	}
+	if s.stages <= 1 || s.oneBusy {
+		return runtime.GOMAXPROCS(0)
+	}
+	return max(1, runtime.GOMAXPROCS(0)/s.stages)
+}
+
+func (s *session) build(ctx actor.Context, m *wire.Build) *wire.Built {
+	fail := func(err error) *wire.Built {
+		return &wire.Built{Run: m.Run, Err: wire.FromError(fmt.Errorf("%s: %w", m.Name, err))}
+	}
+	st, threads, err := buildStage(m, s.budget(), s.graph)
+	if err != nil {
+		return fail(err)
+	}
+	st.SetRun(s.run)
+	produced := false
+	pid, err := ctx.SpawnNamed(actor.PropsFromProducer(func() actor.Actor {
+		if produced {
+			panic("pipeline: an actor may not be restarted") // its weights would be lost
+		}
+		produced = true
+		return st
+	}, actor.WithSupervisor(stopStrategy)), fmt.Sprintf("stage-%d", m.Id))
+	if err != nil {
+		return fail(err)
+	}
+	s.graph.Register(pid, st.Status())
+	s.hosted = append(s.hosted, hosted{pid: pid, node: int(m.Node), layers: intsOf(m.Layers), threads: threads})
+	return &wire.Built{Run: m.Run, Stage: actors.ToPid(pid), Threads: int64(threads)}
+}
+
+// end logs each hosted stage's counters, once.
+func (s *session) end(ctx actor.Context, why string) {
+	if s.ended || !s.open {
+		return
+	}
+	s.ended = true
+	wall := time.Since(s.start).Seconds()
+	for _, h := range s.hosted {
+		res, err := ctx.RequestFuture(h.pid, &actors.GetStats{}, time.Second).Result()
+		st, ok := res.(*actors.Stats)
+		if err != nil || !ok {
+			continue
+		}
+		s.w.log.Info().Str("event", "stage").Str("run", s.run.ID).Int("stage", h.node).Ints("layers", h.layers).
+			Float64("busy_fraction", st.Busy.Seconds()/wall).Int("messages", st.Messages).
+			Int("max_in_flight", st.MaxInFlight).Int("threads", h.threads).Msg("")
+	}
+	s.w.log.Info().Str("event", "worker_run").Str("run", s.run.ID).Uint64("generation", s.run.Gen).Str("reason", why).Msg("run dropped")
+}
+
+// buildStage makes the stage a Build describes, as an engine in one
+// process would: the same layers, weights and optimizer, bit for bit.
+func buildStage(m *wire.Build, threads int, g *actors.Graph) (*actors.Stage, int, error) {
+	specs := make([]nn.Spec, len(m.Model))
+	for i, l := range m.Model {
+		specs[i] = nn.Spec{Type: l.Type, Units: int(l.Units), Init: nn.Init(l.Init), Alpha: l.Alpha, P: l.P, Approximate: l.Approximate}
+	}
+	dt := tensor.Float32
+	if m.Dtype == wire.DType_FLOAT64 {
+		dt = tensor.Float64
+	}
+	layers, err := nn.Build(specs, int(m.Features), m.Seed, dt, int(m.Lo), int(m.Hi))
+	if err != nil {
+		return nil, 0, err
+	}
+	if m.Sharded {
+		lin, ok := layers[0].(*nn.Linear)
+		if !ok || len(layers) != 1 || m.ColLo < 0 || m.ColHi > int64(lin.Out) || m.ColLo >= m.ColHi {
+			return nil, 0, fmt.Errorf("shard [%d, %d) of layer %d", m.ColLo, m.ColHi, m.Lo)
+		}
+		layers[0] = nn.LinearFrom(nn.SliceRows(lin.W, int(m.ColLo), int(m.ColHi)), nn.SliceRows(lin.B, int(m.ColLo), int(m.ColHi)))
+	}
+	up := actors.Updater{ClipValue: m.ClipValue, ClipNorm: m.ClipNorm, Threads: threads}
+	if hasParams(layers) {
+		spec := optimSpec(m.Optimizer)
+		spec.Threads = threads
+		if up.Optimizer, err = spec.New(); err != nil {
+			return nil, 0, err
+		}
+	}
+	return actors.NewStage(int(m.Id), m.Name, g, layers, int(m.Lo), int(m.Part), m.NeedDx, up), threads, nil
+}
+
+func wireSpecs(specs []nn.Spec) []*wire.Layer {
+	out := make([]*wire.Layer, len(specs))
+	for i, s := range specs {
+		out[i] = &wire.Layer{Type: s.Type, Units: int64(s.Units), Init: string(s.Init), Alpha: s.Alpha, P: s.P, Approximate: s.Approximate}
+	}
+	return out
+}
+
+func wireOptim(s optim.Spec) *wire.Optimizer {
+	return &wire.Optimizer{Kind: s.Kind, Momentum: s.Momentum, Nesterov: s.Nesterov, WeightDecay: s.WeightDecay,
+		Betas: s.Betas[:], Eps: s.Eps}
+}
+
+func optimSpec(w *wire.Optimizer) optim.Spec {
+	s := optim.Spec{Kind: w.GetKind(), Momentum: w.GetMomentum(), Nesterov: w.GetNesterov(), WeightDecay: w.GetWeightDecay(), Eps: w.GetEps()}
+	copy(s.Betas[:], w.GetBetas())
+	return s
+}
+
+// protoLogger is protoactor's logger: warnings up as "protoactor" events.
+func protoLogger(l *zerolog.Logger) *slog.Logger {
+	if l == nil {
+		return silentLogger
+	}
+	z := l.With().Str("event", "protoactor").Logger().Level(zerolog.WarnLevel)
+	return slog.New(zerolog.NewSlogHandler(z))
+}
+
+func intsOf(xs []int64) []int {
+	out := make([]int, len(xs))
+	for i, x := range xs {
+		out[i] = int(x)
+	}
+	return out
+}
