@@ -32,7 +32,9 @@ func runOf(w *wire.Run) Run {
 }
 
 // IsRemote reports whether pid lives in another process than self.
-func IsRemote(self, pid *actor.PID) bool { return pid != nil && self != nil && pid.Address != self.Address }
+func IsRemote(self, pid *actor.PID) bool {
+	return pid != nil && self != nil && pid.Address != self.Address
+}
 
 // ToPid and FromPid convert actor addresses.
 func ToPid(p *actor.PID) *wire.Pid {

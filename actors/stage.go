@@ -105,6 +105,9 @@ func (s *Stage) Receive(ctx actor.Context) {
 	switch m := msg.(type) {
 	case *Wire:
 		s.w, s.coord = *m, m.Coordinator
+		if ctx.Sender() != nil { // work from a neighbour in another process may come first otherwise
+			s.respond(ctx, &Ack{})
+		}
 	case *Forward:
 		s.gatherForward(ctx, m)
 	case *kick:

@@ -363,6 +363,7 @@ func (e *Engine) start(units []unit) error {
 	e.coord = spawn(coord, coord.Status(), name)
 	e.names[lossID], e.names[optID], e.names[coordID] = "loss", "optimizer", "coordinator"
 
+	var wired []*actor.Future
 	for i, n := range e.nodes {
 		w := actors.Wire{Coordinator: e.coord, Optimizer: e.opt, InParts: 1, OutParts: 1,
 			Limit: e.cfg.Schedule.Limit(i, p, e.cfg.MicroBatches), SplitBackward: e.cfg.SplitBackward}
@@ -378,9 +379,18 @@ func (e *Engine) start(units []unit) error {
 			w.Next = []*actor.PID{lossPID}
 		}
 		for _, id := range n.actors {
-			if err := e.send(e.stages[id], &w); err != nil {
+			f, err := e.future(e.stages[id], &w, queryTimeout)
+			if err != nil {
 				return err
 			}
+			wired = append(wired, f)
+		}
+	}
+	// every stage knows its neighbours before any work starts: a stage's
+	// first forward may come from another process than its wiring
+	for _, f := range wired {
+		if _, err := e.answer(f); err != nil {
+			return fmt.Errorf("pipeline: wiring the stages: %w", err)
 		}
 	}
 	last := e.nodes[p-1]
@@ -397,20 +407,6 @@ func (e *Engine) start(units []unit) error {
 
 // isRemote reports whether pid lives in another process.
 func (e *Engine) isRemote(pid *actor.PID) bool { return pid.Address != e.system.Address() }
-
-// send sends msg to pid from outside the actors, in wire form to another process.
-func (e *Engine) send(pid *actor.PID, msg any) error {
-	if !e.isRemote(pid) {
-		e.root.Send(pid, msg)
-		return nil
-	}
-	w, err := actors.Encode(msg, e.run)
-	if err != nil {
-		return err
-	}
-	e.root.Send(pid, w)
-	return nil
-}
 
 // shutdown stops what start began, after a failed start.
 func (e *Engine) shutdown() {
@@ -479,6 +475,9 @@ func (e *Engine) request(pid *actor.PID, msg any) (any, error) {
 func (e *Engine) future(pid *actor.PID, msg any, d time.Duration) (*actor.Future, error) {
 	if !e.isRemote(pid) {
 		return e.root.RequestFuture(pid, msg, d), nil
+	}
+	if e.hostSet != nil && e.hostSet.lostAt(pid.Address) {
+		return nil, fmt.Errorf("pipeline: host %s is lost", pid.Address)
 	}
 	w, err := actors.Encode(msg, e.run)
 	if err != nil {

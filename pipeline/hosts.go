@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
@@ -26,6 +27,17 @@ type hostSet struct {
 	sessions []*actor.PID
 	stagesOf [][]int // per host, the stage actor ids it runs
 	monitor  *actor.PID
+	lost     []atomic.Bool // per host: the monitor found it gone; nothing more is asked of it
+}
+
+// lostAt reports whether the host at address addr is lost.
+func (hs *hostSet) lostAt(addr string) bool {
+	for h, s := range hs.sessions {
+		if s.Address == addr {
+			return hs.lost[h].Load()
+		}
+	}
+	return false
 }
 
 // hostOf returns the host that runs stage actor id of units, placed in
@@ -77,7 +89,7 @@ func (e *Engine) startHosts(units []unit) error {
 		return err
 	}
 	e.system, e.root, e.shared = system, system.Root, true
-	hs := &hostSet{hosts: cfg.Hosts, stagesOf: make([][]int, len(cfg.Hosts))}
+	hs := &hostSet{hosts: cfg.Hosts, stagesOf: make([][]int, len(cfg.Hosts)), lost: make([]atomic.Bool, len(cfg.Hosts))}
 	e.hostSet = hs
 	for id := range units {
 		h := hostOf(id, len(units), len(cfg.Hosts))
@@ -162,12 +174,14 @@ func int64s(xs []int) []int64 {
 func (e *Engine) closeHosts() {
 	hs := e.hostSet
 	if hs != nil {
-		futures := make([]*actor.Future, len(hs.sessions))
+		var futures []*actor.Future
 		for i, s := range hs.sessions {
-			futures[i] = e.root.RequestFuture(s, &wire.Close{Run: e.runWire()}, 2*time.Second)
+			if !hs.lost[i].Load() { // a lost host drops the run on its own
+				futures = append(futures, e.root.RequestFuture(s, &wire.Close{Run: e.runWire()}, 2*time.Second))
+			}
 		}
 		for _, f := range futures {
-			_, _ = f.Result() // a lost host drops the run on its own
+			_, _ = f.Result()
 		}
 		if hs.monitor != nil {
 			_ = e.root.StopFuture(hs.monitor).Wait()
@@ -298,6 +312,7 @@ func (m *monitor) lose(ctx actor.Context, h int, why string) {
 		return
 	}
 	m.reported = true
+	m.hosts.lost[h].Store(true)
 	var names []string
 	for _, id := range m.hosts.stagesOf[h] {
 		names = append(names, m.names[id])

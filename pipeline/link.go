@@ -182,7 +182,7 @@ func handshake(host, token string) (int, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), handshakeTimeout)
 	defer cancel()
 	var header metadata.MD
-	_, err = remote.NewRemotingClient(conn).ListProcesses(ctx, &remote.ListProcessesRequest{}, grpc.Header(&header), grpc.WaitForReady(true))
+	_, err = remote.NewRemotingClient(conn).ListProcesses(ctx, &remote.ListProcessesRequest{}, grpc.Header(&header))
 	if err != nil {
 		st, _ := status.FromError(err)
 		switch st.Code() {
@@ -191,7 +191,7 @@ func handshake(host, token string) (int, error) {
 		case codes.FailedPrecondition:
 			return 0, &HandshakeError{host, fmt.Errorf("protocol mismatch: %s", st.Message())}
 		case codes.DeadlineExceeded, codes.Unavailable:
-			return 0, &HandshakeError{host, fmt.Errorf("no worker answered within %v (is `train worker --listen %s` running?)", handshakeTimeout, host)}
+			return 0, &HandshakeError{host, fmt.Errorf("no worker answered (is `train worker --listen %s` running there?): %s", host, st.Message())}
 		}
 		return 0, &HandshakeError{host, fmt.Errorf("handshake failed: %s", st.Message())}
 	}

@@ -3,6 +3,7 @@ package main
 import (
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/pipetrain/pipetrain/actors"
@@ -20,7 +21,7 @@ const hangAfter = 2 * time.Minute
 
 // newEngine builds the actor pipeline in layout lay, for every schedule,
 // sequential included.
-func newEngine(c *config.Config, layers []nn.Layer, features int, log *runLog, lay layout) (*pipeline.Engine, error) {
+func newEngine(c *config.Config, layers []nn.Layer, features int, log *runLog, lay layout, token string) (*pipeline.Engine, error) {
 	opt := optimizerSpec(c)
 	if _, err := opt.New(); err != nil {
 		return nil, badInput(err)
@@ -39,9 +40,10 @@ func newEngine(c *config.Config, layers []nn.Layer, features int, log *runLog, l
 		Features: features, SampleRows: max(1, c.Data.BatchSize/lay.Micro),
 		Trace: c.Log.Trace != "", Hang: hangAfter, Logger: &log.Logger,
 		GEMMThreads: c.Pipeline.GEMMThreads, SplitBackward: lay.Split,
+		Hosts: c.Pipeline.Hosts, Specs: modelSpecs(c), Seed: c.Seed, Token: token, RunID: log.id,
 	})
 	if err != nil {
-		return nil, badInput(err)
+		return nil, badInputf("pipeline: %v", strings.TrimPrefix(err.Error(), "pipeline: "))
 	}
 	return eng, nil
 }
@@ -72,6 +74,9 @@ func (r *trainRun) logStages() {
 			Int("threads", info.Threads)
 		if len(r.eng.Stages()) > r.eng.Nodes() {
 			ev = ev.Int("shard", info.Shard)
+		}
+		if info.Host != "" {
+			ev = ev.Str("host", info.Host)
 		}
 		ev.Msg("")
 	}

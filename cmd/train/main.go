@@ -1,7 +1,7 @@
 // Command train trains a model described by a TOML config file.
 //
-//	train --config FILE [--set KEY=VALUE]... [--resume] [--log-format auto|json|console]
-//	train worker --listen HOST:PORT
+//	train --config FILE [--set KEY=VALUE]... [--resume] [--token-file FILE] [--log-format auto|json|console]
+//	train worker --listen HOST:PORT [--token-file FILE] [--log-dir DIR]
 //
 // Exit status: 0 done; 2 the command line, config or data is wrong; 1 training
 // failed (the last checkpoint is kept); 130 interrupted (a checkpoint is written).
@@ -63,6 +63,7 @@ type options struct {
 	sets      []string
 	resume    bool
 	logFormat string
+	tokenFile string
 }
 
 type setFlags []string
@@ -79,11 +80,12 @@ func parseArgs(args []string) (*options, error) {
 	fs.Var((*setFlags)(&o.sets), "set", "override a config key: KEY=VALUE (repeatable)")
 	fs.BoolVar(&o.resume, "resume", false, "continue from the newest checkpoint in train.checkpoint_dir")
 	fs.StringVar(&o.logFormat, "log-format", "auto", "stderr log format: auto, json or console")
+	fs.StringVar(&o.tokenFile, "token-file", "", "a file holding the token shared with the workers (or PIPETRAIN_TOKEN)")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
-			return nil, badInputf("usage: train --config FILE [--set KEY=VALUE]... [--resume] [--log-format auto|json|console]")
+			return nil, badInputf("usage: train --config FILE [--set KEY=VALUE]... [--resume] [--token-file FILE] [--log-format auto|json|console]")
 		}
-		return nil, badInputf("%v (usage: train --config FILE [--set KEY=VALUE]... [--resume] [--log-format auto|json|console])", err)
+		return nil, badInputf("%v (usage: train --config FILE [--set KEY=VALUE]... [--resume] [--token-file FILE] [--log-format auto|json|console])", err)
 	}
 	if fs.NArg() > 0 {
 		return nil, badInputf("unexpected argument %q (usage: train --config FILE ...)", fs.Arg(0))
@@ -110,7 +112,7 @@ func run(ctx context.Context, args []string, stderr io.Writer) (code int) {
 	}()
 	var err error
 	if len(args) > 0 && args[0] == "worker" {
-		err = runWorker(args[1:])
+		err = runWorker(ctx, args[1:], os.Stdout, stderr)
 	} else {
 		var o *options
 		if o, err = parseArgs(args); err == nil {
@@ -122,17 +124,4 @@ func run(ctx context.Context, args []string, stderr io.Writer) (code int) {
 	}
 	fmt.Fprintf(stderr, "train: %v\n", err)
 	return exitCode(err)
-}
-
-func runWorker(args []string) error {
-	fs := flag.NewFlagSet("worker", flag.ContinueOnError)
-	fs.SetOutput(io.Discard)
-	listen := fs.String("listen", "", "HOST:PORT to serve pipeline stages on")
-	if err := fs.Parse(args); err != nil {
-		return badInputf("worker: %v (usage: train worker --listen HOST:PORT)", err)
-	}
-	if *listen == "" {
-		return badInputf("worker: --listen HOST:PORT is required")
-	}
-	return badInputf("worker: remote pipeline stages are not available yet")
 }

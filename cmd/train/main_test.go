@@ -6,9 +6,11 @@ import (
 	"context"
 	"encoding/json"
 	"math"
+	"net"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 )
 
@@ -310,6 +312,23 @@ func TestNonFiniteLossFails(t *testing.T) {
 	}
 }
 
+// closedPort returns 127.0.0.1 and a port nothing listens on, the same
+// for the whole test binary.
+var closedPort = sync.OnceValue(func() string {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		panic(err)
+	}
+	defer l.Close()
+	return l.Addr().String()
+})
+
+func emptyFile(t *testing.T) string {
+	p := filepath.Join(t.TempDir(), "empty")
+	os.WriteFile(p, nil, 0o600)
+	return p
+}
+
 func TestBadInputExitsTwo(t *testing.T) {
 	dir := t.TempDir()
 	csv := filepath.Join(dir, "ragged.csv")
@@ -332,12 +351,14 @@ func TestBadInputExitsTwo(t *testing.T) {
 		{"mnist without path", nil, strings.Replace(baseConfig, `name = "digits"`, `name = "mnist"`, 1), "data.path"},
 		{"classes do not fit", nil, strings.Replace(baseConfig, "units = 10", "units = 7", 1), "units"},
 		{"old pipeline.nodes", nil, strings.Replace(baseConfig, "[pipeline]\n", "[pipeline]\nnodes = []\n", 1), "pipeline.nodes was renamed pipeline.hosts"},
-		{"remote hosts", nil, strings.Replace(baseConfig, "[pipeline]\n", "[pipeline]\nhosts = [\"127.0.0.1:7101\"]\n", 1), "remote stage hosts are not available yet"},
+		{"no worker at host", nil, strings.Replace(baseConfig, "[pipeline]\n", "[pipeline]\nhosts = [\""+closedPort()+"\"]\n", 1), "host " + closedPort()},
 		{"bad host", nil, strings.Replace(baseConfig, "[pipeline]\n", "[pipeline]\nhosts = [\"127.0.0.1:0\"]\n", 1), `pipeline.hosts[0] = "127.0.0.1:0"`},
 		{"negative gemm_threads", nil, strings.Replace(baseConfig, "[pipeline]\n", "[pipeline]\ngemm_threads = -1\n", 1), "pipeline.gemm_threads = -1"},
 		{"split_backward not a bool", nil, strings.Replace(baseConfig, "[pipeline]\n", "[pipeline]\nsplit_backward = 1\n", 1), "pipeline.split_backward = 1"},
 		{"resume without checkpoint", []string{"--resume"}, baseConfig, "--resume"},
-		{"worker", []string{"worker", "--listen", "127.0.0.1:7101"}, "", "worker"},
+		{"worker beyond loopback without token", []string{"worker", "--listen", "0.0.0.0:0", "--log-dir", t.TempDir()}, "", "only with a token"},
+		{"worker empty token file", []string{"worker", "--listen", "127.0.0.1:0", "--token-file", emptyFile(t)}, "", "--token-file"},
+		{"missing token file", []string{"--token-file", filepath.Join(dir, "none")}, baseConfig, "--token-file"},
 		{"worker without listen", []string{"worker"}, "", "--listen"},
 	}
 	for _, tc := range tests {

@@ -25,6 +25,7 @@ import (
 type trainRun struct {
 	cfg        *config.Config
 	log        *runLog
+	token      string // shared with the workers of pipeline.hosts
 	eng        *pipeline.Engine
 	statsSince time.Time
 	loader     *dataset.Loader
@@ -61,12 +62,16 @@ func runTrain(ctx context.Context, o *options, stderr io.Writer) (err error) {
 	if err != nil {
 		return badInput(err)
 	}
+	token, err := readToken(o.tokenFile)
+	if err != nil {
+		return err
+	}
 	log, err := openRunLog(cfg.Log.Dir, o.logFormat, stderr)
 	if err != nil {
 		return err
 	}
 	start := time.Now()
-	r := &trainRun{cfg: cfg, log: log}
+	r := &trainRun{cfg: cfg, log: log, token: token}
 	log.event("run_start").Interface("config", cfg.Resolved()).
 		Str("go_version", runtime.Version()).Int("cpus", runtime.NumCPU()).
 		Int("gomaxprocs", runtime.GOMAXPROCS(0)).Str("log_file", log.path).Msg("run started")
@@ -74,6 +79,7 @@ func runTrain(ctx context.Context, o *options, stderr io.Writer) (err error) {
 		if p := recover(); p != nil {
 			err = fmt.Errorf("internal error: %v", p)
 		}
+		pipeline.CloseRemote() // every engine is closed; its last words reach the log
 		ev := log.event("run_end").Int("steps", r.step).Float64("wall_seconds", time.Since(start).Seconds())
 		switch {
 		case errors.Is(err, errInterrupted):
@@ -139,7 +145,7 @@ func (r *trainRun) setup(ctx context.Context, resume bool) error {
 	r.features = train.Features
 	cands := candidates(c)
 	r.layout, r.tuner = cands[0], newTuner(cands)
-	if r.eng, err = newEngine(c, layers, train.Features, r.log, r.layout); err != nil {
+	if r.eng, err = newEngine(c, layers, train.Features, r.log, r.layout, r.token); err != nil {
 		return err
 	}
 	if r.tuner != nil {

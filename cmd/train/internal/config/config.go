@@ -135,7 +135,7 @@ func (a Auto) String() string {
 
 // RemoteAvailable reports whether remote stage hosts (pipeline.hosts) are
 // implemented; while false, Validate rejects a non-empty pipeline.hosts.
-var RemoteAvailable = false
+var RemoteAvailable = true
 
 // Default returns the defaults of every key (the README's config reference). The
 // model has no layers: a config must give at least one.

@@ -145,7 +145,6 @@ var badConfigs = []struct {
 	{"", []string{`pipeline.hosts=[":7101"]`}, []string{`pipeline.hosts[0] = ":7101": not a host:port (missing host)`}},
 	{"", []string{`pipeline.hosts=["::1:7101"]`}, []string{`pipeline.hosts[0] = "::1:7101": not a host:port (too many colons in address)`}},
 	{"", []string{`pipeline.hosts=["a:1", "b:2", "a:1"]`}, []string{`pipeline.hosts[2] = "a:1": the same host as pipeline.hosts[0]`}},
-	{"", []string{`pipeline.hosts=["127.0.0.1:7101"]`}, []string{`pipeline.hosts = ["127.0.0.1:7101"]: remote stage hosts are not available yet`}},
 	{"", []string{`pipeline.hosts=a:1`}, []string{`pipeline.hosts = "a:1": want an array of strings`}},
 	{"", []string{`pipeline.hosts=[7101]`}, []string{`pipeline.hosts[0] = 7101: want a string`}},
 	{base + "nodes = []\n", nil, []string{`mlp.toml: pipeline.nodes was renamed pipeline.hosts`}},

@@ -1,0 +1,268 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+// buildTrain builds the command into dir and returns its path.
+func buildTrain(t *testing.T, dir string) string {
+	t.Helper()
+	bin := filepath.Join(dir, "train")
+	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
+		t.Fatalf("go build: %v\n%s", err, out)
+	}
+	return bin
+}
+
+// worker is a `train worker` process started by a test.
+type worker struct {
+	addr string
+	cmd  *exec.Cmd
+}
+
+// startWorker runs `train worker` on listen (127.0.0.1:0 picks a port), and
+// kills it at the test's end.
+func startWorker(t *testing.T, bin, listen string, extra ...string) *worker {
+	t.Helper()
+	cmd := exec.Command(bin, append([]string{"worker", "--listen", listen, "--log-dir", t.TempDir()}, extra...)...)
+	cmd.Stderr = io.Discard
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	w := &worker{cmd: cmd}
+	t.Cleanup(func() {
+		_ = cmd.Process.Kill()
+		_ = cmd.Wait()
+	})
+	line := make(chan string, 1)
+	go func() {
+		s, _ := bufio.NewReader(out).ReadString('\n')
+		line <- strings.TrimSpace(s)
+		_, _ = io.Copy(io.Discard, out)
+	}()
+	select {
+	case s := <-line:
+		w.addr = strings.TrimPrefix(s, "listening on ")
+	case <-time.After(20 * time.Second):
+		t.Fatal("the worker did not print its address within 20 s")
+	}
+	if w.addr == "" {
+		t.Fatal("the worker exited without listening")
+	}
+	return w
+}
+
+// hostsSet is the --set that places the stages on ws.
+func hostsSet(ws ...*worker) string {
+	var q []string
+	for _, w := range ws {
+		q = append(q, fmt.Sprintf("%q", w.addr))
+	}
+	return "pipeline.hosts=[" + strings.Join(q, ", ") + "]"
+}
+
+// coordinate runs `train` as a coordinator process in dir and returns its
+// exit status, stderr and events.
+func coordinate(t *testing.T, bin, dir, cfg string, args ...string) runResult {
+	t.Helper()
+	path := filepath.Join(dir, "run.toml")
+	if err := os.WriteFile(path, []byte(cfg), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	logDir := filepath.Join(dir, "logs")
+	cmd := exec.Command(bin, append([]string{"--config", path, "--log-format", "json", "--set", "log.dir=" + logDir,
+		"--set", "train.checkpoint_dir=" + filepath.Join(dir, "checkpoints")}, args...)...)
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	done := make(chan error, 1)
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	go func() { done <- cmd.Wait() }()
+	select {
+	case <-done:
+	case <-time.After(3 * time.Minute):
+		_ = cmd.Process.Kill()
+		<-done
+		t.Fatalf("train %v did not end within 3 minutes", args)
+	}
+	return runResult{code: cmd.ProcessState.ExitCode(), stderr: stderr.String(), events: readEvents(t, logDir)}
+}
+
+// TestWorkersGiveIdenticalLosses: a coordinator and two `train worker`
+// processes give the step losses, test accuracy and final weights of the same
+// run in one process, bit for bit.
+func TestWorkersGiveIdenticalLosses(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds and runs the binary")
+	}
+	bin := buildTrain(t, t.TempDir())
+	w1, w2 := startWorker(t, bin, "127.0.0.1:0"), startWorker(t, bin, "127.0.0.1:0")
+	for _, layout := range [][]string{
+		{"--set", "pipeline.schedule=1f1b", "--set", "pipeline.stages=2", "--set", "pipeline.micro_batches=2"},
+		{"--set", "pipeline.schedule=gpipe", "--set", "pipeline.stages=0", "--set", "pipeline.micro_batches=4"},
+	} {
+		local, remote := t.TempDir(), t.TempDir()
+		one := coordinate(t, bin, local, baseConfig, layout...)
+		if one.code != 0 {
+			t.Fatalf("one process: exit %d\n%s", one.code, one.stderr)
+		}
+		spread := coordinate(t, bin, remote, baseConfig, append(layout, "--set", hostsSet(w1, w2))...)
+		if spread.code != 0 {
+			t.Fatalf("on workers: exit %d\n%s", spread.code, spread.stderr)
+		}
+		want, got := stepLosses(one.events), stepLosses(spread.events)
+		if len(got) != len(want) || len(want) == 0 {
+			t.Fatalf("%v: %d steps on workers, %d in one process", layout, len(got), len(want))
+		}
+		for s, l := range want {
+			if got[s] != l {
+				t.Errorf("%v: step %d: loss %v on workers, %v in one process", layout, s, got[s], l)
+			}
+		}
+		evalOne, evalSpread := eventsNamed(one.events, "eval"), eventsNamed(spread.events, "eval")
+		if len(evalOne) == 0 || fmt.Sprint(evalOne[len(evalOne)-1]["accuracy"]) != fmt.Sprint(evalSpread[len(evalSpread)-1]["accuracy"]) {
+			t.Errorf("%v: final accuracy %v on workers, %v in one process", layout, evalSpread, evalOne)
+		}
+		a, b := lastWeights(t, local), lastWeights(t, remote)
+		if !bytes.Equal(a, b) {
+			t.Errorf("%v: the final checkpoints' weights differ", layout)
+		}
+		for _, st := range eventsNamed(spread.events, "stage") {
+			if st["host"] != w1.addr && st["host"] != w2.addr {
+				t.Errorf("%v: stage event %v names no worker", layout, st)
+			}
+		}
+	}
+}
+
+// lastWeights returns the bytes of the newest checkpoint's weights under dir.
+func lastWeights(t *testing.T, dir string) []byte {
+	t.Helper()
+	files, _ := filepath.Glob(filepath.Join(dir, "checkpoints", "*", "*.safetensors"))
+	if len(files) == 0 {
+		t.Fatalf("no checkpoint under %s", dir)
+	}
+	newest := files[len(files)-1] // step-numbered folders sort in step order
+	b, err := os.ReadFile(newest)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+// TestKilledWorker: kill -9 of a worker mid-run ends the coordinator with
+// exit 1 within seconds, naming the host and its stages, with the last
+// checkpoint whole; after the worker is back, --resume gives the unbroken
+// run's losses bit for bit. A coordinator with the wrong token is refused
+// (exit 2, naming the host) and the worker serves the next good run.
+func TestKilledWorker(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds and runs the binary")
+	}
+	dir := t.TempDir()
+	bin := buildTrain(t, dir)
+	tokenFile := filepath.Join(dir, "token")
+	os.WriteFile(tokenFile, []byte("s3cret\n"), 0o600)
+	w1, w2 := startWorker(t, bin, "127.0.0.1:0", "--token-file", tokenFile), startWorker(t, bin, "127.0.0.1:0", "--token-file", tokenFile)
+	cfg := strings.Replace(baseConfig, "epochs = 2", "epochs = 100000\ncheckpoint_every = 10", 1)
+	layout := []string{"--set", "pipeline.schedule=1f1b", "--set", "pipeline.stages=2", "--set", "pipeline.micro_batches=2", "--set", hostsSet(w1, w2)}
+
+	wrong := filepath.Join(dir, "wrong")
+	os.WriteFile(wrong, []byte("guess"), 0o600)
+	refused := coordinate(t, bin, t.TempDir(), baseConfig, append(layout, "--token-file", wrong)...)
+	if refused.code != exitBadInput || !strings.Contains(lastLine(refused.stderr), w1.addr) || !strings.Contains(lastLine(refused.stderr), "token") {
+		t.Fatalf("wrong token: exit %d, last line %q; want 2 naming %s and the token", refused.code, lastLine(refused.stderr), w1.addr)
+	}
+
+	run := t.TempDir()
+	path := filepath.Join(run, "run.toml")
+	os.WriteFile(path, []byte(cfg), 0o644)
+	cmd := exec.Command(bin, append([]string{"--config", path, "--log-format", "json", "--token-file", tokenFile,
+		"--set", "log.dir=" + filepath.Join(run, "logs"), "--set", "train.checkpoint_dir=" + filepath.Join(run, "checkpoints")}, layout...)...)
+	stderr, err := cmd.StderrPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = cmd.Process.Kill() })
+	sc := bufio.NewScanner(stderr)
+	sc.Buffer(make([]byte, 1<<20), 1<<24)
+	steps := 0
+	for steps < 45 && sc.Scan() {
+		if strings.Contains(sc.Text(), `"event":"step"`) {
+			steps++
+		}
+	}
+	if steps < 45 {
+		t.Fatalf("the coordinator logged %d steps before ending", steps)
+	}
+	killed := time.Now()
+	_ = w2.cmd.Process.Kill() // SIGKILL
+	var rest []string
+	for sc.Scan() {
+		rest = append(rest, sc.Text())
+	}
+	done := make(chan struct{})
+	go func() { _ = cmd.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(30 * time.Second):
+		t.Fatal("the coordinator did not end within 30 s of the worker's death")
+	}
+	took := time.Since(killed)
+	t.Logf("the coordinator ended %v after the worker was killed: %s", took.Round(10*time.Millisecond), lastLine(strings.Join(rest, "\n")))
+	if took > 10*time.Second {
+		t.Errorf("the coordinator took %v to end after the worker was killed, want a few seconds", took)
+	}
+	last := ""
+	if len(rest) > 0 {
+		last = rest[len(rest)-1]
+	}
+	if code := cmd.ProcessState.ExitCode(); code != exitFailed || !strings.Contains(last, w2.addr) || !strings.Contains(last, "stage 1") || !strings.Contains(last, "step") {
+		t.Fatalf("exit %d, last stderr line %q; want 1 naming %s, stage 1 and the step", code, last, w2.addr)
+	}
+
+	// the worker comes back at the same address; the run resumes exactly
+	startWorker(t, bin, w2.addr, "--token-file", tokenFile)
+	evs := readEvents(t, filepath.Join(run, "logs"))
+	cks := eventsNamed(evs, "checkpoint")
+	if len(cks) == 0 || len(eventsNamed(evs, "run_end")) != 1 {
+		t.Fatalf("the failed run logged %d checkpoints and %d run_end", len(cks), len(eventsNamed(evs, "run_end")))
+	}
+	at := int(cks[len(cks)-1]["step"].(float64))
+	end := at + 15
+	resumed := coordinate(t, bin, run, cfg, append(layout, "--resume", "--token-file", tokenFile, "--set", fmt.Sprintf("train.max_steps=%d", end))...)
+	if resumed.code != 0 {
+		t.Fatalf("resume: exit %d\n%s", resumed.code, resumed.stderr)
+	}
+	whole := coordinate(t, bin, t.TempDir(), cfg, "--set", fmt.Sprintf("train.max_steps=%d", end),
+		"--set", "pipeline.schedule=1f1b", "--set", "pipeline.stages=2", "--set", "pipeline.micro_batches=2")
+	if whole.code != 0 {
+		t.Fatalf("unbroken run: exit %d\n%s", whole.code, whole.stderr)
+	}
+	want, got := stepLosses(whole.events), stepLosses(resumed.events)
+	if len(got) != end-at {
+		t.Fatalf("resumed at step %d, logged %d steps, want %d", at, len(got), end-at)
+	}
+	for s, l := range got {
+		if want[s] != l {
+			t.Errorf("step %d: resumed loss %v, unbroken %v", s, l, want[s])
+		}
+	}
+}

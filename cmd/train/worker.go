@@ -1,0 +1,94 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"runtime"
+	"runtime/debug"
+	"strings"
+	"time"
+
+	"github.com/rs/zerolog"
+
+	"github.com/pipetrain/pipetrain/pipeline"
+)
+
+const workerUsage = "usage: train worker --listen HOST:PORT [--token-file FILE] [--log-dir DIR]"
+
+// runWorker serves stage actors for coordinators until ctx ends (SIGINT or
+// SIGTERM), then drops its stages and returns nil. It prints the address it
+// listens on to stdout and logs to <log-dir>/worker-<time>-<pid>.jsonl and stderr.
+func runWorker(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet("worker", flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	listen := fs.String("listen", "", "HOST:PORT to serve pipeline stages on (port 0 picks one)")
+	tokenFile := fs.String("token-file", "", "a file holding the token coordinators must present (or PIPETRAIN_TOKEN)")
+	logDir := fs.String("log-dir", "logs", "the directory of the worker's JSONL log")
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return badInputf("%s", workerUsage)
+		}
+		return badInputf("worker: %v (%s)", err, workerUsage)
+	}
+	if fs.NArg() > 0 {
+		return badInputf("worker: unexpected argument %q (%s)", fs.Arg(0), workerUsage)
+	}
+	if *listen == "" {
+		return badInputf("worker: --listen HOST:PORT is required")
+	}
+	token, err := readToken(*tokenFile)
+	if err != nil {
+		return err
+	}
+	if err := os.MkdirAll(*logDir, 0o755); err != nil {
+		return badInputf("worker: --log-dir %q: %v", *logDir, err)
+	}
+	path := filepath.Join(*logDir, fmt.Sprintf("worker-%s-%d.jsonl", time.Now().UTC().Format("20060102-150405"), os.Getpid()))
+	f, err := os.OpenFile(path, os.O_CREATE|os.O_EXCL|os.O_WRONLY|os.O_APPEND, 0o644)
+	if err != nil {
+		return badInputf("worker: --log-dir %q: %v", *logDir, err)
+	}
+	defer f.Close()
+	log := zerolog.New(zerolog.MultiLevelWriter(f, stderr)).With().Timestamp().Logger()
+	w, err := pipeline.NewWorker(pipeline.WorkerConfig{Listen: *listen, Token: token, Logger: &log})
+	if err != nil {
+		return badInputf("worker: --listen %s: %v", *listen, err)
+	}
+	log.Info().Str("event", "worker_start").Str("listen", w.Addr()).Str("version", version()).
+		Str("protocol", pipeline.Protocol).Int("cpus", runtime.NumCPU()).Int("gomaxprocs", runtime.GOMAXPROCS(0)).
+		Str("log_file", path).Msg("worker listening")
+	fmt.Fprintf(stdout, "listening on %s\n", w.Addr())
+	<-ctx.Done()
+	w.Close()
+	log.Info().Str("event", "worker_stop").Msg("worker stopped")
+	return f.Sync()
+}
+
+// readToken returns the token of --token-file, else of PIPETRAIN_TOKEN, else "".
+func readToken(file string) (string, error) {
+	if file == "" {
+		return os.Getenv("PIPETRAIN_TOKEN"), nil
+	}
+	b, err := os.ReadFile(file)
+	if err != nil {
+		return "", badInputf("--token-file: %v", err)
+	}
+	token := strings.TrimSpace(string(b))
+	if token == "" {
+		return "", badInputf("--token-file %s: the file is empty", file)
+	}
+	return token, nil
+}
+
+// version is the module version the binary was built from.
+func version() string {
+	if bi, ok := debug.ReadBuildInfo(); ok && bi.Main.Version != "" {
+		return bi.Main.Version
+	}
+	return "(devel)"
+}
