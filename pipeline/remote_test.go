@@ -5,10 +5,14 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math/rand/v2"
+	"net"
 	"os"
 	"os/exec"
 	"slices"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -38,14 +42,15 @@ func specModel(t testing.TB) []nn.Layer {
 // which sets gRPC's process-wide logger when it starts, is started once
 // per process).
 const (
-	workerEnv      = "PIPETRAIN_TEST_WORKER"
-	workerTokenEnv = "PIPETRAIN_TEST_WORKER_TOKEN"
+	workerEnv          = "PIPETRAIN_TEST_WORKER"
+	workerTokenEnv     = "PIPETRAIN_TEST_WORKER_TOKEN"
+	workerAdvertiseEnv = "PIPETRAIN_TEST_WORKER_ADVERTISE"
 )
 
 // serveWorker runs a worker until its stdin closes (the test process is
 // gone) and returns the exit status.
 func serveWorker(listen, token string) int {
-	w, err := pipeline.NewWorker(pipeline.WorkerConfig{Listen: listen, Token: token})
+	w, err := pipeline.NewWorker(pipeline.WorkerConfig{Listen: listen, Token: token, Advertise: os.Getenv(workerAdvertiseEnv)})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 2
@@ -63,11 +68,16 @@ type worker struct {
 }
 
 // startWorker starts a worker process on 127.0.0.1 at a free port, and
-// kills it at the test's end.
-func startWorker(t testing.TB, token string) *worker {
+// kills it at the test's end. A worker behind a proxy listens on listen and
+// advertises the proxy's address.
+func startWorker(t testing.TB, token string, listenAdvertise ...string) *worker {
 	t.Helper()
+	listen, advertise := "127.0.0.1:0", ""
+	if len(listenAdvertise) == 2 {
+		listen, advertise = listenAdvertise[0], listenAdvertise[1]
+	}
 	cmd := exec.Command(os.Args[0], "-test.run=^$")
-	cmd.Env = append(os.Environ(), workerEnv+"=127.0.0.1:0", workerTokenEnv+"="+token)
+	cmd.Env = append(os.Environ(), workerEnv+"="+listen, workerTokenEnv+"="+token, workerAdvertiseEnv+"="+advertise)
 	cmd.Stderr = os.Stderr
 	stdin, err := cmd.StdinPipe()
 	if err != nil {
@@ -170,4 +180,171 @@ func TestRemoteToken(t *testing.T) {
 	}
 	cfg.Token = "s3cret"
 	train(t, cfg)
+}
+
+// TestRemoteLargeActivation: a 16 MiB activation (4096 rows of 1024
+// float32) and its gradient cross between workers, past gRPC's 4 MiB default.
+func TestRemoteLargeActivation(t *testing.T) {
+	if testing.Short() {
+		t.Skip("moves 64 MiB between processes")
+	}
+	big := []nn.Spec{{Type: "linear", Units: 1024, Init: nn.XavierUniform}, {Type: "relu"}, {Type: "linear", Units: classes, Init: nn.XavierUniform}}
+	rng := rand.New(rand.NewPCG(seed, 9))
+	x := tensor.RandNormal(rng, tensor.Float32, 0, 1, 4096, features)
+	labels := make([]int, 4096)
+	for i := range labels {
+		labels[i] = rng.IntN(classes)
+	}
+	hosts := workers(t, 2, "")
+	var losses []float64
+	for _, h := range [][]string{nil, hosts} {
+		layers, err := nn.Build(big, features, seed, tensor.Float32, 0, len(big))
+		if err != nil {
+			t.Fatal(err)
+		}
+		// stage 0 (the 1024-wide linear) on the first worker, the rest on the second
+		eng, err := pipeline.New(layers, pipeline.Config{Schedule: actors.OneFOneB, MicroBatches: 1, Loss: nn.CrossEntropy,
+			Optimizer: sgd, Features: features, Hosts: h, Specs: big, Seed: seed, RunID: "big", Hang: time.Minute})
+		if err != nil {
+			t.Fatal(err)
+		}
+		loss, err := eng.Step(1, 0.1, x, nn.Target{Labels: labels})
+		if err != nil {
+			t.Fatalf("hosts %v: %v", h, err)
+		}
+		if err := eng.Close(); err != nil {
+			t.Fatal(err)
+		}
+		losses = append(losses, loss)
+	}
+	if losses[0] != losses[1] {
+		t.Errorf("loss %v on workers, %v in one process", losses[1], losses[0])
+	}
+}
+
+// relay forwards TCP connections to a target until cut: then it reads and
+// drops everything without closing, as a silent link does.
+type relay struct {
+	l      net.Listener
+	target string
+	cut    atomic.Bool
+	mu     sync.Mutex
+	conns  []net.Conn
+}
+
+func startRelay(t testing.TB, target string) *relay {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := &relay{l: l, target: target}
+	var wg sync.WaitGroup
+	t.Cleanup(func() {
+		l.Close()
+		r.mu.Lock()
+		for _, c := range r.conns {
+			c.Close()
+		}
+		r.mu.Unlock()
+		wg.Wait()
+	})
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		for {
+			in, err := l.Accept()
+			if err != nil {
+				return
+			}
+			out, err := net.Dial("tcp", target)
+			if err != nil {
+				in.Close()
+				continue
+			}
+			r.mu.Lock()
+			r.conns = append(r.conns, in, out)
+			r.mu.Unlock()
+			wg.Add(2)
+			go func() { defer wg.Done(); r.pipe(out, in) }()
+			go func() { defer wg.Done(); r.pipe(in, out) }()
+		}
+	}()
+	return r
+}
+
+func (r *relay) pipe(dst, src net.Conn) {
+	buf := make([]byte, 64<<10)
+	for {
+		n, err := src.Read(buf)
+		if err != nil {
+			dst.Close()
+			return
+		}
+		if r.cut.Load() {
+			continue // dropped: no RST, no FIN
+		}
+		if _, err := dst.Write(buf[:n]); err != nil {
+			return
+		}
+	}
+}
+
+// TestRemoteCutLink: a link that stops carrying anything without closing is
+// found within 5 s by the heartbeat; the step fails naming the host, nothing
+// hangs, and closing the engine leaves no goroutine behind (TestMain's goleak).
+func TestRemoteCutLink(t *testing.T) {
+	port, err := freePort()
+	if err != nil {
+		t.Fatal(err)
+	}
+	real := fmt.Sprintf("127.0.0.1:%d", port)
+	rl := startRelay(t, real)
+	w := startWorker(t, "", real, rl.l.Addr().String())
+	cfg := pipeline.Config{Schedule: actors.OneFOneB, MicroBatches: 2, Stages: 2, Loss: nn.CrossEntropy, Optimizer: sgd,
+		Features: features, Hosts: []string{w.addr}, Specs: specs, Seed: seed, RunID: "cut", Hang: time.Minute}
+	eng, err := pipeline.New(specModel(t), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	step := 1
+	for ; step <= 3; step++ {
+		x, tg := batch(step)
+		if _, err := eng.Step(step, lr(step), x, tg); err != nil {
+			t.Fatal(err)
+		}
+	}
+	rl.cut.Store(true)
+	cut := time.Now()
+	for ; ; step++ {
+		x, tg := batch(step)
+		_, err = eng.Step(step, lr(step), x, tg)
+		if err != nil || time.Since(cut) > 30*time.Second {
+			break
+		}
+	}
+	took := time.Since(cut)
+	t.Logf("the cut link was found %v after the cut: %v", took.Round(10*time.Millisecond), err)
+	if err == nil || !strings.Contains(err.Error(), w.addr) {
+		t.Fatalf("after the cut: %v, want an error naming %s", err, w.addr)
+	}
+	if took > 5*time.Second {
+		t.Errorf("the cut link was found after %v, want within 5 s", took)
+	}
+	closed := time.Now()
+	if err := eng.Close(); err != nil {
+		t.Logf("close: %v", err)
+	}
+	if d := time.Since(closed); d > 10*time.Second {
+		t.Errorf("closing took %v", d)
+	}
+}
+
+func freePort() (int, error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return 0, err
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port, nil
 }

@@ -22,8 +22,9 @@ import (
 // WorkerConfig describes a worker: a process that hosts stage actors for a
 // coordinator elsewhere (`train worker`).
 type WorkerConfig struct {
-	Listen string // host:port; port 0 picks a free one
-	Token  string // required of every peer; required to listen beyond loopback
+	Listen    string // host:port; port 0 picks a free one
+	Advertise string // host:port coordinators reach it at, if not Listen's (a proxy, NAT)
+	Token     string // required of every peer; required to listen beyond loopback
 	Logger *zerolog.Logger
 }
 
@@ -59,7 +60,7 @@ func NewWorker(cfg WorkerConfig) (*Worker, error) {
 	w.system = actor.NewActorSystem(actor.WithLoggerFactory(func(*actor.ActorSystem) *slog.Logger { return protoLogger(cfg.Logger) }),
 		actor.WithDeadLetterThrottleInterval(time.Millisecond))
 	props := actor.PropsFromProducer(func() actor.Actor { return &session{w: w} }, actor.WithSupervisor(stopStrategy))
-	r, addr, err := startRemote(w.system, cfg.Listen, "", func() string { return cfg.Token }, remote.NewKind(sessionKind, props))
+	r, addr, err := startRemote(w.system, cfg.Listen, cfg.Advertise, func() string { return cfg.Token }, remote.NewKind(sessionKind, props))
 	if err != nil {
 		w.system.Shutdown()
 		return nil, err
