@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
+	"google.golang.org/protobuf/proto"
 )
 
 // Span is one piece of work an actor did, for the timeline trace.
@@ -26,6 +27,7 @@ type Stats struct {
 	Messages    int
 	MaxInFlight int // most micro-batches holding activations at once
 	Spans       []Span
+	WireBytes   int64 // bytes of the messages it sent to other processes
 }
 
 // Status is what a watchdog may read of an actor while it runs; every field is
@@ -109,6 +111,7 @@ type base struct {
 	run      Run // what messages from other processes must carry
 
 	busy     time.Duration
+	wire     int64 // bytes sent to other processes
 	messages int
 	maxIn    int
 	spans    []Span
@@ -133,6 +136,7 @@ func (b *base) send(ctx actor.Context, pid *actor.PID, msg any) {
 		if err != nil {
 			panic(err) // a message type with no wire form: a bug, turned into Failed by guard
 		}
+		b.wire += int64(proto.Size(w))
 		ctx.Send(pid, w)
 		return
 	}
@@ -228,9 +232,9 @@ func (b *base) fail(ctx actor.Context, err error) {
 
 // stats returns the counters, resetting them if asked.
 func (b *base) stats(reset bool) *Stats {
-	s := &Stats{Actor: b.id, Name: b.name, Layers: b.layerIDs, Busy: b.busy, Messages: b.messages, MaxInFlight: b.maxIn, Spans: b.spans}
+	s := &Stats{Actor: b.id, Name: b.name, Layers: b.layerIDs, Busy: b.busy, Messages: b.messages, MaxInFlight: b.maxIn, Spans: b.spans, WireBytes: b.wire}
 	if reset {
-		b.busy, b.messages, b.maxIn, b.spans = 0, 0, 0, nil
+		b.busy, b.messages, b.maxIn, b.spans, b.wire = 0, 0, 0, nil, 0
 	}
 	return s
 }

@@ -178,7 +178,7 @@ func Encode(msg any, run Run) (proto.Message, error) {
 		return &wire.GetStats{Run: r, Reset_: m.Reset}, nil
 	case *Stats:
 		w := &wire.Stats{Run: r, Actor: int64(m.Actor), Name: m.Name, Layers: ints64(m.Layers), BusyNs: int64(m.Busy),
-			Messages: int64(m.Messages), MaxInFlight: int64(m.MaxInFlight)}
+			Messages: int64(m.Messages), MaxInFlight: int64(m.MaxInFlight), WireBytes: m.WireBytes}
 		for _, s := range m.Spans {
 			w.Spans = append(w.Spans, &wire.Span{Kind: int32(s.Kind), Step: int64(s.Step), Micro: int64(s.Micro), StartNs: int64(s.Start), DurNs: int64(s.Dur)})
 		}
@@ -256,7 +256,7 @@ func Decode(msg any) (any, Run, error) {
 		return &GetStats{Reset: m.Reset_}, runOf(m.Run), nil
 	case *wire.Stats:
 		s := &Stats{Actor: int(m.Actor), Name: m.Name, Layers: ints(m.Layers), Busy: time.Duration(m.BusyNs),
-			Messages: int(m.Messages), MaxInFlight: int(m.MaxInFlight)}
+			Messages: int(m.Messages), MaxInFlight: int(m.MaxInFlight), WireBytes: m.WireBytes}
 		for _, sp := range m.Spans {
 			s.Spans = append(s.Spans, Span{Kind: byte(sp.Kind), Step: int(sp.Step), Micro: int(sp.Micro), Start: time.Duration(sp.StartNs), Dur: time.Duration(sp.DurNs)})
 		}

@@ -38,6 +38,14 @@ const (
 // far above gRPC's default 4 MiB.
 const maxMessage = math.MaxInt32
 
+// window is gRPC's flow-control window per stream and per connection: at
+// the default 64 KiB, a megabyte activation waits on many round trips of
+// window updates. buffer is each connection's read and write buffer.
+const (
+	window = 16 << 20
+	buffer = 1 << 20
+)
+
 // Link timing. A server pings an idle client every keepaliveTime and drops
 // it keepaliveTimeout later (gRPC clients ping at most every 10 s); the
 // heartbeat finds a lost worker or a silent link within beatLost.
@@ -94,6 +102,8 @@ func serverOptions(token func() string) []grpc.ServerOption {
 	}
 	return []grpc.ServerOption{
 		grpc.MaxRecvMsgSize(maxMessage), grpc.MaxSendMsgSize(maxMessage),
+		grpc.InitialWindowSize(window), grpc.InitialConnWindowSize(window),
+		grpc.ReadBufferSize(buffer), grpc.WriteBufferSize(buffer),
 		grpc.KeepaliveEnforcementPolicy(keepalive.EnforcementPolicy{MinTime: clientKeepalive / 2, PermitWithoutStream: true}),
 		grpc.KeepaliveParams(keepalive.ServerParameters{Time: keepaliveTime, Timeout: keepaliveTimeout}),
 		grpc.ChainUnaryInterceptor(unary), grpc.ChainStreamInterceptor(stream),
@@ -109,6 +119,8 @@ func dialOptions(token func() string) []grpc.DialOption {
 	return []grpc.DialOption{
 		grpc.WithTransportCredentials(insecure.NewCredentials()),
 		grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(maxMessage), grpc.MaxCallSendMsgSize(maxMessage)),
+		grpc.WithInitialWindowSize(window), grpc.WithInitialConnWindowSize(window),
+		grpc.WithReadBufferSize(buffer), grpc.WithWriteBufferSize(buffer),
 		grpc.WithKeepaliveParams(keepalive.ClientParameters{Time: clientKeepalive, Timeout: keepaliveTimeout, PermitWithoutStream: true}),
 		grpc.WithChainUnaryInterceptor(func(ctx context.Context, method string, req, reply any, cc *grpc.ClientConn, invoker grpc.UnaryInvoker, opts ...grpc.CallOption) error {
 			return invoker(withMD(ctx), method, req, reply, cc, opts...)

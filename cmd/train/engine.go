@@ -76,7 +76,7 @@ func (r *trainRun) logStages() {
 			ev = ev.Int("shard", info.Shard)
 		}
 		if info.Host != "" {
-			ev = ev.Str("host", info.Host)
+			ev = ev.Str("host", info.Host).Int64("wire_bytes", s.WireBytes)
 		}
 		ev.Msg("")
 	}

@@ -18,7 +18,7 @@ import (
 	"github.com/pipetrain/pipetrain/pipeline"
 )
 
-const workerUsage = "usage: train worker --listen HOST:PORT [--token-file FILE] [--log-dir DIR]"
+const workerUsage = "usage: train worker --listen HOST:PORT [--token-file FILE] [--advertise HOST:PORT] [--log-dir DIR]"
 
 // runWorker serves stage actors for coordinators until ctx ends (SIGINT or
 // SIGTERM), then drops its stages and returns nil. It prints the address it
@@ -29,6 +29,7 @@ func runWorker(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	listen := fs.String("listen", "", "HOST:PORT to serve pipeline stages on (port 0 picks one)")
 	tokenFile := fs.String("token-file", "", "a file holding the token coordinators must present (or PIPETRAIN_TOKEN)")
 	logDir := fs.String("log-dir", "logs", "the directory of the worker's JSONL log")
+	advertise := fs.String("advertise", "", "HOST:PORT coordinators reach this worker at, if not --listen (a proxy or NAT)")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return badInputf("%s", workerUsage)
@@ -55,7 +56,7 @@ func runWorker(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	}
 	defer f.Close()
 	log := zerolog.New(zerolog.MultiLevelWriter(f, stderr)).With().Timestamp().Logger()
-	w, err := pipeline.NewWorker(pipeline.WorkerConfig{Listen: *listen, Token: token, Logger: &log})
+	w, err := pipeline.NewWorker(pipeline.WorkerConfig{Listen: *listen, Advertise: *advertise, Token: token, Logger: &log})
 	if err != nil {
 		return badInputf("worker: --listen %s: %v", *listen, err)
 	}
