@@ -33,6 +33,19 @@
 // losses to one nn.LossSum, and Forward.Row (the micro-batch's first row) keys
 // dropout: the results do not depend on the number of micro-batches either.
 //
+// # Across processes
+//
+// An actor's neighbours may live in other processes (a stage on a worker).
+// Every send goes through one path that sends an in-process message as is
+// and encodes one for another process into its actors/wire form (Encode),
+// with the run it belongs to (Run: the run id and the engine's generation);
+// a receiver decodes it back (Decode) and drops one for another run, so a
+// stale run's or restart's message never joins a live step. Tensors are
+// copied into the wire message, so ownership is as in-process. Messages from
+// different processes are not ordered with each other: a stage therefore
+// acknowledges its Wire before any work is sent, and everything else a step
+// needs arrives in an order the step's own messages imply.
+//
 // # Schedules
 //
 // Under Sequential the coordinator sends the next micro-batch when the previous

@@ -59,6 +59,25 @@
 // layouts. On the deep MLP of bench/scaling, 8 micro-batches, 1f1b over an
 // actor per layer on two cores, it is 22-27% faster (BenchmarkDeep).
 //
+// # Stages on other processes
+//
+// With Config.Hosts the stage actors run on workers (NewWorker, `train
+// worker`) in contiguous blocks over the hosts, and the coordinator, loss and
+// optimizer actors stay here. Each stage is spawned through a protoactor
+// remote kind (a session per engine on each worker) and builds its own layers
+// from Config.Specs and Config.Seed, so its weights are those of the
+// in-process stage bit for bit; its optimizer state stays with it, and only
+// activations, their gradients and scalars cross each step. A handshake
+// checks the protocol and the token before anything is spawned
+// (HandshakeError); the token is checked on every gRPC call, in constant
+// time. The engine watches each worker's session and runs a heartbeat every
+// 0.5 s: a lost worker or a silent link fails the step within 3 s with an
+// error naming the host, its stages and the step, and a worker drops a run
+// whose coordinator is gone or silent for 5 s. A process talks to its
+// workers through one endpoint, shared by its engines and stopped by
+// CloseRemote: protoactor's remote sets gRPC's process-wide logger whenever
+// one starts, so one starts per process.
+//
 // # Seeing the pipeline
 //
 // Stats returns each actor's busy time, message count, largest number of
