@@ -1,6 +1,7 @@
 package actors
 
 import (
+	"log/slog"
 	"reflect"
 	"testing"
 	"time"
@@ -64,5 +65,40 @@ func TestWireRoundTrip(t *testing.T) {
 	}
 	if _, _, err := Decode(&wire.Forward{X: &wire.Tensor{Shape: []int64{2}, Data: []byte{1}}}); err == nil {
 		t.Error("a forward whose tensor bytes do not fit its shape decoded")
+	}
+}
+
+// TestStaleRunDropped: a stage drops a wire message of another run or
+// generation before doing anything with it, and takes one of its own.
+func TestStaleRunDropped(t *testing.T) {
+	system := actor.NewActorSystem(actor.WithLoggerFactory(func(*actor.ActorSystem) *slog.Logger { return slog.New(slog.DiscardHandler) }))
+	defer system.Shutdown()
+	g := NewGraph(false)
+	st := NewStage(0, "stage 0", g, []nn.Layer{nn.NewReLU()}, 0, 0, false, Updater{})
+	mine := Run{ID: "r", Gen: 2}
+	st.SetRun(mine)
+	pid := system.Root.Spawn(actor.PropsFromProducer(func() actor.Actor { return st }))
+	x := tensor.FromFloat64s(tensor.Float32, []float64{1, -1}, 1, 2)
+	for _, stale := range []Run{{ID: "r", Gen: 1}, {ID: "old", Gen: 2}, {}} {
+		w, err := Encode(&Forward{Step: 1, Micros: 1, X: x}, stale)
+		if err != nil {
+			t.Fatal(err)
+		}
+		system.Root.Send(pid, w)
+	}
+	w, err := Encode(&GetStats{}, mine)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := system.Root.RequestFuture(pid, w, 5*time.Second).Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	stats, ok := res.(*Stats) // in one process the answer is not encoded
+	if !ok {
+		t.Fatalf("answer %T", res)
+	}
+	if got := stats.Messages; got != 1 {
+		t.Errorf("the stage handled %d messages, want 1 (its own GetStats; three stale forwards dropped)", got)
 	}
 }

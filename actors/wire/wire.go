@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"unsafe"
 
 	"github.com/pipetrain/pipetrain/nn"
 	"github.com/pipetrain/pipetrain/tensor"
@@ -20,6 +21,10 @@ func FromTensor(t *tensor.Tensor) *Tensor {
 	if t.DType() == tensor.Float32 {
 		src := t.Data32()
 		w.Data = make([]byte, 4*len(src))
+		if littleEndian && len(src) > 0 { // the bytes are already in wire order
+			copy(w.Data, unsafe.Slice((*byte)(unsafe.Pointer(&src[0])), len(w.Data)))
+			return w
+		}
 		for i, v := range src {
 			binary.LittleEndian.PutUint32(w.Data[4*i:], math.Float32bits(v))
 		}
@@ -28,11 +33,19 @@ func FromTensor(t *tensor.Tensor) *Tensor {
 	w.Dtype = DType_FLOAT64
 	src := t.Data64()
 	w.Data = make([]byte, 8*len(src))
+	if littleEndian && len(src) > 0 {
+		copy(w.Data, unsafe.Slice((*byte)(unsafe.Pointer(&src[0])), len(w.Data)))
+		return w
+	}
 	for i, v := range src {
 		binary.LittleEndian.PutUint64(w.Data[8*i:], math.Float64bits(v))
 	}
 	return w
 }
+
+// littleEndian is whether this machine stores floats in wire order, so
+// that a tensor's bytes can be copied as they are.
+var littleEndian = binary.NativeEndian.Uint16([]byte{1, 0}) == 1
 
 // maxElements bounds a tensor read from the wire: a shape whose product
 // overflows, or asks for more than this, is refused before any allocation.
@@ -68,6 +81,10 @@ func (w *Tensor) ToTensor() (*tensor.Tensor, error) {
 	if w.Dtype == DType_FLOAT32 {
 		t := tensor.Zeros(tensor.Float32, shape...)
 		dst := t.Data32()
+		if littleEndian && len(dst) > 0 {
+			copy(unsafe.Slice((*byte)(unsafe.Pointer(&dst[0])), len(w.Data)), w.Data)
+			return t, nil
+		}
 		for i := range dst {
 			dst[i] = math.Float32frombits(binary.LittleEndian.Uint32(w.Data[4*i:]))
 		}
@@ -75,6 +92,10 @@ func (w *Tensor) ToTensor() (*tensor.Tensor, error) {
 	}
 	t := tensor.Zeros(tensor.Float64, shape...)
 	dst := t.Data64()
+	if littleEndian && len(dst) > 0 {
+		copy(unsafe.Slice((*byte)(unsafe.Pointer(&dst[0])), len(w.Data)), w.Data)
+		return t, nil
+	}
 	for i := range dst {
 		dst[i] = math.Float64frombits(binary.LittleEndian.Uint64(w.Data[8*i:]))
 	}

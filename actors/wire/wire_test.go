@@ -2,6 +2,7 @@ package wire
 
 import (
 	"errors"
+	"fmt"
 	"math"
 	"slices"
 	"strings"
@@ -34,6 +35,16 @@ func roundTrip(t *testing.T, x *tensor.Tensor) *tensor.Tensor {
 // TestTensorRoundTrip: shape, type and every bit cross unchanged, NaN
 // payloads and negative zeros included, for scalars and empty tensors too.
 func TestTensorRoundTrip(t *testing.T) {
+	for _, copyBytes := range []bool{true, false} { // the fast copy and the byte-by-byte path
+		t.Run(fmt.Sprintf("copy=%v", copyBytes), func(t *testing.T) {
+			defer func(le bool) { littleEndian = le }(littleEndian)
+			littleEndian = littleEndian && copyBytes
+			tensorRoundTrip(t)
+		})
+	}
+}
+
+func tensorRoundTrip(t *testing.T) {
 	special := []float64{0, math.Copysign(0, -1), 1.5, -2.25, math.Inf(1), math.Inf(-1), math.NaN(), 1e-40, 3.4e38, 1e300}
 	for _, dt := range []tensor.DType{tensor.Float32, tensor.Float64} {
 		for _, shape := range [][]int{{}, {0}, {2, 0, 3}, {10}, {2, 5}, {1, 2, 5}} {
