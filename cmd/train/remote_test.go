@@ -25,15 +25,17 @@ func buildTrain(t *testing.T, dir string) string {
 
 // worker is a `train worker` process started by a test.
 type worker struct {
-	addr string
-	cmd  *exec.Cmd
+	addr   string
+	cmd    *exec.Cmd
+	logDir string
 }
 
 // startWorker runs `train worker` on listen (127.0.0.1:0 picks a port), and
 // kills it at the test's end.
 func startWorker(t *testing.T, bin, listen string, extra ...string) *worker {
 	t.Helper()
-	cmd := exec.Command(bin, append([]string{"worker", "--listen", listen, "--log-dir", t.TempDir()}, extra...)...)
+	logDir := t.TempDir()
+	cmd := exec.Command(bin, append([]string{"worker", "--listen", listen, "--log-dir", logDir}, extra...)...)
 	cmd.Stderr = io.Discard
 	out, err := cmd.StdoutPipe()
 	if err != nil {
@@ -42,7 +44,7 @@ func startWorker(t *testing.T, bin, listen string, extra ...string) *worker {
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	w := &worker{cmd: cmd}
+	w := &worker{cmd: cmd, logDir: logDir}
 	t.Cleanup(func() {
 		_ = cmd.Process.Kill()
 		_ = cmd.Wait()
@@ -265,4 +267,59 @@ func TestKilledWorker(t *testing.T) {
 			t.Errorf("step %d: resumed loss %v, unbroken %v", s, l, want[s])
 		}
 	}
+}
+
+// TestCoordinatorGone: a worker whose coordinator is killed mid-run drops
+// the run's stages within 10 s and serves the next run.
+func TestCoordinatorGone(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds and runs the binary")
+	}
+	bin := buildTrain(t, t.TempDir())
+	w := startWorker(t, bin, "127.0.0.1:0")
+	dir := t.TempDir()
+	path := filepath.Join(dir, "run.toml")
+	os.WriteFile(path, []byte(strings.Replace(baseConfig, "epochs = 2", "epochs = 100000", 1)), 0o644)
+	cmd := exec.Command(bin, "--config", path, "--log-format", "json", "--set", "log.dir="+filepath.Join(dir, "logs"),
+		"--set", "train.checkpoint_dir="+filepath.Join(dir, "ck"), "--set", "pipeline.schedule=1f1b", "--set", "pipeline.stages=2",
+		"--set", "pipeline.micro_batches=2", "--set", hostsSet(w))
+	stderr, err := cmd.StderrPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	sc := bufio.NewScanner(stderr)
+	sc.Buffer(make([]byte, 1<<20), 1<<24)
+	for steps := 0; steps < 20 && sc.Scan(); {
+		if strings.Contains(sc.Text(), `"event":"step"`) {
+			steps++
+		}
+	}
+	_ = cmd.Process.Kill()
+	killed := time.Now()
+	_ = cmd.Wait()
+	for !workerLogHas(t, w, "run dropped") {
+		if time.Since(killed) > 10*time.Second {
+			t.Fatal("the worker did not drop the run within 10 s of its coordinator's death")
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	t.Logf("the worker dropped the run %v after its coordinator was killed", time.Since(killed).Round(100*time.Millisecond))
+	if r := coordinate(t, bin, t.TempDir(), baseConfig, "--set", "pipeline.schedule=1f1b", "--set", hostsSet(w)); r.code != 0 {
+		t.Fatalf("the next run: exit %d\n%s", r.code, r.stderr)
+	}
+}
+
+// workerLogHas reports whether the worker's JSONL log holds text.
+func workerLogHas(t *testing.T, w *worker, text string) bool {
+	files, _ := filepath.Glob(filepath.Join(w.logDir, "*.jsonl"))
+	for _, f := range files {
+		b, _ := os.ReadFile(f)
+		if bytes.Contains(b, []byte(text)) {
+			return true
+		}
+	}
+	return false
 }
