@@ -42,8 +42,9 @@ const maxMessage = math.MaxInt32
 // the default 64 KiB, a megabyte activation waits on many round trips of
 // window updates. buffer is each connection's read and write buffer.
 const (
-	window = 16 << 20
-	buffer = 1 << 20
+	window      = 16 << 20
+	buffer      = 1 << 20
+	writerQueue = 1 << 10
 )
 
 // Link timing. A server pings an idle client every keepaliveTime and drops
@@ -156,6 +157,9 @@ func startRemote(system *actor.ActorSystem, listen, advertise string, token func
 		remote.WithDialOptions(dialOptions(token)...),
 		remote.WithCallOptions(grpc.MaxCallRecvMsgSize(maxMessage), grpc.MaxCallSendMsgSize(maxMessage)),
 		remote.WithKinds(kinds...),
+		// protoactor's default preallocates a million queue slots per peer,
+		// 16 MB of pointers that every garbage collection scans; the queue grows
+		remote.WithEndpointWriterQueueSize(writerQueue),
 	}
 	if advertise != "" {
 		opts = append(opts, remote.WithAdvertisedHost(advertise))
