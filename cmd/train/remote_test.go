@@ -139,9 +139,12 @@ func TestWorkersGiveIdenticalLosses(t *testing.T) {
 		if len(evalOne) == 0 || fmt.Sprint(evalOne[len(evalOne)-1]["accuracy"]) != fmt.Sprint(evalSpread[len(evalSpread)-1]["accuracy"]) {
 			t.Errorf("%v: final accuracy %v on workers, %v in one process", layout, evalSpread, evalOne)
 		}
-		a, b := lastWeights(t, local), lastWeights(t, remote)
-		if !bytes.Equal(a, b) {
-			t.Errorf("%v: the final checkpoints' weights differ", layout)
+		// the same files, so a checkpoint resumes under either
+		a, b := lastCheckpoint(t, local), lastCheckpoint(t, remote)
+		for name, data := range a {
+			if !bytes.Equal(data, b[name]) {
+				t.Errorf("%v: the final checkpoints' %s differ", layout, name)
+			}
 		}
 		for _, st := range eventsNamed(spread.events, "stage") {
 			if st["host"] != w1.addr && st["host"] != w2.addr {
@@ -151,19 +154,27 @@ func TestWorkersGiveIdenticalLosses(t *testing.T) {
 	}
 }
 
-// lastWeights returns the bytes of the newest checkpoint's weights under dir.
-func lastWeights(t *testing.T, dir string) []byte {
+// lastCheckpoint returns the files of the newest checkpoint under dir.
+func lastCheckpoint(t *testing.T, dir string) map[string][]byte {
 	t.Helper()
-	files, _ := filepath.Glob(filepath.Join(dir, "checkpoints", "*", "*.safetensors"))
-	if len(files) == 0 {
+	dirs, _ := filepath.Glob(filepath.Join(dir, "checkpoints", "step-*"))
+	if len(dirs) == 0 {
 		t.Fatalf("no checkpoint under %s", dir)
 	}
-	newest := files[len(files)-1] // step-numbered folders sort in step order
-	b, err := os.ReadFile(newest)
-	if err != nil {
-		t.Fatal(err)
+	newest := dirs[len(dirs)-1] // step-numbered folders sort in step order
+	files, _ := filepath.Glob(filepath.Join(newest, "*"))
+	out := map[string][]byte{}
+	for _, f := range files {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		out[filepath.Base(f)] = b
 	}
-	return b
+	if len(out) < 3 {
+		t.Fatalf("checkpoint %s holds %d files", newest, len(out))
+	}
+	return out
 }
 
 // TestKilledWorker: kill -9 of a worker mid-run ends the coordinator with
