@@ -334,3 +334,23 @@ func workerLogHas(t *testing.T, w *worker, text string) bool {
 	}
 	return false
 }
+
+// TestNonFiniteOnWorker: a layer on a worker that gives a non-finite value
+// ends the run with exit 1 naming the layer, as in one process.
+func TestNonFiniteOnWorker(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds and runs the binary")
+	}
+	bin := buildTrain(t, t.TempDir())
+	w := startWorker(t, bin, "127.0.0.1:0")
+	cfg := strings.Replace(baseConfig, "lr = 0.05", "lr = 1e30", 1)
+	cfg = strings.Replace(cfg, "clip_norm = 5.0", "clip_norm = 0.0", 1)
+	for _, hosts := range [][]string{nil, {"--set", hostsSet(w)}} {
+		r := coordinate(t, bin, t.TempDir(), cfg, append([]string{"--set", "pipeline.schedule=1f1b", "--set", "pipeline.stages=0"}, hosts...)...)
+		l := lastLine(r.stderr)
+		if r.code != exitFailed || !strings.Contains(l, "non-finite") || !strings.Contains(l, "layer") {
+			t.Fatalf("hosts %v: exit %d, last line %q; want 1 naming a layer's non-finite value", hosts, r.code, l)
+		}
+		t.Logf("hosts %v: %s", hosts, l)
+	}
+}
