@@ -74,12 +74,13 @@ type variant struct {
 
 // Each two-worker row follows the one-process row it is compared with.
 var variants = []variant{
+	{"one process: 1f1b, stages=2, micro=1", 1, false, 0, false},
+	{"two workers: 1f1b, stages=2, micro=1", 1, false, 0, true},
+	{"one process: 1f1b, stages=2, micro=2", 2, false, 0, false},
+	{"two workers: 1f1b, stages=2, micro=2", 2, false, 0, true},
 	{"one process: 1f1b, stages=2, micro=8, split", 8, true, 0, false},
 	{"two workers: 1f1b, stages=2, micro=8, split", 8, true, 0, true},
 	{"two workers: same, gemm_threads=1", 8, true, 1, true},
-	{"one process: 1f1b, stages=2, micro=2", 2, false, 0, false},
-	{"two workers: 1f1b, stages=2, micro=2", 2, false, 0, true},
-	{"two workers: same, gemm_threads=1", 2, false, 1, true},
 }
 
 func main() {
