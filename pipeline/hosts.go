@@ -96,24 +96,42 @@ func (e *Engine) startHosts(units []unit) error {
 		hs.stagesOf[h] = append(hs.stagesOf[h], id)
 	}
 	for h, host := range cfg.Hosts {
-		res, err := remote.GetRemote(e.system).SpawnNamed(host, fmt.Sprintf("%s-%x", cfg.RunID, e.run.Gen), sessionKind, spawnTimeout)
+		if err := e.openSession(h, host); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// openSession spawns this engine's session on host and opens the run there.
+// A worker still holding a run whose coordinator is gone (a restart right
+// after a crash) drops it within sessionSilence: until then it is asked again.
+func (e *Engine) openSession(h int, host string) error {
+	hs := e.hostSet
+	deadline := time.Now().Add(sessionSilence + 2*time.Second)
+	for {
+		res, err := remote.GetRemote(e.system).SpawnNamed(host, fmt.Sprintf("%s-%x-%d", e.cfg.RunID, e.run.Gen, time.Now().UnixNano()), sessionKind, spawnTimeout)
 		if err != nil {
 			return &HandshakeError{host, fmt.Errorf("spawning the run's session: %v", err)}
 		}
 		if res.Pid == nil {
 			return &HandshakeError{host, fmt.Errorf("spawning the run's session: status %d", res.StatusCode)}
 		}
-		hs.sessions = append(hs.sessions, res.Pid)
 		ans, err := e.root.RequestFuture(res.Pid, &wire.Open{Run: e.runWire(), Coordinator: actors.ToPid(e.coordPID()),
-			Stages: int64(len(hs.stagesOf[h])), Threads: int64(cfg.GEMMThreads), OneBusy: cfg.Schedule == actors.Sequential}, spawnTimeout).Result()
+			Stages: int64(len(hs.stagesOf[h])), Threads: int64(e.cfg.GEMMThreads), OneBusy: e.cfg.Schedule == actors.Sequential}, spawnTimeout).Result()
 		if err != nil {
 			return &HandshakeError{host, fmt.Errorf("opening the run: %v", err)}
 		}
-		if o, ok := ans.(*wire.Opened); !ok || o.Err != nil {
+		o, ok := ans.(*wire.Opened)
+		if ok && o.Err == nil {
+			hs.sessions = append(hs.sessions, res.Pid)
+			return nil
+		}
+		if !ok || !o.Busy || time.Now().After(deadline) {
 			return &HandshakeError{host, fmt.Errorf("opening the run: %v", openErr(ans))}
 		}
+		time.Sleep(250 * time.Millisecond)
 	}
-	return nil
 }
 
 func openErr(ans any) error {

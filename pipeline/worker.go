@@ -92,6 +92,9 @@ func (w *Worker) Close() {
 	w.system.Shutdown()
 }
 
+// errBusy is a worker's answer while it holds another run.
+var errBusy = errors.New("the worker is busy with run")
+
 // claim admits a session of run, refusing another run while one is open.
 func (w *Worker) claim(pid *actor.PID, run string) error {
 	w.mu.Lock()
@@ -100,7 +103,7 @@ func (w *Worker) claim(pid *actor.PID, run string) error {
 		return errors.New("the worker is shutting down")
 	}
 	if w.run != "" && w.run != run {
-		return fmt.Errorf("the worker is busy with run %s", w.run)
+		return fmt.Errorf("%w %s", errBusy, w.run)
 	}
 	w.run = run
 	w.sessions[pid] = true
@@ -145,8 +148,14 @@ type hosted struct {
 
 func (s *session) Receive(ctx actor.Context) {
 	switch m := ctx.Message().(type) {
+	case *actor.Started:
+		ctx.SetReceiveTimeout(sessionSilence) // a session never opened goes too
 	case *wire.Open:
-		ctx.Respond(s.openRun(ctx, m))
+		o := s.openRun(ctx, m)
+		ctx.Respond(o)
+		if o.Err != nil {
+			ctx.Stop(ctx.Self())
+		}
 	case *wire.Build:
 		if !s.mine(m.Run) {
 			return
@@ -167,7 +176,9 @@ func (s *session) Receive(ctx actor.Context) {
 			ctx.Stop(ctx.Self())
 		}
 	case *actor.ReceiveTimeout:
-		s.end(ctx, fmt.Sprintf("the coordinator was silent for %v", sessionSilence))
+		if s.open {
+			s.end(ctx, fmt.Sprintf("the coordinator was silent for %v", sessionSilence))
+		}
 		ctx.Stop(ctx.Self())
 	case *actor.Terminated:
 		if s.coord != nil && m.Who.Equal(s.coord) {
@@ -191,7 +202,7 @@ func (s *session) openRun(ctx actor.Context, m *wire.Open) *wire.Opened {
 		return &wire.Opened{Run: m.Run, Err: wire.FromError(errors.New("open: no run or coordinator"))}
 	}
 	if err := s.w.claim(ctx.Self(), m.Run.Id); err != nil {
-		return &wire.Opened{Run: m.Run, Err: wire.FromError(err)}
+		return &wire.Opened{Run: m.Run, Err: wire.FromError(err), Busy: errors.Is(err, errBusy)}
 	}
 	s.open, s.run, s.coord = true, actors.Run{ID: m.Run.Id, Gen: m.Run.Gen}, actors.FromPid(m.Coordinator)
 	s.stages, s.threads, s.oneBusy = int(m.Stages), int(m.Threads), m.OneBusy
