@@ -25,7 +25,7 @@ type WorkerConfig struct {
 	Listen    string // host:port; port 0 picks a free one
 	Advertise string // host:port coordinators reach it at, if not Listen's (a proxy, NAT)
 	Token     string // required of every peer; required to listen beyond loopback
-	Logger *zerolog.Logger
+	Logger    *zerolog.Logger
 }
 
 // Worker hosts the stages of one run at a time, spawned by its coordinator
