@@ -52,6 +52,7 @@ type Config struct {
 	Specs []nn.Spec
 	Seed  uint64
 	Token string // shared with the workers; required beyond loopback
+	TLS   TLS    // secures the links to the workers; empty: plaintext
 	RunID string // names the run on the workers; required with Hosts
 }
 

@@ -80,11 +80,11 @@ func (e *Engine) startHosts(units []unit) error {
 		}
 	}
 	for _, host := range cfg.Hosts { // before anything starts here
-		if _, err := handshake(host, cfg.Token); err != nil {
+		if _, err := handshake(host, cfg.Token, cfg.TLS); err != nil {
 			return err
 		}
 	}
-	system, err := acquireShared(listen, advertise, cfg.Token, cfg.Logger)
+	system, err := acquireShared(listen, advertise, cfg.Token, cfg.TLS, cfg.Logger)
 	if err != nil {
 		return err
 	}
@@ -215,6 +215,7 @@ var shared struct {
 	system            *actor.ActorSystem
 	listen, advertise string
 	token             string
+	tls               TLS
 	users             int // engines open on it
 }
 
@@ -226,7 +227,7 @@ func sharedToken() string {
 
 // acquireShared returns this process's endpoint, starting it on first use;
 // releaseShared gives it back. Engines open at once share one token.
-func acquireShared(listen, advertise, token string, logger *zerolog.Logger) (*actor.ActorSystem, error) {
+func acquireShared(listen, advertise, token string, t TLS, logger *zerolog.Logger) (*actor.ActorSystem, error) {
 	shared.Lock()
 	defer shared.Unlock()
 	if shared.system != nil {
@@ -236,6 +237,9 @@ func acquireShared(listen, advertise, token string, logger *zerolog.Logger) (*ac
 		if shared.listen != listen || shared.advertise != advertise {
 			return nil, fmt.Errorf("pipeline: this process reaches its workers at %s already, not %s", shared.listen, listen)
 		}
+		if shared.tls != t {
+			return nil, errors.New("pipeline: this process talks to its workers with other TLS files already")
+		}
 		shared.token = token
 		shared.users++
 		return shared.system, nil
@@ -243,7 +247,7 @@ func acquireShared(listen, advertise, token string, logger *zerolog.Logger) (*ac
 	system := actor.NewActorSystem(actor.WithLoggerFactory(func(*actor.ActorSystem) *slog.Logger { return protoLogger(logger) }),
 		actor.WithDeadLetterThrottleInterval(time.Millisecond))
 	shared.token = token // read by the server's guard, under the lock
-	if _, _, err := startRemote(system, listen, "", sharedToken); err != nil {
+	if _, _, err := startRemote(system, listen, "", sharedToken, t); err != nil {
 		system.Shutdown()
 		return nil, err
 	}
@@ -251,7 +255,7 @@ func acquireShared(listen, advertise, token string, logger *zerolog.Logger) (*ac
 		_, port, _ := strings.Cut(system.Address(), ":")
 		system.ProcessRegistry.Address = advertise + ":" + port
 	}
-	shared.system, shared.listen, shared.advertise, shared.users = system, listen, advertise, 1
+	shared.system, shared.listen, shared.advertise, shared.tls, shared.users = system, listen, advertise, t, 1
 	return system, nil
 }
 

@@ -3,19 +3,24 @@ package pipeline
 import (
 	"context"
 	"crypto/subtle"
+	"crypto/tls"
+	"crypto/x509"
 	"errors"
 	"fmt"
 	"log/slog"
 	"math"
 	"net"
+	"os"
 	"runtime"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
 	"github.com/asynkron/protoactor-go/remote"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/credentials"
 	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/keepalive"
 	"google.golang.org/grpc/metadata"
@@ -74,7 +79,7 @@ func tokenOK(got []string, want string) bool {
 // token; protoactor's ListProcesses is answered by the handshake instead of
 // its handler, which panics, and its GetProcessDiagnostics is denied; a
 // handler's panic becomes an error instead of ending the process.
-func serverOptions(token func() string) []grpc.ServerOption {
+func serverOptions(token func() string, creds credentials.TransportCredentials) []grpc.ServerOption {
 	unary := func(ctx context.Context, req any, info *grpc.UnaryServerInfo, handler grpc.UnaryHandler) (resp any, err error) {
 		md, _ := metadata.FromIncomingContext(ctx)
 		if !tokenOK(md.Get(mdToken), token()) {
@@ -101,7 +106,7 @@ func serverOptions(token func() string) []grpc.ServerOption {
 		}()
 		return handler(srv, ss)
 	}
-	return []grpc.ServerOption{
+	opts := []grpc.ServerOption{
 		grpc.MaxRecvMsgSize(maxMessage), grpc.MaxSendMsgSize(maxMessage),
 		grpc.InitialWindowSize(window), grpc.InitialConnWindowSize(window),
 		grpc.ReadBufferSize(buffer), grpc.WriteBufferSize(buffer),
@@ -109,16 +114,23 @@ func serverOptions(token func() string) []grpc.ServerOption {
 		grpc.KeepaliveParams(keepalive.ServerParameters{Time: keepaliveTime, Timeout: keepaliveTimeout}),
 		grpc.ChainUnaryInterceptor(unary), grpc.ChainStreamInterceptor(stream),
 	}
+	if creds != nil {
+		opts = append(opts, grpc.Creds(creds))
+	}
+	return opts
 }
 
 // dialOptions make every outgoing call carry the token and the protocol,
 // and find a silent peer by keepalive.
-func dialOptions(token func() string) []grpc.DialOption {
+func dialOptions(token func() string, creds credentials.TransportCredentials) []grpc.DialOption {
+	if creds == nil {
+		creds = insecure.NewCredentials()
+	}
 	withMD := func(ctx context.Context) context.Context {
 		return metadata.AppendToOutgoingContext(ctx, mdToken, token(), mdProtocol, Protocol)
 	}
 	return []grpc.DialOption{
-		grpc.WithTransportCredentials(insecure.NewCredentials()),
+		grpc.WithTransportCredentials(creds),
 		grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(maxMessage), grpc.MaxCallSendMsgSize(maxMessage)),
 		grpc.WithInitialWindowSize(window), grpc.WithInitialConnWindowSize(window),
 		grpc.WithReadBufferSize(buffer), grpc.WithWriteBufferSize(buffer),
@@ -136,7 +148,11 @@ func dialOptions(token func() string) []grpc.DialOption {
 // (host:port; port 0 picks one), advertising advertise if not empty, and
 // returns the address it listens on. token gives the token of the moment;
 // kinds are what peers may spawn here.
-func startRemote(system *actor.ActorSystem, listen, advertise string, token func() string, kinds ...*remote.Kind) (r *remote.Remote, addr string, err error) {
+func startRemote(system *actor.ActorSystem, listen, advertise string, token func() string, t TLS, kinds ...*remote.Kind) (r *remote.Remote, addr string, err error) {
+	server, client, err := t.credentials()
+	if err != nil {
+		return nil, "", err
+	}
 	host, portText, err := net.SplitHostPort(listen)
 	if err != nil {
 		return nil, "", fmt.Errorf("pipeline: listen address %q: %v", listen, err)
@@ -153,8 +169,8 @@ func startRemote(system *actor.ActorSystem, listen, advertise string, token func
 		l.Close()
 	}
 	opts := []remote.ConfigOption{
-		remote.WithServerOptions(serverOptions(token)...),
-		remote.WithDialOptions(dialOptions(token)...),
+		remote.WithServerOptions(serverOptions(token, server)...),
+		remote.WithDialOptions(dialOptions(token, client)...),
 		remote.WithCallOptions(grpc.MaxCallRecvMsgSize(maxMessage), grpc.MaxCallSendMsgSize(maxMessage)),
 		remote.WithKinds(kinds...),
 		// protoactor's default preallocates a million queue slots per peer,
@@ -176,6 +192,40 @@ func startRemote(system *actor.ActorSystem, listen, advertise string, token func
 	return r, system.Address(), nil
 }
 
+// TLS names the PEM files that secure a process's links: its certificate
+// and key, which it serves with, and the authority that signed its peers'
+// certificates, which it checks them against. All three or none: a
+// coordinator both dials its workers and is dialled back by them.
+type TLS struct {
+	Cert, Key, CA string
+}
+
+// credentials returns the server and client sides of t, or nil, nil for
+// plaintext.
+func (t TLS) credentials() (server, client credentials.TransportCredentials, err error) {
+	if t == (TLS{}) {
+		return nil, nil, nil
+	}
+	if t.Cert == "" || t.Key == "" || t.CA == "" {
+		return nil, nil, errors.New("pipeline: TLS needs a certificate, its key and the authority that signed the peers' (--tls-cert, --tls-key, --tls-ca)")
+	}
+	pair, err := tls.LoadX509KeyPair(t.Cert, t.Key)
+	if err != nil {
+		return nil, nil, fmt.Errorf("pipeline: TLS certificate %s and key %s: %v", t.Cert, t.Key, err)
+	}
+	pem, err := os.ReadFile(t.CA)
+	if err != nil {
+		return nil, nil, fmt.Errorf("pipeline: TLS authority: %v", err)
+	}
+	pool := x509.NewCertPool()
+	if !pool.AppendCertsFromPEM(pem) {
+		return nil, nil, fmt.Errorf("pipeline: TLS authority %s holds no PEM certificate", t.CA)
+	}
+	server = credentials.NewTLS(&tls.Config{Certificates: []tls.Certificate{pair}, MinVersion: tls.VersionTLS13})
+	client = credentials.NewTLS(&tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS13})
+	return server, client, nil
+}
+
 // HandshakeError is a worker that refused the coordinator, or could not be
 // reached: a wrong token, another protocol, nothing listening.
 type HandshakeError struct {
@@ -189,8 +239,12 @@ func (e *HandshakeError) Unwrap() error { return e.Err }
 // handshake checks that a worker listens at host, speaks this protocol and
 // takes the token, before anything is spawned there; it returns the
 // worker's cores.
-func handshake(host, token string) (int, error) {
-	conn, err := grpc.NewClient(host, dialOptions(func() string { return token })...)
+func handshake(host, token string, t TLS) (int, error) {
+	_, client, err := t.credentials()
+	if err != nil {
+		return 0, err
+	}
+	conn, err := grpc.NewClient(host, dialOptions(func() string { return token }, client)...)
 	if err != nil {
 		return 0, &HandshakeError{host, err}
 	}
@@ -207,6 +261,12 @@ func handshake(host, token string) (int, error) {
 		case codes.FailedPrecondition:
 			return 0, &HandshakeError{host, fmt.Errorf("protocol mismatch: %s", st.Message())}
 		case codes.DeadlineExceeded, codes.Unavailable:
+			switch msg := st.Message(); {
+			case strings.Contains(msg, "server preface"):
+				return 0, &HandshakeError{host, fmt.Errorf("the worker speaks TLS and this coordinator does not (give --tls-cert, --tls-key and --tls-ca): %s", msg)}
+			case strings.Contains(msg, "tls:") || strings.Contains(msg, "x509"):
+				return 0, &HandshakeError{host, fmt.Errorf("TLS failed (a worker without TLS, or a certificate the authority did not sign): %s", msg)}
+			}
 			return 0, &HandshakeError{host, fmt.Errorf("no worker answered (is `train worker --listen %s` running there?): %s", host, st.Message())}
 		}
 		return 0, &HandshakeError{host, fmt.Errorf("handshake failed: %s", st.Message())}

@@ -25,6 +25,7 @@ type WorkerConfig struct {
 	Listen    string // host:port; port 0 picks a free one
 	Advertise string // host:port coordinators reach it at, if not Listen's (a proxy, NAT)
 	Token     string // required of every peer; required to listen beyond loopback
+	TLS       TLS    // empty: plaintext
 	Logger    *zerolog.Logger
 }
 
@@ -60,7 +61,7 @@ func NewWorker(cfg WorkerConfig) (*Worker, error) {
 	w.system = actor.NewActorSystem(actor.WithLoggerFactory(func(*actor.ActorSystem) *slog.Logger { return protoLogger(cfg.Logger) }),
 		actor.WithDeadLetterThrottleInterval(time.Millisecond))
 	props := actor.PropsFromProducer(func() actor.Actor { return &session{w: w} }, actor.WithSupervisor(stopStrategy))
-	r, addr, err := startRemote(w.system, cfg.Listen, cfg.Advertise, func() string { return cfg.Token }, remote.NewKind(sessionKind, props))
+	r, addr, err := startRemote(w.system, cfg.Listen, cfg.Advertise, func() string { return cfg.Token }, cfg.TLS, remote.NewKind(sessionKind, props))
 	if err != nil {
 		w.system.Shutdown()
 		return nil, err

@@ -21,7 +21,7 @@ const hangAfter = 2 * time.Minute
 
 // newEngine builds the actor pipeline in layout lay, for every schedule,
 // sequential included.
-func newEngine(c *config.Config, layers []nn.Layer, features int, log *runLog, lay layout, token string) (*pipeline.Engine, error) {
+func newEngine(c *config.Config, layers []nn.Layer, features int, log *runLog, lay layout, r *trainRun) (*pipeline.Engine, error) {
 	opt := optimizerSpec(c)
 	if _, err := opt.New(); err != nil {
 		return nil, badInput(err)
@@ -40,7 +40,7 @@ func newEngine(c *config.Config, layers []nn.Layer, features int, log *runLog, l
 		Features: features, SampleRows: max(1, c.Data.BatchSize/lay.Micro),
 		Trace: c.Log.Trace != "", Hang: hangAfter, Logger: &log.Logger,
 		GEMMThreads: c.Pipeline.GEMMThreads, SplitBackward: lay.Split,
-		Hosts: c.Pipeline.Hosts, Specs: modelSpecs(c), Seed: c.Seed, Token: token, RunID: log.id,
+		Hosts: c.Pipeline.Hosts, Specs: modelSpecs(c), Seed: c.Seed, Token: r.token, TLS: r.tls, RunID: log.id,
 	})
 	if err != nil {
 		return nil, badInputf("pipeline: %v", strings.TrimPrefix(err.Error(), "pipeline: "))

@@ -1,7 +1,7 @@
 // Command train trains a model described by a TOML config file.
 //
-//	train --config FILE [--set KEY=VALUE]... [--resume] [--token-file FILE] [--log-format auto|json|console]
-//	train worker --listen HOST:PORT [--token-file FILE] [--advertise HOST:PORT] [--log-dir DIR]
+//	train --config FILE [--set KEY=VALUE]... [--resume] [--token-file FILE] [--tls-cert FILE --tls-key FILE --tls-ca FILE] [--log-format auto|json|console]
+//	train worker --listen HOST:PORT [--token-file FILE] [--tls-cert FILE --tls-key FILE --tls-ca FILE] [--advertise HOST:PORT] [--log-dir DIR]
 //
 // Exit status: 0 done; 2 the command line, config or data is wrong; 1 training
 // failed (the last checkpoint is kept); 130 interrupted (a checkpoint is written).
@@ -17,6 +17,8 @@ import (
 	"os/signal"
 	"strings"
 	"syscall"
+
+	"github.com/pipetrain/pipetrain/pipeline"
 )
 
 func main() {
@@ -64,6 +66,7 @@ type options struct {
 	resume    bool
 	logFormat string
 	tokenFile string
+	tls       pipeline.TLS
 }
 
 type setFlags []string
@@ -81,11 +84,12 @@ func parseArgs(args []string) (*options, error) {
 	fs.BoolVar(&o.resume, "resume", false, "continue from the newest checkpoint in train.checkpoint_dir")
 	fs.StringVar(&o.logFormat, "log-format", "auto", "stderr log format: auto, json or console")
 	fs.StringVar(&o.tokenFile, "token-file", "", "a file holding the token shared with the workers (or PIPETRAIN_TOKEN)")
+	tlsFlags(fs, &o.tls)
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
-			return nil, badInputf("usage: train --config FILE [--set KEY=VALUE]... [--resume] [--token-file FILE] [--log-format auto|json|console]")
+			return nil, badInputf("usage: train --config FILE [--set KEY=VALUE]... [--resume] [--token-file FILE] [--tls-cert FILE --tls-key FILE --tls-ca FILE] [--log-format auto|json|console]")
 		}
-		return nil, badInputf("%v (usage: train --config FILE [--set KEY=VALUE]... [--resume] [--token-file FILE] [--log-format auto|json|console])", err)
+		return nil, badInputf("%v (usage: train --config FILE [--set KEY=VALUE]... [--resume] [--token-file FILE] [--tls-cert FILE --tls-key FILE --tls-ca FILE] [--log-format auto|json|console])", err)
 	}
 	if fs.NArg() > 0 {
 		return nil, badInputf("unexpected argument %q (usage: train --config FILE ...)", fs.Arg(0))

@@ -3,8 +3,16 @@ package main
 import (
 	"bufio"
 	"bytes"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	crand "crypto/rand"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"encoding/pem"
 	"fmt"
 	"io"
+	"math/big"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -354,4 +362,88 @@ func TestNonFiniteOnWorker(t *testing.T) {
 		}
 		t.Logf("hosts %v: %s", hosts, l)
 	}
+}
+
+// tlsFiles are the PEM files of testCerts.
+type tlsFiles struct{ cert, key, ca string }
+
+func (f tlsFiles) args() []string {
+	return []string{"--tls-cert", f.cert, "--tls-key", f.key, "--tls-ca", f.ca}
+}
+
+// TestWorkersOverTLS: with TLS on every link a run on workers gives the
+// losses of one process; a coordinator without TLS cannot reach a TLS worker
+// and is told so (exit 2, naming the host); half a set of TLS files is exit 2.
+func TestWorkersOverTLS(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds and runs the binary")
+	}
+	bin := buildTrain(t, t.TempDir())
+	certs := testCerts(t)
+	w := startWorker(t, bin, "127.0.0.1:0", certs.args()...)
+	layout := []string{"--set", "pipeline.schedule=1f1b", "--set", "pipeline.stages=2", "--set", "pipeline.micro_batches=2"}
+	one := coordinate(t, bin, t.TempDir(), baseConfig, layout...)
+	plain := coordinate(t, bin, t.TempDir(), baseConfig, append(layout, "--set", hostsSet(w))...)
+	t.Logf("plaintext coordinator, TLS worker: %s", lastLine(plain.stderr))
+	if plain.code != exitBadInput || !strings.Contains(lastLine(plain.stderr), w.addr) || !strings.Contains(lastLine(plain.stderr), "TLS") {
+		t.Errorf("plaintext coordinator, TLS worker: exit %d, %q; want 2 naming %s", plain.code, lastLine(plain.stderr), w.addr)
+	}
+	half := coordinate(t, bin, t.TempDir(), baseConfig, "--tls-cert", certs.cert)
+	if half.code != exitBadInput || !strings.Contains(lastLine(half.stderr), "--tls-key") {
+		t.Errorf("--tls-cert alone: exit %d, %q; want 2 naming the missing flags", half.code, lastLine(half.stderr))
+	}
+	secure := coordinate(t, bin, t.TempDir(), baseConfig, append(append(layout, "--set", hostsSet(w)), certs.args()...)...)
+	if secure.code != 0 {
+		t.Fatalf("over TLS: exit %d\n%s", secure.code, secure.stderr)
+	}
+	want, got := stepLosses(one.events), stepLosses(secure.events)
+	if len(got) != len(want) || len(want) == 0 {
+		t.Fatalf("%d steps over TLS, %d in one process", len(got), len(want))
+	}
+	for s, l := range want {
+		if got[s] != l {
+			t.Errorf("step %d: loss %v over TLS, %v in one process", s, got[s], l)
+		}
+	}
+}
+
+// testCerts writes an authority and a certificate for 127.0.0.1 signed by
+// it, shared by the test's processes.
+func testCerts(t *testing.T) tlsFiles {
+	t.Helper()
+	dir := t.TempDir()
+	caKey, err := ecdsa.GenerateKey(elliptic.P256(), crand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ca := &x509.Certificate{SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "pipetrain test CA"},
+		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour), IsCA: true,
+		KeyUsage: x509.KeyUsageCertSign, BasicConstraintsValid: true}
+	caDER, err := x509.CreateCertificate(crand.Reader, ca, ca, &caKey.PublicKey, caKey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	key, err := ecdsa.GenerateKey(elliptic.P256(), crand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	leaf := &x509.Certificate{SerialNumber: big.NewInt(2), Subject: pkix.Name{CommonName: "127.0.0.1"},
+		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour), IPAddresses: []net.IP{net.ParseIP("127.0.0.1")},
+		KeyUsage: x509.KeyUsageDigitalSignature, ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth, x509.ExtKeyUsageClientAuth}}
+	leafDER, err := x509.CreateCertificate(crand.Reader, leaf, ca, &key.PublicKey, caKey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	keyDER, err := x509.MarshalECPrivateKey(key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	write := func(name, typ string, der []byte) string {
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, pem.EncodeToMemory(&pem.Block{Type: typ, Bytes: der}), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	return tlsFiles{cert: write("cert.pem", "CERTIFICATE", leafDER), key: write("key.pem", "EC PRIVATE KEY", keyDER), ca: write("ca.pem", "CERTIFICATE", caDER)}
 }

@@ -25,7 +25,8 @@ import (
 type trainRun struct {
 	cfg        *config.Config
 	log        *runLog
-	token      string // shared with the workers of pipeline.hosts
+	token      string       // shared with the workers of pipeline.hosts
+	tls        pipeline.TLS // secures the links to them
 	eng        *pipeline.Engine
 	statsSince time.Time
 	loader     *dataset.Loader
@@ -66,12 +67,15 @@ func runTrain(ctx context.Context, o *options, stderr io.Writer) (err error) {
 	if err != nil {
 		return err
 	}
+	if err := checkTLS(o.tls); err != nil {
+		return err
+	}
 	log, err := openRunLog(cfg.Log.Dir, o.logFormat, stderr)
 	if err != nil {
 		return err
 	}
 	start := time.Now()
-	r := &trainRun{cfg: cfg, log: log, token: token}
+	r := &trainRun{cfg: cfg, log: log, token: token, tls: o.tls}
 	log.event("run_start").Interface("config", cfg.Resolved()).
 		Str("go_version", runtime.Version()).Int("cpus", runtime.NumCPU()).
 		Int("gomaxprocs", runtime.GOMAXPROCS(0)).Str("log_file", log.path).Msg("run started")
@@ -145,7 +149,7 @@ func (r *trainRun) setup(ctx context.Context, resume bool) error {
 	r.features = train.Features
 	cands := candidates(c)
 	r.layout, r.tuner = cands[0], newTuner(cands)
-	if r.eng, err = newEngine(c, layers, train.Features, r.log, r.layout, r.token); err != nil {
+	if r.eng, err = newEngine(c, layers, train.Features, r.log, r.layout, r); err != nil {
 		return err
 	}
 	if r.tuner != nil {

@@ -165,7 +165,7 @@ func (r *trainRun) moveTo(i int) error {
 		if err != nil {
 			return err
 		}
-		if e, err = newEngine(r.cfg, layers, r.features, r.log, t.cands[i], r.token); err != nil {
+		if e, err = newEngine(r.cfg, layers, r.features, r.log, t.cands[i], r); err != nil {
 			return err
 		}
 		t.engines[i] = e

@@ -18,7 +18,7 @@ import (
 	"github.com/pipetrain/pipetrain/pipeline"
 )
 
-const workerUsage = "usage: train worker --listen HOST:PORT [--token-file FILE] [--advertise HOST:PORT] [--log-dir DIR]"
+const workerUsage = "usage: train worker --listen HOST:PORT [--token-file FILE] [--tls-cert FILE --tls-key FILE --tls-ca FILE] [--advertise HOST:PORT] [--log-dir DIR]"
 
 // runWorker serves stage actors for coordinators until ctx ends (SIGINT or
 // SIGTERM), then drops its stages and returns nil. It prints the address it
@@ -30,6 +30,8 @@ func runWorker(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	tokenFile := fs.String("token-file", "", "a file holding the token coordinators must present (or PIPETRAIN_TOKEN)")
 	logDir := fs.String("log-dir", "logs", "the directory of the worker's JSONL log")
 	advertise := fs.String("advertise", "", "HOST:PORT coordinators reach this worker at, if not --listen (a proxy or NAT)")
+	var t pipeline.TLS
+	tlsFlags(fs, &t)
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return badInputf("%s", workerUsage)
@@ -46,6 +48,9 @@ func runWorker(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	if err != nil {
 		return err
 	}
+	if err := checkTLS(t); err != nil {
+		return err
+	}
 	if err := os.MkdirAll(*logDir, 0o755); err != nil {
 		return badInputf("worker: --log-dir %q: %v", *logDir, err)
 	}
@@ -56,7 +61,7 @@ func runWorker(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	}
 	defer f.Close()
 	log := zerolog.New(zerolog.MultiLevelWriter(f, stderr)).With().Timestamp().Logger()
-	w, err := pipeline.NewWorker(pipeline.WorkerConfig{Listen: *listen, Advertise: *advertise, Token: token, Logger: &log})
+	w, err := pipeline.NewWorker(pipeline.WorkerConfig{Listen: *listen, Advertise: *advertise, Token: token, TLS: t, Logger: &log})
 	if err != nil {
 		return badInputf("worker: --listen %s: %v", *listen, err)
 	}
@@ -92,4 +97,27 @@ func version() string {
 		return bi.Main.Version
 	}
 	return "(devel)"
+}
+
+// tlsFlags adds the TLS files' flags to fs.
+func tlsFlags(fs *flag.FlagSet, t *pipeline.TLS) {
+	fs.StringVar(&t.Cert, "tls-cert", "", "PEM certificate this process serves its links with")
+	fs.StringVar(&t.Key, "tls-key", "", "PEM key of --tls-cert")
+	fs.StringVar(&t.CA, "tls-ca", "", "PEM authority that signed the peers' certificates")
+}
+
+// checkTLS refuses a partial set of TLS files, before anything starts.
+func checkTLS(t pipeline.TLS) error {
+	if t != (pipeline.TLS{}) && (t.Cert == "" || t.Key == "" || t.CA == "") {
+		return badInputf("--tls-cert, --tls-key and --tls-ca go together (a coordinator both dials its workers and is dialled back)")
+	}
+	for _, f := range []string{t.Cert, t.Key, t.CA} {
+		if f == "" {
+			continue
+		}
+		if _, err := os.Stat(f); err != nil {
+			return badInputf("TLS: %v", err)
+		}
+	}
+	return nil
 }
