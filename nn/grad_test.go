@@ -212,3 +212,22 @@ func TestSequentialGrad(t *testing.T) {
 		})
 	}
 }
+
+func TestConv2dGrad(t *testing.T) {
+	for _, c := range []struct{ n, c, f, h, w, kh, kw, stride, pad int }{
+		{1, 1, 1, 3, 3, 2, 2, 1, 0},
+		{1, 2, 3, 5, 4, 3, 2, 1, 1},  // non-square input and kernel
+		{3, 3, 2, 6, 7, 3, 3, 2, 0},  // stride 2, a column left over
+		{2, 2, 4, 5, 6, 2, 3, 2, 1},  // stride 2 and padding
+		{2, 1, 2, 4, 3, 4, 3, 1, 0},  // the kernel the whole input
+		{34, 2, 2, 3, 3, 2, 2, 1, 1}, // two sample chunks
+	} {
+		name := fmt.Sprintf("Conv2d(n=%d,c=%d,f=%d,%dx%d,kernel=%dx%d,stride=%d,pad=%d)", c.n, c.c, c.f, c.h, c.w, c.kh, c.kw, c.stride, c.pad)
+		t.Run(name, func(t *testing.T) {
+			rng := newRNG(uint64(15 + c.n*c.f*c.h))
+			l := mustConv2d(t, tensor.Float64, c.c, c.f, c.kh, c.kw, c.stride, c.pad, 3)
+			l.B.CopyFrom(randN(rng, tensor.Float64, 1, c.f)) // nonzero bias
+			checkLayer(t, name, l, randN(rng, tensor.Float64, 1, c.n, c.c, c.h, c.w))
+		})
+	}
+}

@@ -16,6 +16,7 @@ var (
 	_ nn.Layer = (*nn.PReLU)(nil)
 	_ nn.Layer = (*nn.Dropout)(nil)
 	_ nn.Layer = (*nn.LayerNorm)(nil)
+	_ nn.Layer = (*nn.Conv2d)(nil)
 	_ nn.Layer = (*nanBackward)(nil)
 )
 
@@ -140,4 +141,14 @@ func (l *nanBackward) Forward(p nn.Pass, x *tt) *tt {
 func (l *nanBackward) Backward(p nn.Pass, dy *tt, needDX bool) *tt {
 	delete(l.n, p.Micro)
 	return tensor.Full(dy.DType(), math.NaN(), dy.Shape()...)
+}
+
+// mustConv2d builds a Conv2d layer with XavierUniform weights or fails the test.
+func mustConv2d(t testing.TB, dt tensor.DType, c, f, kh, kw, stride, padding int, seed uint64) *nn.Conv2d {
+	t.Helper()
+	l, err := nn.NewConv2d(dt, c, f, kh, kw, stride, padding, nn.XavierUniform, newRNG(seed))
+	if err != nil {
+		t.Fatalf("NewConv2d(%v, c=%d, f=%d, %d×%d, stride %d, padding %d): %v", dt, c, f, kh, kw, stride, padding, err)
+	}
+	return l
 }

@@ -1,0 +1,238 @@
+package nn_test
+
+// Tests of the image layers beyond their gradients (grad_test.go) and the
+// Layer contract (layer_test.go): forward values against hand-computed ones
+// and a direct loop, output shapes, misfits that panic naming the layer and
+// the shapes, and the initializers' fans.
+
+import (
+	"fmt"
+	"math"
+	"strings"
+	"testing"
+
+	"github.com/pipetrain/pipetrain/nn"
+	"github.com/pipetrain/pipetrain/tensor"
+)
+
+// conv2dRef is the definition of torch.nn.functional.conv2d as loops.
+func conv2dRef(x, w, b *tt, stride, pad int) *tt {
+	n, c, h, wd := x.Dim(0), x.Dim(1), x.Dim(2), x.Dim(3)
+	f, kh, kw := w.Dim(0), w.Dim(2), w.Dim(3)
+	oh, ow := (h+2*pad-kh)/stride+1, (wd+2*pad-kw)/stride+1
+	y := tensor.Zeros(tensor.Float64, n, f, oh, ow)
+	for s := range n {
+		for o := range f {
+			for i := range oh {
+				for j := range ow {
+					v := b.At(o)
+					for ch := range c {
+						for u := range kh {
+							for r := range kw {
+								hi, wi := i*stride-pad+u, j*stride-pad+r
+								if hi >= 0 && hi < h && wi >= 0 && wi < wd {
+									v += x.At(s, ch, hi, wi) * w.At(o, ch, u, r)
+								}
+							}
+						}
+					}
+					y.Set(v, s, o, i, j)
+				}
+			}
+		}
+	}
+	return y
+}
+
+func TestConv2dForward(t *testing.T) {
+	// One 3×3 plane 1..9, the filter x[i,j] − x[i+1,j+1] and bias 0.5, with
+	// padding 1 and stride 2: the padded 5×5 input has 2×2 windows at rows
+	// and columns −1 and 1.
+	for _, dt := range []tensor.DType{tensor.Float32, tensor.Float64} {
+		l := mustConv2d(t, dt, 1, 1, 2, 2, 2, 1, 1)
+		l.W.CopyFrom(tensor.FromFloat64s(dt, []float64{1, 0, 0, -1}, 1, 1, 2, 2))
+		l.B.Fill(0.5)
+		x := tensor.FromFloat64s(dt, []float64{1, 2, 3, 4, 5, 6, 7, 8, 9}, 1, 1, 3, 3)
+		got := l.Forward(nn.Pass{}, x)
+		want := tensor.FromFloat64s(dt, []float64{-1 + 0.5, -3 + 0.5, -7 + 0.5, 5 - 9 + 0.5}, 1, 1, 2, 2)
+		if !sameBits(got, want) {
+			t.Errorf("%v Conv2d(W=%v, b=0.5, stride 2, padding 1)(%v) = %v, want %v", dt, l.W, x, got, want)
+		}
+	}
+
+	// Several samples, channels and filters, against the loops.
+	for _, c := range []struct{ n, c, f, h, w, kh, kw, stride, pad int }{
+		{1, 1, 1, 1, 1, 1, 1, 1, 0},
+		{2, 3, 4, 5, 7, 3, 2, 1, 1},
+		{3, 2, 5, 8, 6, 3, 3, 2, 1},
+		{2, 4, 3, 6, 9, 1, 4, 3, 2},
+	} {
+		name := fmt.Sprintf("n=%d c=%d f=%d %d×%d kernel %d×%d stride %d padding %d", c.n, c.c, c.f, c.h, c.w, c.kh, c.kw, c.stride, c.pad)
+		rng := newRNG(uint64(c.n + 10*c.c + 100*c.f))
+		l := mustConv2d(t, tensor.Float64, c.c, c.f, c.kh, c.kw, c.stride, c.pad, 2)
+		l.B.CopyFrom(randN(rng, tensor.Float64, 1, c.f))
+		x := randN(rng, tensor.Float64, 1, c.n, c.c, c.h, c.w)
+		got := l.Forward(nn.Pass{}, x)
+		want := conv2dRef(x, l.W, l.B, c.stride, c.pad)
+		if d := maxDiff(got, want); d > 1e-12 {
+			t.Errorf("%s: Forward differs from the loops by %g (shapes %v, %v)", name, d, got.Shape(), want.Shape())
+		}
+		if out, err := l.OutShape(x.Shape()[1:]); err != nil || !tensor.EqualShapes(append([]int{c.n}, out...), got.Shape()) {
+			t.Errorf("%s: OutShape(%v) = %v, %v; Forward gave %v", name, x.Shape()[1:], out, err, got.Shape())
+		}
+	}
+}
+
+func TestConv2dOutShape(t *testing.T) {
+	for _, c := range []struct {
+		c, f, kh, kw, stride, pad int
+		in, want                  []int
+		err                       string // part of the error, "" for none
+	}{
+		{3, 8, 3, 3, 1, 1, []int{3, 32, 32}, []int{8, 32, 32}, ""},
+		{3, 8, 3, 3, 2, 1, []int{3, 32, 32}, []int{8, 16, 16}, ""},
+		{1, 6, 5, 5, 1, 0, []int{1, 28, 28}, []int{6, 24, 24}, ""},
+		{3, 8, 5, 3, 2, 0, []int{3, 7, 4}, []int{8, 2, 1}, ""},
+		{2, 2, 3, 3, 1, 1, []int{2, 1, 1}, []int{2, 1, 1}, ""},
+		{3, 8, 3, 3, 1, 1, []int{2, 32, 32}, nil, "2 channels, want 3"},
+		{3, 8, 5, 3, 1, 0, []int{3, 4, 7}, nil, "kernel 5×3 is larger than the padded input 4×7"},
+		{3, 8, 5, 3, 1, 1, []int{3, 2, 7}, nil, "kernel 5×3 is larger than the padded input 4×9"},
+		{3, 8, 3, 3, 1, 1, []int{3, 32}, nil, "not [C H W]"},
+		{3, 8, 3, 3, 1, 1, []int{1, 3, 32, 32}, nil, "not [C H W]"},
+	} {
+		l := mustConv2d(t, tensor.Float32, c.c, c.f, c.kh, c.kw, c.stride, c.pad, 1)
+		got, err := l.OutShape(c.in)
+		if c.err == "" {
+			if err != nil || !tensor.EqualShapes(got, c.want) {
+				t.Errorf("Conv2d(%d→%d, %d×%d, stride %d, padding %d).OutShape(%v) = %v, %v; want %v",
+					c.c, c.f, c.kh, c.kw, c.stride, c.pad, c.in, got, err, c.want)
+			}
+			continue
+		}
+		if err == nil || !strings.Contains(err.Error(), c.err) || !strings.HasPrefix(err.Error(), "nn.Conv2d: ") ||
+			!strings.Contains(err.Error(), fmt.Sprint(c.in)) {
+			t.Errorf("Conv2d(%d→%d, %d×%d, padding %d).OutShape(%v) = %v, %v; want an nn.Conv2d error naming %v and containing %q",
+				c.c, c.f, c.kh, c.kw, c.pad, c.in, got, err, c.in, c.err)
+		}
+	}
+}
+
+// wantPanic runs f and fails unless it panics with a message that contains
+// every one of parts.
+func wantPanic(t *testing.T, name string, f func(), parts ...string) {
+	t.Helper()
+	msg, ok := panicText(f)
+	if !ok {
+		t.Errorf("%s: did not panic", name)
+		return
+	}
+	for _, p := range parts {
+		if !strings.Contains(msg, p) {
+			t.Errorf("%s: panicked with %q, want it to contain %q", name, msg, p)
+		}
+	}
+}
+
+func TestConv2dMisfitPanics(t *testing.T) {
+	f64 := tensor.Float64
+	l := mustConv2d(t, f64, 3, 4, 3, 2, 1, 0, 1)
+	wantPanic(t, "3-D input", func() { l.Forward(nn.Pass{}, tensor.Zeros(f64, 3, 5, 5)) }, "nn.Conv2d: ", "[3 5 5]", "[4 3 3 2]", "not [N C H W]")
+	wantPanic(t, "wrong channels", func() { l.Forward(nn.Pass{}, tensor.Zeros(f64, 2, 2, 5, 5)) }, "nn.Conv2d: ", "[2 2 5 5]", "2 channels, want 3")
+	wantPanic(t, "wrong dtype", func() { l.Forward(nn.Pass{}, tensor.Zeros(tensor.Float32, 2, 3, 5, 5)) }, "nn.Conv2d: ", "float32", "float64")
+	wantPanic(t, "input smaller than the kernel", func() { l.Forward(nn.Pass{}, tensor.Zeros(f64, 2, 3, 2, 5)) }, "nn.Conv2d: ", "[2 3 2 5]", "kernel 3×2")
+	p := nn.Pass{Train: true}
+	l.Forward(p, tensor.Zeros(f64, 2, 3, 5, 5)) // output [2 4 3 4]
+	wantPanic(t, "wrong dy", func() { l.Backward(p, tensor.Zeros(f64, 2, 4, 4, 4), true) }, "nn.Conv2d: ", "dy", "[2 4 4 4]", "[2 4 3 4]")
+}
+
+func TestNewConv2d(t *testing.T) {
+	for _, c := range []struct {
+		c, f, kh, kw, stride, pad int
+		init                      nn.Init
+	}{
+		{0, 2, 3, 3, 1, 0, nn.HeNormal},
+		{2, 0, 3, 3, 1, 0, nn.HeNormal},
+		{2, 2, 0, 3, 1, 0, nn.HeNormal},
+		{2, 2, 3, -1, 1, 0, nn.HeNormal},
+		{2, 2, 3, 3, 0, 0, nn.HeNormal},
+		{2, 2, 3, 3, 1, -1, nn.HeNormal},
+		{2, 2, 3, 3, 1, 0, "bogus"},
+	} {
+		if _, err := nn.NewConv2d(tensor.Float32, c.c, c.f, c.kh, c.kw, c.stride, c.pad, c.init, newRNG(1)); err == nil {
+			t.Errorf("NewConv2d(c=%d, f=%d, %d×%d, stride %d, padding %d, %q): got nil error, want one", c.c, c.f, c.kh, c.kw, c.stride, c.pad, c.init)
+		}
+	}
+
+	// fan_in = C·KH·KW = 144 and fan_out = F·KH·KW = 288, as torch.nn.init
+	// has them for a [32, 16, 3, 3] weight: the largest |w| of 4608 draws
+	// lies just inside each uniform bound, and the bias follows TorchDefault.
+	const fanIn, fanOut = 16 * 3 * 3, 32 * 3 * 3
+	for _, c := range []struct {
+		init        nn.Init
+		bound, bias float64 // bias 0: all zero
+	}{
+		{nn.XavierUniform, math.Sqrt(6.0 / (fanIn + fanOut)), 0},
+		{nn.HeUniform, math.Sqrt(6.0 / fanIn), 0},
+		{nn.TorchDefault, 1 / math.Sqrt(fanIn), 1 / math.Sqrt(fanIn)},
+	} {
+		l, err := nn.NewConv2d(tensor.Float64, 16, 32, 3, 3, 1, 1, c.init, newRNG(9))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !l.W.HasShape(32, 16, 3, 3) || !l.B.HasShape(32) || !l.GW.HasShape(32, 16, 3, 3) || !l.GB.HasShape(32) {
+			t.Fatalf("NewConv2d(16, 32, 3×3): W %v, B %v, GW %v, GB %v", l.W.Shape(), l.B.Shape(), l.GW.Shape(), l.GB.Shape())
+		}
+		if m := maxAbs(l.W); m > c.bound || m < 0.98*c.bound {
+			t.Errorf("%s: max |w| = %v, want just inside %v", c.init, m, c.bound)
+		}
+		if m := maxAbs(l.B); (c.bias == 0 && m != 0) || m > c.bias || m < 0.8*c.bias {
+			t.Errorf("%s: max |b| = %v, want within and near %v", c.init, m, c.bias)
+		}
+	}
+	l, err := nn.NewConv2d(tensor.Float64, 16, 32, 3, 3, 1, 1, nn.HeNormal, newRNG(9))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var sq float64
+	for _, v := range l.W.Float64s() {
+		sq += v * v
+	}
+	if std, want := math.Sqrt(sq/float64(l.W.Size())), math.Sqrt(2.0/fanIn); math.Abs(std/want-1) > 0.05 {
+		t.Errorf("he_normal: std %v, want %v", std, want)
+	}
+}
+
+func maxAbs(x *tt) float64 {
+	m := 0.0
+	for _, v := range x.Float64s() {
+		m = math.Max(m, math.Abs(v))
+	}
+	return m
+}
+
+// TestConv2dSplitInvariant: the weight and bias gradients of 70 samples are
+// the same bits whole or as micro-batches cut at ChunkRows, as Linear's.
+func TestConv2dSplitInvariant(t *testing.T) {
+	const n = 70
+	rng := newRNG(17)
+	x := randN(rng, tensor.Float32, 1, n, 2, 5, 5)
+	dy := randN(rng, tensor.Float32, 1, n, 3, 3, 3)
+	whole := mustConv2d(t, tensor.Float32, 2, 3, 3, 3, 2, 1, 5)
+	p := nn.Pass{Step: 1, Train: true}
+	whole.Forward(p, x)
+	wantDX := whole.Backward(p, dy, true)
+
+	split := mustConv2d(t, tensor.Float32, 2, 3, 3, 3, 2, 1, 5)
+	var dxs []float32
+	for m, sp := range nn.SplitRows(n, 3) {
+		p := nn.Pass{Step: 1, Micro: m, Row: sp.Lo, Train: true}
+		split.Forward(p, nn.Rows(x, sp.Lo, sp.Hi))
+		dxs = append(dxs, split.Backward(p, nn.Rows(dy, sp.Lo, sp.Hi), true).Float32s()...)
+	}
+	if !sameBits(split.GW, whole.GW) || !sameBits(split.GB, whole.GB) {
+		t.Errorf("gradients of 3 micro-batches differ from one's (max diff %g, %g)", maxDiff(split.GW, whole.GW), maxDiff(split.GB, whole.GB))
+	}
+	if !sameBits(tensor.FromFloat32s(dxs, wantDX.Shape()...), wantDX) {
+		t.Errorf("dx of 3 micro-batches differs from one's")
+	}
+}
