@@ -231,3 +231,36 @@ func TestConv2dGrad(t *testing.T) {
 		})
 	}
 }
+
+// distinct returns an input whose elements are a shuffle of 0.1·i − 1 plus
+// noise below 0.01: no two elements of a window are within 0.08 of each
+// other, so the maximum of every window stays put under the finite
+// differences' steps.
+func distinct(seed uint64, shape ...int) *tt {
+	rng := newRNG(seed)
+	x := tensor.Zeros(tensor.Float64, shape...)
+	d := x.Data64()
+	for i, j := range rng.Perm(len(d)) {
+		d[i] = 0.1*float64(j) - 1 + 0.01*rng.Float64()
+	}
+	return x
+}
+
+func TestPool2dGrad(t *testing.T) {
+	for _, c := range []struct{ n, c, h, w, kernel, stride int }{
+		{1, 1, 2, 2, 2, 0},
+		{1, 2, 4, 4, 2, 2},
+		{3, 2, 5, 7, 3, 2}, // non-square, a row and a column left over
+		{2, 3, 4, 5, 3, 1}, // overlapping windows
+		{2, 1, 6, 4, 2, 1},
+	} {
+		maxName := fmt.Sprintf("MaxPool2d(kernel=%d,stride=%d)[%d %d %d %d]", c.kernel, c.stride, c.n, c.c, c.h, c.w)
+		t.Run(maxName, func(t *testing.T) {
+			checkLayer(t, maxName, mustMaxPool2d(t, c.kernel, c.stride), distinct(uint64(c.h*c.w), c.n, c.c, c.h, c.w))
+		})
+		avgName := fmt.Sprintf("AvgPool2d(kernel=%d,stride=%d)[%d %d %d %d]", c.kernel, c.stride, c.n, c.c, c.h, c.w)
+		t.Run(avgName, func(t *testing.T) {
+			checkLayer(t, avgName, mustAvgPool2d(t, c.kernel, c.stride), randN(newRNG(uint64(c.h)), tensor.Float64, 1, c.n, c.c, c.h, c.w))
+		})
+	}
+}

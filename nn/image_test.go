@@ -236,3 +236,113 @@ func TestConv2dSplitInvariant(t *testing.T) {
 		t.Errorf("dx of 3 micro-batches differs from one's")
 	}
 }
+
+func TestPool2dForward(t *testing.T) {
+	// One 4×4 plane 1..16.
+	plane := make([]float64, 16)
+	for i := range plane {
+		plane[i] = float64(i + 1)
+	}
+	for _, c := range []struct {
+		max          bool
+		kernel, strd int
+		want         []float64 // 2×2
+	}{
+		{true, 2, 0, []float64{6, 8, 14, 16}},
+		{false, 2, 0, []float64{3.5, 5.5, 11.5, 13.5}},
+		{true, 3, 1, []float64{11, 12, 15, 16}},
+		{false, 3, 1, []float64{6, 7, 10, 11}}, // (1+2+3+5+6+7+9+10+11)/9 = 6
+		{true, 2, 2, []float64{6, 8, 14, 16}},
+		{false, 3, 3, []float64{6}}, // one whole window: the rest is dropped
+	} {
+		for _, dt := range []tensor.DType{tensor.Float32, tensor.Float64} {
+			var l interface {
+				nn.Layer
+				OutShape([]int) ([]int, error)
+			} = mustAvgPool2d(t, c.kernel, c.strd)
+			if c.max {
+				l = mustMaxPool2d(t, c.kernel, c.strd)
+			}
+			x := tensor.FromFloat64s(dt, plane, 1, 1, 4, 4)
+			got := l.Forward(nn.Pass{}, x)
+			side := int(math.Sqrt(float64(len(c.want))))
+			want := tensor.FromFloat64s(dt, c.want, 1, 1, side, side)
+			if !sameBits(got, want) {
+				t.Errorf("%v %s(kernel %d, stride %d)(1..16) = %v, want %v", dt, l.Kind(), c.kernel, c.strd, got, want)
+			}
+			if out, err := l.OutShape([]int{1, 4, 4}); err != nil || !tensor.EqualShapes(out, []int{1, side, side}) {
+				t.Errorf("%s(kernel %d, stride %d).OutShape([1 4 4]) = %v, %v; want [1 %d %d]", l.Kind(), c.kernel, c.strd, out, err, side, side)
+			}
+		}
+	}
+
+	// Ties send the whole gradient to the window's first maximum in
+	// row-major order, as PyTorch's CPU kernel.
+	l := mustMaxPool2d(t, 2, 2)
+	p := nn.Pass{Train: true}
+	l.Forward(p, tensor.FromFloat64s(tensor.Float64, []float64{1, 3, 3, 3}, 1, 1, 2, 2))
+	dx := l.Backward(p, tensor.Full(tensor.Float64, 5, 1, 1, 1, 1), true)
+	if want := tensor.FromFloat64s(tensor.Float64, []float64{0, 5, 0, 0}, 1, 1, 2, 2); !sameBits(dx, want) {
+		t.Errorf("MaxPool2d backward of a tie: dx = %v, want %v", dx, want)
+	}
+}
+
+func TestPool2dShapes(t *testing.T) {
+	for _, c := range []struct {
+		kernel, stride int
+		in, want       []int
+		err            string
+	}{
+		{2, 0, []int{6, 28, 28}, []int{6, 14, 14}, ""},
+		{2, 2, []int{3, 7, 5}, []int{3, 3, 2}, ""},
+		{3, 1, []int{1, 3, 8}, []int{1, 1, 6}, ""},
+		{3, 2, []int{4, 9, 9}, []int{4, 4, 4}, ""},
+		{3, 2, []int{4, 2, 9}, nil, "kernel 3×3 is larger than the input 2×9"},
+		{2, 0, []int{4, 9}, nil, "not [C H W]"},
+	} {
+		for _, l := range []interface {
+			Kind() string
+			OutShape([]int) ([]int, error)
+		}{mustMaxPool2d(t, c.kernel, c.stride), mustAvgPool2d(t, c.kernel, c.stride)} {
+			got, err := l.OutShape(c.in)
+			if c.err == "" {
+				if err != nil || !tensor.EqualShapes(got, c.want) {
+					t.Errorf("%s(kernel %d, stride %d).OutShape(%v) = %v, %v; want %v", l.Kind(), c.kernel, c.stride, c.in, got, err, c.want)
+				}
+				continue
+			}
+			if err == nil || !strings.Contains(err.Error(), c.err) || !strings.Contains(err.Error(), fmt.Sprint(c.in)) {
+				t.Errorf("%s(kernel %d, stride %d).OutShape(%v) = %v, %v; want an error naming %v and containing %q", l.Kind(), c.kernel, c.stride, c.in, got, err, c.in, c.err)
+			}
+		}
+	}
+
+	if l := mustMaxPool2d(t, 3, 0); l.Stride != 3 {
+		t.Errorf("NewMaxPool2d(3, 0).Stride = %d, want the kernel 3", l.Stride)
+	}
+	if l := mustAvgPool2d(t, 3, 0); l.Stride != 3 {
+		t.Errorf("NewAvgPool2d(3, 0).Stride = %d, want the kernel 3", l.Stride)
+	}
+	for _, c := range [][2]int{{0, 1}, {-1, 0}, {2, -1}} {
+		if _, err := nn.NewMaxPool2d(c[0], c[1]); err == nil || !strings.HasPrefix(err.Error(), "nn.NewMaxPool2d: ") {
+			t.Errorf("NewMaxPool2d(%d, %d): error %v, want an nn.NewMaxPool2d error", c[0], c[1], err)
+		}
+		if _, err := nn.NewAvgPool2d(c[0], c[1]); err == nil || !strings.HasPrefix(err.Error(), "nn.NewAvgPool2d: ") {
+			t.Errorf("NewAvgPool2d(%d, %d): error %v, want an nn.NewAvgPool2d error", c[0], c[1], err)
+		}
+	}
+}
+
+func TestPool2dMisfitPanics(t *testing.T) {
+	f64 := tensor.Float64
+	for _, l := range []nn.Layer{mustMaxPool2d(t, 3, 2), mustAvgPool2d(t, 3, 2)} {
+		name := map[string]string{"maxpool2d": "nn.MaxPool2d: ", "avgpool2d": "nn.AvgPool2d: "}[l.Kind()]
+		wantPanic(t, l.Kind()+" 2-D input", func() { l.Forward(nn.Pass{}, tensor.Zeros(f64, 4, 9)) }, name, "[4 9]", "not [N C H W]")
+		wantPanic(t, l.Kind()+" small plane", func() { l.Forward(nn.Pass{}, tensor.Zeros(f64, 1, 2, 9, 2)) }, name, "[1 2 9 2]", "kernel 3×3")
+		p := nn.Pass{Train: true}
+		l.Forward(p, tensor.Zeros(f64, 2, 2, 7, 7)) // output [2 2 3 3]
+		wantPanic(t, l.Kind()+" wrong dy", func() { l.Backward(p, tensor.Zeros(f64, 2, 2, 3, 4), true) }, name, "dy", "[2 2 3 4]", "[2 2 3 3]")
+		l.Forward(p, tensor.Zeros(f64, 2, 2, 7, 7))
+		wantPanic(t, l.Kind()+" dy of another dtype", func() { l.Backward(p, tensor.Zeros(tensor.Float32, 2, 2, 3, 3), true) }, name, "float32")
+	}
+}
