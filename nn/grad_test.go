@@ -264,3 +264,17 @@ func TestPool2dGrad(t *testing.T) {
 		})
 	}
 }
+
+func TestBatchNormGrad(t *testing.T) {
+	for _, shape := range [][]int{{2, 1}, {4, 3}, {7, 2}, {1, 2, 2, 3}, {3, 2, 3, 2}, {2, 3, 1, 4}} {
+		name := fmt.Sprintf("BatchNorm%v", shape)
+		t.Run(name, func(t *testing.T) {
+			rng := newRNG(uint64(19 + len(shape)*shape[0]))
+			l := mustBatchNorm(t, tensor.Float64, shape[1])
+			// Away from the initial gamma 1 and beta 0, so that every term counts.
+			l.Gamma.CopyFrom(tensor.RandUniform(rng, tensor.Float64, 0.5, 1.5, shape[1]))
+			l.Beta.CopyFrom(randN(rng, tensor.Float64, 1, shape[1]))
+			checkLayer(t, name, l, randN(rng, tensor.Float64, 2, shape...))
+		})
+	}
+}

@@ -19,6 +19,7 @@ var (
 	_ nn.Layer = (*nn.Conv2d)(nil)
 	_ nn.Layer = (*nn.MaxPool2d)(nil)
 	_ nn.Layer = (*nn.AvgPool2d)(nil)
+	_ nn.Layer = (*nn.BatchNorm)(nil)
 	_ nn.Layer = (*nanBackward)(nil)
 )
 
@@ -171,6 +172,16 @@ func mustAvgPool2d(t testing.TB, kernel, stride int) *nn.AvgPool2d {
 	l, err := nn.NewAvgPool2d(kernel, stride)
 	if err != nil {
 		t.Fatalf("NewAvgPool2d(%d, %d): %v", kernel, stride, err)
+	}
+	return l
+}
+
+// mustBatchNorm builds a BatchNorm layer or fails the test.
+func mustBatchNorm(t testing.TB, dt tensor.DType, c int) *nn.BatchNorm {
+	t.Helper()
+	l, err := nn.NewBatchNorm(dt, c)
+	if err != nil {
+		t.Fatalf("NewBatchNorm(%v, %d): %v", dt, c, err)
 	}
 	return l
 }

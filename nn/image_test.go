@@ -346,3 +346,123 @@ func TestPool2dMisfitPanics(t *testing.T) {
 		wantPanic(t, l.Kind()+" dy of another dtype", func() { l.Backward(p, tensor.Zeros(tensor.Float32, 2, 2, 3, 3), true) }, name, "float32")
 	}
 }
+
+// TestBatchNormRunningStats checks the training output and the running
+// statistics after two training forwards against numbers worked out by hand
+// from PyTorch's update, which tracks the unbiased variance:
+// running = 0.9·running + 0.1·batch statistic.
+func TestBatchNormRunningStats(t *testing.T) {
+	for _, c := range []struct {
+		name     string
+		x        []float64
+		shape    []int
+		y        []float64    // the training output, gamma 1 and beta 0
+		mean, vr [2][]float64 // after the first and the second forward
+	}{
+		{
+			// channel 0: 1, 3: mean 2, variance 1 (biased), 2 (unbiased)
+			// channel 1: 10, 20: mean 15, variance 25, 50
+			name: "[N C]", x: []float64{1, 10, 3, 20}, shape: []int{2, 2},
+			y:    []float64{-1 / math.Sqrt(1+1e-5), -5 / math.Sqrt(25+1e-5), 1 / math.Sqrt(1+1e-5), 5 / math.Sqrt(25+1e-5)},
+			mean: [2][]float64{{0.2, 1.5}, {0.38, 2.85}},  // 0 + 0.1·2, 0.9·0.2 + 0.1·2, ...
+			vr:   [2][]float64{{1.1, 5.9}, {1.19, 10.31}}, // 0.9·1 + 0.1·2, 0.9·1.1 + 0.1·2, ...
+		},
+		{
+			// channel 0: 1, 2, 3, 6: mean 3, squares 4+1+0+9 = 14, variance 3.5, 14/3
+			// channel 1: 0, 0, 4, 4: mean 2, squares 16, variance 4, 16/3
+			name: "[N C H W]", x: []float64{1, 2, 0, 0, 3, 6, 4, 4}, shape: []int{2, 2, 1, 2},
+			y: []float64{-2 / math.Sqrt(3.5+1e-5), -1 / math.Sqrt(3.5+1e-5), -2 / math.Sqrt(4+1e-5), -2 / math.Sqrt(4+1e-5),
+				0, 3 / math.Sqrt(3.5+1e-5), 2 / math.Sqrt(4+1e-5), 2 / math.Sqrt(4+1e-5)},
+			mean: [2][]float64{{0.3, 0.2}, {0.57, 0.38}},
+			vr:   [2][]float64{{0.9 + 1.4/3, 0.9 + 1.6/3}, {0.81 + 0.9*1.4/3 + 1.4/3, 0.81 + 0.9*1.6/3 + 1.6/3}},
+		},
+	} {
+		for _, dt := range []tensor.DType{tensor.Float32, tensor.Float64} {
+			tol := 1e-14
+			if dt == tensor.Float32 {
+				tol = 1e-6
+			}
+			l := mustBatchNorm(t, dt, 2)
+			x := tensor.FromFloat64s(dt, c.x, c.shape...)
+			for step := range 2 {
+				y := l.Forward(nn.Pass{Step: step + 1, Train: true}, x)
+				if d := maxDiff(y, tensor.FromFloat64s(tensor.Float64, c.y, c.shape...)); step == 0 && d > tol {
+					t.Errorf("%s %v: training output %v, want %v (max diff %g)", c.name, dt, y, c.y, d)
+				}
+				l.Backward(nn.Pass{Step: step + 1, Train: true}, tensor.Zeros(dt, c.shape...), false)
+				if d := maxDiff(l.RunningMean, tensor.FromFloat64s(tensor.Float64, c.mean[step], 2)); d > tol {
+					t.Errorf("%s %v: running mean after %d training forwards = %v, want %v", c.name, dt, step+1, l.RunningMean, c.mean[step])
+				}
+				if d := maxDiff(l.RunningVar, tensor.FromFloat64s(tensor.Float64, c.vr[step], 2)); d > tol {
+					t.Errorf("%s %v: running var after %d training forwards = %v, want %v", c.name, dt, step+1, l.RunningVar, c.vr[step])
+				}
+			}
+			if l.RunningMean.DType() != dt || l.RunningVar.DType() != dt {
+				t.Errorf("%v layer: running statistics are %v and %v", dt, l.RunningMean.DType(), l.RunningVar.DType())
+			}
+			// Evaluation uses them and leaves them be.
+			mean, vr := l.RunningMean.Clone(), l.RunningVar.Clone()
+			l.Forward(nn.Pass{}, x)
+			if !sameBits(mean, l.RunningMean) || !sameBits(vr, l.RunningVar) {
+				t.Errorf("%s %v: an evaluation forward changed the running statistics", c.name, dt)
+			}
+		}
+	}
+}
+
+func TestBatchNormEvaluate(t *testing.T) {
+	for _, dt := range []tensor.DType{tensor.Float32, tensor.Float64} {
+		l := mustBatchNorm(t, dt, 2)
+		if ps := l.Params(); len(ps) != 2 || ps[0].Name != "weight" || ps[1].Name != "bias" || ps[0].Value.At(0) != 1 || ps[1].Value.At(1) != 0 {
+			t.Errorf("NewBatchNorm(%v, 2).Params() = %+v, want weight 1 and bias 0", dt, ps)
+		}
+		bs := l.Buffers()
+		if len(bs) != 2 || bs[0].Name != "running_mean" || bs[1].Name != "running_var" || bs[0].Value != l.RunningMean || bs[1].Value != l.RunningVar {
+			t.Fatalf("Buffers() = %+v, want running_mean and running_var", bs)
+		}
+		if l.RunningMean.At(1) != 0 || l.RunningVar.At(1) != 1 || l.Eps != 1e-5 || l.Momentum != 0.1 {
+			t.Errorf("NewBatchNorm: running mean %v, var %v, eps %v, momentum %v; want 0, 1, 1e-5, 0.1", l.RunningMean, l.RunningVar, l.Eps, l.Momentum)
+		}
+		l.RunningMean.CopyFrom(tensor.FromFloat64s(dt, []float64{0.5, -1}, 2))
+		l.RunningVar.CopyFrom(tensor.FromFloat64s(dt, []float64{4, 0.25}, 2))
+		l.Gamma.CopyFrom(tensor.FromFloat64s(dt, []float64{2, 3}, 2))
+		l.Beta.CopyFrom(tensor.FromFloat64s(dt, []float64{1, 0}, 2))
+		// One sample suffices in evaluation; [1 2 1 2] and [3 2] alike.
+		i0, i1 := 1/math.Sqrt(4+1e-5), 1/math.Sqrt(0.25+1e-5)
+		for _, c := range []struct {
+			x, want []float64
+			shape   []int
+		}{
+			{[]float64{1.5, 0}, []float64{1 + 2*i0, 3 * i1}, []int{1, 2}},
+			{[]float64{1.5, -0.5, 0, 1}, []float64{1 + 2*i0, 1 - 2*i0, 3 * i1, 6 * i1}, []int{1, 2, 1, 2}},
+			{[]float64{0.5, -1, 2.5, -2, -1.5, 1}, []float64{1, 0, 1 + 4*i0, -3 * i1, 1 - 4*i0, 6 * i1}, []int{3, 2}},
+		} {
+			got := l.Forward(nn.Pass{Micro: 2}, tensor.FromFloat64s(dt, c.x, c.shape...))
+			tol := 1e-14
+			if dt == tensor.Float32 {
+				tol = 1e-6
+			}
+			if d := maxDiff(got, tensor.FromFloat64s(tensor.Float64, c.want, c.shape...)); d > tol || got.DType() != dt {
+				t.Errorf("%v evaluation of %v %v = %v, want %v", dt, c.shape, c.x, got, c.want)
+			}
+		}
+		if l.InFlight() != 0 {
+			t.Errorf("InFlight() = %d after evaluation forwards, want 0", l.InFlight())
+		}
+	}
+}
+
+func TestBatchNormMisfitPanics(t *testing.T) {
+	f64 := tensor.Float64
+	l := mustBatchNorm(t, f64, 3)
+	train := nn.Pass{Train: true}
+	wantPanic(t, "1-D input", func() { l.Forward(train, tensor.Zeros(f64, 3)) }, "nn.BatchNorm: ", "[3]", "3 channels")
+	wantPanic(t, "wrong channels", func() { l.Forward(nn.Pass{}, tensor.Zeros(f64, 2, 4, 5, 5)) }, "nn.BatchNorm: ", "[2 4 5 5]", "3 channels")
+	wantPanic(t, "wrong dtype", func() { l.Forward(train, tensor.Zeros(tensor.Float32, 2, 3)) }, "nn.BatchNorm: ", "float32", "float64")
+	wantPanic(t, "one value per channel", func() { l.Forward(train, tensor.Zeros(f64, 1, 3, 1, 1)) }, "nn.BatchNorm: ", "more than one value per channel", "[1 3 1 1]")
+	l.Forward(train, tensor.Zeros(f64, 2, 3, 2, 2))
+	wantPanic(t, "wrong dy", func() { l.Backward(train, tensor.Zeros(f64, 2, 3, 4), true) }, "nn.BatchNorm: ", "dy", "[2 3 4]", "[2 3 2 2]")
+	if _, err := nn.NewBatchNorm(f64, 0); err == nil {
+		t.Errorf("NewBatchNorm(0): got nil error, want one")
+	}
+}
