@@ -278,3 +278,12 @@ func TestBatchNormGrad(t *testing.T) {
 		})
 	}
 }
+
+func TestFlattenGrad(t *testing.T) {
+	for _, shape := range [][]int{{1, 3}, {2, 3, 4}, {3, 2, 2, 3}, {1, 1, 1, 1}} {
+		name := fmt.Sprintf("Flatten%v", shape)
+		t.Run(name, func(t *testing.T) {
+			checkLayer(t, name, nn.NewFlatten(), randN(newRNG(20), tensor.Float64, 1, shape...))
+		})
+	}
+}

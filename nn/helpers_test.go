@@ -20,6 +20,7 @@ var (
 	_ nn.Layer = (*nn.MaxPool2d)(nil)
 	_ nn.Layer = (*nn.AvgPool2d)(nil)
 	_ nn.Layer = (*nn.BatchNorm)(nil)
+	_ nn.Layer = (*nn.Flatten)(nil)
 	_ nn.Layer = (*nanBackward)(nil)
 )
 

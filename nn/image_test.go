@@ -466,3 +466,45 @@ func TestBatchNormMisfitPanics(t *testing.T) {
 		t.Errorf("NewBatchNorm(0): got nil error, want one")
 	}
 }
+
+func TestFlatten(t *testing.T) {
+	for _, dt := range []tensor.DType{tensor.Float32, tensor.Float64} {
+		vals := make([]float64, 24)
+		for i := range vals {
+			vals[i] = float64(i)
+		}
+		l := nn.NewFlatten()
+		p := nn.Pass{Train: true}
+		x := tensor.FromFloat64s(dt, vals, 2, 3, 2, 2)
+		y := l.Forward(p, x)
+		if want := tensor.FromFloat64s(dt, vals, 2, 12); !sameBits(y, want) {
+			t.Errorf("%v Flatten(%v) = %v, want %v", dt, x.Shape(), y, want)
+		}
+		y.Set(-1, 0, 0)
+		if x.At(0, 0, 0, 0) != 0 {
+			t.Errorf("%v Flatten returned a view of its input", dt)
+		}
+		dy := tensor.FromFloat64s(dt, vals, 2, 12)
+		if dx, want := l.Backward(p, dy, true), tensor.FromFloat64s(dt, vals, 2, 3, 2, 2); !sameBits(dx, want) {
+			t.Errorf("%v Flatten backward of %v = %v, want %v", dt, dy.Shape(), dx, want)
+		}
+		l.Forward(p, x)
+		if dx := l.Backward(p, dy, false); dx != nil || l.InFlight() != 0 {
+			t.Errorf("Flatten Backward(needDX=false) = %v with %d in flight, want nil and 0", dx, l.InFlight())
+		}
+	}
+
+	l := nn.NewFlatten()
+	for _, c := range []struct{ in, want []int }{{[]int{3, 4, 5}, []int{60}}, {[]int{7}, []int{7}}, {[]int{16, 1, 1}, []int{16}}} {
+		if got, err := l.OutShape(c.in); err != nil || !tensor.EqualShapes(got, c.want) {
+			t.Errorf("Flatten.OutShape(%v) = %v, %v; want %v", c.in, got, err, c.want)
+		}
+	}
+	if _, err := l.OutShape(nil); err == nil || !strings.HasPrefix(err.Error(), "nn.Flatten: ") {
+		t.Errorf("Flatten.OutShape([]) error = %v, want an nn.Flatten error", err)
+	}
+	f64, p := tensor.Float64, nn.Pass{Train: true}
+	wantPanic(t, "Flatten of a 1-D input", func() { l.Forward(p, tensor.Zeros(f64, 5)) }, "nn.Flatten: ", "[5]")
+	l.Forward(p, tensor.Zeros(f64, 2, 3, 4))
+	wantPanic(t, "Flatten backward of a wrong dy", func() { l.Backward(p, tensor.Zeros(f64, 2, 11), true) }, "nn.Flatten: ", "[2 11]", "[2 12]", "[2 3 4]")
+}
