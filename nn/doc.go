@@ -7,8 +7,10 @@
 //
 // A model is a list of layers and a loss. Layers are built by constructors
 // (NewLinear, NewReLU, NewLeakyReLU, NewPReLU, NewSigmoid, NewTanh, NewGELU,
-// NewSoftmax, NewDropout, NewLayerNorm) and compute with the stateless kernels
-// of package ops, in the dtype of their parameters, float32 or float64.
+// NewSoftmax, NewDropout, NewLayerNorm, and the image layers NewConv2d,
+// NewMaxPool2d, NewAvgPool2d, NewBatchNorm, NewFlatten) and compute with the
+// stateless kernels of package ops, in the dtype of their parameters, float32
+// or float64.
 // Numerics follow PyTorch's: the same layouts, the same initializer formulas,
 // the same loss reductions.
 //
@@ -104,6 +106,25 @@
 // has the exact erf form and PyTorch's tanh approximation; Softmax works over
 // the last axis.
 //
+// # Image layers
+//
+// Images are NCHW, [N, C, H, W], as in PyTorch. Conv2d is torch.nn.Conv2d
+// with one stride and one padding for both axes, its weight [F, C, KH, KW]
+// and bias [F] named "weight" and "bias"; an Init draws the weight with
+// fan_in = C·KH·KW and fan_out = F·KH·KW, as torch.nn.init, and TorchDefault
+// the bias too. MaxPool2d and AvgPool2d pool Kernel×Kernel windows with no
+// padding, the stride defaulting to the kernel; a max pooling's gradient goes
+// to each window's first maximum. Flatten turns [N, d1, ...] into
+// [N, d1·...] for a Linear layer. Each has OutShape, the output of a sample
+// shape, to size the next layer.
+//
+// BatchNorm is torch.nn.BatchNorm2d (and BatchNorm1d on [N, C]): gamma
+// ("weight", init 1) and beta ("bias", init 0), eps 1e-5, momentum 0.1. A
+// training forward normalises with its micro-batch's statistics and updates
+// the running mean and the unbiased running variance once; an evaluation
+// forward normalises with them. They are not parameters: Buffers lists them,
+// for checkpoints, which do not save them yet.
+//
 // # Dropout
 //
 // Dropout is inverted dropout: while training it zeroes each element with
@@ -135,7 +156,9 @@
 //     chunks into GW in order (gemm.SgemmChunked), so one call over 256 rows
 //     and four over 64 give the same bits. db is added one row at a time, in
 //     row order. PReLU's slope and LayerNorm's gain and bias sum each chunk
-//     in float64 and add it into Grad in order.
+//     in float64 and add it into Grad in order. Conv2d sums its weight and
+//     bias gradients over each chunk of ChunkRows samples and adds the chunks
+//     in order.
 //   - A LossSum adds every row's loss to one float64 sum carried across the
 //     micro-batches (the mean is sum/n at the end, rounded to float32 for a
 //     float32 model) and scales each gradient element by 1/n of the
@@ -143,6 +166,10 @@
 //     bce_with_logits accept class labels in place of values and use their
 //     one-hot encoding.
 //   - Dropout is keyed by row, as above.
+//
+// BatchNorm is the exception: each micro-batch is normalised by its own
+// statistics, as in PyTorch with gradient accumulation, so its results depend
+// on the split.
 //
 // The gradients the layers accumulate over the micro-batches, in micro-batch
 // order, are then those of the mini-batch mean loss. Loss.Compute gives the
@@ -169,8 +196,10 @@
 // # Panics and errors
 //
 // Constructors and initializers that validate configuration (NewLinear,
-// NewDropout, Init.Fill) return errors. Misuse that is a programming error,
-// such as an input whose shape does not fit a layer or a backward without its
-// forward, panics with an error value whose text names the function and the
-// shapes involved, as in packages tensor and ops.
+// NewDropout, NewConv2d, the poolings', NewBatchNorm, Init.Fill) return
+// errors, and so do the image layers' OutShape for a sample that does not fit.
+// Misuse that is a programming error, such as an input whose shape does not
+// fit a layer or a backward without its forward, panics with an error value
+// whose text names the function and the shapes involved, as in packages
+// tensor and ops.
 package nn

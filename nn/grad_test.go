@@ -212,3 +212,78 @@ func TestSequentialGrad(t *testing.T) {
 		})
 	}
 }
+
+func TestConv2dGrad(t *testing.T) {
+	for _, c := range []struct{ n, c, f, h, w, kh, kw, stride, pad int }{
+		{1, 1, 1, 3, 3, 2, 2, 1, 0},
+		{1, 2, 3, 5, 4, 3, 2, 1, 1},  // non-square input and kernel
+		{3, 3, 2, 6, 7, 3, 3, 2, 0},  // stride 2, a column left over
+		{2, 2, 4, 5, 6, 2, 3, 2, 1},  // stride 2 and padding
+		{2, 1, 2, 4, 3, 4, 3, 1, 0},  // the kernel the whole input
+		{34, 2, 2, 3, 3, 2, 2, 1, 1}, // two sample chunks
+	} {
+		name := fmt.Sprintf("Conv2d(n=%d,c=%d,f=%d,%dx%d,kernel=%dx%d,stride=%d,pad=%d)", c.n, c.c, c.f, c.h, c.w, c.kh, c.kw, c.stride, c.pad)
+		t.Run(name, func(t *testing.T) {
+			rng := newRNG(uint64(15 + c.n*c.f*c.h))
+			l := mustConv2d(t, tensor.Float64, c.c, c.f, c.kh, c.kw, c.stride, c.pad, 3)
+			l.B.CopyFrom(randN(rng, tensor.Float64, 1, c.f)) // nonzero bias
+			checkLayer(t, name, l, randN(rng, tensor.Float64, 1, c.n, c.c, c.h, c.w))
+		})
+	}
+}
+
+// distinct returns an input whose elements are a shuffle of 0.1·i − 1 plus
+// noise below 0.01: no two elements of a window are within 0.08 of each
+// other, so the maximum of every window stays put under the finite
+// differences' steps.
+func distinct(seed uint64, shape ...int) *tt {
+	rng := newRNG(seed)
+	x := tensor.Zeros(tensor.Float64, shape...)
+	d := x.Data64()
+	for i, j := range rng.Perm(len(d)) {
+		d[i] = 0.1*float64(j) - 1 + 0.01*rng.Float64()
+	}
+	return x
+}
+
+func TestPool2dGrad(t *testing.T) {
+	for _, c := range []struct{ n, c, h, w, kernel, stride int }{
+		{1, 1, 2, 2, 2, 0},
+		{1, 2, 4, 4, 2, 2},
+		{3, 2, 5, 7, 3, 2}, // non-square, a row and a column left over
+		{2, 3, 4, 5, 3, 1}, // overlapping windows
+		{2, 1, 6, 4, 2, 1},
+	} {
+		maxName := fmt.Sprintf("MaxPool2d(kernel=%d,stride=%d)[%d %d %d %d]", c.kernel, c.stride, c.n, c.c, c.h, c.w)
+		t.Run(maxName, func(t *testing.T) {
+			checkLayer(t, maxName, mustMaxPool2d(t, c.kernel, c.stride), distinct(uint64(c.h*c.w), c.n, c.c, c.h, c.w))
+		})
+		avgName := fmt.Sprintf("AvgPool2d(kernel=%d,stride=%d)[%d %d %d %d]", c.kernel, c.stride, c.n, c.c, c.h, c.w)
+		t.Run(avgName, func(t *testing.T) {
+			checkLayer(t, avgName, mustAvgPool2d(t, c.kernel, c.stride), randN(newRNG(uint64(c.h)), tensor.Float64, 1, c.n, c.c, c.h, c.w))
+		})
+	}
+}
+
+func TestBatchNormGrad(t *testing.T) {
+	for _, shape := range [][]int{{2, 1}, {4, 3}, {7, 2}, {1, 2, 2, 3}, {3, 2, 3, 2}, {2, 3, 1, 4}} {
+		name := fmt.Sprintf("BatchNorm%v", shape)
+		t.Run(name, func(t *testing.T) {
+			rng := newRNG(uint64(19 + len(shape)*shape[0]))
+			l := mustBatchNorm(t, tensor.Float64, shape[1])
+			// Away from the initial gamma 1 and beta 0, so that every term counts.
+			l.Gamma.CopyFrom(tensor.RandUniform(rng, tensor.Float64, 0.5, 1.5, shape[1]))
+			l.Beta.CopyFrom(randN(rng, tensor.Float64, 1, shape[1]))
+			checkLayer(t, name, l, randN(rng, tensor.Float64, 2, shape...))
+		})
+	}
+}
+
+func TestFlattenGrad(t *testing.T) {
+	for _, shape := range [][]int{{1, 3}, {2, 3, 4}, {3, 2, 2, 3}, {1, 1, 1, 1}} {
+		name := fmt.Sprintf("Flatten%v", shape)
+		t.Run(name, func(t *testing.T) {
+			checkLayer(t, name, nn.NewFlatten(), randN(newRNG(20), tensor.Float64, 1, shape...))
+		})
+	}
+}

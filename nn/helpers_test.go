@@ -16,6 +16,11 @@ var (
 	_ nn.Layer = (*nn.PReLU)(nil)
 	_ nn.Layer = (*nn.Dropout)(nil)
 	_ nn.Layer = (*nn.LayerNorm)(nil)
+	_ nn.Layer = (*nn.Conv2d)(nil)
+	_ nn.Layer = (*nn.MaxPool2d)(nil)
+	_ nn.Layer = (*nn.AvgPool2d)(nil)
+	_ nn.Layer = (*nn.BatchNorm)(nil)
+	_ nn.Layer = (*nn.Flatten)(nil)
 	_ nn.Layer = (*nanBackward)(nil)
 )
 
@@ -140,4 +145,44 @@ func (l *nanBackward) Forward(p nn.Pass, x *tt) *tt {
 func (l *nanBackward) Backward(p nn.Pass, dy *tt, needDX bool) *tt {
 	delete(l.n, p.Micro)
 	return tensor.Full(dy.DType(), math.NaN(), dy.Shape()...)
+}
+
+// mustConv2d builds a Conv2d layer with XavierUniform weights or fails the test.
+func mustConv2d(t testing.TB, dt tensor.DType, c, f, kh, kw, stride, padding int, seed uint64) *nn.Conv2d {
+	t.Helper()
+	l, err := nn.NewConv2d(dt, c, f, kh, kw, stride, padding, nn.XavierUniform, newRNG(seed))
+	if err != nil {
+		t.Fatalf("NewConv2d(%v, c=%d, f=%d, %d×%d, stride %d, padding %d): %v", dt, c, f, kh, kw, stride, padding, err)
+	}
+	return l
+}
+
+// mustMaxPool2d builds a MaxPool2d layer or fails the test.
+func mustMaxPool2d(t testing.TB, kernel, stride int) *nn.MaxPool2d {
+	t.Helper()
+	l, err := nn.NewMaxPool2d(kernel, stride)
+	if err != nil {
+		t.Fatalf("NewMaxPool2d(%d, %d): %v", kernel, stride, err)
+	}
+	return l
+}
+
+// mustAvgPool2d builds an AvgPool2d layer or fails the test.
+func mustAvgPool2d(t testing.TB, kernel, stride int) *nn.AvgPool2d {
+	t.Helper()
+	l, err := nn.NewAvgPool2d(kernel, stride)
+	if err != nil {
+		t.Fatalf("NewAvgPool2d(%d, %d): %v", kernel, stride, err)
+	}
+	return l
+}
+
+// mustBatchNorm builds a BatchNorm layer or fails the test.
+func mustBatchNorm(t testing.TB, dt tensor.DType, c int) *nn.BatchNorm {
+	t.Helper()
+	l, err := nn.NewBatchNorm(dt, c)
+	if err != nil {
+		t.Fatalf("NewBatchNorm(%v, %d): %v", dt, c, err)
+	}
+	return l
 }

@@ -32,7 +32,14 @@ func (in Init) Fill(w *tensor.Tensor, rng *rand.Rand) error {
 	if len(s) != 2 {
 		return fmt.Errorf("nn: init %s needs a 2-D weight, got shape %v", in, s)
 	}
-	fanOut, fanIn := float64(s[0]), float64(s[1])
+	return in.fill(w, s[1], s[0], rng)
+}
+
+// fill draws w, of any shape, from the initializer for the given fans: a
+// convolution's weight [F, C, KH, KW] has fan_in C·KH·KW and fan_out F·KH·KW,
+// as torch.nn.init computes them.
+func (in Init) fill(w *tensor.Tensor, fanInN, fanOutN int, rng *rand.Rand) error {
+	fanOut, fanIn := float64(fanOutN), float64(fanInN)
 	switch in {
 	case XavierUniform:
 		a := math.Sqrt(6 / (fanIn + fanOut))

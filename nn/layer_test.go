@@ -18,44 +18,72 @@ import (
 )
 
 // layerCase builds one fresh, deterministic layer of each kind, for inputs of
-// width feat.
+// width feat, or of samples shaped in when in is set; out is the output
+// sample's shape when it is neither the input's nor a Linear's.
 type layerCase struct {
-	name string
-	feat int
-	make func(t testing.TB, dt tensor.DType) nn.Layer
+	name    string
+	feat    int
+	make    func(t testing.TB, dt tensor.DType) nn.Layer
+	in, out []int
+}
+
+// inShape returns the shape of an input of rows samples.
+func (c layerCase) inShape(rows int) []int {
+	if c.in == nil {
+		return []int{rows, c.feat}
+	}
+	return append([]int{rows}, c.in...)
+}
+
+// outShape returns the shape of l's output for an input of rows samples.
+func (c layerCase) outShape(l nn.Layer, rows int) []int {
+	if lin, ok := l.(*nn.Linear); ok {
+		return []int{rows, lin.Out}
+	}
+	if c.out != nil {
+		return append([]int{rows}, c.out...)
+	}
+	return c.inShape(rows)
 }
 
 func layerCases() []layerCase {
 	return []layerCase{
-		{"linear", 5, func(t testing.TB, dt tensor.DType) nn.Layer {
+		{name: "linear", feat: 5, make: func(t testing.TB, dt tensor.DType) nn.Layer {
 			l := mustLinear(t, dt, 5, 4, nn.HeUniform, 21)
 			l.B.CopyFrom(randN(newRNG(22), dt, 1, 4))
 			return l
 		}},
-		{"relu", 5, func(testing.TB, tensor.DType) nn.Layer { return nn.NewReLU() }},
-		{"leaky_relu", 5, func(testing.TB, tensor.DType) nn.Layer { return nn.NewLeakyReLU(0.1) }},
-		{"prelu", 5, func(_ testing.TB, dt tensor.DType) nn.Layer { return nn.NewPReLU(dt) }},
-		{"sigmoid", 5, func(testing.TB, tensor.DType) nn.Layer { return nn.NewSigmoid() }},
-		{"tanh", 5, func(testing.TB, tensor.DType) nn.Layer { return nn.NewTanh() }},
-		{"gelu", 5, func(testing.TB, tensor.DType) nn.Layer { return nn.NewGELU(false) }},
-		{"gelu", 5, func(testing.TB, tensor.DType) nn.Layer { return nn.NewGELU(true) }},
-		{"softmax", 5, func(testing.TB, tensor.DType) nn.Layer { return nn.NewSoftmax() }},
-		{"dropout", 5, func(t testing.TB, _ tensor.DType) nn.Layer { return mustDropout(t, 0.4, 3, 1) }},
-		{"layernorm", 5, func(_ testing.TB, dt tensor.DType) nn.Layer {
+		{name: "relu", feat: 5, make: func(testing.TB, tensor.DType) nn.Layer { return nn.NewReLU() }},
+		{name: "leaky_relu", feat: 5, make: func(testing.TB, tensor.DType) nn.Layer { return nn.NewLeakyReLU(0.1) }},
+		{name: "prelu", feat: 5, make: func(_ testing.TB, dt tensor.DType) nn.Layer { return nn.NewPReLU(dt) }},
+		{name: "sigmoid", feat: 5, make: func(testing.TB, tensor.DType) nn.Layer { return nn.NewSigmoid() }},
+		{name: "tanh", feat: 5, make: func(testing.TB, tensor.DType) nn.Layer { return nn.NewTanh() }},
+		{name: "gelu", feat: 5, make: func(testing.TB, tensor.DType) nn.Layer { return nn.NewGELU(false) }},
+		{name: "gelu", feat: 5, make: func(testing.TB, tensor.DType) nn.Layer { return nn.NewGELU(true) }},
+		{name: "softmax", feat: 5, make: func(testing.TB, tensor.DType) nn.Layer { return nn.NewSoftmax() }},
+		{name: "dropout", feat: 5, make: func(t testing.TB, _ tensor.DType) nn.Layer { return mustDropout(t, 0.4, 3, 1) }},
+		{name: "layernorm", feat: 5, make: func(_ testing.TB, dt tensor.DType) nn.Layer {
 			l := nn.NewLayerNorm(dt, 5)
 			l.Gain.CopyFrom(tensor.RandUniform(newRNG(23), dt, 0.5, 1.5, 5))
 			l.Bias.CopyFrom(randN(newRNG(24), dt, 1, 5))
 			return l
 		}},
+		{name: "conv2d", make: func(t testing.TB, dt tensor.DType) nn.Layer {
+			l := mustConv2d(t, dt, 2, 3, 3, 2, 2, 1, 25)
+			l.B.CopyFrom(randN(newRNG(26), dt, 1, 3))
+			return l
+		}, in: []int{2, 5, 4}, out: []int{3, 3, 3}},
+		{name: "maxpool2d", make: func(t testing.TB, _ tensor.DType) nn.Layer { return mustMaxPool2d(t, 2, 1) }, in: []int{2, 3, 4}, out: []int{2, 2, 3}},
+		{name: "avgpool2d", make: func(t testing.TB, _ tensor.DType) nn.Layer { return mustAvgPool2d(t, 2, 0) }, in: []int{2, 4, 5}, out: []int{2, 2, 2}},
+		{name: "batchnorm", make: func(t testing.TB, dt tensor.DType) nn.Layer {
+			l := mustBatchNorm(t, dt, 3)
+			l.Gamma.CopyFrom(tensor.RandUniform(newRNG(27), dt, 0.5, 1.5, 3))
+			l.Beta.CopyFrom(randN(newRNG(28), dt, 1, 3))
+			return l
+		}, in: []int{3, 2, 2}},
+		{name: "batchnorm", feat: 4, make: func(t testing.TB, dt tensor.DType) nn.Layer { return mustBatchNorm(t, dt, 4) }},
+		{name: "flatten", make: func(testing.TB, tensor.DType) nn.Layer { return nn.NewFlatten() }, in: []int{2, 3, 2}, out: []int{12}},
 	}
-}
-
-// outWidth returns the width of l's output for inputs of width feat.
-func outWidth(l nn.Layer, feat int) int {
-	if lin, ok := l.(*nn.Linear); ok {
-		return lin.Out
-	}
-	return feat
 }
 
 func TestKind(t *testing.T) {
@@ -74,8 +102,8 @@ func TestGradientsAccumulate(t *testing.T) {
 		}
 		t.Run(c.name, func(t *testing.T) {
 			rng := newRNG(31)
-			x := randAway(rng, 1, 0.05, 4, c.feat)
-			dy := randN(rng, tensor.Float64, 1, 4, outWidth(l, c.feat))
+			x := randAway(rng, 1, 0.05, c.inShape(4)...)
+			dy := randN(rng, tensor.Float64, 1, c.outShape(l, 4)...)
 			p := nn.Pass{Step: 1, Train: true}
 
 			l.Forward(p, x)
@@ -131,8 +159,8 @@ func TestMicroBatchesInFlight(t *testing.T) {
 			var xs, dys []*tt
 			for m := range micros {
 				rows := m + 2 // micro-batches of different sizes
-				xs = append(xs, randAway(rng, 1, 0.05, rows, c.feat))
-				dys = append(dys, randN(rng, tensor.Float64, 1, rows, outWidth(c.make(t, tensor.Float64), c.feat)))
+				xs = append(xs, randAway(rng, 1, 0.05, c.inShape(rows)...))
+				dys = append(dys, randN(rng, tensor.Float64, 1, c.outShape(c.make(t, tensor.Float64), rows)...))
 			}
 			pass := func(m int) nn.Pass { return nn.Pass{Step: 7, Micro: m, Train: true} }
 
@@ -199,8 +227,8 @@ func TestBackwardWithoutForwardPanics(t *testing.T) {
 	for _, c := range layerCases() {
 		t.Run(c.name, func(t *testing.T) {
 			l := c.make(t, tensor.Float64)
-			x := randAway(newRNG(51), 1, 0.05, 2, c.feat)
-			dy := randN(newRNG(52), tensor.Float64, 1, 2, outWidth(l, c.feat))
+			x := randAway(newRNG(51), 1, 0.05, c.inShape(2)...)
+			dy := randN(newRNG(52), tensor.Float64, 1, c.outShape(l, 2)...)
 
 			// Never forwarded.
 			p := nn.Pass{Step: 4, Micro: 5, Train: true}
@@ -243,8 +271,8 @@ func TestReset(t *testing.T) {
 	for _, c := range layerCases() {
 		t.Run(c.name, func(t *testing.T) {
 			l := c.make(t, tensor.Float64)
-			x := randAway(newRNG(61), 1, 0.05, 3, c.feat)
-			dy := randN(newRNG(62), tensor.Float64, 1, 3, outWidth(l, c.feat))
+			x := randAway(newRNG(61), 1, 0.05, c.inShape(3)...)
+			dy := randN(newRNG(62), tensor.Float64, 1, c.outShape(l, 3)...)
 			for m := range 3 {
 				l.Forward(nn.Pass{Step: 1, Micro: m, Train: true}, x)
 			}
@@ -276,12 +304,12 @@ func TestFloat32MatchesFloat64(t *testing.T) {
 	for _, c := range layerCases() {
 		t.Run(c.name, func(t *testing.T) {
 			rng := newRNG(71)
-			x := randAway(rng, 1, 0.05, 6, c.feat)
+			x := randAway(rng, 1, 0.05, c.inShape(6)...)
 			l64, l32 := c.make(t, tensor.Float64), c.make(t, tensor.Float32)
 			for i, p := range l32.Params() {
 				p.Value.CopyFrom(l64.Params()[i].Value.As(tensor.Float32))
 			}
-			dy := randN(rng, tensor.Float64, 1, 6, outWidth(l64, c.feat))
+			dy := randN(rng, tensor.Float64, 1, c.outShape(l64, 6)...)
 			p := nn.Pass{Step: 1, Train: true}
 			y64 := l64.Forward(p, x)
 			y32 := l32.Forward(p, x.As(tensor.Float32))

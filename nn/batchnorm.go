@@ -1,0 +1,182 @@
+package nn
+
+import (
+	"fmt"
+	"math"
+
+	"github.com/pipetrain/pipetrain/ops"
+	"github.com/pipetrain/pipetrain/tensor"
+)
+
+// BatchNorm is torch.nn.BatchNorm2d, and BatchNorm1d, over the channel axis 1
+// of x [N, C] or [N, C, H, W] (any [N, C, ...]): each channel is normalised
+// over every other axis and scaled by Gamma (init 1) and shifted by Beta
+// (init 0), named "weight" and "bias" as in PyTorch.
+//
+// A training Forward (Pass.Train) normalises with the statistics of its own
+// micro-batch (mean and biased variance, through ops.BatchNorm) and moves the
+// running statistics towards them as PyTorch does:
+//
+//	running_mean = (1−Momentum)·running_mean + Momentum·mean
+//	running_var  = (1−Momentum)·running_var  + Momentum·var·M/(M−1)
+//
+// with M the values per channel, the unbiased variance. So every training
+// Forward updates them once: a driver runs each micro-batch's training
+// forward once, in micro-batch order, and Reset does not undo them. An
+// evaluation Forward normalises with the running statistics and changes
+// nothing.
+//
+// Unlike every other layer's, BatchNorm's results depend on how a mini-batch
+// is cut into micro-batches, since each micro-batch is normalised by its own
+// statistics, as in PyTorch with gradient accumulation.
+type BatchNorm struct {
+	C             int
+	Eps, Momentum float64 // 1e-5 and 0.1, PyTorch's defaults
+	Gamma, Beta   *tensor.Tensor
+	GGamma, GBeta *tensor.Tensor
+	// RunningMean (init 0) and RunningVar (init 1) are what evaluation
+	// normalises with; Buffers lists them, for checkpoints to save (they do
+	// not yet).
+	RunningMean, RunningVar *tensor.Tensor
+	saved                   cache[bnSaved]
+}
+
+// bnSaved is a training forward's input and the statistics it normalised with.
+type bnSaved struct{ x, mean, invstd *tensor.Tensor }
+
+// Buffer is a layer's state that is not trained, a PyTorch buffer: saved with
+// the parameters, but without a gradient.
+type Buffer struct {
+	Name  string
+	Value *tensor.Tensor
+}
+
+// NewBatchNorm returns a BatchNorm over c channels.
+func NewBatchNorm(dt tensor.DType, c int) (*BatchNorm, error) {
+	if c <= 0 {
+		return nil, fmt.Errorf("nn.NewBatchNorm: needs a positive channel count, got %d", c)
+	}
+	return &BatchNorm{
+		C: c, Eps: 1e-5, Momentum: 0.1,
+		Gamma: tensor.Full(dt, 1, c), Beta: tensor.Zeros(dt, c),
+		GGamma: tensor.Zeros(dt, c), GBeta: tensor.Zeros(dt, c),
+		RunningMean: tensor.Zeros(dt, c), RunningVar: tensor.Full(dt, 1, c),
+		saved: cache[bnSaved]{},
+	}, nil
+}
+
+func (l *BatchNorm) Kind() string { return "batchnorm" }
+
+// Params returns gamma and beta; the running statistics are Buffers.
+func (l *BatchNorm) Params() []Param {
+	return []Param{{"weight", l.Gamma, l.GGamma}, {"bias", l.Beta, l.GBeta}}
+}
+
+// Buffers returns the running statistics, under PyTorch's names; the same
+// tensors for the layer's life.
+func (l *BatchNorm) Buffers() []Buffer {
+	return []Buffer{{"running_mean", l.RunningMean}, {"running_var", l.RunningVar}}
+}
+
+func (l *BatchNorm) ZeroGrad()     { zeroGrads(l.Params()) }
+func (l *BatchNorm) InFlight() int { return len(l.saved) }
+func (l *BatchNorm) Reset()        { clear(l.saved) }
+
+// check panics unless x is [N, C, ...] of the layer's dtype, and returns N and
+// the number of values per sample and channel.
+func (l *BatchNorm) check(x *tensor.Tensor) (n, inner int) {
+	s := x.Shape()
+	if len(s) < 2 || s[1] != l.C || x.DType() != l.Gamma.DType() {
+		panic(fmt.Errorf("nn.BatchNorm: input %v %v does not fit %d channels of %v: want [N %d] or [N %d H W]",
+			x.DType(), s, l.C, l.Gamma.DType(), l.C, l.C))
+	}
+	inner = 1
+	for _, d := range s[2:] {
+		inner *= d
+	}
+	return s[0], inner
+}
+
+func (l *BatchNorm) Forward(p Pass, x *tensor.Tensor) *tensor.Tensor {
+	n, inner := l.check(x)
+	if !p.Train {
+		return l.evaluate(x, n, inner)
+	}
+	if n*inner == 1 {
+		// No unbiased variance, as PyTorch refuses too.
+		panic(fmt.Errorf("nn.BatchNorm: training needs more than one value per channel, got input %v", x.Shape()))
+	}
+	y, mean, invstd := ops.BatchNorm(x, l.Gamma, l.Beta, l.Eps)
+	if n*inner > 0 { // an empty batch has no statistics to track
+		l.track(x, n, inner)
+	}
+	l.saved.put(p, bnSaved{x, mean, invstd})
+	return y
+}
+
+// track moves the running statistics towards x's, in float64 and rounded once.
+func (l *BatchNorm) track(x *tensor.Tensor, n, inner int) {
+	xs := x.Float64s()
+	rm, rv := l.RunningMean.Float64s(), l.RunningVar.Float64s()
+	m := float64(n * inner)
+	for ch := range l.C {
+		var s float64
+		for i := range n {
+			for _, v := range xs[(i*l.C+ch)*inner : (i*l.C+ch+1)*inner] {
+				s += v
+			}
+		}
+		mean := s / m
+		var ss float64
+		for i := range n {
+			for _, v := range xs[(i*l.C+ch)*inner : (i*l.C+ch+1)*inner] {
+				ss += (v - mean) * (v - mean)
+			}
+		}
+		rm[ch] = (1-l.Momentum)*rm[ch] + l.Momentum*mean
+		rv[ch] = (1-l.Momentum)*rv[ch] + l.Momentum*ss/(m-1)
+	}
+	setFloat64s(l.RunningMean, rm)
+	setFloat64s(l.RunningVar, rv)
+}
+
+// evaluate normalises x with the running statistics.
+func (l *BatchNorm) evaluate(x *tensor.Tensor, n, inner int) *tensor.Tensor {
+	xs := x.Float64s()
+	rm, rv := l.RunningMean.Float64s(), l.RunningVar.Float64s()
+	g, b := l.Gamma.Float64s(), l.Beta.Float64s()
+	y := make([]float64, len(xs))
+	for ch := range l.C {
+		invstd := 1 / math.Sqrt(rv[ch]+l.Eps)
+		for i := range n {
+			base := (i*l.C + ch) * inner
+			for j, v := range xs[base : base+inner] {
+				y[base+j] = (v-rm[ch])*invstd*g[ch] + b[ch]
+			}
+		}
+	}
+	return tensor.FromFloat64s(x.DType(), y, x.Shape()...)
+}
+
+// setFloat64s writes vs, rounded to t's dtype, into t in place.
+func setFloat64s(t *tensor.Tensor, vs []float64) {
+	if t.DType() == tensor.Float32 {
+		d := t.Data32()
+		for i, v := range vs {
+			d[i] = float32(v)
+		}
+		return
+	}
+	copy(t.Data64(), vs)
+}
+
+func (l *BatchNorm) Backward(p Pass, dy *tensor.Tensor, needDX bool) *tensor.Tensor {
+	sv := l.saved.take("BatchNorm", p)
+	if !dy.SameShape(sv.x) || dy.DType() != sv.x.DType() {
+		panic(fmt.Errorf("nn.BatchNorm: dy %v %v does not fit input %v %v", dy.DType(), dy.Shape(), sv.x.DType(), sv.x.Shape()))
+	}
+	dx, gg, gb := ops.BatchNormBackward(dy, sv.x, l.Gamma, sv.mean, sv.invstd)
+	addInto(l.GGamma, gg)
+	addInto(l.GBeta, gb)
+	return keepIf(needDX, dx)
+}

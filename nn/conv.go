@@ -1,0 +1,143 @@
+package nn
+
+import (
+	"fmt"
+	"math/rand/v2"
+
+	"github.com/pipetrain/pipetrain/ops"
+	"github.com/pipetrain/pipetrain/tensor"
+)
+
+// Conv2d is torch.nn.Conv2d with one stride and one padding for both axes:
+// the cross-correlation of x [N, C, H, W] with F filters W [F, C, KH, KW],
+// plus the bias B [F], gives [N, F, OH, OW] with OH = ⌊(H+2·Padding−KH)/Stride⌋+1,
+// and likewise OW. W and B have PyTorch's layouts, so checkpoints read the
+// same in other tools.
+type Conv2d struct {
+	C, F, KH, KW    int
+	Stride, Padding int
+	W, B            *tensor.Tensor
+	GW, GB          *tensor.Tensor
+	x               cache[*tensor.Tensor]
+}
+
+// NewConv2d returns a layer with c input channels and f filters of kh×kw,
+// weights drawn by init from rng with fan_in = c·kh·kw and fan_out = f·kh·kw,
+// as torch.nn.init computes them for a convolution, and biases drawn after
+// them for TorchDefault (U(±1/sqrt(fan_in)), as torch.nn.Conv2d), zero for the
+// other inits.
+func NewConv2d(dt tensor.DType, c, f, kh, kw, stride, padding int, init Init, rng *rand.Rand) (*Conv2d, error) {
+	if c <= 0 || f <= 0 || kh <= 0 || kw <= 0 {
+		return nil, fmt.Errorf("nn.NewConv2d: needs positive sizes, got c=%d f=%d kernel %d×%d", c, f, kh, kw)
+	}
+	if stride < 1 || padding < 0 {
+		return nil, fmt.Errorf("nn.NewConv2d: stride %d must be at least 1 and padding %d not negative", stride, padding)
+	}
+	l := &Conv2d{
+		C: c, F: f, KH: kh, KW: kw, Stride: stride, Padding: padding,
+		W: tensor.Zeros(dt, f, c, kh, kw), B: tensor.Zeros(dt, f),
+		GW: tensor.Zeros(dt, f, c, kh, kw), GB: tensor.Zeros(dt, f),
+		x: cache[*tensor.Tensor]{},
+	}
+	if err := init.fill(l.W, c*kh*kw, f*kh*kw, rng); err != nil {
+		return nil, err
+	}
+	init.FillBias(l.B, c*kh*kw, rng) // after W, from the same stream, as PyTorch draws them
+	return l, nil
+}
+
+func (l *Conv2d) Kind() string { return "conv2d" }
+
+func (l *Conv2d) Params() []Param {
+	return []Param{{"weight", l.W, l.GW}, {"bias", l.B, l.GB}}
+}
+
+func (l *Conv2d) ZeroGrad()     { zeroGrads(l.Params()) }
+func (l *Conv2d) InFlight() int { return len(l.x) }
+func (l *Conv2d) Reset()        { clear(l.x) }
+
+// OutShape returns the [F, OH, OW] output of a [C, H, W] sample, or an error
+// when the sample does not fit: another channel count, or a kernel larger than
+// the padded input.
+func (l *Conv2d) OutShape(in []int) ([]int, error) {
+	out, why := l.geometry(in)
+	if why != "" {
+		return nil, fmt.Errorf("nn.Conv2d: sample shape %v does not fit weight %v (stride %d, padding %d): %s",
+			in, l.W.Shape(), l.Stride, l.Padding, why)
+	}
+	return out, nil
+}
+
+// geometry returns the output of a [C, H, W] sample, or why there is none.
+func (l *Conv2d) geometry(in []int) ([]int, string) {
+	if len(in) != 3 {
+		return nil, "not [C H W]"
+	}
+	if in[0] != l.C {
+		return nil, fmt.Sprintf("%d channels, want %d", in[0], l.C)
+	}
+	ph, pw := in[1]+2*l.Padding, in[2]+2*l.Padding
+	if in[1] < 0 || in[2] < 0 || ph < l.KH || pw < l.KW {
+		return nil, fmt.Sprintf("kernel %d×%d is larger than the padded input %d×%d", l.KH, l.KW, ph, pw)
+	}
+	return []int{l.F, (ph-l.KH)/l.Stride + 1, (pw-l.KW)/l.Stride + 1}, ""
+}
+
+// check panics unless x is [N, C, H, W] of the layer's dtype with a plane the
+// kernel fits, and returns the output shape.
+func (l *Conv2d) check(x *tensor.Tensor) []int {
+	s := x.Shape()
+	why := ""
+	var out []int
+	if len(s) != 4 {
+		why = "not [N C H W]"
+	} else if x.DType() != l.W.DType() {
+		why = "another dtype"
+	} else {
+		out, why = l.geometry(s[1:])
+	}
+	if why != "" {
+		panic(fmt.Errorf("nn.Conv2d: input %v %v does not fit weight %v %v (stride %d, padding %d): %s",
+			x.DType(), s, l.W.DType(), l.W.Shape(), l.Stride, l.Padding, why))
+	}
+	return append(s[:1], out...)
+}
+
+func (l *Conv2d) Forward(p Pass, x *tensor.Tensor) *tensor.Tensor {
+	l.check(x)
+	y := ops.Conv2d(x, l.W, l.B, l.Stride, l.Padding)
+	l.x.put(p, x)
+	return y
+}
+
+// Backward adds the weight and bias gradients of each chunk of ChunkRows
+// samples, summed from zero, into GW and GB chunk after chunk, so that they
+// do not depend on how the mini-batch was cut into micro-batches (cut at
+// chunk bounds); each sample's dX is its own.
+func (l *Conv2d) Backward(p Pass, dy *tensor.Tensor, needDX bool) *tensor.Tensor {
+	x := l.x.take("Conv2d", p)
+	if out := l.check(x); !dy.HasShape(out...) || dy.DType() != x.DType() {
+		panic(fmt.Errorf("nn.Conv2d: dy %v %v does not fit output %v of input %v", dy.DType(), dy.Shape(), out, x.Shape()))
+	}
+	n := x.Dim(0)
+	if n <= ChunkRows {
+		dx, gw, gb := ops.Conv2dBackward(dy, x, l.W, l.Stride, l.Padding)
+		addInto(l.GW, gw)
+		addInto(l.GB, gb)
+		return keepIf(needDX, dx)
+	}
+	var dx *tensor.Tensor
+	if needDX {
+		dx = p.Arena.Like(x) // every row written below
+	}
+	for lo := 0; lo < n; lo += ChunkRows {
+		hi := min(n, lo+ChunkRows)
+		gx, gw, gb := ops.Conv2dBackward(Rows(dy, lo, hi), Rows(x, lo, hi), l.W, l.Stride, l.Padding)
+		addInto(l.GW, gw)
+		addInto(l.GB, gb)
+		if needDX {
+			Rows(dx, lo, hi).CopyFrom(gx)
+		}
+	}
+	return dx
+}
