@@ -36,6 +36,7 @@ func Digits() (*Set, error) {
 		return nil, fmt.Errorf("dataset: embedded digits: %d features and classes %v, want 64 and 0..9", s.Features, s.Classes)
 	}
 	s.Targets = nil
+	s.Shape = []int{1, 8, 8} // 8×8 grey images, one channel
 	x := s.X.Data32()
 	for i, v := range x {
 		if v < 0 || v > 16 {

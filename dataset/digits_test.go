@@ -13,6 +13,12 @@ func TestDigits(t *testing.T) {
 	if got, want := s.X.Shape(), []int{1797, 64}; !slices.Equal(got, want) {
 		t.Errorf("Digits() X shape = %v, want %v", got, want)
 	}
+	if got := s.SampleShape(); !slices.Equal(got, []int{1, 8, 8}) {
+		t.Errorf("Digits() sample shape = %v, want [1 8 8]", got)
+	}
+	if tr, _, _ := Split(s, 0.2, 1); !slices.Equal(tr.SampleShape(), []int{1, 8, 8}) {
+		t.Errorf("a split of the digits has sample shape %v", tr.SampleShape())
+	}
 	if s.Len() != 1797 || s.Features != 64 || len(s.Labels) != 1797 || s.Targets != nil {
 		t.Errorf("Digits() = %d rows, %d features, %d labels, targets %v; want 1797, 64, 1797, nil", s.Len(), s.Features, len(s.Labels), s.Targets)
 	}

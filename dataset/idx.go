@@ -62,8 +62,9 @@ func LoadIDX(dir, name string) (train, test *Set, err error) {
 	type result struct {
 		x      []float32
 		labels []int
-		n      int // rows
-		f      int // features; 0 for labels
+		n      int   // rows
+		f      int   // features; 0 for labels
+		shape  []int // an image's [1, rows, cols]
 		err    error
 	}
 	var res [4]result
@@ -73,7 +74,8 @@ func LoadIDX(dir, name string) (train, test *Set, err error) {
 			r := &res[k]
 			path := filepath.Join(dir, file)
 			if k%2 == 0 {
-				r.x, r.n, r.f, r.err = readIDXImages(path)
+				r.x, r.n, r.shape, r.err = readIDXImages(path)
+				r.f = tensor.SizeOf(r.shape)
 			} else {
 				r.labels, r.err = readIDXLabels(path)
 				r.n = len(r.labels)
@@ -107,29 +109,30 @@ func LoadIDX(dir, name string) (train, test *Set, err error) {
 			Labels:   l.labels,
 			Classes:  slices.Clone(classes),
 			Features: r.f,
+			Shape:    slices.Clone(r.shape),
 		}
 	}
 	return mk(res[0], res[1]), mk(res[2], res[3]), nil
 }
 
 // readIDXImages reads a gzip-compressed IDX image file and returns the pixels scaled to
-// [0, 1], the image count and the pixels per image.
-func readIDXImages(path string) (x []float32, n, f int, err error) {
+// [0, 1], the image count and an image's shape [1, rows, cols] (one channel).
+func readIDXImages(path string) (x []float32, n int, shape []int, err error) {
 	var hdr [12]byte
 	r, err := openIDX(path, idxImagesMagic, hdr[:])
 	if err != nil {
-		return nil, 0, 0, err
+		return nil, 0, nil, err
 	}
 	defer r.close()
 	n = int(binary.BigEndian.Uint32(hdr[0:]))
 	rows := int(binary.BigEndian.Uint32(hdr[4:]))
 	cols := int(binary.BigEndian.Uint32(hdr[8:]))
 	if rows == 0 || cols == 0 || rows > maxImagePixels || cols > maxImagePixels || rows*cols > maxImagePixels {
-		return nil, 0, 0, r.errorf("image size %dx%d is not plausible", rows, cols)
+		return nil, 0, nil, r.errorf("image size %dx%d is not plausible", rows, cols)
 	}
-	f = rows * cols
+	f := rows * cols
 	if n > math.MaxInt/f {
-		return nil, 0, 0, r.errorf("%d images of %dx%d pixels is too many", n, rows, cols)
+		return nil, 0, nil, r.errorf("%d images of %dx%d pixels is too many", n, rows, cols)
 	}
 	want := n * f
 	// Decompress a chunk at a time, converting as we go, into x. x is allocated in full
@@ -146,13 +149,13 @@ func readIDXImages(path string) (x []float32, n, f int, err error) {
 			x[got+i] = pixelScale[b]
 		}
 		if err != nil {
-			return nil, 0, 0, r.payloadError(err, len(x), want, "pixel")
+			return nil, 0, nil, r.payloadError(err, len(x), want, "pixel")
 		}
 	}
 	if err := r.finish(want, "pixel"); err != nil {
-		return nil, 0, 0, err
+		return nil, 0, nil, err
 	}
-	return x, n, f, nil
+	return x, n, []int{1, rows, cols}, nil
 }
 
 // readIDXLabels reads a gzip-compressed IDX label file and checks every label is in 0..9.

@@ -193,6 +193,9 @@ func TestLoadIDXSmall(t *testing.T) {
 	if got := test.X.Shape(); !slices.Equal(got, []int{10, 16}) {
 		t.Errorf("test X shape = %v, want [10 16]", got)
 	}
+	if got := train.SampleShape(); !slices.Equal(got, []int{1, 4, 4}) {
+		t.Errorf("sample shape = %v, want [1 4 4] (one channel of rows×cols)", got)
+	}
 	if got, want := train.X.Data32()[:2], []float32{1, 0.2}; !slices.Equal(got, want) {
 		t.Errorf("pixels 255, 51 = %v, want %v", got, want)
 	}

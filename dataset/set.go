@@ -26,6 +26,17 @@ type Set struct {
 	Targets  *tensor.Tensor // [N, 1] float32 numeric target, or nil
 	Classes  []string       // class names, index = label
 	Features int            // X.Dim(1)
+	// Shape is a sample's shape, [C, H, W] for images (a row of X holds it
+	// in row-major order); nil for plain features, which are [Features].
+	Shape []int
+}
+
+// SampleShape returns a sample's shape: Shape, or [Features].
+func (s *Set) SampleShape() []int {
+	if s.Shape != nil {
+		return slices.Clone(s.Shape)
+	}
+	return []int{s.Features}
 }
 
 // Len returns the number of rows.
@@ -69,6 +80,7 @@ func (s *Set) Subset(idx []int) *Set {
 		Labels:   labels,
 		Classes:  slices.Clone(s.Classes),
 		Features: f,
+		Shape:    slices.Clone(s.Shape),
 	}
 	if tdst != nil {
 		out.Targets = tensor.Wrap32(tdst, len(idx), 1)

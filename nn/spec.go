@@ -9,59 +9,139 @@ import (
 )
 
 // Spec describes a layer as plain data: its type and the keys of its type.
-// A model is a list of specs, a seed and an input width; Build makes its
-// layers anywhere from them (a stage on another host builds its own), with
-// the same weights bit for bit, since layer i draws from its own stream.
+// A model is a list of specs, a seed and an input sample shape; Build makes
+// its layers anywhere from them (a stage on another host builds its own),
+// with the same weights bit for bit, since layer i draws from its own stream.
 type Spec struct {
 	Type        string  `json:"type"`
 	Units       int     `json:"units,omitempty"`       // linear: output features
-	Init        Init    `json:"init,omitempty"`        // linear
+	Init        Init    `json:"init,omitempty"`        // linear, conv2d
 	Alpha       float64 `json:"alpha,omitempty"`       // leaky_relu
 	P           float64 `json:"p,omitempty"`           // dropout
 	Approximate bool    `json:"approximate,omitempty"` // gelu: the tanh form
+	Channels    int     `json:"channels,omitempty"`    // conv2d: output channels
+	Kernel      int     `json:"kernel,omitempty"`      // conv2d, maxpool2d, avgpool2d: the square window's side
+	Stride      int     `json:"stride,omitempty"`      // conv2d (0 means 1), pools (0 means kernel)
+	Padding     int     `json:"padding,omitempty"`     // conv2d: zeros on each side
 }
 
 // layerType is one row of the table of layer types: the keys the type takes
-// besides "type", its output width for an input width, and its constructor.
+// besides "type", its output sample shape for an input one, and its
+// constructor.
 type layerType struct {
 	name  string
 	keys  []string
-	width func(s Spec, in int) int
+	shape func(s Spec, in []int) ([]int, error)
 	build func(s Spec, b built) (Layer, error)
 }
 
 // built is what a constructor may use: the layer's place in the model, its
-// input width, the model's seed and the dtype.
+// input and output sample shapes, the model's seed and the dtype.
 type built struct {
-	index, in int
-	seed      uint64
-	dt        tensor.DType
+	index   int
+	in, out []int
+	seed    uint64
+	dt      tensor.DType
 }
 
-func same(_ Spec, in int) int { return in }
+// rng is layer i's random stream: its weights do not depend on the layers
+// before it.
+func (b built) rng() *rand.Rand { return rand.New(rand.NewPCG(b.seed, uint64(b.index))) }
+
+// any keeps the sample's shape: element-wise layers take any.
+func anyShape(_ Spec, in []int) ([]int, error) { return in, nil }
+
+// flatOnly keeps a flat sample's shape and refuses an image: the layer works
+// on features, and an image must be flattened first.
+func flatOnly(_ Spec, in []int) ([]int, error) {
+	if len(in) != 1 {
+		return nil, fmt.Errorf("needs flat samples [F], got %v: add a flatten layer before it", in)
+	}
+	return in, nil
+}
+
+// image wraps a layer of [N C H W] tensors for the flat rows layers pass.
+func image(l Layer, b built) Layer { return &imageLayer{Layer: l, in: b.in, out: b.out} }
 
 // layerTypes is the one table of layer types, in the order messages list
 // them: adding a type is adding a row.
 var layerTypes = []layerType{
 	{name: "linear", keys: []string{"units", "init"},
-		width: func(s Spec, _ int) int { return s.Units },
-		build: func(s Spec, b built) (Layer, error) {
-			// layer i draws from PCG stream (seed, i): its weights do not
-			// depend on the layers before it
-			return NewLinear(b.dt, b.in, s.Units, s.Init, rand.New(rand.NewPCG(b.seed, uint64(b.index))))
-		}},
-	{name: "relu", width: same, build: func(Spec, built) (Layer, error) { return NewReLU(), nil }},
-	{name: "leaky_relu", keys: []string{"alpha"}, width: same,
+		shape: func(s Spec, in []int) ([]int, error) {
+			if _, err := flatOnly(s, in); err != nil {
+				return nil, err
+			}
+			return []int{s.Units}, nil
+		},
+		build: func(s Spec, b built) (Layer, error) { return NewLinear(b.dt, b.in[0], s.Units, s.Init, b.rng()) }},
+	{name: "relu", shape: anyShape, build: func(Spec, built) (Layer, error) { return NewReLU(), nil }},
+	{name: "leaky_relu", keys: []string{"alpha"}, shape: anyShape,
 		build: func(s Spec, _ built) (Layer, error) { return NewLeakyReLU(s.Alpha), nil }},
-	{name: "prelu", width: same, build: func(_ Spec, b built) (Layer, error) { return NewPReLU(b.dt), nil }},
-	{name: "sigmoid", width: same, build: func(Spec, built) (Layer, error) { return NewSigmoid(), nil }},
-	{name: "tanh", width: same, build: func(Spec, built) (Layer, error) { return NewTanh(), nil }},
-	{name: "gelu", keys: []string{"approximate"}, width: same,
+	{name: "prelu", shape: anyShape, build: func(_ Spec, b built) (Layer, error) { return NewPReLU(b.dt), nil }},
+	{name: "sigmoid", shape: anyShape, build: func(Spec, built) (Layer, error) { return NewSigmoid(), nil }},
+	{name: "tanh", shape: anyShape, build: func(Spec, built) (Layer, error) { return NewTanh(), nil }},
+	{name: "gelu", keys: []string{"approximate"}, shape: anyShape,
 		build: func(s Spec, _ built) (Layer, error) { return NewGELU(s.Approximate), nil }},
-	{name: "softmax", width: same, build: func(Spec, built) (Layer, error) { return NewSoftmax(), nil }},
-	{name: "dropout", keys: []string{"p"}, width: same,
+	{name: "softmax", shape: flatOnly, build: func(Spec, built) (Layer, error) { return NewSoftmax(), nil }},
+	{name: "dropout", keys: []string{"p"}, shape: anyShape,
 		build: func(s Spec, b built) (Layer, error) { return NewDropout(s.P, b.seed, b.index) }},
-	{name: "layernorm", width: same, build: func(_ Spec, b built) (Layer, error) { return NewLayerNorm(b.dt, b.in), nil }},
+	{name: "layernorm", shape: flatOnly, build: func(_ Spec, b built) (Layer, error) { return NewLayerNorm(b.dt, b.in[0]), nil }},
+	{name: "conv2d", keys: []string{"channels", "kernel", "stride", "padding", "init"},
+		shape: func(s Spec, in []int) ([]int, error) {
+			if s.Channels < 1 || s.Kernel < 1 || s.Stride < 0 || s.Padding < 0 {
+				return nil, fmt.Errorf("channels %d and kernel %d must be at least 1, stride %d and padding %d not negative", s.Channels, s.Kernel, s.Stride, s.Padding)
+			}
+			c := &Conv2d{F: s.Channels, KH: s.Kernel, KW: s.Kernel, Stride: max(1, s.Stride), Padding: s.Padding}
+			if len(in) == 3 {
+				c.C = in[0]
+			}
+			out, why := c.geometry(in)
+			if why != "" {
+				return nil, fmt.Errorf("samples %v: %s", in, why)
+			}
+			return out, nil
+		},
+		build: func(s Spec, b built) (Layer, error) {
+			l, err := NewConv2d(b.dt, b.in[0], s.Channels, s.Kernel, s.Kernel, max(1, s.Stride), s.Padding, s.Init, b.rng())
+			if err != nil {
+				return nil, err
+			}
+			return image(l, b), nil
+		}},
+	{name: "maxpool2d", keys: []string{"kernel", "stride"},
+		shape: func(s Spec, in []int) ([]int, error) {
+			l, err := NewMaxPool2d(s.Kernel, s.Stride)
+			if err != nil {
+				return nil, err
+			}
+			return l.OutShape(in)
+		},
+		build: func(s Spec, b built) (Layer, error) {
+			l, err := NewMaxPool2d(s.Kernel, s.Stride)
+			if err != nil {
+				return nil, err
+			}
+			return image(l, b), nil
+		}},
+	{name: "avgpool2d", keys: []string{"kernel", "stride"},
+		shape: func(s Spec, in []int) ([]int, error) {
+			l, err := NewAvgPool2d(s.Kernel, s.Stride)
+			if err != nil {
+				return nil, err
+			}
+			return l.OutShape(in)
+		},
+		build: func(s Spec, b built) (Layer, error) {
+			l, err := NewAvgPool2d(s.Kernel, s.Stride)
+			if err != nil {
+				return nil, err
+			}
+			return image(l, b), nil
+		}},
+	// The rows layers pass are flat already, so flatten changes the sample
+	// shape the next layers see, not the data.
+	{name: "flatten", shape: func(_ Spec, in []int) ([]int, error) { return []int{tensor.SizeOf(in)}, nil },
+		build: func(Spec, built) (Layer, error) { return NewFlatten(), nil }},
 }
 
 // LayerTypes lists the layer types.
@@ -89,29 +169,82 @@ func LayerKeys(typ string) ([]string, bool) {
 	return slices.Clone(t.keys), ok
 }
 
-// Build makes layers [lo, hi) of the model specs for inputs of width
-// features: the same layers, weights included, whatever range is built, so
-// a stage can build only its own. Layer i draws its random numbers from the
-// streams of (seed, i). An error names the layer.
+// Build makes layers [lo, hi) of the model specs for flat samples of
+// features values: BuildShape with the sample shape [features].
 func Build(specs []Spec, features int, seed uint64, dt tensor.DType, lo, hi int) ([]Layer, error) {
+	return BuildShape(specs, []int{features}, seed, dt, lo, hi)
+}
+
+// BuildShape makes layers [lo, hi) of the model specs for samples of the
+// given shape ([C, H, W] for images, [F] for features): the same layers,
+// weights included, whatever range is built, so a stage can build only its
+// own. Layer i draws its random numbers from the streams of (seed, i).
+// Layers pass flat rows [N, size of the sample] whatever the sample's shape;
+// an image layer sees them as [N, C, H, W]. An error names the layer.
+func BuildShape(specs []Spec, sample []int, seed uint64, dt tensor.DType, lo, hi int) ([]Layer, error) {
 	if lo < 0 || hi > len(specs) || lo > hi {
 		return nil, fmt.Errorf("nn: layers [%d, %d) of a model of %d", lo, hi, len(specs))
 	}
+	shapes, err := OutShapes(specs[:hi], sample)
+	if err != nil {
+		return nil, err
+	}
 	var out []Layer
-	width := features
-	for i, s := range specs[:hi] {
+	for i := lo; i < hi; i++ {
+		s := specs[i]
+		t, _ := lookup(s.Type) // OutShapes checked the types
+		in := sample
+		if i > 0 {
+			in = shapes[i-1]
+		}
+		l, err := t.build(s, built{index: i, in: in, out: shapes[i], seed: seed, dt: dt})
+		if err != nil {
+			return nil, fmt.Errorf("nn: layer %d (%s): %w", i, s.Type, err)
+		}
+		out = append(out, l)
+	}
+	return out, nil
+}
+
+// OutShapes returns the sample shape each layer of specs gives, for input
+// samples of the given shape, or an error naming the first layer whose
+// type is unknown or whose input does not fit it.
+func OutShapes(specs []Spec, sample []int) ([][]int, error) {
+	out := make([][]int, len(specs))
+	in := sample
+	for i, s := range specs {
 		t, ok := lookup(s.Type)
 		if !ok {
 			return nil, fmt.Errorf("nn: layer %d: unknown type %q (want one of %v)", i, s.Type, LayerTypes())
 		}
-		if i >= lo {
-			l, err := t.build(s, built{index: i, in: width, seed: seed, dt: dt})
-			if err != nil {
-				return nil, fmt.Errorf("nn: layer %d (%s): %w", i, s.Type, err)
-			}
-			out = append(out, l)
+		o, err := t.shape(s, in)
+		if err != nil {
+			return nil, fmt.Errorf("nn: layer %d (%s): %w", i, s.Type, err)
 		}
-		width = t.width(s, width)
+		out[i], in = slices.Clone(o), o
 	}
 	return out, nil
 }
+
+// imageLayer runs a layer of [N, C, H, W] tensors on the flat rows layers
+// pass, [N, C·H·W] in and out, seen through views: no copy.
+type imageLayer struct {
+	Layer
+	in, out []int // sample shapes
+}
+
+func (l *imageLayer) Forward(p Pass, x *tensor.Tensor) *tensor.Tensor {
+	y := l.Layer.Forward(p, x.Reshape(append([]int{x.Dim(0)}, l.in...)...))
+	return y.Reshape(y.Dim(0), -1)
+}
+
+func (l *imageLayer) Backward(p Pass, dy *tensor.Tensor, needDX bool) *tensor.Tensor {
+	dx := l.Layer.Backward(p, dy.Reshape(append([]int{dy.Dim(0)}, l.out...)...), needDX)
+	if dx == nil {
+		return nil
+	}
+	return dx.Reshape(dx.Dim(0), -1)
+}
+
+// Unwrap returns the image layer itself, e.g. a *Conv2d.
+func (l *imageLayer) Unwrap() Layer { return l.Layer }

@@ -2,6 +2,7 @@ package nn_test
 
 import (
 	"fmt"
+	"math/rand/v2"
 	"reflect"
 	"slices"
 	"strings"
@@ -93,14 +94,117 @@ func TestLayerKeys(t *testing.T) {
 			t.Errorf("LayerKeys(%q) = %v, %v; want %v, %v", c.typ, keys, ok, c.keys, c.ok)
 		}
 	}
-	// every type builds after a linear layer
+	// every type builds: on images after a convolution, on features after
+	// flatten and a linear layer
+	conv := nn.Spec{Type: "conv2d", Channels: 2, Kernel: 3, Padding: 1, Init: nn.TorchDefault}
+	flat := []nn.Spec{{Type: "flatten"}, {Type: "linear", Units: 5, Init: nn.XavierUniform}}
 	for _, typ := range nn.LayerTypes() {
-		s := nn.Spec{Type: typ, Units: 3, Init: nn.XavierUniform, Alpha: 0.1, P: 0.1}
-		ls, err := nn.Build([]nn.Spec{{Type: "linear", Units: 5, Init: nn.XavierUniform}, s}, 4, 1, tensor.Float32, 0, 2)
-		if err != nil || len(ls) != 2 || ls[1].Kind() != typ {
-			t.Errorf("Build of a %s layer: %v, %v", typ, ls, err)
+		s := nn.Spec{Type: typ, Units: 3, Init: nn.XavierUniform, Alpha: 0.1, P: 0.1, Channels: 2, Kernel: 2}
+		prefix := []nn.Spec{conv}
+		if _, err := nn.OutShapes([]nn.Spec{conv, s}, []int{1, 6, 6}); err != nil {
+			prefix = append(prefix, flat...)
+		}
+		specs := append(slices.Clone(prefix), s)
+		ls, err := nn.BuildShape(specs, []int{1, 6, 6}, 1, tensor.Float32, 0, len(specs))
+		if err != nil || len(ls) != len(specs) || ls[len(ls)-1].Kind() != typ {
+			t.Errorf("Build of a %s layer after %v: %v, %v", typ, prefix, ls, err)
 		}
 	}
+}
+
+// cnn is a small convolutional model of 1×8×8 samples.
+var cnn = []nn.Spec{
+	{Type: "conv2d", Channels: 3, Kernel: 3, Padding: 1, Init: nn.TorchDefault},
+	{Type: "relu"},
+	{Type: "maxpool2d", Kernel: 2},
+	{Type: "conv2d", Channels: 4, Kernel: 3, Stride: 2, Init: nn.HeUniform},
+	{Type: "avgpool2d", Kernel: 1},
+	{Type: "flatten"},
+	{Type: "linear", Units: 5, Init: nn.XavierUniform},
+}
+
+func TestOutShapes(t *testing.T) {
+	got, err := nn.OutShapes(cnn, []int{1, 8, 8})
+	want := [][]int{{3, 8, 8}, {3, 8, 8}, {3, 4, 4}, {4, 1, 1}, {4, 1, 1}, {4}, {5}}
+	if err != nil || !reflect.DeepEqual(got, want) {
+		t.Errorf("OutShapes(cnn, [1 8 8]) = %v, %v; want %v", got, err, want)
+	}
+	for _, c := range []struct {
+		specs  []nn.Spec
+		sample []int
+		want   string
+	}{
+		{cnn, []int{64}, "layer 0 (conv2d): samples [64]: not [C H W]"},
+		{cnn, []int{1, 3, 3}, "layer 3 (conv2d): samples [3 1 1]: kernel 3×3 is larger than the padded input 1×1"},
+		{[]nn.Spec{{Type: "linear", Units: 3}}, []int{1, 8, 8}, "layer 0 (linear): needs flat samples [F], got [1 8 8]: add a flatten layer"},
+		{[]nn.Spec{{Type: "maxpool2d", Kernel: 3}}, []int{1, 2, 2}, "layer 0 (maxpool2d)"},
+		{[]nn.Spec{{Type: "conv2d", Kernel: 3}}, []int{1, 8, 8}, "layer 0 (conv2d): channels 0 and kernel 3 must be at least 1"},
+		{[]nn.Spec{{Type: "softmax"}}, []int{1, 2, 2}, "layer 0 (softmax): needs flat samples"},
+	} {
+		_, err := nn.OutShapes(c.specs, c.sample)
+		if err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("OutShapes(%v, %v): %v, want an error containing %q", c.specs, c.sample, err, c.want)
+		}
+	}
+}
+
+// TestCNNBuild: a convolutional model builds the same weights whatever
+// range is built, trains through Sequential on flat rows, and gives the same
+// bits however the mini-batch is split into micro-batches.
+func TestCNNBuild(t *testing.T) {
+	whole, err := nn.BuildShape(cnn, []int{1, 8, 8}, 3, tensor.Float32, 0, len(cnn))
+	if err != nil {
+		t.Fatal(err)
+	}
+	tail, err := nn.BuildShape(cnn, []int{1, 8, 8}, 3, tensor.Float32, 3, len(cnn))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(whole[3].Params()[0].Value.Float32s(), tail[0].Params()[0].Value.Float32s()) {
+		t.Error("layer 3 built alone differs from the whole model's")
+	}
+	rng := rand.New(rand.NewPCG(1, 2))
+	x := tensor.RandNormal(rng, tensor.Float32, 0, 1, 70, 64)
+	labels := make([]int, 70)
+	for i := range labels {
+		labels[i] = rng.IntN(5)
+	}
+	var losses [][]float64
+	for _, micro := range []int{1, 3} {
+		layers, _ := nn.BuildShape(cnn, []int{1, 8, 8}, 3, tensor.Float32, 0, len(cnn))
+		seq := &nn.Sequential{Layers: layers, Loss: nn.CrossEntropy}
+		var ls []float64
+		for step := 1; step <= 3; step++ {
+			seq.ZeroGrad()
+			loss, err := seq.TrainStep(step, x, nn.Target{Labels: labels}, micro)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, p := range seq.Params() {
+				g, v := p.Grad.Float32s(), p.Value.Float32s()
+				for i := range v {
+					v[i] -= 0.1 * g[i]
+				}
+				p.Value.CopyFrom(tensor.FromFloat64s(tensor.Float32, f64(v), p.Value.Shape()...))
+			}
+			ls = append(ls, loss)
+		}
+		losses = append(losses, ls)
+	}
+	if !slices.Equal(losses[0], losses[1]) {
+		t.Errorf("losses with 1 and 3 micro-batches: %v, %v", losses[0], losses[1])
+	}
+	if !(losses[0][2] < losses[0][0]) {
+		t.Errorf("three SGD steps did not lower the loss: %v", losses[0])
+	}
+}
+
+func f64(v []float32) []float64 {
+	out := make([]float64, len(v))
+	for i, x := range v {
+		out[i] = float64(x)
+	}
+	return out
 }
 
 // ExampleBuild builds a model from plain data, and the second half of it

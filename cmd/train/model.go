@@ -23,7 +23,8 @@ func buildModel(c *config.Config, features int) ([]nn.Layer, error) {
 func modelSpecs(c *config.Config) []nn.Spec {
 	specs := make([]nn.Spec, len(c.Model.Layers))
 	for i, l := range c.Model.Layers {
-		specs[i] = nn.Spec{Type: l.Type, Units: l.Units, Init: nn.Init(l.Init), Alpha: l.Alpha, P: l.P, Approximate: l.Approximate}
+		specs[i] = nn.Spec{Type: l.Type, Units: l.Units, Init: nn.Init(l.Init), Alpha: l.Alpha, P: l.P, Approximate: l.Approximate,
+			Channels: l.Channels, Kernel: l.Kernel, Stride: l.Stride, Padding: l.Padding}
 	}
 	return specs
 }

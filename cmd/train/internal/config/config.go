@@ -48,13 +48,17 @@ type Model struct {
 //
 // Build layers in Go with NewLayer, which fills in the per-layer defaults.
 type Layer struct {
-	Type        string  `toml:"type" json:"type"`               // linear | relu | leaky_relu | prelu | sigmoid | tanh | gelu | softmax | dropout | layernorm
+	Type        string  `toml:"type" json:"type"`               // linear | relu | ... | conv2d | maxpool2d | avgpool2d | flatten (nn.LayerTypes)
 	Units       int     `toml:"units" json:"units"`             // linear: output features, required
 	Init        string  `toml:"init" json:"init"`               // linear: one of nn.Inits
 	Shards      int     `toml:"shards" json:"shards"`           // linear: split the output columns over this many actors
 	Alpha       float64 `toml:"alpha" json:"alpha"`             // leaky_relu: the negative slope
 	P           float64 `toml:"p" json:"p"`                     // dropout: the drop probability
 	Approximate bool    `toml:"approximate" json:"approximate"` // gelu: the tanh form
+	Channels    int     `toml:"channels" json:"channels"`       // conv2d: output channels, required
+	Kernel      int     `toml:"kernel" json:"kernel"`           // conv2d, maxpool2d, avgpool2d: the square window's side, required
+	Stride      int     `toml:"stride" json:"stride"`           // conv2d: default 1; pools: default kernel
+	Padding     int     `toml:"padding" json:"padding"`         // conv2d: zeros on each side
 
 	// set records which keys the config file or a --set gave this layer
 	// (bit i: field i of this struct), so that Validate can reject keys that

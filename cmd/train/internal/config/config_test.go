@@ -105,6 +105,9 @@ func TestParseFull(t *testing.T) {
 		Data: Data{Name: "csv", Path: "testdata/iris.csv", Download: true, LabelColumn: 4, BatchSize: 32,
 			Shuffle: false, TestFraction: 0.25},
 		Model: Model{Layers: []Layer{
+			layer("conv2d", func(l *Layer) { l.Channels, l.Kernel, l.Stride, l.Padding, l.Init = 4, 3, 2, 1, "torch_default" }),
+			layer("maxpool2d", func(l *Layer) { l.Kernel, l.Stride = 2, 1 }),
+			layer("flatten", func(*Layer) {}),
 			layer("linear", func(l *Layer) { l.Units, l.Init, l.Shards = 64, "he_normal", 2 }),
 			layer("leaky_relu", func(l *Layer) { l.Alpha = 0.2 }),
 			layer("dropout", func(l *Layer) { l.P = 0.5 }),
@@ -424,7 +427,8 @@ func TestResolvedRoundTrip(t *testing.T) {
 	// A layer shows only the keys of its type.
 	c, _ := Load("testdata/full.toml", nil)
 	layers := c.Resolved()["model"].(map[string]any)["layers"].([]any)
-	for i, want := range [][]string{{"init", "shards", "type", "units"}, {"alpha", "type"}, {"p", "type"}, {"type"}, nil, {"approximate", "type"}} {
+	for i, want := range [][]string{{"channels", "init", "kernel", "padding", "stride", "type"}, {"kernel", "stride", "type"}, {"type"},
+		{"init", "shards", "type", "units"}, {"alpha", "type"}, {"p", "type"}, {"type"}, nil, {"approximate", "type"}} {
 		if want == nil {
 			continue
 		}

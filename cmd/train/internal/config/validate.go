@@ -159,6 +159,44 @@ func (l *Layer) validate(p string) error {
 		if l.Shards > l.Units {
 			return errorf("%s.shards = %d exceeds %s.units = %d", p, l.Shards, p, l.Units)
 		}
+	case "conv2d":
+		for _, k := range []struct {
+			name string
+			v    int
+			f    int
+		}{{"channels", l.Channels, fieldChannels}, {"kernel", l.Kernel, fieldKernel}} {
+			if k.v == 0 && !l.given(k.f) {
+				return errorf("%s.%s: required for a conv2d layer", p, k.name)
+			}
+			if err := atLeast(p+"."+k.name, k.v, 1); err != nil {
+				return err
+			}
+		}
+		if !l.given(fieldStride) {
+			l.Stride = 1
+		}
+		if err := atLeast(p+".stride", l.Stride, 1); err != nil {
+			return err
+		}
+		if err := atLeast(p+".padding", l.Padding, 0); err != nil {
+			return err
+		}
+		if err := oneOf(p+".init", l.Init, names(nn.Inits)); err != nil {
+			return err
+		}
+	case "maxpool2d", "avgpool2d":
+		if l.Kernel == 0 && !l.given(fieldKernel) {
+			return errorf("%s.kernel: required for a %s layer", p, l.Type)
+		}
+		if err := atLeast(p+".kernel", l.Kernel, 1); err != nil {
+			return err
+		}
+		if !l.given(fieldStride) {
+			l.Stride = l.Kernel
+		}
+		if err := atLeast(p+".stride", l.Stride, 1); err != nil {
+			return err
+		}
 	case "leaky_relu":
 		if err := finite(p+".alpha", l.Alpha); err != nil {
 			return err
@@ -177,7 +215,12 @@ func (l *Layer) validate(p string) error {
 	return nil
 }
 
-var fieldUnits, _ = field(layerType, "units")
+var (
+	fieldUnits, _    = field(layerType, "units")
+	fieldChannels, _ = field(layerType, "channels")
+	fieldKernel, _   = field(layerType, "kernel")
+	fieldStride, _   = field(layerType, "stride")
+)
 
 // given reports whether field i of the layer was set. For a layer that came
 // from a file or a --set that is exact; for one built in Go it is a guess:
