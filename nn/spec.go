@@ -66,14 +66,13 @@ func image(l Layer, b built) Layer { return &imageLayer{Layer: l, in: b.in, out:
 // layerTypes is the one table of layer types, in the order messages list
 // them: adding a type is adding a row.
 var layerTypes = []layerType{
+	// A linear layer takes the flattened sample, so that an MLP reads
+	// images as it always has; flatten says so explicitly.
 	{name: "linear", keys: []string{"units", "init"},
-		shape: func(s Spec, in []int) ([]int, error) {
-			if _, err := flatOnly(s, in); err != nil {
-				return nil, err
-			}
-			return []int{s.Units}, nil
-		},
-		build: func(s Spec, b built) (Layer, error) { return NewLinear(b.dt, b.in[0], s.Units, s.Init, b.rng()) }},
+		shape: func(s Spec, _ []int) ([]int, error) { return []int{s.Units}, nil },
+		build: func(s Spec, b built) (Layer, error) {
+			return NewLinear(b.dt, tensor.SizeOf(b.in), s.Units, s.Init, b.rng())
+		}},
 	{name: "relu", shape: anyShape, build: func(Spec, built) (Layer, error) { return NewReLU(), nil }},
 	{name: "leaky_relu", keys: []string{"alpha"}, shape: anyShape,
 		build: func(s Spec, _ built) (Layer, error) { return NewLeakyReLU(s.Alpha), nil }},

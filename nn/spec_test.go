@@ -136,7 +136,7 @@ func TestOutShapes(t *testing.T) {
 	}{
 		{cnn, []int{64}, "layer 0 (conv2d): samples [64]: not [C H W]"},
 		{cnn, []int{1, 3, 3}, "layer 3 (conv2d): samples [3 1 1]: kernel 3×3 is larger than the padded input 1×1"},
-		{[]nn.Spec{{Type: "linear", Units: 3}}, []int{1, 8, 8}, "layer 0 (linear): needs flat samples [F], got [1 8 8]: add a flatten layer"},
+		{[]nn.Spec{{Type: "layernorm"}}, []int{1, 8, 8}, "layer 0 (layernorm): needs flat samples [F], got [1 8 8]: add a flatten layer"},
 		{[]nn.Spec{{Type: "maxpool2d", Kernel: 3}}, []int{1, 2, 2}, "layer 0 (maxpool2d)"},
 		{[]nn.Spec{{Type: "conv2d", Kernel: 3}}, []int{1, 8, 8}, "layer 0 (conv2d): channels 0 and kernel 3 must be at least 1"},
 		{[]nn.Spec{{Type: "softmax"}}, []int{1, 2, 2}, "layer 0 (softmax): needs flat samples"},

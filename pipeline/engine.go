@@ -48,12 +48,13 @@ type Config struct {
 	// Specs, Features and Seed, which must be what the layers given to New
 	// were built from (nn.Build), and only activations, their gradients and
 	// scalars cross each step.
-	Hosts []string
-	Specs []nn.Spec
-	Seed  uint64
-	Token string // shared with the workers; required beyond loopback
-	TLS   TLS    // secures the links to the workers; empty: plaintext
-	RunID string // names the run on the workers; required with Hosts
+	Hosts  []string
+	Specs  []nn.Spec
+	Sample []int // a sample's shape for Specs (nn.BuildShape); nil: [Features]
+	Seed   uint64
+	Token  string // shared with the workers; required beyond loopback
+	TLS    TLS    // secures the links to the workers; empty: plaintext
+	RunID  string // names the run on the workers; required with Hosts
 }
 
 // Engine is a running pipeline of actors. Its methods are for one goroutine, the

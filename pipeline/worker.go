@@ -277,13 +277,18 @@ func (s *session) end(ctx actor.Context, why string) {
 func buildStage(m *wire.Build, threads int, g *actors.Graph) (*actors.Stage, int, error) {
 	specs := make([]nn.Spec, len(m.Model))
 	for i, l := range m.Model {
-		specs[i] = nn.Spec{Type: l.Type, Units: int(l.Units), Init: nn.Init(l.Init), Alpha: l.Alpha, P: l.P, Approximate: l.Approximate}
+		specs[i] = nn.Spec{Type: l.Type, Units: int(l.Units), Init: nn.Init(l.Init), Alpha: l.Alpha, P: l.P, Approximate: l.Approximate,
+			Channels: int(l.Channels), Kernel: int(l.Kernel), Stride: int(l.Stride), Padding: int(l.Padding)}
 	}
 	dt := tensor.Float32
 	if m.Dtype == wire.DType_FLOAT64 {
 		dt = tensor.Float64
 	}
-	layers, err := nn.Build(specs, int(m.Features), m.Seed, dt, int(m.Lo), int(m.Hi))
+	sample := intsOf(m.Sample)
+	if len(sample) == 0 {
+		sample = []int{int(m.Features)}
+	}
+	layers, err := nn.BuildShape(specs, sample, m.Seed, dt, int(m.Lo), int(m.Hi))
 	if err != nil {
 		return nil, 0, err
 	}
@@ -308,7 +313,8 @@ func buildStage(m *wire.Build, threads int, g *actors.Graph) (*actors.Stage, int
 func wireSpecs(specs []nn.Spec) []*wire.Layer {
 	out := make([]*wire.Layer, len(specs))
 	for i, s := range specs {
-		out[i] = &wire.Layer{Type: s.Type, Units: int64(s.Units), Init: string(s.Init), Alpha: s.Alpha, P: s.P, Approximate: s.Approximate}
+		out[i] = &wire.Layer{Type: s.Type, Units: int64(s.Units), Init: string(s.Init), Alpha: s.Alpha, P: s.P, Approximate: s.Approximate,
+			Channels: int64(s.Channels), Kernel: int64(s.Kernel), Stride: int64(s.Stride), Padding: int64(s.Padding)}
 	}
 	return out
 }

@@ -40,7 +40,7 @@ func newEngine(c *config.Config, layers []nn.Layer, features int, log *runLog, l
 		Features: features, SampleRows: max(1, c.Data.BatchSize/lay.Micro),
 		Trace: c.Log.Trace != "", Hang: hangAfter, Logger: &log.Logger,
 		GEMMThreads: c.Pipeline.GEMMThreads, SplitBackward: lay.Split,
-		Hosts: c.Pipeline.Hosts, Specs: modelSpecs(c), Seed: c.Seed, Token: r.token, TLS: r.tls, RunID: log.id,
+		Hosts: c.Pipeline.Hosts, Specs: modelSpecs(c), Sample: r.sample, Seed: c.Seed, Token: r.token, TLS: r.tls, RunID: log.id,
 	})
 	if err != nil {
 		return nil, badInputf("pipeline: %v", strings.TrimPrefix(err.Error(), "pipeline: "))

@@ -8,11 +8,11 @@ import (
 	"github.com/pipetrain/pipetrain/tensor"
 )
 
-// buildModel makes the config's layers for inputs of the given width, from
+// buildModel makes the config's layers for samples of the given shape, from
 // their specs (nn.Build): layer i draws its weights from the PCG stream
 // (seed, i), so a layer's initial weights do not depend on the layers before it.
-func buildModel(c *config.Config, features int) ([]nn.Layer, error) {
-	layers, err := nn.Build(modelSpecs(c), features, c.Seed, tensor.Float32, 0, len(c.Model.Layers))
+func buildModel(c *config.Config, sample []int) ([]nn.Layer, error) {
+	layers, err := nn.BuildShape(modelSpecs(c), sample, c.Seed, tensor.Float32, 0, len(c.Model.Layers))
 	if err != nil {
 		return nil, badInputf("model.layers: %v", err)
 	}

@@ -121,16 +121,21 @@ func TestWorkersGiveIdenticalLosses(t *testing.T) {
 	}
 	bin := buildTrain(t, t.TempDir())
 	w1, w2 := startWorker(t, bin, "127.0.0.1:0"), startWorker(t, bin, "127.0.0.1:0")
-	for _, layout := range [][]string{
+	for k, layout := range [][]string{
 		{"--set", "pipeline.schedule=1f1b", "--set", "pipeline.stages=2", "--set", "pipeline.micro_batches=2"},
 		{"--set", "pipeline.schedule=gpipe", "--set", "pipeline.stages=0", "--set", "pipeline.micro_batches=4"},
+		{"--set", "pipeline.schedule=1f1b", "--set", "pipeline.stages=3", "--set", "pipeline.micro_batches=2"}, // the CNN
 	} {
-		local, remote := t.TempDir(), t.TempDir()
-		one := coordinate(t, bin, local, baseConfig, layout...)
-		if one.code != 0 {
-			t.Fatalf("one process: exit %d\n%s", one.code, one.stderr)
+		cfg := baseConfig
+		if k == 2 {
+			cfg = strings.Replace(cnnConfig, "epochs = 5", "epochs = 1", 1)
 		}
-		spread := coordinate(t, bin, remote, baseConfig, append(layout, "--set", hostsSet(w1, w2))...)
+		local, remote := t.TempDir(), t.TempDir()
+		one := coordinate(t, bin, local, cfg, layout...)
+		if one.code != 0 {
+			t.Fatalf("one process: exit %d\n%s", one.code, lastLine(one.stderr))
+		}
+		spread := coordinate(t, bin, remote, cfg, append(layout, "--set", hostsSet(w1, w2))...)
 		if spread.code != 0 {
 			t.Fatalf("on workers: exit %d\n%s", spread.code, spread.stderr)
 		}

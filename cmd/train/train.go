@@ -35,6 +35,8 @@ type trainRun struct {
 	sched      optim.Schedule
 	progress   *progress
 	features   int
+	sample     []int   // a sample's shape: [C, H, W] for images, [features] otherwise
+	shapes     [][]int // each layer's output sample shape
 
 	// the pipeline layout, and the tuner while pipeline "auto" measures
 	layout layout
@@ -142,10 +144,12 @@ func (r *trainRun) setup(ctx context.Context, resume bool) error {
 	if err := c.CheckData(train.Features, classes); err != nil {
 		return badInput(err)
 	}
-	layers, err := buildModel(c, train.Features)
+	r.sample = train.SampleShape()
+	layers, err := buildModel(c, r.sample)
 	if err != nil {
 		return err
 	}
+	r.shapes, _ = nn.OutShapes(modelSpecs(c), r.sample) // buildModel checked them
 	r.features = train.Features
 	cands := candidates(c)
 	r.layout, r.tuner = cands[0], newTuner(cands)
@@ -168,8 +172,8 @@ func (r *trainRun) setup(ctx context.Context, resume bool) error {
 	}
 	r.log.event("data").Str("data", c.Data.Name).Int("train_rows", train.Len()).Int("test_rows", test.Len()).
 		Int("features", train.Features).Int("classes", len(train.Classes)).
-		Str("model", describeModel(c, train.Features)).Int("batches_per_epoch", r.loader.BatchesPerEpoch()).
-		Msg("data loaded")
+		Str("model", describeModel(c, train.Features)).Ints("sample_shape", r.sample).Interface("layer_shapes", r.shapes).
+		Int("batches_per_epoch", r.loader.BatchesPerEpoch()).Msg("data loaded")
 	if resume {
 		return r.restore()
 	}

@@ -161,7 +161,7 @@ func (r *trainRun) moveTo(i int) error {
 		return nil
 	}
 	if e == nil {
-		layers, err := buildModel(r.cfg, r.features)
+		layers, err := buildModel(r.cfg, r.sample)
 		if err != nil {
 			return err
 		}

@@ -1,0 +1,123 @@
+package main
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+)
+
+// cnnConfig is a small convolutional network on the 8×8 digits.
+const cnnConfig = `
+seed = 5
+[data]
+name = "digits"
+batch_size = 64
+[[model.layers]]
+type = "conv2d"
+channels = 4
+kernel = 3
+padding = 1
+init = "torch_default"
+[[model.layers]]
+type = "relu"
+[[model.layers]]
+type = "maxpool2d"
+kernel = 2
+[[model.layers]]
+type = "conv2d"
+channels = 8
+kernel = 3
+stride = 2
+padding = 1
+[[model.layers]]
+type = "relu"
+[[model.layers]]
+type = "flatten"
+[[model.layers]]
+type = "linear"
+units = 10
+[optimizer]
+type = "sgd"
+lr = 0.05
+momentum = 0.9
+clip_norm = 5.0
+[pipeline]
+schedule = "sequential"
+micro_batches = 1
+[train]
+epochs = 5
+[log]
+every = 1
+`
+
+// TestCNN: a convolutional network trains on the digits from the config,
+// with the same losses bit for bit under every schedule and split, logs
+// every layer's output shape, and resumes exactly.
+func TestCNN(t *testing.T) {
+	base := runCmd(t, t.TempDir(), cnnConfig)
+	if base.code != 0 {
+		t.Fatalf("exit %d\n%s", base.code, base.stderr)
+	}
+	data := eventsNamed(base.events, "data")[0]
+	if got := fmt.Sprint(data["sample_shape"], data["layer_shapes"]); got != "[1 8 8] [[4 8 8] [4 8 8] [4 4 4] [8 2 2] [8 2 2] [32] [10]]" {
+		t.Errorf("data event shapes: %s", got)
+	}
+	evals := eventsNamed(base.events, "eval")
+	if acc := evals[len(evals)-1]["accuracy"].(float64); acc < 0.85 {
+		t.Errorf("test accuracy %v after 5 epochs, want at least 0.85", acc)
+	}
+	want := stepLosses(base.events)
+	for _, layout := range [][]string{
+		{"pipeline.schedule=1f1b", "pipeline.stages=0", "pipeline.micro_batches=2"},
+		{"pipeline.schedule=gpipe", "pipeline.stages=2", "pipeline.micro_batches=4"},
+		{"pipeline.schedule=1f1b", "pipeline.stages=3", "pipeline.micro_batches=2", "pipeline.split_backward=true"},
+	} {
+		var args []string
+		for _, s := range layout {
+			args = append(args, "--set", s)
+		}
+		r := runCmd(t, t.TempDir(), cnnConfig, args...)
+		if r.code != 0 {
+			t.Fatalf("%v: exit %d\n%s", layout, r.code, r.stderr)
+		}
+		got := stepLosses(r.events)
+		if len(got) != len(want) {
+			t.Fatalf("%v: %d steps, want %d", layout, len(got), len(want))
+		}
+		for s, l := range want {
+			if got[s] != l {
+				t.Fatalf("%v: step %d: loss %v, sequential %v", layout, s, got[s], l)
+			}
+		}
+	}
+	dir := t.TempDir()
+	if r := runCmd(t, dir, cnnConfig, "--set", "train.max_steps=30"); r.code != 0 {
+		t.Fatalf("first half: exit %d\n%s", r.code, r.stderr)
+	}
+	second := runCmd(t, dir, cnnConfig, "--resume")
+	if second.code != 0 {
+		t.Fatalf("resume: exit %d\n%s", second.code, second.stderr)
+	}
+	for s, l := range stepLosses(second.events) {
+		if want[s] != l {
+			t.Errorf("resumed step %d: loss %v, unbroken %v", s, l, want[s])
+		}
+	}
+}
+
+// TestCNNBadShapes: image layers on flat data, or a layer of features on
+// images, are config errors naming the layer (exit 2).
+func TestCNNBadShapes(t *testing.T) {
+	for _, c := range []struct {
+		name, cfg, want string
+	}{
+		{"conv on spirals", strings.Replace(strings.Replace(cnnConfig, `name = "digits"`, `name = "spirals"`, 1), "units = 10", "units = 3", 1), "model.layers: nn: layer 0 (conv2d): samples [2]: not [C H W]"},
+		{"layer norm on images", strings.Replace(cnnConfig, "type = \"flatten\"", "type = \"layernorm\"", 1), "layer 5 (layernorm): needs flat samples [F], got [8 2 2]: add a flatten layer before it"},
+		{"kernel too large", strings.Replace(cnnConfig, "kernel = 3\nstride = 2\npadding = 1", "kernel = 5\nstride = 2", 1), "layer 3 (conv2d): samples [4 4 4]: kernel 5×5 is larger than the padded input 4×4"},
+	} {
+		r := runCmd(t, t.TempDir(), c.cfg)
+		if r.code != exitBadInput || !strings.Contains(lastLine(r.stderr), c.want) {
+			t.Errorf("%s: exit %d, last line %q; want 2 and %q", c.name, r.code, lastLine(r.stderr), c.want)
+		}
+	}
+}
