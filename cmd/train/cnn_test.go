@@ -2,8 +2,11 @@ package main
 
 import (
 	"fmt"
+	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/pipetrain/pipetrain/cmd/train/internal/config"
 )
 
 // cnnConfig is a small convolutional network on the 8×8 digits.
@@ -118,6 +121,19 @@ func TestCNNBadShapes(t *testing.T) {
 		r := runCmd(t, t.TempDir(), c.cfg)
 		if r.code != exitBadInput || !strings.Contains(lastLine(r.stderr), c.want) {
 			t.Errorf("%s: exit %d, last line %q; want 2 and %q", c.name, r.code, lastLine(r.stderr), c.want)
+		}
+	}
+}
+
+// TestShippedConfigs: every config in configs/ loads and validates.
+func TestShippedConfigs(t *testing.T) {
+	files, _ := filepath.Glob("../../configs/*.toml")
+	if len(files) < 3 {
+		t.Fatalf("found %d configs", len(files))
+	}
+	for _, f := range files {
+		if _, err := config.Load(f, nil); err != nil {
+			t.Errorf("%s: %v", f, err)
 		}
 	}
 }
