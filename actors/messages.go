@@ -157,7 +157,8 @@ type GetParams struct {
 }
 
 // Params answers GetParams; the tensors are copies that belong to the receiver.
-// State indexes parameters in the stage's own order (Names).
+// Names and Values list the parameters, then the buffers (batch norm's
+// running statistics); State indexes the parameters in that order.
 type Params struct {
 	Actor  int
 	Names  []string
@@ -165,7 +166,7 @@ type Params struct {
 	State  optim.State
 }
 
-// SetParams replaces a stage's parameter values, in Params order, and its
+// SetParams replaces a stage's parameter and buffer values, in Params order, and its
 // optimizer's state when State is not nil; it answers with *Ack. The tensors
 // are copied.
 type SetParams struct {

@@ -38,6 +38,7 @@ type Stage struct {
 	micros    int
 	arenas    arenas             // the layers' outputs, reused every step
 	ps        []nn.Param         // the layers' parameters, in order
+	bufs      []namedBuffer      // the layers' buffers (batch norm's statistics), saved after the parameters
 	ops       []optim.Param      // the same, for the optimizer
 	split     []nn.SplitBackward // per layer, the layer if it can split its backward, else nil
 	updater   Updater
@@ -67,6 +68,12 @@ type Updater struct {
 	Threads   int             // goroutines the stage's kernels may use (nn.Pass.Threads)
 }
 
+// namedBuffer is a layer's buffer under its global name.
+type namedBuffer struct {
+	name  string
+	value *tensor.Tensor
+}
+
 type partKey struct {
 	eval  bool
 	micro int
@@ -83,6 +90,9 @@ func NewStage(id int, name string, g *Graph, layers []nn.Layer, first, part int,
 		for _, p := range l.Params() {
 			s.ps = append(s.ps, p)
 			s.ops = append(s.ops, optim.Param{Name: fmt.Sprintf("%d.%s", first+i, p.Name), Value: p.Value, Grad: p.Grad})
+		}
+		for _, b := range nn.BuffersOf(l) {
+			s.bufs = append(s.bufs, namedBuffer{fmt.Sprintf("%d.%s", first+i, b.Name), b.Value})
 		}
 		sb, _ := l.(nn.SplitBackward)
 		s.split = append(s.split, sb)
@@ -443,18 +453,28 @@ func (s *Stage) setParams(m *SetParams) error {
 	for i, p := range s.ps {
 		p.Value.CopyFrom(m.Values[i])
 	}
+	for i, b := range s.bufs {
+		b.value.CopyFrom(m.Values[len(s.ps)+i])
+	}
 	s.weights++
 	return nil
 }
 
+// checkValues checks values against the parameters, then the buffers.
 func (s *Stage) checkValues(values []*tensor.Tensor) error {
 	ps := s.params()
-	if len(values) != len(ps) {
-		return fmt.Errorf("actors: %s: %d values for %d parameters", s.name, len(values), len(ps))
+	if len(values) != len(ps)+len(s.bufs) {
+		return fmt.Errorf("actors: %s: %d values for %d parameters and %d buffers", s.name, len(values), len(ps), len(s.bufs))
 	}
-	for i, p := range ps {
-		if values[i].DType() != p.Value.DType() || !values[i].SameShape(p.Value) {
-			return fmt.Errorf("actors: %s: parameter %s: value %v %v does not fit %v %v", s.name, p.Name, values[i].DType(), values[i].Shape(), p.Value.DType(), p.Value.Shape())
+	for i, v := range values {
+		name, want := "", (*tensor.Tensor)(nil)
+		if i < len(ps) {
+			name, want = ps[i].Name, ps[i].Value
+		} else {
+			name, want = s.bufs[i-len(ps)].name, s.bufs[i-len(ps)].value
+		}
+		if v.DType() != want.DType() || !v.SameShape(want) {
+			return fmt.Errorf("actors: %s: %s: value %v %v does not fit %v %v", s.name, name, v.DType(), v.Shape(), want.DType(), want.Shape())
 		}
 	}
 	return nil
@@ -490,6 +510,20 @@ func (s *Stage) snapshot(m *GetParams) *Params {
 			}
 			k++
 		}
+	}
+	for _, b := range s.bufs { // after every parameter: optimizer state indexes the parameters
+		out.Names = append(out.Names, b.name)
+		if m.NamesOnly {
+			continue
+		}
+		if k < len(out.Values) && out.Values[k].DType() == b.value.DType() && out.Values[k].SameShape(b.value) {
+			out.Values[k].CopyFrom(b.value)
+		} else if k < len(out.Values) {
+			out.Values[k] = b.value.Clone()
+		} else {
+			out.Values = append(out.Values, b.value.Clone())
+		}
+		k++
 	}
 	out.Values = out.Values[:k]
 	if s.updater.Optimizer != nil && !m.NamesOnly {

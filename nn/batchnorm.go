@@ -35,8 +35,7 @@ type BatchNorm struct {
 	Gamma, Beta   *tensor.Tensor
 	GGamma, GBeta *tensor.Tensor
 	// RunningMean (init 0) and RunningVar (init 1) are what evaluation
-	// normalises with; Buffers lists them, for checkpoints to save (they do
-	// not yet).
+	// normalises with; Buffers lists them, for checkpoints to save.
 	RunningMean, RunningVar *tensor.Tensor
 	saved                   cache[bnSaved]
 }
@@ -49,6 +48,14 @@ type bnSaved struct{ x, mean, invstd *tensor.Tensor }
 type Buffer struct {
 	Name  string
 	Value *tensor.Tensor
+}
+
+// BuffersOf returns a layer's buffers, if it has any.
+func BuffersOf(l Layer) []Buffer {
+	if b, ok := l.(interface{ Buffers() []Buffer }); ok {
+		return b.Buffers()
+	}
+	return nil
 }
 
 // NewBatchNorm returns a BatchNorm over c channels.

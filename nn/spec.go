@@ -23,6 +23,8 @@ type Spec struct {
 	Kernel      int     `json:"kernel,omitempty"`      // conv2d, maxpool2d, avgpool2d: the square window's side
 	Stride      int     `json:"stride,omitempty"`      // conv2d (0 means 1), pools (0 means kernel)
 	Padding     int     `json:"padding,omitempty"`     // conv2d: zeros on each side
+	Eps         float64 `json:"eps,omitempty"`         // batchnorm (0 means 1e-5)
+	Momentum    float64 `json:"momentum,omitempty"`    // batchnorm: of the running statistics (0 means 0.1)
 }
 
 // layerType is one row of the table of layer types: the keys the type takes
@@ -137,6 +139,24 @@ var layerTypes = []layerType{
 			}
 			return image(l, b), nil
 		}},
+	// Over the channels of [C, H, W] samples, or the features of flat ones.
+	{name: "batchnorm", keys: []string{"eps", "momentum"}, shape: anyShape,
+		build: func(s Spec, b built) (Layer, error) {
+			l, err := NewBatchNorm(b.dt, b.in[0])
+			if err != nil {
+				return nil, err
+			}
+			if s.Eps != 0 {
+				l.Eps = s.Eps
+			}
+			if s.Momentum != 0 {
+				l.Momentum = s.Momentum
+			}
+			if len(b.in) > 1 {
+				return image(l, b), nil
+			}
+			return l, nil
+		}},
 	// The rows layers pass are flat already, so flatten changes the sample
 	// shape the next layers see, not the data.
 	{name: "flatten", shape: func(_ Spec, in []int) ([]int, error) { return []int{tensor.SizeOf(in)}, nil },
@@ -244,6 +264,9 @@ func (l *imageLayer) Backward(p Pass, dy *tensor.Tensor, needDX bool) *tensor.Te
 	}
 	return dx.Reshape(dx.Dim(0), -1)
 }
+
+// Buffers returns the image layer's buffers (batch norm's running statistics).
+func (l *imageLayer) Buffers() []Buffer { return BuffersOf(l.Layer) }
 
 // Unwrap returns the image layer itself, e.g. a *Conv2d.
 func (l *imageLayer) Unwrap() Layer { return l.Layer }

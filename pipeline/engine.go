@@ -149,6 +149,9 @@ func New(layers []nn.Layer, cfg Config) (*Engine, error) {
 			e.shapes[name] = p.Value.Shape()
 			e.global[name] = len(e.global)
 		}
+		for _, b := range nn.BuffersOf(l) { // saved and restored, never optimized
+			e.shapes[fmt.Sprintf("%d.%s", i, b.Name)] = b.Value.Shape()
+		}
 	}
 	groups, err := e.group(layers)
 	if err != nil {
@@ -690,11 +693,19 @@ func (e *Engine) Restore(weights map[string]*tensor.Tensor, st optim.State) erro
 			values := make([]*tensor.Tensor, len(p.Names))
 			local := optim.State{Kind: st.Kind, Step: st.Step, Tensors: map[string]*tensor.Tensor{}}
 			if st.NumParams > 0 {
-				local.NumParams = len(p.Names)
+				for _, name := range p.Names {
+					if _, ok := e.global[name]; ok { // a parameter, not a buffer
+						local.NumParams++
+					}
+				}
 			}
 			for i, name := range p.Names {
 				values[i] = rows(weights[name])
-				prefix := fmt.Sprintf("%d.", e.global[name])
+				g, ok := e.global[name]
+				if !ok {
+					continue // a buffer: no optimizer state
+				}
+				prefix := fmt.Sprintf("%d.", g)
 				for g, t := range st.Tensors {
 					if slot, ok := strings.CutPrefix(g, prefix); ok {
 						local.Tensors[fmt.Sprintf("%d.%s", i, slot)] = rows(t)

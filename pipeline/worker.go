@@ -278,7 +278,7 @@ func buildStage(m *wire.Build, threads int, g *actors.Graph) (*actors.Stage, int
 	specs := make([]nn.Spec, len(m.Model))
 	for i, l := range m.Model {
 		specs[i] = nn.Spec{Type: l.Type, Units: int(l.Units), Init: nn.Init(l.Init), Alpha: l.Alpha, P: l.P, Approximate: l.Approximate,
-			Channels: int(l.Channels), Kernel: int(l.Kernel), Stride: int(l.Stride), Padding: int(l.Padding)}
+			Channels: int(l.Channels), Kernel: int(l.Kernel), Stride: int(l.Stride), Padding: int(l.Padding), Eps: l.Eps, Momentum: l.Momentum}
 	}
 	dt := tensor.Float32
 	if m.Dtype == wire.DType_FLOAT64 {
@@ -314,7 +314,7 @@ func wireSpecs(specs []nn.Spec) []*wire.Layer {
 	out := make([]*wire.Layer, len(specs))
 	for i, s := range specs {
 		out[i] = &wire.Layer{Type: s.Type, Units: int64(s.Units), Init: string(s.Init), Alpha: s.Alpha, P: s.P, Approximate: s.Approximate,
-			Channels: int64(s.Channels), Kernel: int64(s.Kernel), Stride: int64(s.Stride), Padding: int64(s.Padding)}
+			Channels: int64(s.Channels), Kernel: int64(s.Kernel), Stride: int64(s.Stride), Padding: int64(s.Padding), Eps: s.Eps, Momentum: s.Momentum}
 	}
 	return out
 }

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"fmt"
 	"path/filepath"
 	"strings"
@@ -99,7 +100,7 @@ func TestCNN(t *testing.T) {
 	}
 	second := runCmd(t, dir, cnnConfig, "--resume")
 	if second.code != 0 {
-		t.Fatalf("resume: exit %d\n%s", second.code, second.stderr)
+		t.Fatalf("resume: exit %d\n%s", second.code, lastLine(second.stderr))
 	}
 	for s, l := range stepLosses(second.events) {
 		if want[s] != l {
@@ -134,6 +135,90 @@ func TestShippedConfigs(t *testing.T) {
 	for _, f := range files {
 		if _, err := config.Load(f, nil); err != nil {
 			t.Errorf("%s: %v", f, err)
+		}
+	}
+}
+
+// bnConfig is cnnConfig with batch norm after each convolution and dropout
+// before the last layer.
+var bnConfig = strings.Replace(strings.Replace(strings.Replace(cnnConfig,
+	"init = \"torch_default\"\n[[model.layers]]\ntype = \"relu\"", "init = \"torch_default\"\n[[model.layers]]\ntype = \"batchnorm\"\n[[model.layers]]\ntype = \"relu\"", 1),
+	"padding = 1\n[[model.layers]]\ntype = \"relu\"", "padding = 1\n[[model.layers]]\ntype = \"batchnorm\"\nmomentum = 0.2\n[[model.layers]]\ntype = \"relu\"", 1),
+	"type = \"flatten\"", "type = \"flatten\"\n[[model.layers]]\ntype = \"dropout\"\np = 0.1", 1)
+
+// TestBatchNorm: a CNN with batch norm and dropout gives the same losses bit
+// for bit under every schedule and stage count at a given number of
+// micro-batches; auto leaves that number alone; the running statistics are
+// in the checkpoint and a resumed run continues exactly.
+func TestBatchNorm(t *testing.T) {
+	if strings.Count(bnConfig, "batchnorm") != 2 || !strings.Contains(bnConfig, "dropout") {
+		t.Fatalf("bnConfig:\n%s", bnConfig)
+	}
+	fixed := []string{"--set", "pipeline.micro_batches=2"}
+	dir := t.TempDir()
+	base := runCmd(t, dir, bnConfig, append(fixed, "--set", "train.epochs=2")...)
+	if base.code != 0 {
+		t.Fatalf("exit %d\n%s", base.code, base.stderr)
+	}
+	want := stepLosses(base.events)
+	for _, layout := range [][]string{
+		{"pipeline.schedule=gpipe", "pipeline.stages=0"},
+		{"pipeline.schedule=1f1b", "pipeline.stages=2"},
+		{"pipeline.schedule=1f1b", "pipeline.stages=3", "pipeline.split_backward=true"},
+	} {
+		args := append([]string{"--set", "train.epochs=2"}, fixed...)
+		for _, s := range layout {
+			args = append(args, "--set", s)
+		}
+		r := runCmd(t, t.TempDir(), bnConfig, args...)
+		if r.code != 0 {
+			t.Fatalf("%v: exit %d\n%s", layout, r.code, r.stderr)
+		}
+		for s, l := range stepLosses(r.events) {
+			if want[s] != l {
+				t.Fatalf("%v: step %d: loss %v, sequential %v", layout, s, l, want[s])
+			}
+		}
+	}
+	// the running statistics are saved under PyTorch's names
+	ck := lastCheckpoint(t, dir)
+	if !bytes.Contains(ck["model.safetensors"], []byte("1.running_mean")) || !bytes.Contains(ck["model.safetensors"], []byte("5.running_var")) {
+		t.Error("the checkpoint holds no running statistics")
+	}
+	// a resumed run continues exactly: the running statistics came back too
+	half := t.TempDir()
+	if r := runCmd(t, half, bnConfig, append(fixed, "--set", "train.epochs=2", "--set", "train.max_steps=30")...); r.code != 0 {
+		t.Fatalf("first half: exit %d\n%s", r.code, r.stderr)
+	}
+	second := runCmd(t, half, bnConfig, append(fixed, "--set", "train.epochs=2", "--resume")...)
+	if second.code != 0 {
+		t.Fatalf("resume: exit %d\n%s", second.code, lastLine(second.stderr))
+	}
+	got := stepLosses(second.events)
+	if len(got) != len(want)-30 {
+		t.Fatalf("resumed %d steps, want %d", len(got), len(want)-30)
+	}
+	for s, l := range got {
+		if want[s] != l {
+			t.Errorf("resumed step %d: loss %v, unbroken %v", s, l, want[s])
+		}
+	}
+	evalWant, evalGot := eventsNamed(base.events, "eval"), eventsNamed(second.events, "eval")
+	if fmt.Sprint(evalWant[len(evalWant)-1]["loss"]) != fmt.Sprint(evalGot[len(evalGot)-1]["loss"]) {
+		t.Errorf("final test loss %v resumed, %v unbroken (evaluation reads the running statistics)", evalGot[len(evalGot)-1]["loss"], evalWant[len(evalWant)-1]["loss"])
+	}
+	// auto tunes the schedule but not the number of micro-batches
+	auto := runCmd(t, t.TempDir(), bnConfig, "--set", "pipeline.schedule=auto", "--set", "pipeline.micro_batches=auto", "--set", "train.max_steps=40")
+	if auto.code != 0 {
+		t.Fatalf("auto: exit %d\n%s", auto.code, auto.stderr)
+	}
+	tune := eventsNamed(auto.events, "tune")
+	if len(tune) != 1 {
+		t.Fatalf("auto logged %d tune events", len(tune))
+	}
+	for _, c := range tune[0]["candidates"].([]any) {
+		if m := c.(map[string]any)["micro_batches"].(float64); m != 1 {
+			t.Errorf("auto tried %v micro-batches on a model with batch norm", m)
 		}
 	}
 }

@@ -25,6 +25,17 @@ func (l layout) String() string {
 	return fmt.Sprintf("%s, stages %d, micro_batches %d, split_backward %v", l.Schedule, l.Stages, l.Micro, l.Split)
 }
 
+// hasBatchNorm reports whether the model has a layer whose results depend
+// on the number of micro-batches.
+func hasBatchNorm(c *config.Config) bool {
+	for _, l := range c.Model.Layers {
+		if l.Type == "batchnorm" {
+			return true
+		}
+	}
+	return false
+}
+
 // candidates lists the layouts a run may use: one when the config fixes
 // both the schedule and the micro-batches, else those "auto" tries, first
 // the one a run starts with.
@@ -33,7 +44,12 @@ func candidates(c *config.Config) []layout {
 	// more micro-batches than 32-row chunks would be merged (nn.SplitRows)
 	most := (c.Data.BatchSize + nn.ChunkRows - 1) / nn.ChunkRows
 	micros := []int{int(p.MicroBatches)}
-	if p.MicroBatches.IsAuto() {
+	switch {
+	case p.MicroBatches.IsAuto() && hasBatchNorm(c):
+		// batch norm's statistics are per micro-batch: their count changes
+		// the results, so auto may not choose it
+		micros = []int{1}
+	case p.MicroBatches.IsAuto():
 		micros = nil
 		for _, m := range []int{1, 2, 4, 8} {
 			if m <= most {

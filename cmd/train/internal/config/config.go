@@ -59,6 +59,8 @@ type Layer struct {
 	Kernel      int     `toml:"kernel" json:"kernel"`           // conv2d, maxpool2d, avgpool2d: the square window's side, required
 	Stride      int     `toml:"stride" json:"stride"`           // conv2d: default 1; pools: default kernel
 	Padding     int     `toml:"padding" json:"padding"`         // conv2d: zeros on each side
+	Eps         float64 `toml:"eps" json:"eps"`                 // batchnorm: added to the variance
+	Momentum    float64 `toml:"momentum" json:"momentum"`       // batchnorm: of the running statistics
 
 	// set records which keys the config file or a --set gave this layer
 	// (bit i: field i of this struct), so that Validate can reject keys that
@@ -171,7 +173,7 @@ func Default() *Config {
 // init "xavier_uniform", shards 1, alpha 0.01, p 0.1, approximate false.
 // A linear layer still needs its Units.
 func NewLayer(typ string) Layer {
-	return Layer{Type: typ, Init: "xavier_uniform", Shards: 1, Alpha: 0.01, P: 0.1}
+	return Layer{Type: typ, Init: "xavier_uniform", Shards: 1, Alpha: 0.01, P: 0.1, Eps: 1e-5, Momentum: 0.1}
 }
 
 // Load reads the TOML file at path and returns its config: the defaults,

@@ -59,7 +59,7 @@ func TestDefault(t *testing.T) {
 	if got := Default(); !reflect.DeepEqual(got, want) {
 		t.Errorf("Default():\ngot  %+v\nwant %+v", got, want)
 	}
-	wantLayer := Layer{Type: "linear", Init: "xavier_uniform", Shards: 1, Alpha: 0.01, P: 0.1, Approximate: false}
+	wantLayer := Layer{Type: "linear", Init: "xavier_uniform", Shards: 1, Alpha: 0.01, P: 0.1, Approximate: false, Eps: 1e-5, Momentum: 0.1}
 	if got := NewLayer("linear"); got != wantLayer {
 		t.Errorf("NewLayer(%q): got %+v, want %+v", "linear", got, wantLayer)
 	}
@@ -107,6 +107,7 @@ func TestParseFull(t *testing.T) {
 		Model: Model{Layers: []Layer{
 			layer("conv2d", func(l *Layer) { l.Channels, l.Kernel, l.Stride, l.Padding, l.Init = 4, 3, 2, 1, "torch_default" }),
 			layer("maxpool2d", func(l *Layer) { l.Kernel, l.Stride = 2, 1 }),
+			layer("batchnorm", func(l *Layer) { l.Eps, l.Momentum = 1e-3, 0.2 }),
 			layer("flatten", func(*Layer) {}),
 			layer("linear", func(l *Layer) { l.Units, l.Init, l.Shards = 64, "he_normal", 2 }),
 			layer("leaky_relu", func(l *Layer) { l.Alpha = 0.2 }),
@@ -238,10 +239,10 @@ func TestOverrides(t *testing.T) {
 		{[]string{"model.layers.0.init=he_normal"}, func(c *Config) any { return c.Model.Layers[0].Init }, "he_normal"},
 		{[]string{"model.layers.0.init=torch_default"}, func(c *Config) any { return c.Model.Layers[0].Init }, "torch_default"},
 		{[]string{`model.layers.1={type="leaky_relu", alpha=0.3}`}, func(c *Config) any { return plain(c).Model.Layers[1] },
-			Layer{Type: "leaky_relu", Init: "xavier_uniform", Shards: 1, Alpha: 0.3, P: 0.1}},
+			Layer{Type: "leaky_relu", Init: "xavier_uniform", Shards: 1, Alpha: 0.3, P: 0.1, Eps: 1e-5, Momentum: 0.1}},
 		{[]string{`model.layers.1.type=tanh`}, func(c *Config) any { return c.Model.Layers[1].Type }, "tanh"},
 		{[]string{`model.layers=[{type="linear", units=10}]`}, func(c *Config) any { return plain(c).Model.Layers },
-			[]Layer{{Type: "linear", Units: 10, Init: "xavier_uniform", Shards: 1, Alpha: 0.01, P: 0.1}}},
+			[]Layer{{Type: "linear", Units: 10, Init: "xavier_uniform", Shards: 1, Alpha: 0.01, P: 0.1, Eps: 1e-5, Momentum: 0.1}}},
 		{[]string{"pipeline.micro_batches=64"}, func(c *Config) any { return c.Pipeline.MicroBatches }, Auto(64)},
 		{[]string{`pipeline.micro_batches="auto"`}, func(c *Config) any { return c.Pipeline.MicroBatches.IsAuto() }, true},
 		{[]string{"pipeline.micro_batches=auto"}, func(c *Config) any { return c.Pipeline.MicroBatches.IsAuto() }, true},
@@ -427,7 +428,8 @@ func TestResolvedRoundTrip(t *testing.T) {
 	// A layer shows only the keys of its type.
 	c, _ := Load("testdata/full.toml", nil)
 	layers := c.Resolved()["model"].(map[string]any)["layers"].([]any)
-	for i, want := range [][]string{{"channels", "init", "kernel", "padding", "stride", "type"}, {"kernel", "stride", "type"}, {"type"},
+	for i, want := range [][]string{{"channels", "init", "kernel", "padding", "stride", "type"}, {"kernel", "stride", "type"},
+		{"eps", "momentum", "type"}, {"type"},
 		{"init", "shards", "type", "units"}, {"alpha", "type"}, {"p", "type"}, {"type"}, nil, {"approximate", "type"}} {
 		if want == nil {
 			continue

@@ -197,6 +197,19 @@ func (l *Layer) validate(p string) error {
 		if err := atLeast(p+".stride", l.Stride, 1); err != nil {
 			return err
 		}
+	case "batchnorm":
+		if err := finite(p+".eps", l.Eps); err != nil {
+			return err
+		}
+		if !(l.Eps > 0) {
+			return errorf("%s.eps = %s: must be > 0", p, formatFloat(l.Eps))
+		}
+		if err := finite(p+".momentum", l.Momentum); err != nil {
+			return err
+		}
+		if !(l.Momentum >= 0 && l.Momentum <= 1) {
+			return errorf("%s.momentum = %s: must be in [0, 1]", p, formatFloat(l.Momentum))
+		}
 	case "leaky_relu":
 		if err := finite(p+".alpha", l.Alpha); err != nil {
 			return err
