@@ -93,11 +93,47 @@ func (p pool) argmax(x []float64) []int {
 	return idx
 }
 
+// max32 visits every window of a float32 input in row-major order and
+// calls f with the output index, the input index of the window's first
+// maximum (or last NaN, argmax's rule) and its value. A plain loop: this is
+// on the training path of every convolutional model.
+func (p pool) max32(x []float32, f func(o, at int, v float32)) {
+	planes, h, w := p.in[0]*p.in[1], p.in[2], p.in[3]
+	oh, ow, k, st := p.out[2], p.out[3], p.kernel, p.stride
+	o := 0
+	for pl := range planes {
+		for i := range oh {
+			rowStart := pl*h*w + i*st*w
+			for j := range ow {
+				corner := rowStart + j*st
+				best, bv := corner, x[corner]
+				for r := range k {
+					row := x[corner+r*w : corner+r*w+k]
+					for c, v := range row {
+						if v > bv || v != v {
+							best, bv = corner+r*w+c, v
+						}
+					}
+				}
+				f(o, best, bv)
+				o++
+			}
+		}
+	}
+}
+
 // MaxPool2d returns the maximum over each kernel×kernel window of x, an
 // [N C H W] tensor, the windows stepping by stride with no padding: the output
 // is [N C OH OW] with OH = ⌊(H−kernel)/stride⌋+1. NaN propagates.
 func MaxPool2d(x *tensor.Tensor, kernel, stride int) *tensor.Tensor {
 	p := newPool("MaxPool2d", x.Shape(), kernel, stride)
+	if x.DType() == tensor.Float32 { // no float64 copies: comparisons are exact in either
+		xs := x.Data32()
+		y := tensor.Zeros(tensor.Float32, p.out...)
+		out := y.Data32()
+		p.max32(xs, func(o, _ int, v float32) { out[o] = v })
+		return y
+	}
 	xs := values(x)
 	out := make([]float64, tensor.SizeOf(p.out))
 	for o, i := range p.argmax(xs) {
@@ -112,6 +148,13 @@ func MaxPool2dBackward(grad, x *tensor.Tensor, kernel, stride int) *tensor.Tenso
 	dtypeOf("MaxPool2dBackward", grad, x)
 	p := newPool("MaxPool2dBackward", x.Shape(), kernel, stride, grad)
 	p.checkGrad("MaxPool2dBackward", grad)
+	if x.DType() == tensor.Float32 {
+		xs, g := x.Data32(), grad.Data32()
+		dx := tensor.Zeros(tensor.Float32, p.in...)
+		out := dx.Data32()
+		p.max32(xs, func(o, at int, _ float32) { out[at] += g[o] })
+		return dx
+	}
 	g := values(grad)
 	out := make([]float64, x.Size())
 	for o, i := range p.argmax(values(x)) {

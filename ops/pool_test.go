@@ -257,3 +257,41 @@ func TestEdgePoolNormErrors(t *testing.T) {
 		expectError(t, c.desc, "ops."+c.op+":", c.mentions, c.fn)
 	}
 }
+
+// TestMaxPool2dFloat32: float32 max pooling, which works on float32 alone,
+// gives the float64 path's bits: the same maxima, NaN and ties included,
+// and, where windows do not overlap, the same gradients.
+func TestMaxPool2dFloat32(t *testing.T) {
+	vals := []float64{3, 1, 3, -2, math.NaN(), 0, 7, 7, -1, 2, 2, 5, math.Inf(-1), 4, 4, 1}
+	for _, c := range poolCases {
+		n := tensor.SizeOf(c.shape)
+		xv := make([]float64, n)
+		for i := range xv {
+			xv[i] = vals[(i*7)%len(vals)]
+		}
+		x64 := tensor.FromFloat64s(tensor.Float64, xv, c.shape...)
+		x32 := x64.As(tensor.Float32)
+		y64, y32 := ops.MaxPool2d(x64, c.kernel, c.stride), ops.MaxPool2d(x32, c.kernel, c.stride)
+		if !sameBits32(y32, y64.As(tensor.Float32)) {
+			t.Errorf("%v k%d s%d: float32 forward %v, float64 %v", c.shape, c.kernel, c.stride, y32.Float64s(), y64.Float64s())
+		}
+		g64 := tensor.Full(tensor.Float64, 0.5, y64.Shape()...)
+		d64, d32 := ops.MaxPool2dBackward(g64, x64, c.kernel, c.stride), ops.MaxPool2dBackward(g64.As(tensor.Float32), x32, c.kernel, c.stride)
+		if c.stride >= c.kernel && !sameBits32(d32, d64.As(tensor.Float32)) {
+			t.Errorf("%v k%d s%d: float32 backward %v, float64 %v", c.shape, c.kernel, c.stride, d32.Float64s(), d64.Float64s())
+		}
+	}
+}
+
+func sameBits32(a, b *tensor.Tensor) bool {
+	x, y := a.Data32(), b.Data32()
+	if len(x) != len(y) || !tensor.EqualShapes(a.Shape(), b.Shape()) {
+		return false
+	}
+	for i := range x {
+		if math.Float32bits(x[i]) != math.Float32bits(y[i]) {
+			return false
+		}
+	}
+	return true
+}
