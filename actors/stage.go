@@ -495,35 +495,26 @@ func (s *Stage) snapshot(m *GetParams) *Params {
 	}
 	out.Actor, out.Names = s.id, out.Names[:0]
 	k := 0
-	for i, l := range s.layers {
-		for _, p := range l.Params() {
-			out.Names = append(out.Names, fmt.Sprintf("%d.%s", s.layerIDs[i], p.Name))
-			if m.NamesOnly {
-				continue
-			}
-			if k < len(out.Values) && out.Values[k].DType() == p.Value.DType() && out.Values[k].SameShape(p.Value) {
-				out.Values[k].CopyFrom(p.Value)
-			} else if k < len(out.Values) {
-				out.Values[k] = p.Value.Clone()
-			} else {
-				out.Values = append(out.Values, p.Value.Clone())
-			}
-			k++
-		}
-	}
-	for _, b := range s.bufs { // after every parameter: optimizer state indexes the parameters
-		out.Names = append(out.Names, b.name)
+	add := func(name string, v *tensor.Tensor) {
+		out.Names = append(out.Names, name)
 		if m.NamesOnly {
-			continue
+			return
 		}
-		if k < len(out.Values) && out.Values[k].DType() == b.value.DType() && out.Values[k].SameShape(b.value) {
-			out.Values[k].CopyFrom(b.value)
-		} else if k < len(out.Values) {
-			out.Values[k] = b.value.Clone()
-		} else {
-			out.Values = append(out.Values, b.value.Clone())
+		switch {
+		case k < len(out.Values) && out.Values[k].DType() == v.DType() && out.Values[k].SameShape(v):
+			out.Values[k].CopyFrom(v)
+		case k < len(out.Values):
+			out.Values[k] = v.Clone()
+		default:
+			out.Values = append(out.Values, v.Clone())
 		}
 		k++
+	}
+	for _, p := range s.ops { // named "<layer>.<param>"
+		add(p.Name, p.Value)
+	}
+	for _, b := range s.bufs { // after every parameter: optimizer state indexes the parameters
+		add(b.name, b.value)
 	}
 	out.Values = out.Values[:k]
 	if s.updater.Optimizer != nil && !m.NamesOnly {

@@ -65,6 +65,31 @@ func flatOnly(_ Spec, in []int) ([]int, error) {
 // image wraps a layer of [N C H W] tensors for the flat rows layers pass.
 func image(l Layer, b built) Layer { return &imageLayer{Layer: l, in: b.in, out: b.out} }
 
+// shaper is a layer that knows its output sample shape.
+type shaper interface {
+	Layer
+	OutShape(in []int) ([]int, error)
+}
+
+// poolType is the row of a pooling layer type made by newPool(kernel, stride).
+func poolType(name string, newPool func(kernel, stride int) (shaper, error)) layerType {
+	return layerType{name: name, keys: []string{"kernel", "stride"},
+		shape: func(s Spec, in []int) ([]int, error) {
+			l, err := newPool(s.Kernel, s.Stride)
+			if err != nil {
+				return nil, err
+			}
+			return l.OutShape(in)
+		},
+		build: func(s Spec, b built) (Layer, error) {
+			l, err := newPool(s.Kernel, s.Stride)
+			if err != nil {
+				return nil, err
+			}
+			return image(l, b), nil
+		}}
+}
+
 // layerTypes is the one table of layer types, in the order messages list
 // them: adding a type is adding a row.
 var layerTypes = []layerType{
@@ -109,36 +134,8 @@ var layerTypes = []layerType{
 			}
 			return image(l, b), nil
 		}},
-	{name: "maxpool2d", keys: []string{"kernel", "stride"},
-		shape: func(s Spec, in []int) ([]int, error) {
-			l, err := NewMaxPool2d(s.Kernel, s.Stride)
-			if err != nil {
-				return nil, err
-			}
-			return l.OutShape(in)
-		},
-		build: func(s Spec, b built) (Layer, error) {
-			l, err := NewMaxPool2d(s.Kernel, s.Stride)
-			if err != nil {
-				return nil, err
-			}
-			return image(l, b), nil
-		}},
-	{name: "avgpool2d", keys: []string{"kernel", "stride"},
-		shape: func(s Spec, in []int) ([]int, error) {
-			l, err := NewAvgPool2d(s.Kernel, s.Stride)
-			if err != nil {
-				return nil, err
-			}
-			return l.OutShape(in)
-		},
-		build: func(s Spec, b built) (Layer, error) {
-			l, err := NewAvgPool2d(s.Kernel, s.Stride)
-			if err != nil {
-				return nil, err
-			}
-			return image(l, b), nil
-		}},
+	poolType("maxpool2d", func(k, s int) (shaper, error) { return NewMaxPool2d(k, s) }),
+	poolType("avgpool2d", func(k, s int) (shaper, error) { return NewAvgPool2d(k, s) }),
 	// Over the channels of [C, H, W] samples, or the features of flat ones.
 	{name: "batchnorm", keys: []string{"eps", "momentum"}, shape: anyShape,
 		build: func(s Spec, b built) (Layer, error) {

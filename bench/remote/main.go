@@ -23,46 +23,11 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"slices"
 	"strings"
 	"time"
-)
 
-const model = `
-seed = 3
-[data]
-name = "mnist"
-download = false
-batch_size = 256
-[[model.layers]]
-type = "linear"
-units = 1024
-[[model.layers]]
-type = "relu"
-[[model.layers]]
-type = "linear"
-units = 1024
-[[model.layers]]
-type = "relu"
-[[model.layers]]
-type = "linear"
-units = 1024
-[[model.layers]]
-type = "relu"
-[[model.layers]]
-type = "linear"
-units = 10
-[optimizer]
-type = "sgd"
-lr = 0.05
-momentum = 0.9
-[train]
-epochs = 1
-checkpoint_every = 100000
-eval_every = 100000
-[log]
-every = 5
-`
+	"github.com/pipetrain/pipetrain/bench/internal/deepmlp"
+)
 
 type variant struct {
 	name   string
@@ -96,7 +61,7 @@ func main() {
 	check(err)
 	defer os.RemoveAll(dir)
 	cfg := filepath.Join(dir, "deep.toml")
-	check(os.WriteFile(cfg, []byte(model), 0o644))
+	check(os.WriteFile(cfg, []byte(deepmlp.Model), 0o644))
 
 	var hosts []string
 	for i := range 2 {
@@ -141,19 +106,19 @@ func main() {
 				check(fmt.Errorf("%s: %v\n%s", v.name, err, out))
 			}
 			tput, bytes := readLog(logDir, *warmup)
-			runs[i] = append(runs[i], median(tput))
+			runs[i] = append(runs[i], deepmlp.Median(tput))
 			wire[i] = bytes / float64(*steps)
-			fmt.Fprintf(os.Stderr, "round %d/%d: %-46s %8.0f samples/s\n", r+1, *rounds, v.name, median(tput))
+			fmt.Fprintf(os.Stderr, "round %d/%d: %-46s %8.0f samples/s\n", r+1, *rounds, v.name, deepmlp.Median(tput))
 		}
 	}
 	fmt.Printf("784-1024-1024-1024-10, batch 256, MNIST, %d steps a run, medians of %d rounds; workers %s\n\n", *steps, *rounds, strings.Join(hosts, ", "))
 	fmt.Printf("| %-46s | %9s | %12s | %-24s | %s |\n", "configuration", "samples/s", "/ one process", "rounds", "stage bytes sent per step")
 	fmt.Printf("| %s | %s:| %s:| %s | %s:|\n", strings.Repeat("-", 46), strings.Repeat("-", 9), strings.Repeat("-", 12), strings.Repeat("-", 24), strings.Repeat("-", 24))
 	for i, v := range variants {
-		base := median(runs[i])
+		base := deepmlp.Median(runs[i])
 		for k := i; k >= 0; k-- { // the one-process row above
 			if !variants[k].remote {
-				base = median(runs[k])
+				base = deepmlp.Median(runs[k])
 				break
 			}
 		}
@@ -161,7 +126,7 @@ func main() {
 		for k, x := range runs[i] {
 			rs[k] = fmt.Sprintf("%.0f", x)
 		}
-		fmt.Printf("| %-46s | %9.0f | %11.2fx | %-24s | %24.0f |\n", v.name, median(runs[i]), median(runs[i])/base, strings.Join(rs, " "), wire[i])
+		fmt.Printf("| %-46s | %9.0f | %11.2fx | %-24s | %24.0f |\n", v.name, deepmlp.Median(runs[i]), deepmlp.Median(runs[i])/base, strings.Join(rs, " "), wire[i])
 	}
 }
 
@@ -195,15 +160,6 @@ func readLog(dir string, warmup int) ([]float64, float64) {
 		check(fmt.Errorf("%s: %d step events", dir, len(tput)))
 	}
 	return tput[warmup:], bytes
-}
-
-func median(xs []float64) float64 {
-	s := slices.Clone(xs)
-	slices.Sort(s)
-	if len(s)%2 == 1 {
-		return s[len(s)/2]
-	}
-	return (s[len(s)/2-1] + s[len(s)/2]) / 2
 }
 
 func check(err error) {

@@ -22,53 +22,15 @@ import (
 	"encoding/json"
 	"flag"
 	"fmt"
-	"math"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"runtime"
-	"slices"
 	"strings"
 
+	"github.com/pipetrain/pipetrain/bench/internal/deepmlp"
 	"github.com/pipetrain/pipetrain/dataset"
 )
-
-// model is the config file; everything a configuration varies is a --set.
-const model = `
-seed = 3
-[data]
-name = "mnist"
-download = false
-batch_size = 256
-[[model.layers]]
-type = "linear"
-units = 1024
-[[model.layers]]
-type = "relu"
-[[model.layers]]
-type = "linear"
-units = 1024
-[[model.layers]]
-type = "relu"
-[[model.layers]]
-type = "linear"
-units = 1024
-[[model.layers]]
-type = "relu"
-[[model.layers]]
-type = "linear"
-units = 10
-[optimizer]
-type = "sgd"
-lr = 0.05
-momentum = 0.9
-[train]
-epochs = 1
-checkpoint_every = 100000
-eval_every = 100000
-[log]
-every = 5
-`
 
 // hidden are the indices of the hidden linear layers, the ones sharded.
 var hidden = []int{0, 2, 4}
@@ -157,7 +119,7 @@ func main() {
 	}
 	defer os.RemoveAll(dir)
 	cfg := filepath.Join(dir, "deep.toml")
-	if err := os.WriteFile(cfg, []byte(model), 0o644); err != nil {
+	if err := os.WriteFile(cfg, []byte(deepmlp.Model), 0o644); err != nil {
 		fail(err)
 	}
 
@@ -179,16 +141,16 @@ func main() {
 				fail(fmt.Errorf("%s: %v\n%s", v.name, err, out))
 			}
 			tput, b := readLog(logDir, *warmup)
-			runs[i] = append(runs[i], median(tput))
+			runs[i] = append(runs[i], deepmlp.Median(tput))
 			busy[i] = b
-			fmt.Fprintf(os.Stderr, "round %d/%d: %-44s %8.0f samples/s\n", r+1, *rounds, v.name, median(tput))
+			fmt.Fprintf(os.Stderr, "round %d/%d: %-44s %8.0f samples/s\n", r+1, *rounds, v.name, deepmlp.Median(tput))
 		}
 	}
 
 	meds := make([]float64, len(variants))
 	best1 := 0 // the fastest one-core row
 	for i, v := range variants {
-		meds[i] = median(runs[i])
+		meds[i] = deepmlp.Median(runs[i])
 		if v.gomaxprocs == 1 && meds[i] > meds[best1] {
 			best1 = i
 		}
@@ -263,18 +225,6 @@ func loadavg() string {
 		return f[0]
 	}
 	return "?"
-}
-
-func median(xs []float64) float64 {
-	if len(xs) == 0 {
-		return math.NaN()
-	}
-	s := slices.Clone(xs)
-	slices.Sort(s)
-	if n := len(s); n%2 == 0 {
-		return (s[n/2-1] + s[n/2]) / 2
-	}
-	return s[len(s)/2]
 }
 
 func usage(msg string) {
