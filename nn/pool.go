@@ -14,7 +14,15 @@ import (
 // PyTorch's on the CPU.
 type MaxPool2d struct {
 	Kernel, Stride int
-	x              cache[*tensor.Tensor]
+	x              cache[maxPooled]
+}
+
+// maxPooled is what MaxPool2d's backward needs: where each window's maximum
+// was, so that it does not search the windows again.
+type maxPooled struct {
+	idx   []int
+	shape []int
+	dt    tensor.DType
 }
 
 // AvgPool2d is torch.nn.AvgPool2d(Kernel, Stride) without padding: the mean
@@ -37,7 +45,7 @@ func NewMaxPool2d(kernel, stride int) (*MaxPool2d, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &MaxPool2d{Kernel: kernel, Stride: stride, x: cache[*tensor.Tensor]{}}, nil
+	return &MaxPool2d{Kernel: kernel, Stride: stride, x: cache[maxPooled]{}}, nil
 }
 
 // NewAvgPool2d returns an average pooling over kernel×kernel windows; stride
@@ -119,18 +127,21 @@ func (l *MaxPool2d) OutShape(in []int) ([]int, error) {
 
 func (l *MaxPool2d) Forward(p Pass, x *tensor.Tensor) *tensor.Tensor {
 	checkPool("MaxPool2d", x, l.Kernel, l.Stride)
-	y := ops.MaxPool2d(x, l.Kernel, l.Stride)
-	l.x.put(p, x) // the backward finds each window's maximum again
+	if !p.Train {
+		return ops.MaxPool2d(x, l.Kernel, l.Stride)
+	}
+	y, idx := ops.MaxPool2dIndices(x, l.Kernel, l.Stride)
+	l.x.put(p, maxPooled{idx, x.Shape(), x.DType()})
 	return y
 }
 
 func (l *MaxPool2d) Backward(p Pass, dy *tensor.Tensor, needDX bool) *tensor.Tensor {
 	x := l.x.take("MaxPool2d", p)
-	checkPoolGrad("MaxPool2d", dy, x.DType(), x.Shape(), l.Kernel, l.Stride)
+	checkPoolGrad("MaxPool2d", dy, x.dt, x.shape, l.Kernel, l.Stride)
 	if !needDX {
 		return nil
 	}
-	return ops.MaxPool2dBackward(dy, x, l.Kernel, l.Stride)
+	return ops.MaxPool2dScatter(dy, x.idx, x.shape, l.Kernel, l.Stride)
 }
 
 func (l *AvgPool2d) Kind() string    { return "avgpool2d" }

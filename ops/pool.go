@@ -163,6 +163,58 @@ func MaxPool2dBackward(grad, x *tensor.Tensor, kernel, stride int) *tensor.Tenso
 	return fromValues(x.DType(), out, p.in...)
 }
 
+// MaxPool2dIndices is MaxPool2d that also returns, for each output element,
+// the flat index into x of the element it came from (the window's first
+// maximum, or last NaN): MaxPool2dScatter then sends a gradient back
+// without searching the windows again.
+func MaxPool2dIndices(x *tensor.Tensor, kernel, stride int) (*tensor.Tensor, []int) {
+	p := newPool("MaxPool2dIndices", x.Shape(), kernel, stride)
+	idx := make([]int, tensor.SizeOf(p.out))
+	if x.DType() == tensor.Float32 {
+		y := tensor.Zeros(tensor.Float32, p.out...)
+		out := y.Data32()
+		p.max32(x.Data32(), func(o, at int, v float32) { out[o], idx[o] = v, at })
+		return y, idx
+	}
+	xs := values(x)
+	out := make([]float64, len(idx))
+	for o, i := range p.argmax(xs) {
+		out[o], idx[o] = xs[i], i
+	}
+	return fromValues(x.DType(), out, p.out...), idx
+}
+
+// MaxPool2dScatter is MaxPool2dBackward from the indices MaxPool2dIndices
+// gave for an input of inputShape: the same gradient, bit for bit.
+func MaxPool2dScatter(grad *tensor.Tensor, idx []int, inputShape []int, kernel, stride int) *tensor.Tensor {
+	p := newPool("MaxPool2dScatter", inputShape, kernel, stride, grad)
+	p.checkGrad("MaxPool2dScatter", grad)
+	if len(idx) != grad.Size() {
+		fail("MaxPool2dScatter", "%d indices for a gradient of shape %v", len(idx), grad.Shape())
+	}
+	n := tensor.SizeOf(p.in)
+	for _, i := range idx {
+		if i < 0 || i >= n {
+			fail("MaxPool2dScatter", "index %d outside the input of shape %v", i, p.in)
+		}
+	}
+	if grad.DType() == tensor.Float32 {
+		g := grad.Data32()
+		dx := tensor.Zeros(tensor.Float32, p.in...)
+		out := dx.Data32()
+		for o, i := range idx {
+			out[i] += g[o]
+		}
+		return dx
+	}
+	g := values(grad)
+	out := make([]float64, n)
+	for o, i := range idx {
+		out[i] += g[o]
+	}
+	return fromValues(grad.DType(), out, p.in...)
+}
+
 // AvgPool2d returns the mean over each kernel×kernel window of x, shaped as
 // MaxPool2d's output; every window is whole, so the count is kernel².
 func AvgPool2d(x *tensor.Tensor, kernel, stride int) *tensor.Tensor {

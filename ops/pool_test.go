@@ -295,3 +295,39 @@ func sameBits32(a, b *tensor.Tensor) bool {
 	}
 	return true
 }
+
+// TestMaxPool2dIndices: the forward with indices and the scatter give
+// MaxPool2d's and MaxPool2dBackward's bits, overlapping windows, ties and
+// NaN included, in both dtypes.
+func TestMaxPool2dIndices(t *testing.T) {
+	vals := []float64{3, 1, 3, -2, math.NaN(), 0, 7, 7, -1, 2, 2, 5, math.Inf(-1), 4, 4, 1}
+	for _, dt := range []tensor.DType{tensor.Float32, tensor.Float64} {
+		for _, c := range poolCases {
+			n := tensor.SizeOf(c.shape)
+			xv := make([]float64, n)
+			for i := range xv {
+				xv[i] = vals[(i*5)%len(vals)]
+			}
+			x := tensor.FromFloat64s(dt, xv, c.shape...)
+			y, idx := ops.MaxPool2dIndices(x, c.kernel, c.stride)
+			g := tensor.FromFloat64s(dt, make([]float64, y.Size()), y.Shape()...)
+			for i := range g.Size() {
+				g.Set(float64(i%7)-2.5, unravel(i, y.Shape())...)
+			}
+			want, wantDX := ops.MaxPool2d(x, c.kernel, c.stride), ops.MaxPool2dBackward(g, x, c.kernel, c.stride)
+			dx := ops.MaxPool2dScatter(g, idx, x.Shape(), c.kernel, c.stride)
+			if fmt.Sprint(y.Float64s()) != fmt.Sprint(want.Float64s()) || fmt.Sprint(dx.Float64s()) != fmt.Sprint(wantDX.Float64s()) {
+				t.Errorf("%v %v k%d s%d: indices path differs from MaxPool2d/MaxPool2dBackward", dt, c.shape, c.kernel, c.stride)
+			}
+		}
+	}
+}
+
+func unravel(i int, shape []int) []int {
+	out := make([]int, len(shape))
+	for d := len(shape) - 1; d >= 0; d-- {
+		out[d] = i % shape[d]
+		i /= shape[d]
+	}
+	return out
+}
