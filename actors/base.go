@@ -131,7 +131,7 @@ func (b *base) SetRun(r Run) { b.run = r }
 // send sends msg to pid, counting it as pending there; a message for
 // another process crosses in its wire form.
 func (b *base) send(ctx actor.Context, pid *actor.PID, msg any) {
-	if IsRemote(ctx.Self(), pid) {
+	if isRemote(ctx.Self(), pid) {
 		w, err := Encode(msg, b.run)
 		if err != nil {
 			panic(err) // a message type with no wire form: a bug, turned into Failed by guard
@@ -148,7 +148,7 @@ func (b *base) send(ctx actor.Context, pid *actor.PID, msg any) {
 
 // respond answers the message in hand, in wire form to another process.
 func (b *base) respond(ctx actor.Context, msg any) {
-	if IsRemote(ctx.Self(), ctx.Sender()) {
+	if isRemote(ctx.Self(), ctx.Sender()) {
 		w, err := Encode(msg, b.run)
 		if err != nil {
 			panic(err)

@@ -31,8 +31,8 @@ func runOf(w *wire.Run) Run {
 	return Run{ID: w.Id, Gen: w.Gen}
 }
 
-// IsRemote reports whether pid lives in another process than self.
-func IsRemote(self, pid *actor.PID) bool {
+// isRemote reports whether pid lives in another process than self.
+func isRemote(self, pid *actor.PID) bool {
 	return pid != nil && self != nil && pid.Address != self.Address
 }
 

@@ -264,6 +264,3 @@ func (l *imageLayer) Backward(p Pass, dy *tensor.Tensor, needDX bool) *tensor.Te
 
 // Buffers returns the image layer's buffers (batch norm's running statistics).
 func (l *imageLayer) Buffers() []Buffer { return BuffersOf(l.Layer) }
-
-// Unwrap returns the image layer itself, e.g. a *Conv2d.
-func (l *imageLayer) Unwrap() Layer { return l.Layer }

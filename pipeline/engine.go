@@ -75,7 +75,6 @@ type Engine struct {
 	opt       *actor.PID
 	shapes    map[string][]int // full parameter shapes by name
 	global    map[string]int   // parameter names to their index in the global order
-	threads   int              // each stage actor's thread budget
 	moveBuf   []*actors.Params // per stage, the copies MoveTo reuses
 	units     []unit
 	threadsOf []int // per stage actor, its thread budget
@@ -316,7 +315,6 @@ func (e *Engine) start(units []unit) error {
 	}
 	p := len(e.nodes)
 	threads := e.gemmBudget(len(units))
-	e.threads = threads
 	spec := e.cfg.Optimizer
 	spec.Threads = threads
 	var paramIDs []int
