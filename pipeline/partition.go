@@ -59,16 +59,28 @@ func Partition(costs []float64, n int) []int {
 // MeasureCosts times each layer's forward and backward on a sample of rows
 // random inputs of width features, the least of reps runs, with kernels on
 // up to threads goroutines, and leaves the layers as they were (no caches,
-// zero gradients).
+// zero gradients, batch norm's running statistics untouched).
 func MeasureCosts(layers []nn.Layer, features, rows, reps, threads int, dt tensor.DType) ([]float64, error) {
 	costs := make([]float64, len(layers))
 	for i := range costs {
 		costs[i] = math.Inf(1)
 	}
+	// training passes move batch norm's running statistics: put them back
+	var saved [][]*tensor.Tensor
+	for _, l := range layers {
+		var vals []*tensor.Tensor
+		for _, b := range nn.BuffersOf(l) {
+			vals = append(vals, b.Value.Clone())
+		}
+		saved = append(saved, vals)
+	}
 	defer func() {
-		for _, l := range layers {
+		for i, l := range layers {
 			l.Reset()
 			l.ZeroGrad()
+			for j, b := range nn.BuffersOf(l) {
+				b.Value.CopyFrom(saved[i][j])
+			}
 		}
 	}()
 	for r := range reps {

@@ -1,0 +1,174 @@
+package pipeline_test
+
+import (
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"testing"
+
+	"github.com/pipetrain/pipetrain/actors"
+	"github.com/pipetrain/pipetrain/nn"
+	"github.com/pipetrain/pipetrain/optim"
+	"github.com/pipetrain/pipetrain/pipeline"
+	"github.com/pipetrain/pipetrain/tensor"
+)
+
+// cnnSample is the CNN tests' sample: 2 channels of 6×6.
+var cnnSample = []int{2, 6, 6}
+
+// cnnSpecs is a small CNN: conv, (batch norm,) relu, max pooling, conv,
+// relu, average pooling, flatten, dropout, linear.
+func cnnSpecs(batchNorm bool) []nn.Spec {
+	specs := []nn.Spec{{Type: "conv2d", Channels: 4, Kernel: 3, Padding: 1, Init: nn.TorchDefault}}
+	if batchNorm {
+		specs = append(specs, nn.Spec{Type: "batchnorm"})
+	}
+	return append(specs, nn.Spec{Type: "relu"}, nn.Spec{Type: "maxpool2d", Kernel: 2},
+		nn.Spec{Type: "conv2d", Channels: 6, Kernel: 2, Init: nn.TorchDefault}, nn.Spec{Type: "relu"},
+		nn.Spec{Type: "avgpool2d", Kernel: 2}, nn.Spec{Type: "flatten"}, nn.Spec{Type: "dropout", P: 0.25},
+		nn.Spec{Type: "linear", Units: classes, Init: nn.TorchDefault})
+}
+
+func cnnLayers(t testing.TB, specs []nn.Spec) []nn.Layer {
+	t.Helper()
+	layers, err := nn.BuildShape(specs, cnnSample, seed, tensor.Float32, 0, len(specs))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return layers
+}
+
+// cnnBatch returns the mini-batch of a step: 128 images.
+func cnnBatch(step int) (*tensor.Tensor, nn.Target) {
+	rng := rand.New(rand.NewPCG(seed, 2000+uint64(step)))
+	x := tensor.RandNormal(rng, tensor.Float32, 0, 1, 128, tensor.SizeOf(cnnSample))
+	labels := make([]int, 128)
+	for i := range labels {
+		labels[i] = rng.IntN(classes)
+	}
+	return x, nn.Target{Labels: labels}
+}
+
+// cnnReference trains the CNN with nn.Sequential and returns the losses and
+// the final parameters and buffers.
+func cnnReference(t testing.TB, specs []nn.Spec, micro int) ([]float64, map[string][]float32) {
+	seq := &nn.Sequential{Layers: cnnLayers(t, specs), Loss: nn.CrossEntropy}
+	opt := newSGD(t)
+	var ps []optim.Param
+	for _, p := range seq.Params() {
+		ps = append(ps, optim.Param{Name: p.Name, Value: p.Value, Grad: p.Grad})
+	}
+	var losses []float64
+	for step := 1; step <= steps; step++ {
+		seq.ZeroGrad()
+		x, tg := cnnBatch(step)
+		loss, err := seq.TrainStep(step, x, tg, micro)
+		if err != nil {
+			t.Fatal(err)
+		}
+		optim.ClipGradNorm(ps, clipNorm)
+		if err := opt.Step(ps, lr(step)); err != nil {
+			t.Fatal(err)
+		}
+		losses = append(losses, loss)
+	}
+	w := map[string][]float32{}
+	for _, p := range seq.Params() {
+		w[p.Name] = p.Value.Float32s()
+	}
+	for i, l := range seq.Layers {
+		for _, b := range nn.BuffersOf(l) {
+			w[fmt.Sprintf("%d.%s", i, b.Name)] = b.Value.Float32s()
+		}
+	}
+	return losses, w
+}
+
+func runCNN(t testing.TB, specs []nn.Spec, sched actors.Schedule, stages, micro int, shards []int, split bool) ([]float64, map[string][]float32) {
+	t.Helper()
+	var losses []float64
+	eng, err := pipeline.New(cnnLayers(t, specs), pipeline.Config{
+		Schedule: sched, MicroBatches: micro, Stages: stages, Shards: shards, SplitBackward: split,
+		Loss: nn.CrossEntropy, Optimizer: sgd, ClipNorm: clipNorm, Features: tensor.SizeOf(cnnSample),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer eng.Close()
+	for step := 1; step <= steps; step++ {
+		x, tg := cnnBatch(step)
+		loss, err := eng.Step(step, lr(step), x, tg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		losses = append(losses, loss)
+	}
+	snap, _, err := eng.Snapshot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	w := map[string][]float32{}
+	for name, v := range snap {
+		w[name] = v.Float32s()
+	}
+	return losses, w
+}
+
+// within reports the first loss or weight of got further than tol
+// (relative; 0: bit for bit) from want, or "".
+func within(gotLoss, wantLoss []float64, gotW, wantW map[string][]float32, tol float64) string {
+	for i := range wantLoss {
+		if d := math.Abs(gotLoss[i] - wantLoss[i]); d > tol*math.Abs(wantLoss[i]) || tol == 0 && gotLoss[i] != wantLoss[i] {
+			return fmt.Sprintf("step %d: loss %v, want %v", i+1, gotLoss[i], wantLoss[i])
+		}
+	}
+	if len(gotW) != len(wantW) {
+		return fmt.Sprintf("%d tensors, want %d", len(gotW), len(wantW))
+	}
+	for name, want := range wantW {
+		got := gotW[name]
+		if len(got) != len(want) {
+			return fmt.Sprintf("%s: %d values, want %d", name, len(got), len(want))
+		}
+		for j := range want {
+			d := math.Abs(float64(got[j] - want[j]))
+			if d > tol*math.Max(1, math.Abs(float64(want[j]))) || tol == 0 && math.Float32bits(got[j]) != math.Float32bits(want[j]) {
+				return fmt.Sprintf("%s[%d] = %v, want %v", name, j, got[j], want[j])
+			}
+		}
+	}
+	return ""
+}
+
+// TestCNNEquivalence: a CNN gives nn.Sequential's losses, weights and
+// running statistics bit for bit under every schedule and stage count; with
+// batch norm at a given number of micro-batches (its statistics are per
+// micro-batch), without it at any number.
+func TestCNNEquivalence(t *testing.T) {
+	for _, bn := range []bool{true, false} {
+		specs := cnnSpecs(bn)
+		micros := []int{1, 2, 4}
+		wantLoss, wantW := cnnReference(t, specs, 1)
+		for _, micro := range micros {
+			if bn {
+				wantLoss, wantW = cnnReference(t, specs, micro)
+			} else if l, w := cnnReference(t, specs, micro); micro > 1 {
+				if why := within(l, wantLoss, w, wantW, 0); why != "" {
+					t.Errorf("nn.Sequential micro=%d against micro=1: %s", micro, why)
+				}
+			}
+			for _, sched := range []actors.Schedule{actors.Sequential, actors.GPipe, actors.OneFOneB} {
+				for _, stages := range []int{0, 2, 3} {
+					if sched == actors.Sequential && micro > 1 && stages != 0 {
+						continue // the sequential schedule's stage count matters little; keep CI short
+					}
+					gotLoss, gotW := runCNN(t, specs, sched, stages, micro, nil, stages == 3)
+					if why := within(gotLoss, wantLoss, gotW, wantW, 0); why != "" {
+						t.Errorf("batchnorm=%v %v stages=%d micro=%d: %s", bn, sched, stages, micro, why)
+					}
+				}
+			}
+		}
+	}
+}
+
