@@ -3,7 +3,7 @@
 //
 // # The actors
 //
-// A Stage runs consecutive layers of the model, or one shard of a linear layer,
+// A Stage runs consecutive layers of the model, or one shard of a layer,
 // for every micro-batch sent to it; it alone holds and writes its layers'
 // weights. The Loss actor compares the last stage's output with the target and
 // starts the backward pass. Each parameter-owning stage has its own optimizer

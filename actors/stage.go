@@ -13,7 +13,7 @@ import (
 )
 
 // Stage is an actor that runs consecutive layers of the model, or one shard of a
-// linear layer, for every micro-batch sent to it. It alone holds and writes the
+// sharded layer, for every micro-batch sent to it. It alone holds and writes the
 // weights of its layers.
 //
 // Forwards are admitted while fewer than Limit micro-batches hold activations

@@ -25,16 +25,20 @@ type Spec struct {
 	Padding     int     `json:"padding,omitempty"`     // conv2d: zeros on each side
 	Eps         float64 `json:"eps,omitempty"`         // batchnorm (0 means 1e-5)
 	Momentum    float64 `json:"momentum,omitempty"`    // batchnorm: of the running statistics (0 means 0.1)
+	Shards      int     `json:"shards,omitempty"`      // linear, conv2d: actors a pipeline splits the units over; Build ignores it
 }
 
 // layerType is one row of the table of layer types: the keys the type takes
-// besides "type", its output sample shape for an input one, and its
-// constructor.
+// besides "type", whether a pipeline may shard it, the check of its keys
+// (with the defaults that depend on other keys), its output sample shape
+// for an input one, and its constructor.
 type layerType struct {
-	name  string
-	keys  []string
-	shape func(s Spec, in []int) ([]int, error)
-	build func(s Spec, b built) (Layer, error)
+	name   string
+	keys   []string
+	shards bool // takes "shards" too: the layer is a Sharder
+	check  func(c *checker)
+	shape  func(s Spec, in []int) ([]int, error)
+	build  func(s Spec, b built) (Layer, error)
 }
 
 // built is what a constructor may use: the layer's place in the model, its
@@ -74,6 +78,12 @@ type shaper interface {
 // poolType is the row of a pooling layer type made by newPool(kernel, stride).
 func poolType(name string, newPool func(kernel, stride int) (shaper, error)) layerType {
 	return layerType{name: name, keys: []string{"kernel", "stride"},
+		check: func(c *checker) {
+			c.required("kernel", c.s.Kernel)
+			c.atLeast("kernel", c.s.Kernel, 1)
+			c.defaultInt("stride", &c.s.Stride, c.s.Kernel)
+			c.atLeast("stride", c.s.Stride, 1)
+		},
 		shape: func(s Spec, in []int) ([]int, error) {
 			l, err := newPool(s.Kernel, s.Stride)
 			if err != nil {
@@ -95,13 +105,21 @@ func poolType(name string, newPool func(kernel, stride int) (shaper, error)) lay
 var layerTypes = []layerType{
 	// A linear layer takes the flattened sample, so that an MLP reads
 	// images as it always has; flatten says so explicitly.
-	{name: "linear", keys: []string{"units", "init"},
+	{name: "linear", keys: []string{"units", "init"}, shards: true,
+		check: func(c *checker) {
+			c.required("units", c.s.Units)
+			c.atLeast("units", c.s.Units, 1)
+			c.init()
+		},
 		shape: func(s Spec, _ []int) ([]int, error) { return []int{s.Units}, nil },
 		build: func(s Spec, b built) (Layer, error) {
 			return NewLinear(b.dt, tensor.SizeOf(b.in), s.Units, s.Init, b.rng())
 		}},
 	{name: "relu", shape: anyShape, build: func(Spec, built) (Layer, error) { return NewReLU(), nil }},
 	{name: "leaky_relu", keys: []string{"alpha"}, shape: anyShape,
+		check: func(c *checker) {
+			c.float("alpha", c.s.Alpha, func(a float64) bool { return a >= 0 }, "must be >= 0")
+		},
 		build: func(s Spec, _ built) (Layer, error) { return NewLeakyReLU(s.Alpha), nil }},
 	{name: "prelu", shape: anyShape, build: func(_ Spec, b built) (Layer, error) { return NewPReLU(b.dt), nil }},
 	{name: "sigmoid", shape: anyShape, build: func(Spec, built) (Layer, error) { return NewSigmoid(), nil }},
@@ -110,9 +128,22 @@ var layerTypes = []layerType{
 		build: func(s Spec, _ built) (Layer, error) { return NewGELU(s.Approximate), nil }},
 	{name: "softmax", shape: flatOnly, build: func(Spec, built) (Layer, error) { return NewSoftmax(), nil }},
 	{name: "dropout", keys: []string{"p"}, shape: anyShape,
+		check: func(c *checker) {
+			c.float("p", c.s.P, func(p float64) bool { return p >= 0 && p < 1 }, "must be in [0, 1)")
+		},
 		build: func(s Spec, b built) (Layer, error) { return NewDropout(s.P, b.seed, b.index) }},
 	{name: "layernorm", shape: flatOnly, build: func(_ Spec, b built) (Layer, error) { return NewLayerNorm(b.dt, b.in[0]), nil }},
-	{name: "conv2d", keys: []string{"channels", "kernel", "stride", "padding", "init"},
+	{name: "conv2d", keys: []string{"channels", "kernel", "stride", "padding", "init"}, shards: true,
+		check: func(c *checker) {
+			c.required("channels", c.s.Channels)
+			c.atLeast("channels", c.s.Channels, 1)
+			c.required("kernel", c.s.Kernel)
+			c.atLeast("kernel", c.s.Kernel, 1)
+			c.defaultInt("stride", &c.s.Stride, 1)
+			c.atLeast("stride", c.s.Stride, 1)
+			c.atLeast("padding", c.s.Padding, 0)
+			c.init()
+		},
 		shape: func(s Spec, in []int) ([]int, error) {
 			if s.Channels < 1 || s.Kernel < 1 || s.Stride < 0 || s.Padding < 0 {
 				return nil, fmt.Errorf("channels %d and kernel %d must be at least 1, stride %d and padding %d not negative", s.Channels, s.Kernel, s.Stride, s.Padding)
@@ -138,6 +169,10 @@ var layerTypes = []layerType{
 	poolType("avgpool2d", func(k, s int) (shaper, error) { return NewAvgPool2d(k, s) }),
 	// Over the channels of [C, H, W] samples, or the features of flat ones.
 	{name: "batchnorm", keys: []string{"eps", "momentum"}, shape: anyShape,
+		check: func(c *checker) {
+			c.float("eps", c.s.Eps, func(e float64) bool { return e > 0 }, "must be > 0")
+			c.float("momentum", c.s.Momentum, func(m float64) bool { return m > 0 && m <= 1 }, "must be in (0, 1]") // 0 means the default in a Spec
+		},
 		build: func(s Spec, b built) (Layer, error) {
 			l, err := NewBatchNorm(b.dt, b.in[0])
 			if err != nil {
@@ -178,11 +213,15 @@ func lookup(typ string) (layerType, bool) {
 	return layerType{}, false
 }
 
-// LayerKeys returns the keys a layer type takes besides "type", and whether
-// the type exists.
+// LayerKeys returns the keys a layer type takes besides "type", "shards"
+// last for a type a pipeline may shard, and whether the type exists.
 func LayerKeys(typ string) ([]string, bool) {
 	t, ok := lookup(typ)
-	return slices.Clone(t.keys), ok
+	keys := slices.Clone(t.keys)
+	if t.shards {
+		keys = append(keys, "shards")
+	}
+	return keys, ok
 }
 
 // Build makes layers [lo, hi) of the model specs for flat samples of

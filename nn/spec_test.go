@@ -1,7 +1,9 @@
 package nn_test
 
 import (
+	"errors"
 	"fmt"
+	"math"
 	"math/rand/v2"
 	"reflect"
 	"slices"
@@ -82,7 +84,9 @@ func TestLayerKeys(t *testing.T) {
 		keys []string
 		ok   bool
 	}{
-		{"linear", []string{"units", "init"}, true},
+		{"linear", []string{"units", "init", "shards"}, true},
+		{"conv2d", []string{"channels", "kernel", "stride", "padding", "init", "shards"}, true},
+		{"maxpool2d", []string{"kernel", "stride"}, true},
 		{"relu", nil, true},
 		{"dropout", []string{"p"}, true},
 		{"gelu", []string{"approximate"}, true},
@@ -219,4 +223,59 @@ func ExampleBuild() {
 	tail, _ := nn.Build(specs, 64, 1, tensor.Float32, 1, 3)
 	fmt.Println(len(whole), len(tail), tail[1].Kind(), slices.Equal(whole[2].Params()[0].Value.Float32s(), tail[1].Params()[0].Value.Float32s()))
 	// Output: 3 2 linear true
+}
+
+// TestCheckSpec: each type's row checks its keys and fills in the defaults
+// that depend on other keys; the error names the key.
+func TestCheckSpec(t *testing.T) {
+	spec := func(typ string, f func(*nn.Spec)) nn.Spec {
+		s := nn.DefaultSpec()
+		s.Type = typ
+		if f != nil {
+			f(&s)
+		}
+		return s
+	}
+	for _, c := range []struct {
+		name  string
+		s     nn.Spec
+		given []string
+		want  string // the error, or "" and then wantStride
+		// the stride after the check
+		wantStride int
+	}{
+		{"linear", spec("linear", func(s *nn.Spec) { s.Units = 4 }), nil, "", 0},
+		{"linear without units", spec("linear", nil), nil, "units: required for a linear layer", 0},
+		{"linear units 0 given", spec("linear", nil), []string{"units"}, "units = 0: must be at least 1", 0},
+		{"linear bad init", spec("linear", func(s *nn.Spec) { s.Units, s.Init = 4, "glorot" }), nil, `init = "glorot": want one of`, 0},
+		{"linear too many shards", spec("linear", func(s *nn.Spec) { s.Units, s.Shards = 4, 5 }), nil, "shards = 5: more than units = 4", 0},
+		{"conv stride defaults to 1", spec("conv2d", func(s *nn.Spec) { s.Channels, s.Kernel = 2, 3 }), nil, "", 1},
+		{"conv stride given", spec("conv2d", func(s *nn.Spec) { s.Channels, s.Kernel, s.Stride = 2, 3, 2 }), []string{"stride"}, "", 2},
+		{"conv stride 0 given", spec("conv2d", func(s *nn.Spec) { s.Channels, s.Kernel = 2, 3 }), []string{"stride"}, "stride = 0: must be at least 1", 0},
+		{"conv without kernel", spec("conv2d", func(s *nn.Spec) { s.Channels = 2 }), nil, "kernel: required for a conv2d layer", 0},
+		{"conv negative padding", spec("conv2d", func(s *nn.Spec) { s.Channels, s.Kernel, s.Padding = 2, 3, -1 }), nil, "padding = -1: must be at least 0", 0},
+		{"conv too many shards", spec("conv2d", func(s *nn.Spec) { s.Channels, s.Kernel, s.Shards = 2, 3, 3 }), nil, "shards = 3: more than channels = 2", 0},
+		{"pool stride defaults to kernel", spec("maxpool2d", func(s *nn.Spec) { s.Kernel = 3 }), nil, "", 3},
+		{"pool without kernel", spec("avgpool2d", nil), nil, "kernel: required for a avgpool2d layer", 0},
+		{"batchnorm eps 0", spec("batchnorm", func(s *nn.Spec) { s.Eps = 0 }), nil, "eps = 0: must be > 0", 0},
+		{"batchnorm momentum nan", spec("batchnorm", func(s *nn.Spec) { s.Momentum = math.NaN() }), nil, "momentum = NaN: must be a finite number", 0},
+		{"dropout p 1", spec("dropout", func(s *nn.Spec) { s.P = 1 }), nil, "p = 1: must be in [0, 1)", 0},
+		{"leaky_relu alpha -1", spec("leaky_relu", func(s *nn.Spec) { s.Alpha = -1 }), nil, "alpha = -1: must be >= 0", 0},
+		{"unknown type", spec("conv9d", nil), nil, `type = "conv9d": want one of linear, relu`, 0},
+	} {
+		s := c.s
+		err := nn.CheckSpec(&s, func(k string) bool { return slices.Contains(c.given, k) })
+		switch {
+		case c.want == "" && err != nil:
+			t.Errorf("%s: %v", c.name, err)
+		case c.want != "" && (err == nil || !strings.HasPrefix(err.Error(), c.want)):
+			t.Errorf("%s: got %v, want %q", c.name, err, c.want)
+		case c.want == "" && s.Stride != c.wantStride:
+			t.Errorf("%s: stride %d after the check, want %d", c.name, s.Stride, c.wantStride)
+		}
+		var ke *nn.KeyError
+		if err != nil && !errors.As(err, &ke) {
+			t.Errorf("%s: %T is not a *nn.KeyError", c.name, err)
+		}
+	}
 }

@@ -172,3 +172,18 @@ func TestCNNEquivalence(t *testing.T) {
 	}
 }
 
+// TestConvShards splits convolutions' filters over actors: results stay
+// within 1e-5 relative of the unsharded model (the input gradients are summed
+// shard by shard), with batch norm after a sharded convolution.
+func TestConvShards(t *testing.T) {
+	specs := cnnSpecs(true)
+	wantLoss, wantW := cnnReference(t, specs, 2)
+	for _, shards := range [][]int{{2}, {3, 1, 1, 1, 2}, {4, 1, 1, 1, 1, 1, 1, 1, 1, 2}} {
+		for _, sched := range []actors.Schedule{actors.Sequential, actors.OneFOneB} {
+			gotLoss, gotW := runCNN(t, specs, sched, 0, 2, shards, false)
+			if why := within(gotLoss, wantLoss, gotW, wantW, 1e-5); why != "" {
+				t.Errorf("shards %v %v: %s", shards, sched, why)
+			}
+		}
+	}
+}

@@ -9,13 +9,14 @@
 // stage). A stage is one actor, and so runs on one goroutine at a time; the Go
 // scheduler spreads the actors over the cores.
 //
-// Config.Shards[i] = K splits linear layer i's output columns over K actors,
-// each owning its slice of W and b. A sharded layer is a node of its own in the
+// Config.Shards[i] = K splits layer i's units over K actors (an nn.Sharder:
+// a linear layer's output features, a convolution's filters), each owning its
+// rows of W and b. A sharded layer is a node of its own in the
 // chain: the next node joins the K output blocks by columns, and the K partial
 // input gradients are summed in shard order. So the chain is a list of nodes,
 // each one stage actor or K shard actors; the p of the schedules is the number
 // of nodes (Engine.Nodes). Sharded results agree with the unsharded layer to
-// rounding (within 1e-6 relative), not bit for bit, since dX sums in a
+// rounding (within 1e-6 relative for the tests' MLP, 1e-5 for their CNN), not bit for bit, since dX sums in a
 // different order.
 //
 // # Equivalence

@@ -28,7 +28,7 @@ type Config struct {
 	Schedule     actors.Schedule
 	MicroBatches int   // micro-batches per mini-batch
 	Stages       int   // 0: one stage per layer; N: N stages balanced by measured cost
-	Shards       []int // per layer: split a linear layer's output columns over this many actors (0 or 1: none)
+	Shards       []int // per layer: split a linear or conv2d layer's units over this many actors (0 or 1: none)
 	Loss         nn.Loss
 	Optimizer    optim.Spec // each parameter-owning stage builds its own from it
 	ClipNorm     float64    // 0: off
@@ -94,11 +94,12 @@ type Engine struct {
 }
 
 // node is one position in the chain: a group of consecutive layers run by one
-// actor, or a linear layer split over several shard actors.
+// actor, or a layer split over several shard actors.
 type node struct {
 	layers []int // global layer indices
 	actors []int // stage actor ids
 	split  []int // column bounds of the node's output over its actors
+	units  []int // the same bounds in units: rows of the shards' parameters
 }
 
 // StageInfo describes a stage actor.
@@ -225,8 +226,8 @@ type unit struct {
 	part   int
 }
 
-// buildNodes turns stage groups into nodes, splitting a sharded linear layer
-// into a node of its own with one actor per shard.
+// buildNodes turns stage groups into nodes, splitting a sharded layer into a
+// node of its own with one actor per shard.
 func (e *Engine) buildNodes(layers []nn.Layer, bounds []int) ([]unit, error) {
 	var units []unit
 	addNode := func(ls []nn.Layer, first int, split []int) {
@@ -248,22 +249,26 @@ func (e *Engine) buildNodes(layers []nn.Layer, bounds []int) ([]unit, error) {
 			if k == 1 {
 				continue
 			}
-			lin, ok := layers[i].(*nn.Linear)
-			if !ok {
-				return nil, fmt.Errorf("pipeline: layer %d (%s) cannot be sharded: only linear layers can", i, layers[i].Kind())
+			sh, ok := layers[i].(nn.Sharder)
+			nu, cols := 0, 0
+			if ok {
+				nu, cols = sh.ShardUnits()
 			}
-			if k > lin.Out {
-				return nil, fmt.Errorf("pipeline: layer %d: %d shards for %d output columns", i, k, lin.Out)
+			if nu == 0 {
+				return nil, fmt.Errorf("pipeline: layer %d (%s) cannot be sharded: only linear and conv2d layers can", i, layers[i].Kind())
+			}
+			if k > nu {
+				return nil, fmt.Errorf("pipeline: layer %d (%s): %d shards for %d units", i, layers[i].Kind(), k, nu)
 			}
 			if run < i {
 				addNode(layers[run:i], run, nil)
 			}
-			n := node{layers: []int{i}, split: []int{0}}
-			for part, sp := range nn.SplitEven(lin.Out, k) {
-				shard := nn.LinearFrom(nn.SliceRows(lin.W, sp.Lo, sp.Hi), nn.SliceRows(lin.B, sp.Lo, sp.Hi))
-				units = append(units, unit{layers: []nn.Layer{shard}, first: i, node: len(e.nodes), part: part})
+			n := node{layers: []int{i}, split: []int{0}, units: []int{0}}
+			for part, sp := range nn.SplitEven(nu, k) {
+				units = append(units, unit{layers: []nn.Layer{sh.Shard(sp.Lo, sp.Hi)}, first: i, node: len(e.nodes), part: part})
 				n.actors = append(n.actors, len(units)-1)
-				n.split = append(n.split, sp.Hi)
+				n.split = append(n.split, sp.Hi*cols)
+				n.units = append(n.units, sp.Hi)
 			}
 			e.nodes = append(e.nodes, n)
 			run = i + 1
@@ -684,7 +689,7 @@ func (e *Engine) Restore(weights map[string]*tensor.Tensor, st optim.State) erro
 			// this shard's rows of a whole tensor
 			rows := func(t *tensor.Tensor) *tensor.Tensor {
 				if len(n.actors) > 1 {
-					return nn.SliceRows(t, n.split[part], n.split[part+1])
+					return nn.SliceRows(t, n.units[part], n.units[part+1])
 				}
 				return t
 			}

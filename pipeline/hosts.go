@@ -164,7 +164,7 @@ func (e *Engine) buildRemote(u unit, id int, name string, layers []int, dt tenso
 		b.Dtype = wire.DType_FLOAT64
 	}
 	if n := e.nodes[u.node]; len(n.actors) > 1 {
-		b.Sharded, b.ColLo, b.ColHi = true, int64(n.split[u.part]), int64(n.split[u.part+1])
+		b.Sharded, b.ColLo, b.ColHi = true, int64(n.units[u.part]), int64(n.units[u.part+1])
 	}
 	ans, err := e.root.RequestFuture(hs.sessions[h], b, spawnTimeout).Result()
 	if err != nil {

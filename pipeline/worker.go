@@ -293,11 +293,15 @@ func buildStage(m *wire.Build, threads int, g *actors.Graph) (*actors.Stage, int
 		return nil, 0, err
 	}
 	if m.Sharded {
-		lin, ok := layers[0].(*nn.Linear)
-		if !ok || len(layers) != 1 || m.ColLo < 0 || m.ColHi > int64(lin.Out) || m.ColLo >= m.ColHi {
+		sh, ok := layers[0].(nn.Sharder)
+		nu := 0
+		if ok {
+			nu, _ = sh.ShardUnits()
+		}
+		if len(layers) != 1 || m.ColLo < 0 || m.ColHi > int64(nu) || m.ColLo >= m.ColHi {
 			return nil, 0, fmt.Errorf("shard [%d, %d) of layer %d", m.ColLo, m.ColHi, m.Lo)
 		}
-		layers[0] = nn.LinearFrom(nn.SliceRows(lin.W, int(m.ColLo), int(m.ColHi)), nn.SliceRows(lin.B, int(m.ColLo), int(m.ColHi)))
+		layers[0] = sh.Shard(int(m.ColLo), int(m.ColHi))
 	}
 	up := actors.Updater{ClipValue: m.ClipValue, ClipNorm: m.ClipNorm, Threads: threads}
 	if hasParams(layers) {

@@ -1990,7 +1990,7 @@ func (x *Opened) GetBusy() bool {
 }
 
 // Build makes a stage on the worker: layers [lo, hi) of the model, or
-// with shards > 1 shard `part` of linear layer lo's output columns [col_lo, col_hi).
+// with shards > 1 shard `part` of layer lo: its units [col_lo, col_hi) (a linear layer's output features, a conv2d layer's filters).
 type Build struct {
 	state         protoimpl.MessageState
 	sizeCache     protoimpl.SizeCache

@@ -23,8 +23,7 @@ func buildModel(c *config.Config, sample []int) ([]nn.Layer, error) {
 func modelSpecs(c *config.Config) []nn.Spec {
 	specs := make([]nn.Spec, len(c.Model.Layers))
 	for i, l := range c.Model.Layers {
-		specs[i] = nn.Spec{Type: l.Type, Units: l.Units, Init: nn.Init(l.Init), Alpha: l.Alpha, P: l.P, Approximate: l.Approximate,
-			Channels: l.Channels, Kernel: l.Kernel, Stride: l.Stride, Padding: l.Padding, Eps: l.Eps, Momentum: l.Momentum}
+		specs[i] = l.Spec()
 	}
 	return specs
 }

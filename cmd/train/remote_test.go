@@ -124,7 +124,7 @@ func TestWorkersGiveIdenticalLosses(t *testing.T) {
 	for k, layout := range [][]string{
 		{"--set", "pipeline.schedule=1f1b", "--set", "pipeline.stages=2", "--set", "pipeline.micro_batches=2"},
 		{"--set", "pipeline.schedule=gpipe", "--set", "pipeline.stages=0", "--set", "pipeline.micro_batches=4"},
-		{"--set", "pipeline.schedule=1f1b", "--set", "pipeline.stages=3", "--set", "pipeline.micro_batches=2"}, // the CNN
+		{"--set", "pipeline.schedule=1f1b", "--set", "pipeline.stages=3", "--set", "pipeline.micro_batches=2", "--set", "model.layers.3.shards=2"}, // the CNN, a convolution sharded
 	} {
 		cfg := baseConfig
 		if k == 2 {

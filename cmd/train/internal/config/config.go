@@ -5,6 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"slices"
+
+	"github.com/pipetrain/pipetrain/nn"
 
 	"github.com/BurntSushi/toml"
 )
@@ -42,16 +45,18 @@ type Model struct {
 	Layers []Layer `toml:"layers" json:"layers"`
 }
 
-// Layer is one [[model.layers]] element. Only some keys belong to each type:
-// units, init and shards to linear; alpha to leaky_relu; p to dropout;
-// approximate to gelu. Setting any other key of a layer is an error.
+// Layer is one [[model.layers]] element. Only some keys belong to each type,
+// as nn's table of layer types says (nn.LayerKeys), which also checks them
+// (nn.CheckSpec): units, init and shards to linear; alpha to leaky_relu; p to
+// dropout; approximate to gelu; and so on. Setting any other key of a layer
+// is an error.
 //
 // Build layers in Go with NewLayer, which fills in the per-layer defaults.
 type Layer struct {
 	Type        string  `toml:"type" json:"type"`               // linear | relu | ... | conv2d | maxpool2d | avgpool2d | flatten (nn.LayerTypes)
 	Units       int     `toml:"units" json:"units"`             // linear: output features, required
 	Init        string  `toml:"init" json:"init"`               // linear: one of nn.Inits
-	Shards      int     `toml:"shards" json:"shards"`           // linear: split the output columns over this many actors
+	Shards      int     `toml:"shards" json:"shards"`           // linear, conv2d: split the units over this many actors
 	Alpha       float64 `toml:"alpha" json:"alpha"`             // leaky_relu: the negative slope
 	P           float64 `toml:"p" json:"p"`                     // dropout: the drop probability
 	Approximate bool    `toml:"approximate" json:"approximate"` // gelu: the tanh form
@@ -62,10 +67,17 @@ type Layer struct {
 	Eps         float64 `toml:"eps" json:"eps"`                 // batchnorm: added to the variance
 	Momentum    float64 `toml:"momentum" json:"momentum"`       // batchnorm: of the running statistics
 
-	// set records which keys the config file or a --set gave this layer
-	// (bit i: field i of this struct), so that Validate can reject keys that
-	// do not belong to the layer's type even when they hold the default.
-	set keyBits
+	// given names the keys the config file or a --set gave this layer (once
+	// tracked), so that Validate can reject keys that do not belong to the
+	// layer's type even when they hold the default.
+	given   []string
+	tracked bool
+}
+
+func (l *Layer) mark(key string) {
+	if !slices.Contains(l.given, key) {
+		l.given = append(slices.Clip(l.given), key)
+	}
 }
 
 // Loss is the [loss] table.
@@ -169,11 +181,15 @@ func Default() *Config {
 	}
 }
 
-// NewLayer returns a layer of the given type holding the per-layer defaults:
-// init "xavier_uniform", shards 1, alpha 0.01, p 0.1, approximate false.
-// A linear layer still needs its Units.
+// NewLayer returns a layer of the given type holding the per-layer defaults
+// (nn.DefaultSpec): init "xavier_uniform", shards 1, alpha 0.01, p 0.1,
+// eps 1e-5, momentum 0.1. A linear layer still needs its Units.
 func NewLayer(typ string) Layer {
-	return Layer{Type: typ, Init: "xavier_uniform", Shards: 1, Alpha: 0.01, P: 0.1, Eps: 1e-5, Momentum: 0.1}
+	s := nn.DefaultSpec()
+	s.Type = typ
+	var l Layer
+	l.setSpec(s)
+	return l
 }
 
 // Load reads the TOML file at path and returns its config: the defaults,

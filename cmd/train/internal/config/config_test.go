@@ -37,7 +37,7 @@ func plain(c *Config) *Config {
 	d := *c
 	d.Model.Layers = slices.Clone(c.Model.Layers)
 	for i := range d.Model.Layers {
-		d.Model.Layers[i].set = 0
+		d.Model.Layers[i].given, d.Model.Layers[i].tracked = nil, false
 	}
 	return &d
 }
@@ -60,7 +60,7 @@ func TestDefault(t *testing.T) {
 		t.Errorf("Default():\ngot  %+v\nwant %+v", got, want)
 	}
 	wantLayer := Layer{Type: "linear", Init: "xavier_uniform", Shards: 1, Alpha: 0.01, P: 0.1, Approximate: false, Eps: 1e-5, Momentum: 0.1}
-	if got := NewLayer("linear"); got != wantLayer {
+	if got := NewLayer("linear"); !reflect.DeepEqual(got, wantLayer) {
 		t.Errorf("NewLayer(%q): got %+v, want %+v", "linear", got, wantLayer)
 	}
 }
@@ -157,7 +157,7 @@ func TestParseFull(t *testing.T) {
 	walk(reflect.TypeFor[Config](), nil)
 	for i := range layerType.NumField() {
 		k := key(layerType.Field(i))
-		if k != "" && !slices.ContainsFunc(c.Model.Layers, func(l Layer) bool { return l.given(i) }) {
+		if k != "" && !slices.ContainsFunc(c.Model.Layers, func(l Layer) bool { return l.isGiven(k) }) {
 			missing = append(missing, "model.layers[*]."+k)
 		}
 	}
@@ -428,7 +428,7 @@ func TestResolvedRoundTrip(t *testing.T) {
 	// A layer shows only the keys of its type.
 	c, _ := Load("testdata/full.toml", nil)
 	layers := c.Resolved()["model"].(map[string]any)["layers"].([]any)
-	for i, want := range [][]string{{"channels", "init", "kernel", "padding", "stride", "type"}, {"kernel", "stride", "type"},
+	for i, want := range [][]string{{"channels", "init", "kernel", "padding", "shards", "stride", "type"}, {"kernel", "stride", "type"},
 		{"eps", "momentum", "type"}, {"type"},
 		{"init", "shards", "type", "units"}, {"alpha", "type"}, {"p", "type"}, {"type"}, nil, {"approximate", "type"}} {
 		if want == nil {

@@ -21,12 +21,6 @@ import (
 // ("model.layers[2].unit"), and lets Validate know which keys of a layer were
 // given.
 
-// keyBits records which fields of a Layer were given: bit i for field i, and
-// tracked once the layer came from a file or a --set.
-type keyBits uint16
-
-const tracked keyBits = 1 << 15
-
 var (
 	layerType = reflect.TypeFor[Layer]()
 	autoType  = reflect.TypeFor[Auto]()
@@ -85,7 +79,7 @@ func decodeTable(rv reflect.Value, m map[string]any, path string) error {
 	var layer *Layer
 	if rv.Type() == layerType {
 		layer = rv.Addr().Interface().(*Layer)
-		layer.set |= tracked
+		layer.tracked = true
 	}
 	for _, k := range slices.Sorted(maps.Keys(m)) {
 		i, ok := field(rv.Type(), k)
@@ -96,7 +90,7 @@ func decodeTable(rv reflect.Value, m map[string]any, path string) error {
 			return err
 		}
 		if layer != nil {
-			layer.set |= 1 << i
+			layer.mark(k)
 		}
 	}
 	return nil
@@ -288,9 +282,9 @@ func (c *Config) set(s string) error {
 	}
 	rv, path := configValue(c), ""
 	var (
-		layer      *Layer // the layer whose field rv is, if it is one
-		layerField int
-		elem       bool // rv is an array element
+		layer    *Layer // the layer whose field rv is, if it is one
+		layerKey string
+		elem     bool // rv is an array element
 	)
 	segs := strings.Split(k, ".")
 	for i, seg := range segs {
@@ -305,7 +299,7 @@ func (c *Config) set(s string) error {
 				return unknownKey(join(path, seg))
 			}
 			if rv.Type() == layerType {
-				layer, layerField = rv.Addr().Interface().(*Layer), f
+				layer, layerKey = rv.Addr().Interface().(*Layer), seg
 			}
 			rv, path = rv.Field(f), join(path, seg)
 		case reflect.Slice, reflect.Array:
@@ -338,7 +332,8 @@ func (c *Config) set(s string) error {
 		return err
 	}
 	if layer != nil {
-		layer.set |= tracked | 1<<layerField
+		layer.tracked = true
+		layer.mark(layerKey)
 	}
 	return nil
 }

@@ -22,16 +22,14 @@ var (
 	pipelineSchedules = []string{"auto", "sequential", "gpipe", "1f1b"}
 )
 
-// layerKeys lists the keys that belong to each layer type: "type", the
-// keys nn's table of layer types gives, and "shards" on linear layers, which
-// the pipeline splits.
+// layerKeys lists the keys that belong to each layer type: "type" and the
+// keys nn's table of layer types gives.
 var layerKeys = func() map[string][]string {
 	m := map[string][]string{}
 	for _, t := range nn.LayerTypes() {
 		keys, _ := nn.LayerKeys(t)
 		m[t] = append([]string{"type"}, keys...)
 	}
-	m["linear"] = append(m["linear"], "shards")
 	return m
 }()
 
@@ -132,7 +130,7 @@ func (l *Layer) validate(p string) error {
 	rv := reflect.ValueOf(*l)
 	for i := range layerType.NumField() {
 		k := key(layerType.Field(i))
-		if k == "" || slices.Contains(keys, k) || !l.given(i) {
+		if k == "" || slices.Contains(keys, k) || !l.isGiven(k) {
 			continue
 		}
 		which := "only type"
@@ -142,106 +140,26 @@ func (l *Layer) validate(p string) error {
 		return errorf("%s.%s = %s: not a key of a %s layer (it takes %s)",
 			p, k, formatValue(tomlValue(rv.Field(i))), l.Type, which)
 	}
-	switch l.Type {
-	case "linear":
-		if l.Units == 0 && !l.given(fieldUnits) {
-			return errorf("%s.units: required for a linear layer", p)
+	s := l.Spec()
+	if err := nn.CheckSpec(&s, l.isGiven); err != nil {
+		var ke *nn.KeyError
+		if errors.As(err, &ke) && ke.Value != nil {
+			return errorf("%s.%s = %s: %s", p, ke.Key, formatValue(ke.Value), ke.Why)
 		}
-		if err := atLeast(p+".units", l.Units, 1); err != nil {
-			return err
-		}
-		if err := oneOf(p+".init", l.Init, names(nn.Inits)); err != nil {
-			return err
-		}
-		if err := atLeast(p+".shards", l.Shards, 1); err != nil {
-			return err
-		}
-		if l.Shards > l.Units {
-			return errorf("%s.shards = %d exceeds %s.units = %d", p, l.Shards, p, l.Units)
-		}
-	case "conv2d":
-		for _, k := range []struct {
-			name string
-			v    int
-			f    int
-		}{{"channels", l.Channels, fieldChannels}, {"kernel", l.Kernel, fieldKernel}} {
-			if k.v == 0 && !l.given(k.f) {
-				return errorf("%s.%s: required for a conv2d layer", p, k.name)
-			}
-			if err := atLeast(p+"."+k.name, k.v, 1); err != nil {
-				return err
-			}
-		}
-		if !l.given(fieldStride) {
-			l.Stride = 1
-		}
-		if err := atLeast(p+".stride", l.Stride, 1); err != nil {
-			return err
-		}
-		if err := atLeast(p+".padding", l.Padding, 0); err != nil {
-			return err
-		}
-		if err := oneOf(p+".init", l.Init, names(nn.Inits)); err != nil {
-			return err
-		}
-	case "maxpool2d", "avgpool2d":
-		if l.Kernel == 0 && !l.given(fieldKernel) {
-			return errorf("%s.kernel: required for a %s layer", p, l.Type)
-		}
-		if err := atLeast(p+".kernel", l.Kernel, 1); err != nil {
-			return err
-		}
-		if !l.given(fieldStride) {
-			l.Stride = l.Kernel
-		}
-		if err := atLeast(p+".stride", l.Stride, 1); err != nil {
-			return err
-		}
-	case "batchnorm":
-		if err := finite(p+".eps", l.Eps); err != nil {
-			return err
-		}
-		if !(l.Eps > 0) {
-			return errorf("%s.eps = %s: must be > 0", p, formatFloat(l.Eps))
-		}
-		if err := finite(p+".momentum", l.Momentum); err != nil {
-			return err
-		}
-		if !(l.Momentum >= 0 && l.Momentum <= 1) {
-			return errorf("%s.momentum = %s: must be in [0, 1]", p, formatFloat(l.Momentum))
-		}
-	case "leaky_relu":
-		if err := finite(p+".alpha", l.Alpha); err != nil {
-			return err
-		}
-		if l.Alpha < 0 {
-			return errorf("%s.alpha = %s: must be >= 0", p, formatFloat(l.Alpha))
-		}
-	case "dropout":
-		if err := finite(p+".p", l.P); err != nil {
-			return err
-		}
-		if !(l.P >= 0 && l.P < 1) {
-			return errorf("%s.p = %s: must be in [0, 1)", p, formatFloat(l.P))
-		}
+		return errorf("%s.%v", p, err)
 	}
+	l.setSpec(s) // the defaults that depend on other keys
 	return nil
 }
 
-var (
-	fieldUnits, _    = field(layerType, "units")
-	fieldChannels, _ = field(layerType, "channels")
-	fieldKernel, _   = field(layerType, "kernel")
-	fieldStride, _   = field(layerType, "stride")
-)
-
-// given reports whether field i of the layer was set. For a layer that came
+// isGiven reports whether the layer's key was set. For a layer that came
 // from a file or a --set that is exact; for one built in Go it is a guess:
-// the field holds neither its zero value nor NewLayer's default.
-func (l *Layer) given(i int) bool {
-	if l.set&tracked != 0 {
-		return l.set&(1<<i) != 0
+// the key holds neither its zero value nor NewLayer's default.
+func (l *Layer) isGiven(k string) bool {
+	if l.tracked {
+		return slices.Contains(l.given, k)
 	}
+	i, _ := field(layerType, k)
 	v := reflect.ValueOf(*l).Field(i)
 	return !v.IsZero() && !v.Equal(reflect.ValueOf(NewLayer("")).Field(i))
 }
