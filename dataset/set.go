@@ -210,3 +210,17 @@ func digitClasses(n int) []string {
 	}
 	return c
 }
+
+// SampleShapeOf returns the sample shape of the built-in set name without
+// loading it, or nil for a set whose shape only its file tells (csv).
+func SampleShapeOf(name string) []int {
+	switch name {
+	case "digits":
+		return []int{1, 8, 8}
+	case "mnist", "fashion-mnist":
+		return []int{1, 28, 28}
+	case "spirals":
+		return []int{2}
+	}
+	return nil
+}

@@ -211,3 +211,26 @@ func TestStandardize(t *testing.T) {
 		t.Errorf("FitStandardizer(empty) = %v, %v, want [0 0], [1 1]", empty.Mean, empty.Std)
 	}
 }
+
+// TestSampleShapeOf: the shapes known before loading are those the sets
+// give once loaded.
+func TestSampleShapeOf(t *testing.T) {
+	digits, err := Digits()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		name string
+		set  *Set
+	}{{"digits", digits}, {"spirals", Spirals(30, 3, 0.2, 1)}} {
+		if got, want := SampleShapeOf(c.name), c.set.SampleShape(); !slices.Equal(got, want) {
+			t.Errorf("SampleShapeOf(%q) = %v, loaded %v", c.name, got, want)
+		}
+	}
+	if got := SampleShapeOf("mnist"); !slices.Equal(got, []int{1, 28, 28}) {
+		t.Errorf("SampleShapeOf(mnist) = %v", got)
+	}
+	if got := SampleShapeOf("csv"); got != nil {
+		t.Errorf("SampleShapeOf(csv) = %v, want nil: only the file tells", got)
+	}
+}

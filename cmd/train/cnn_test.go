@@ -58,13 +58,17 @@ every = 1
 // with the same losses bit for bit under every schedule and split, logs
 // every layer's output shape, and resumes exactly.
 func TestCNN(t *testing.T) {
-	base := runCmd(t, t.TempDir(), cnnConfig)
+	baseDir := t.TempDir()
+	base := runCmd(t, baseDir, cnnConfig)
 	if base.code != 0 {
 		t.Fatalf("exit %d\n%s", base.code, base.stderr)
 	}
 	data := eventsNamed(base.events, "data")[0]
-	if got := fmt.Sprint(data["sample_shape"], data["layer_shapes"]); got != "[1 8 8] [[4 8 8] [4 8 8] [4 4 4] [8 2 2] [8 2 2] [32] [10]]" {
-		t.Errorf("data event shapes: %s", got)
+	start := eventsNamed(base.events, "run_start")[0]
+	for _, ev := range []map[string]any{start, data} {
+		if got := fmt.Sprint(ev["sample_shape"], ev["layer_shapes"]); got != "[1 8 8] [[4 8 8] [4 8 8] [4 4 4] [8 2 2] [8 2 2] [32] [10]]" {
+			t.Errorf("%s event shapes: %s", ev["event"], got)
+		}
 	}
 	evals := eventsNamed(base.events, "eval")
 	if acc := evals[len(evals)-1]["accuracy"].(float64); acc < 0.85 {
@@ -80,9 +84,13 @@ func TestCNN(t *testing.T) {
 		for _, s := range layout {
 			args = append(args, "--set", s)
 		}
-		r := runCmd(t, t.TempDir(), cnnConfig, args...)
+		dir := t.TempDir()
+		r := runCmd(t, dir, cnnConfig, args...)
 		if r.code != 0 {
 			t.Fatalf("%v: exit %d\n%s", layout, r.code, r.stderr)
+		}
+		if !bytes.Equal(lastCheckpoint(t, dir)["model.safetensors"], lastCheckpoint(t, baseDir)["model.safetensors"]) {
+			t.Errorf("%v: the final weights differ from sequential's", layout)
 		}
 		got := stepLosses(r.events)
 		if len(got) != len(want) {
@@ -170,9 +178,13 @@ func TestBatchNorm(t *testing.T) {
 		for _, s := range layout {
 			args = append(args, "--set", s)
 		}
-		r := runCmd(t, t.TempDir(), bnConfig, args...)
+		ldir := t.TempDir()
+		r := runCmd(t, ldir, bnConfig, args...)
 		if r.code != 0 {
 			t.Fatalf("%v: exit %d\n%s", layout, r.code, r.stderr)
+		}
+		if !bytes.Equal(lastCheckpoint(t, ldir)["model.safetensors"], lastCheckpoint(t, dir)["model.safetensors"]) {
+			t.Errorf("%v: the final weights or running statistics differ from sequential's", layout)
 		}
 		for s, l := range stepLosses(r.events) {
 			if want[s] != l {

@@ -78,9 +78,16 @@ func runTrain(ctx context.Context, o *options, stderr io.Writer) (err error) {
 	}
 	start := time.Now()
 	r := &trainRun{cfg: cfg, log: log, token: token, tls: o.tls}
-	log.event("run_start").Interface("config", cfg.Resolved()).
+	ev := log.event("run_start").Interface("config", cfg.Resolved()).
 		Str("go_version", runtime.Version()).Int("cpus", runtime.NumCPU()).
-		Int("gomaxprocs", runtime.GOMAXPROCS(0)).Str("log_file", log.path).Msg("run started")
+		Int("gomaxprocs", runtime.GOMAXPROCS(0)).Str("log_file", log.path)
+	// a built-in set's shape is known before it loads; a CSV file's only after
+	if sample := dataset.SampleShapeOf(cfg.Data.Name); sample != nil {
+		if shapes, err := nn.OutShapes(modelSpecs(cfg), sample); err == nil {
+			ev = ev.Ints("sample_shape", sample).Interface("layer_shapes", shapes)
+		}
+	}
+	ev.Msg("run started")
 	defer func() {
 		if p := recover(); p != nil {
 			err = fmt.Errorf("internal error: %v", p)
