@@ -21,6 +21,7 @@ var allowed = map[string][]string{
 	"dataset":   {"tensor"},
 	"actors":    {"nn", "optim", "ops", "tensor"},
 	"pipeline":  {"actors", "nn", "optim", "ops", "tensor"},
+	"model":     {"nn", "ops", "tensor"},
 	"cmd/train": nil, // all
 }
 
@@ -93,9 +94,10 @@ func contains(xs []string, s string) bool {
 // may import it directly: the GEMM is reached through ops and nn only, so no
 // caller above them can bypass the layers' thread budgets.
 var internalUsers = map[string][]string{
-	"internal/gemm": {"ops", "nn"},
-	"internal/par":  {"internal/gemm", "ops", "optim", "actors"},
-	"internal/vec":  {"tensor", "ops", "nn", "optim"},
+	"internal/gemm":       {"ops", "nn"},
+	"internal/par":        {"internal/gemm", "ops", "optim", "actors"},
+	"internal/vec":        {"tensor", "ops", "nn", "optim"},
+	"internal/checkpoint": {"cmd/train", "model"},
 }
 
 // TestInternalImports fails when a package imports an internal one it is not

@@ -5,6 +5,7 @@ import (
 
 	"github.com/pipetrain/pipetrain/cmd/train/internal/config"
 	"github.com/pipetrain/pipetrain/dataset"
+	"github.com/pipetrain/pipetrain/model"
 	"github.com/pipetrain/pipetrain/nn"
 )
 
@@ -13,17 +14,39 @@ const spiralsRows = 3000
 
 // loadData returns the training and test sets the config names. Every error is
 // the user's input being wrong (exit 2).
-func loadData(ctx context.Context, c *config.Config, log *runLog) (train, test *dataset.Set, err error) {
+func loadData(ctx context.Context, c *config.Config, log *runLog) (train, test *dataset.Set, in model.Input, err error) {
+	in = model.Input{Data: c.Data.Name, Divide: rawDivide(c.Data.Name)}
+	train, test, z, err := loadSets(ctx, c, log)
+	if z != nil {
+		in.Mean, in.Std = z.Mean, z.Std
+	}
+	return train, test, in, err
+}
+
+// rawDivide is what the data set divided its raw values by.
+func rawDivide(name string) float64 {
+	switch name {
+	case "mnist", "fashion-mnist":
+		return 255
+	case "digits":
+		return 16
+	}
+	return 1
+}
+
+// loadSets loads the data set's splits, and the standardizer applied to a
+// CSV file's.
+func loadSets(ctx context.Context, c *config.Config, log *runLog) (train, test *dataset.Set, z *dataset.Standardizer, err error) {
 	d := c.Data
-	split := func(s *dataset.Set, err error) (*dataset.Set, *dataset.Set, error) {
+	split := func(s *dataset.Set, err error) (*dataset.Set, *dataset.Set, *dataset.Standardizer, error) {
 		if err != nil {
-			return nil, nil, badInput(err)
+			return nil, nil, nil, badInput(err)
 		}
 		tr, te, err := dataset.Split(s, d.TestFraction, c.Seed)
 		if err != nil {
-			return nil, nil, badInputf("data.test_fraction = %v: %v", d.TestFraction, err)
+			return nil, nil, nil, badInputf("data.test_fraction = %v: %v", d.TestFraction, err)
 		}
-		return tr, te, nil
+		return tr, te, nil, nil
 	}
 	switch d.Name {
 	case "digits":
@@ -31,30 +54,30 @@ func loadData(ctx context.Context, c *config.Config, log *runLog) (train, test *
 	case "spirals":
 		return split(dataset.Spirals(spiralsRows, 3, 0.2, c.Seed), nil)
 	case "csv":
-		tr, te, err := split(dataset.LoadCSV(d.Path, d.LabelColumn))
+		tr, te, _, err := split(dataset.LoadCSV(d.Path, d.LabelColumn))
 		if err != nil {
-			return nil, nil, err
+			return nil, nil, nil, err
 		}
-		tr, te = dataset.Standardize(tr, te)
-		return tr, te, nil
+		z := dataset.FitStandardizer(tr)
+		return z.Apply(tr), z.Apply(te), z, nil
 	case "mnist", "fashion-mnist":
 		dir := d.Path
 		if dir == "" {
 			if !d.Download {
-				return nil, nil, badInputf("data.path is empty: give the folder holding the %s IDX files, or set data.download = true", d.Name)
+				return nil, nil, nil, badInputf("data.path is empty: give the folder holding the %s IDX files, or set data.download = true", d.Name)
 			}
 			log.event("download").Str("data", d.Name).Msg("fetching data set into the cache")
 			if dir, err = dataset.Download(ctx, d.Name, dataset.DownloadOptions{}); err != nil {
-				return nil, nil, badInputf("data.download: %v", err)
+				return nil, nil, nil, badInputf("data.download: %v", err)
 			}
 		}
 		tr, te, err := dataset.LoadIDX(dir, d.Name)
 		if err != nil {
-			return nil, nil, badInput(err)
+			return nil, nil, nil, badInput(err)
 		}
-		return tr, te, nil
+		return tr, te, nil, nil
 	}
-	return nil, nil, badInputf("data.name = %q: unknown data set", d.Name)
+	return nil, nil, nil, badInputf("data.name = %q: unknown data set", d.Name)
 }
 
 // target returns what the loss compares outputs with: the set's numeric targets

@@ -12,9 +12,10 @@ import (
 	"runtime"
 	"time"
 
-	"github.com/pipetrain/pipetrain/cmd/train/internal/checkpoint"
 	"github.com/pipetrain/pipetrain/cmd/train/internal/config"
 	"github.com/pipetrain/pipetrain/dataset"
+	"github.com/pipetrain/pipetrain/internal/checkpoint"
+	"github.com/pipetrain/pipetrain/model"
 	"github.com/pipetrain/pipetrain/nn"
 	"github.com/pipetrain/pipetrain/optim"
 	"github.com/pipetrain/pipetrain/pipeline"
@@ -25,8 +26,9 @@ import (
 type trainRun struct {
 	cfg        *config.Config
 	log        *runLog
-	token      string       // shared with the workers of pipeline.hosts
-	tls        pipeline.TLS // secures the links to them
+	token      string            // shared with the workers of pipeline.hosts
+	tls        pipeline.TLS      // secures the links to them
+	desc       model.Description // what each checkpoint says of the model
 	eng        *pipeline.Engine
 	statsSince time.Time
 	loader     *dataset.Loader
@@ -139,7 +141,7 @@ func runTrain(ctx context.Context, o *options, stderr io.Writer) (err error) {
 // checkpoint when resuming.
 func (r *trainRun) setup(ctx context.Context, resume bool) error {
 	c := r.cfg
-	train, test, err := loadData(ctx, c, r.log)
+	train, test, input, err := loadData(ctx, c, r.log)
 	if err != nil {
 		return err
 	}
@@ -152,6 +154,11 @@ func (r *trainRun) setup(ctx context.Context, resume bool) error {
 		return badInput(err)
 	}
 	r.sample = train.SampleShape()
+	r.desc = model.Description{Format: model.Format, Layers: modelSpecs(c), Sample: r.sample, Seed: c.Seed,
+		Loss: nn.Loss(c.Loss.Type), Input: input}
+	if !r.regression {
+		r.desc.Classes = train.Classes
+	}
 	layers, err := buildModel(c, r.sample)
 	if err != nil {
 		return err
@@ -313,7 +320,7 @@ func (r *trainRun) evaluate() {
 
 // checkpoint saves weights, optimizer state and the position of the next batch.
 func (r *trainRun) checkpoint() error {
-	model, st, err := r.eng.Snapshot()
+	weights, st, err := r.eng.Snapshot()
 	if err != nil {
 		return fmt.Errorf("checkpoint at step %d: %w", r.step, err)
 	}
@@ -322,10 +329,13 @@ func (r *trainRun) checkpoint() error {
 		OptimizerType: st.Kind, OptimizerStep: st.Step, ConfigHash: configHash(r.cfg),
 		Extra: map[string]any{"optimizer_params": st.NumParams},
 	}
+	if meta.Model, err = json.Marshal(r.desc); err != nil {
+		return fmt.Errorf("checkpoint at step %d: %w", r.step, err)
+	}
 	if r.batch >= r.loader.BatchesPerEpoch() {
 		meta.Epoch, meta.Batch = r.epoch+1, 0
 	}
-	dir, err := checkpoint.Save(r.cfg.Train.CheckpointDir, meta, model, st.Tensors)
+	dir, err := checkpoint.Save(r.cfg.Train.CheckpointDir, meta, weights, st.Tensors)
 	if err != nil {
 		return fmt.Errorf("checkpoint at step %d: %w", r.step, err)
 	}

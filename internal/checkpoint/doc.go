@@ -1,4 +1,4 @@
-// Package checkpoint saves and restores training state for cmd/train: the model's
+// Package checkpoint saves and restores training state for cmd/train and model: the model's
 // parameters, the optimizer's state, and the counters that let a resumed run
 // continue with exactly the losses of an unbroken one.
 //

@@ -53,6 +53,9 @@ type Meta struct {
 	OptimizerStep int            `json:"optimizer_step"` // the optimizer's own step count (Adam's bias correction)
 	ConfigHash    string         `json:"config_hash"`    // to refuse resuming with an incompatible config
 	Extra         map[string]any `json:"extra,omitempty"`
+	// Model describes the model, so that the checkpoint alone rebuilds it
+	// (package model's Description); empty in checkpoints older than it.
+	Model json.RawMessage `json:"model,omitempty"`
 }
 
 // stateFile is what state.json holds: Meta's fields, and a record of each weight
@@ -359,6 +362,13 @@ func complete(dir string, step int) bool {
 	}
 	st, err := readState(filepath.Join(dir, StateFile))
 	return err == nil && st.Step == step
+}
+
+// IsCheckpoint reports whether dir looks like one checkpoint (it holds a
+// state.json) rather than a root of them; Load checks the rest.
+func IsCheckpoint(dir string) bool {
+	st, err := os.Stat(filepath.Join(dir, StateFile))
+	return err == nil && st.Mode().IsRegular()
 }
 
 // Latest returns the directory of the newest checkpoint under root: the step-

@@ -8,7 +8,7 @@ import (
 	"os"
 	"path/filepath"
 
-	"github.com/pipetrain/pipetrain/cmd/train/internal/checkpoint"
+	"github.com/pipetrain/pipetrain/internal/checkpoint"
 	"github.com/pipetrain/pipetrain/tensor"
 )
 
