@@ -105,6 +105,11 @@ func parseArgs(args []string) (*options, error) {
 	return o, nil
 }
 
+// subcommands are the commands besides training, by their first argument.
+var subcommands = map[string]func(ctx context.Context, args []string, stdout, stderr io.Writer) error{
+	"worker": runWorker,
+}
+
 // run is the whole command, returning its exit status. The last line it writes
 // to stderr on failure begins "train: " and no panic escapes it.
 func run(ctx context.Context, args []string, stderr io.Writer) (code int) {
@@ -115,8 +120,8 @@ func run(ctx context.Context, args []string, stderr io.Writer) (code int) {
 		}
 	}()
 	var err error
-	if len(args) > 0 && args[0] == "worker" {
-		err = runWorker(ctx, args[1:], os.Stdout, stderr)
+	if len(args) > 0 && subcommands[args[0]] != nil {
+		err = subcommands[args[0]](ctx, args[1:], os.Stdout, stderr)
 	} else {
 		var o *options
 		if o, err = parseArgs(args); err == nil {
