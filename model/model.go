@@ -285,7 +285,8 @@ func (r *runner) forward(x *tensor.Tensor, f int) (h *tensor.Tensor, err error) 
 		}
 	}()
 	r.arena.Reset()
-	p := nn.Pass{Arena: &r.arena, Threads: 1}
+	// the weights never change: layers may pack them once for every call
+	p := nn.Pass{Arena: &r.arena, Threads: 1, Weights: 1, Micros: math.MaxInt}
 	h = x
 	if x.Dims() != 2 {
 		h = x.Reshape(x.Dim(0), f)
