@@ -37,6 +37,8 @@ type Status struct {
 	Name     string
 	sent     atomic.Int64
 	received atomic.Int64
+	taken    atomic.Int64 // messages taken, from anywhere
+	busyNs   atomic.Int64 // time spent in spans, since the actor started
 	mu       sync.Mutex
 	last     note // the last message taken, as values: senders reuse messages
 	kind     byte // the span in hand ('F', 'B', ...), or 0
@@ -55,6 +57,12 @@ type note struct {
 // Pending returns how many messages wait in the actor's mailbox.
 func (s *Status) Pending() int64 { return s.sent.Load() - s.received.Load() }
 
+// Taken returns how many messages the actor has taken since it started.
+func (s *Status) Taken() int64 { return s.taken.Load() }
+
+// Busy returns the time the actor has spent working since it started.
+func (s *Status) Busy() time.Duration { return time.Duration(s.busyNs.Load()) }
+
 // Describe returns the last message the actor took and what it is working on.
 func (s *Status) Describe() (last, inHand string) {
 	s.mu.Lock()
@@ -69,6 +77,7 @@ func (s *Status) Describe() (last, inHand string) {
 }
 
 func (s *Status) took(msg any) {
+	s.taken.Add(1)
 	n := noteOf(msg)
 	s.mu.Lock()
 	s.last, s.kind = n, 0
@@ -97,6 +106,14 @@ func NewGraph(trace bool) *Graph {
 
 // Register records pid's status; call it before any message is sent to pid.
 func (g *Graph) Register(pid *actor.PID, st *Status) { g.status[pid.Id] = st }
+
+// Sent counts a message sent to pid from outside the actors (the engine's
+// root context), so that its mailbox length stays right.
+func (g *Graph) Sent(pid *actor.PID) {
+	if st := g.status[pid.Id]; st != nil {
+		st.sent.Add(1)
+	}
+}
 
 // base is embedded in every actor: identity, counters, spans, status, and the
 // panic guard that turns a failure into a Failed message.
@@ -140,9 +157,7 @@ func (b *base) send(ctx actor.Context, pid *actor.PID, msg any) {
 		ctx.Send(pid, w)
 		return
 	}
-	if st := b.graph.status[pid.Id]; st != nil {
-		st.sent.Add(1)
-	}
+	b.graph.Sent(pid)
 	ctx.Send(pid, msg)
 }
 
@@ -155,6 +170,9 @@ func (b *base) respond(ctx actor.Context, msg any) {
 		}
 		ctx.Respond(w)
 		return
+	}
+	if s := ctx.Sender(); s != nil {
+		b.graph.Sent(s) // an actor's request; a future has no mailbox
 	}
 	ctx.Respond(msg)
 }
@@ -200,6 +218,7 @@ func (b *base) span(kind byte, step, micro int, f func()) {
 	f()
 	d := time.Since(start)
 	b.busy += d
+	b.status.busyNs.Add(int64(d))
 	if b.graph.Trace {
 		b.spans = append(b.spans, Span{kind, step, micro, start.Sub(b.graph.Epoch), d})
 	}

@@ -402,6 +402,8 @@ func (e *Engine) start(units []unit) error {
 		}
 	}
 	last := e.nodes[p-1]
+	e.graph.Sent(lossPID)
+	e.graph.Sent(e.opt)
 	e.root.Send(lossPID, &actors.Wire{Coordinator: e.coord, Prev: e.pids(last.actors), PrevSplit: last.split, InParts: len(last.actors)})
 	e.root.Send(e.opt, &actors.Wire{Coordinator: e.coord})
 	if e.hostSet != nil {
@@ -457,6 +459,30 @@ func (e *Engine) Stages() []StageInfo {
 	return out
 }
 
+// ActorStatus is one actor's live counters, for metrics.
+type ActorStatus struct {
+	Name     string        // "stage 2", "stage 1 shard 0", "loss", "optimizer", "coordinator"
+	Mailbox  int64         // messages waiting
+	Messages int64         // messages taken since the engine started
+	Busy     time.Duration // time spent working since the engine started
+	Host     string        // the worker it runs on, whose own counters these are not; empty: here
+}
+
+// Actors returns every actor's live counters, stage actors first. Unlike
+// the other methods it is safe to call from any goroutine while the engine
+// runs: it reads counters the actors keep for watchers. An actor on a worker
+// shows zeros here: the worker serves its counters.
+func (e *Engine) Actors() []ActorStatus {
+	out := make([]ActorStatus, len(e.status))
+	for i, st := range e.status {
+		out[i] = ActorStatus{Name: e.names[i], Mailbox: st.Pending(), Messages: st.Taken(), Busy: st.Busy()}
+		if i < len(e.units) {
+			out[i].Host = e.hostName(i)
+		}
+	}
+	return out
+}
+
 // Nodes returns the number of positions in the chain (the p of the schedules).
 func (e *Engine) Nodes() int { return len(e.nodes) }
 
@@ -482,6 +508,7 @@ func (e *Engine) request(pid *actor.PID, msg any) (any, error) {
 // future asks pid, in wire form if it lives in another process.
 func (e *Engine) future(pid *actor.PID, msg any, d time.Duration) (*actor.Future, error) {
 	if !e.isRemote(pid) {
+		e.graph.Sent(pid)
 		return e.root.RequestFuture(pid, msg, d), nil
 	}
 	if e.hostSet != nil && e.hostSet.lostAt(pid.Address) {
@@ -793,6 +820,7 @@ func (e *Engine) watchdog() {
 				continue
 			}
 			err := e.hangReport()
+			e.graph.Sent(e.coord)
 			e.root.Send(e.coord, &actors.Hang{Err: err})
 			since = now
 		}

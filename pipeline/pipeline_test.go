@@ -367,3 +367,28 @@ func TestBubble(t *testing.T) {
 		}
 	}
 }
+
+// TestActorsCounters: after steps every actor has taken messages, none has
+// any left waiting, and the stages were busy.
+func TestActorsCounters(t *testing.T) {
+	eng := newEngine(t, model(t), pipeline.Config{Schedule: actors.OneFOneB, MicroBatches: 2})
+	defer eng.Close()
+	for step := 1; step <= 3; step++ {
+		x, tg := batch(step)
+		if _, err := eng.Step(step, lr(step), x, tg); err != nil {
+			t.Fatal(err)
+		}
+	}
+	as := eng.Actors()
+	if len(as) != len(eng.Stages())+3 {
+		t.Fatalf("%d actors for %d stages", len(as), len(eng.Stages()))
+	}
+	for i, a := range as {
+		if a.Messages == 0 || a.Mailbox != 0 {
+			t.Errorf("%s: %d messages taken, %d waiting; want some, and none", a.Name, a.Messages, a.Mailbox)
+		}
+		if i < len(eng.Stages()) && (a.Busy <= 0 || a.Name != fmt.Sprintf("stage %d", i)) {
+			t.Errorf("actor %d: %q busy %v", i, a.Name, a.Busy)
+		}
+	}
+}

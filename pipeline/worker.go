@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"log/slog"
 	"runtime"
+	"sort"
 	"sync"
 	"time"
 
@@ -43,6 +44,7 @@ type Worker struct {
 	run      string // the run whose sessions are open, or ""
 	sessions map[*actor.PID]bool
 	closed   bool
+	stages   map[*actors.Status]string // the hosted stage actors, by name
 }
 
 // sessionKind is the kind a coordinator spawns on a worker for each engine
@@ -54,7 +56,7 @@ func NewWorker(cfg WorkerConfig) (*Worker, error) {
 	if cfg.Token == "" && !isLoopback(cfg.Listen) {
 		return nil, fmt.Errorf("pipeline: a worker listens beyond loopback (%s) only with a token", cfg.Listen)
 	}
-	w := &Worker{log: zerolog.Nop(), sessions: map[*actor.PID]bool{}}
+	w := &Worker{log: zerolog.Nop(), sessions: map[*actor.PID]bool{}, stages: map[*actors.Status]string{}}
 	if cfg.Logger != nil {
 		w.log = *cfg.Logger
 	}
@@ -91,6 +93,19 @@ func (w *Worker) Close() {
 	}
 	w.remote.Shutdown(false)
 	w.system.Shutdown()
+}
+
+// Actors returns the live counters of the stage actors the worker hosts
+// now, for metrics; safe for concurrent use.
+func (w *Worker) Actors() []ActorStatus {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	out := make([]ActorStatus, 0, len(w.stages))
+	for st, name := range w.stages {
+		out = append(out, ActorStatus{Name: name, Mailbox: st.Pending(), Messages: st.Taken(), Busy: st.Busy()})
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
+	return out
 }
 
 // errBusy is a worker's answer while it holds another run.
@@ -145,6 +160,7 @@ type hosted struct {
 	node    int
 	layers  []int
 	threads int
+	status  *actors.Status
 }
 
 func (s *session) Receive(ctx actor.Context) {
@@ -187,7 +203,17 @@ func (s *session) Receive(ctx actor.Context) {
 			ctx.Stop(ctx.Self())
 		}
 	case *actor.Stopped:
+		s.unlist()
 		s.w.release(ctx.Self())
+	}
+}
+
+// unlist takes the session's stages out of the worker's metrics.
+func (s *session) unlist() {
+	s.w.mu.Lock()
+	defer s.w.mu.Unlock()
+	for _, h := range s.hosted {
+		delete(s.w.stages, h.status)
 	}
 }
 
@@ -248,7 +274,10 @@ func (s *session) build(ctx actor.Context, m *wire.Build) *wire.Built {
 		return fail(err)
 	}
 	s.graph.Register(pid, st.Status())
-	s.hosted = append(s.hosted, hosted{pid: pid, node: int(m.Node), layers: intsOf(m.Layers), threads: threads})
+	s.hosted = append(s.hosted, hosted{pid: pid, node: int(m.Node), layers: intsOf(m.Layers), threads: threads, status: st.Status()})
+	s.w.mu.Lock()
+	s.w.stages[st.Status()] = m.Name
+	s.w.mu.Unlock()
 	return &wire.Built{Run: m.Run, Stage: actors.ToPid(pid), Threads: int64(threads)}
 }
 
@@ -258,6 +287,7 @@ func (s *session) end(ctx actor.Context, why string) {
 		return
 	}
 	s.ended = true
+	s.unlist()
 	wall := time.Since(s.start).Seconds()
 	for _, h := range s.hosted {
 		res, err := ctx.RequestFuture(h.pid, &actors.GetStats{}, time.Second).Result()

@@ -29,6 +29,7 @@ type trainRun struct {
 	token      string            // shared with the workers of pipeline.hosts
 	tls        pipeline.TLS      // secures the links to them
 	desc       model.Description // what each checkpoint says of the model
+	metrics    metrics           // what log.metrics serves
 	eng        *pipeline.Engine
 	statsSince time.Time
 	loader     *dataset.Loader
@@ -115,6 +116,16 @@ func runTrain(ctx context.Context, o *options, stderr io.Writer) (err error) {
 			err = &exitError{exitInterrupted, err}
 		}
 	}()
+	r.metrics.testLoss.Store(math.NaN())
+	r.metrics.testAcc.Store(math.NaN())
+	if cfg.Log.Metrics != "" {
+		addr, stop, err := serveMetrics(cfg.Log.Metrics, r.metrics.registry())
+		if err != nil {
+			return fmt.Errorf("log.metrics: %w", err)
+		}
+		defer stop()
+		log.event("metrics").Str("address", addr).Msg("serving Prometheus metrics at http://" + addr + "/metrics")
+	}
 	if err := r.setup(ctx, o.resume); err != nil {
 		if r.eng != nil {
 			r.eng.Close()
@@ -173,6 +184,7 @@ func (r *trainRun) setup(ctx context.Context, resume bool) error {
 	if r.tuner != nil {
 		r.tuner.engines[0] = r.eng
 	}
+	r.metrics.actors.setEngine(r.eng)
 	r.statsSince = time.Now()
 	r.loader = dataset.NewLoader(train, c.Data.BatchSize, c.Data.Shuffle, c.Seed)
 	r.test = test
@@ -239,13 +251,18 @@ func (r *trainRun) loop(ctx context.Context) error {
 			r.afterStep(rows, time.Since(began))
 			r.step++
 			r.batch++
+			r.metrics.steps.Store(int64(r.step))
+			r.metrics.loss.Store(loss)
+			r.metrics.lr.Store(lr)
 			lastSamples += x.Shape()[0]
 			r.stepLosses = append(r.stepLosses, point{float64(r.step), loss})
 			r.progress.step(r.epoch, loss)
 			if r.step%c.Log.Every == 0 {
 				now := time.Now()
+				rate := float64(lastSamples) / now.Sub(lastTime).Seconds()
+				r.metrics.rate.Store(rate)
 				r.log.event("step").Int("epoch", r.epoch+1).Int("step", r.step).Float64("loss", loss).
-					Float64("lr", lr).Float64("samples_per_sec", float64(lastSamples)/now.Sub(lastTime).Seconds()).Msg("")
+					Float64("lr", lr).Float64("samples_per_sec", rate).Msg("")
 				lastTime, lastSamples = now, 0
 			}
 			if c.Train.EvalEvery > 0 && r.step%c.Train.EvalEvery == 0 {
@@ -309,6 +326,8 @@ func (r *trainRun) evaluate() {
 		r.log.Warn().Str("event", "eval").Err(err).Msg("evaluation failed")
 		return
 	}
+	r.metrics.testLoss.Store(loss)
+	r.metrics.testAcc.Store(acc)
 	ev := r.log.event("eval").Int("epoch", r.epoch+1).Int("step", r.step).Str("split", "test").Float64("loss", loss)
 	if !math.IsNaN(acc) {
 		ev = ev.Float64("accuracy", acc)

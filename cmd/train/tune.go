@@ -190,6 +190,7 @@ func (r *trainRun) moveTo(i int) error {
 		return fmt.Errorf("tuning the pipeline: %w", err)
 	}
 	r.eng, r.layout, r.statsSince = e, t.cands[i], time.Now()
+	r.metrics.actors.setEngine(e)
 	return nil
 }
 

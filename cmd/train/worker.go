@@ -18,7 +18,7 @@ import (
 	"github.com/pipetrain/pipetrain/pipeline"
 )
 
-const workerUsage = "usage: train worker --listen HOST:PORT [--token-file FILE] [--tls-cert FILE --tls-key FILE --tls-ca FILE] [--advertise HOST:PORT] [--log-dir DIR]"
+const workerUsage = "usage: train worker --listen HOST:PORT [--token-file FILE] [--tls-cert FILE --tls-key FILE --tls-ca FILE] [--advertise HOST:PORT] [--log-dir DIR] [--metrics HOST:PORT]"
 
 // runWorker serves stage actors for coordinators until ctx ends (SIGINT or
 // SIGTERM), then drops its stages and returns nil. It prints the address it
@@ -30,6 +30,7 @@ func runWorker(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	tokenFile := fs.String("token-file", "", "a file holding the token coordinators must present (or PIPETRAIN_TOKEN)")
 	logDir := fs.String("log-dir", "logs", "the directory of the worker's JSONL log")
 	advertise := fs.String("advertise", "", "HOST:PORT coordinators reach this worker at, if not --listen (a proxy or NAT)")
+	metricsAddr := fs.String("metrics", "", "HOST:PORT to serve Prometheus metrics of the hosted stages on (port 0 picks one)")
 	var t pipeline.TLS
 	tlsFlags(fs, &t)
 	if err := fs.Parse(args); err != nil {
@@ -68,6 +69,17 @@ func runWorker(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	log.Info().Str("event", "worker_start").Str("listen", w.Addr()).Str("version", version()).
 		Str("protocol", pipeline.Protocol).Int("cpus", runtime.NumCPU()).Int("gomaxprocs", runtime.GOMAXPROCS(0)).
 		Str("log_file", path).Msg("worker listening")
+	if *metricsAddr != "" {
+		var c actorCollector
+		c.setSource(w.Actors)
+		addr, stop, err := serveMetrics(*metricsAddr, actorRegistry(&c))
+		if err != nil {
+			w.Close()
+			return fmt.Errorf("worker: --metrics: %w", err)
+		}
+		defer stop()
+		log.Info().Str("event", "metrics").Str("address", addr).Msg("serving Prometheus metrics at http://" + addr + "/metrics")
+	}
 	fmt.Fprintf(stdout, "listening on %s\n", w.Addr())
 	<-ctx.Done()
 	w.Close()

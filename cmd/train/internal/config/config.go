@@ -129,7 +129,8 @@ type Train struct {
 type Log struct {
 	Dir   string `toml:"dir" json:"dir"`
 	Every int    `toml:"every" json:"every"` // a step event every this many optimizer steps
-	Trace string `toml:"trace" json:"trace"` // a Chrome trace event file for the pipeline timeline
+	Trace   string `toml:"trace" json:"trace"`     // a Chrome trace event file for the pipeline timeline
+	Metrics string `toml:"metrics" json:"metrics"` // host:port to serve Prometheus metrics on; empty: none
 }
 
 // AvailableSchedules lists the pipeline schedules that are implemented; a

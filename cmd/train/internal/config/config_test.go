@@ -123,7 +123,7 @@ func TestParseFull(t *testing.T) {
 		Schedule: Schedule{Type: "step", WarmupSteps: 100, StepSize: 1000, Gamma: 0.5},
 		Pipeline: Pipeline{Schedule: "sequential", MicroBatches: 8, Stages: 3, GEMMThreads: 2, SplitBackward: true, Hosts: nil},
 		Train:    Train{Epochs: 10, MaxSteps: 5000, EvalEvery: 500, CheckpointDir: "ckpt", CheckpointEvery: 1000},
-		Log:      Log{Dir: "runs", Every: 25, Trace: "trace.json"},
+		Log:      Log{Dir: "runs", Every: 25, Trace: "trace.json", Metrics: "127.0.0.1:0"},
 	}
 	if got := plain(c); !reflect.DeepEqual(got, want) {
 		t.Errorf("Load(testdata/full.toml):\ngot  %+v\nwant %+v", got, want)

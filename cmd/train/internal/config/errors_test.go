@@ -66,6 +66,7 @@ var badConfigs = []struct {
 	{"", []string{"model.layers.0.units=-5"}, []string{`model.layers[0].units = -5`}},
 	{"", []string{"model.layers.0.units=many"}, []string{`model.layers[0].units = "many": want an integer`}},
 	{"", []string{"model.layers.0.init=glorot"}, []string{`model.layers[0].init = "glorot": want one of xavier_uniform, xavier_normal, he_uniform, he_normal, torch_default`}},
+	{"", []string{"log.metrics=9090"}, []string{`log.metrics = "9090": want HOST:PORT`}},
 	{"", []string{"model.layers.0.shards=0"}, []string{`model.layers[0].shards = 0: must be at least 1`}},
 	{"", []string{"model.layers.0.shards=64"}, []string{`model.layers[0].shards = 64: more than units = 32`}},
 	{"", []string{"model.layers.1.units=5"}, []string{`model.layers[1].units = 5: not a key of a relu layer (it takes only type)`}},

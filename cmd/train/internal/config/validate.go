@@ -337,6 +337,11 @@ func (c *Config) validateLog() error {
 	if l.Dir == "" {
 		return errorf(`log.dir = "": must not be empty`)
 	}
+	if l.Metrics != "" {
+		if _, port, err := net.SplitHostPort(l.Metrics); err != nil || port == "" {
+			return errorf("log.metrics = %q: want HOST:PORT, e.g. \"127.0.0.1:9090\" (port 0 picks a free one)", l.Metrics)
+		}
+	}
 	return atLeast("log.every", l.Every, 1)
 }
 
