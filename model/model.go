@@ -314,14 +314,28 @@ func (m *Model) run(x *tensor.Tensor, probs bool) (*tensor.Tensor, error) {
 	if err != nil {
 		return nil, err // the runner may hold a half pass: drop it
 	}
-	m.put(r)
-	switch {
-	case probs && m.Loss == nn.BCEWithLogits:
-		return ops.Sigmoid(h), nil
-	case probs:
-		return ops.Softmax(h, 1), nil
+	var out *tensor.Tensor
+	if probs {
+		out = m.FromOutputs(h)
+	} else {
+		out = h.Clone()
 	}
-	return h.Clone(), nil
+	m.put(r) // only now: h is the runner's, which the next caller overwrites
+	return out, nil
+}
+
+// FromOutputs returns what Predict returns for the outputs out, as Outputs
+// gave them: the class probabilities of a classifier, a copy of out for
+// regression. With it one forward pass gives both a classifier's classes,
+// nn.Predict(out) as Classify's, and their probabilities.
+func (m *Model) FromOutputs(out *tensor.Tensor) *tensor.Tensor {
+	switch {
+	case m.Regression():
+		return out.Clone()
+	case m.Loss == nn.BCEWithLogits:
+		return ops.Sigmoid(out)
+	}
+	return ops.Softmax(out, 1)
 }
 
 // fits reports whether x is float32 [N, Features] or [N, sample shape...].

@@ -91,6 +91,13 @@ func TestPredictIsTheLayersEvaluation(t *testing.T) {
 	if fmt.Sprint(classes) != fmt.Sprint(nn.Predict(want)) {
 		t.Errorf("Classify: %v, want %v", classes, nn.Predict(want))
 	}
+	out, err := m.Outputs(x)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := m.FromOutputs(out); !slices.Equal(got.Float32s(), want.Float32s()) {
+		t.Errorf("FromOutputs(Outputs): got %v, want Predict's %v", got.Float32s(), want.Float32s())
+	}
 }
 
 // TestConcurrentPredict: 8 goroutines predicting at once get what one gets.
