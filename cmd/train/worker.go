@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -32,14 +31,8 @@ func runWorker(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	advertise := fs.String("advertise", "", "HOST:PORT coordinators reach this worker at, if not --listen (a proxy or NAT)")
 	var t pipeline.TLS
 	tlsFlags(fs, &t)
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return badInputf("%s", workerUsage)
-		}
-		return badInputf("worker: %v (%s)", err, workerUsage)
-	}
-	if fs.NArg() > 0 {
-		return badInputf("worker: unexpected argument %q (%s)", fs.Arg(0), workerUsage)
+	if err := parseFlags(fs, args, workerUsage); err != nil {
+		return err
 	}
 	if *listen == "" {
 		return badInputf("worker: --listen HOST:PORT is required")
