@@ -1,13 +1,16 @@
 // Command train trains a model described by a TOML config file, and
-// evaluates the models it trained.
+// evaluates and runs the models it trained.
 //
 //	train --config FILE [--set KEY=VALUE]... [--resume] [--token-file FILE] [--tls-cert FILE --tls-key FILE --tls-ca FILE] [--log-format auto|json|console]
 //	train worker --listen HOST:PORT [--token-file FILE] [--tls-cert FILE --tls-key FILE --tls-ca FILE] [--advertise HOST:PORT] [--log-dir DIR]
 //	train eval --checkpoint DIR [--set KEY=VALUE]... [--log-format auto|json|console]
+//	train predict --checkpoint DIR --input FILE [--output FILE]
 //
 // eval prints the loss and accuracy of a checkpoint's model on the test
 // split of the data it was trained on, as one JSON line; --set may change
-// seed, data.* and log.dir.
+// seed, data.* and log.dir. predict writes the model's predictions for the
+// samples of a CSV file, an IDX image file or a PNG image as CSV:
+// index,class,p0,…,pK (index,value for regression).
 //
 // Exit status: 0 done; 2 the command line, config or data is wrong; 1 training
 // failed (the last checkpoint is kept); 130 interrupted (a checkpoint is written).
@@ -134,8 +137,9 @@ func checkLogFormat(f string) error {
 
 // subcommands are the commands besides training, by their first argument.
 var subcommands = map[string]func(ctx context.Context, args []string, stdout, stderr io.Writer) error{
-	"worker": runWorker,
-	"eval":   runEval,
+	"worker":  runWorker,
+	"eval":    runEval,
+	"predict": runPredict,
 }
 
 // run is the whole command, returning its exit status. The last line it writes
