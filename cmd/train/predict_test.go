@@ -49,14 +49,20 @@ func evalAccuracy(t *testing.T, dir string) float64 {
 }
 
 // checkAgreement checks predict's rows against the test split: each row's
-// class is Classify's on the split's features, the fraction right is eval's
-// accuracy to the bit, and the probabilities sum to 1.
+// class is Classify's on the split's features and its probabilities
+// Predict's, to the bit (so the features were training's), and the fraction
+// right is eval's accuracy.
 func checkAgreement(t *testing.T, m *model.Model, test *dataset.Set, rows [][]string, acc float64) {
 	t.Helper()
 	want, err := m.Classify(test.X)
 	if err != nil {
 		t.Fatal(err)
 	}
+	probs, err := m.Predict(test.X)
+	if err != nil {
+		t.Fatal(err)
+	}
+	k := probs.Dim(1)
 	if len(rows) != test.Len() {
 		t.Fatalf("predict wrote %d rows for %d samples", len(rows), test.Len())
 	}
@@ -68,13 +74,10 @@ func checkAgreement(t *testing.T, m *model.Model, test *dataset.Set, rows [][]st
 		if row[1] == test.Classes[test.Labels[i]] {
 			right++
 		}
-		sum := 0.0
-		for _, p := range row[2:] {
-			v, _ := strconv.ParseFloat(p, 64)
-			sum += v
-		}
-		if math.Abs(sum-1) > 1e-5 {
-			t.Errorf("row %d: probabilities sum to %v", i, sum)
+		for j, p := range probs.Float32s()[i*k : (i+1)*k] {
+			if w := strconv.FormatFloat(float64(p), 'g', -1, 32); row[2+j] != w {
+				t.Errorf("row %d: p%d = %s, want %s as Predict", i, j, row[2+j], w)
+			}
 		}
 	}
 	if got := float64(right) / float64(len(rows)); got != acc {
