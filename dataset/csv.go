@@ -42,15 +42,10 @@ func LoadCSV(path string, labelColumn int) (*Set, error) {
 
 // parseCSV parses data as LoadCSV describes; file names the data in errors.
 func parseCSV(file, name string, data []byte, labelColumn int) (*Set, error) {
-	data = bytes.TrimPrefix(data, []byte("\uFEFF"))
-	if len(bytes.TrimSpace(data)) == 0 {
-		return nil, fmt.Errorf("dataset: %s: empty file", file)
+	r, err := newCSVReader(file, data)
+	if err != nil {
+		return nil, err
 	}
-	r := csv.NewReader(bytes.NewReader(data))
-	r.Comma = sniffDelimiter(data)
-	r.FieldsPerRecord = -1 // checked below, with a better message
-	r.TrimLeadingSpace = true
-	r.ReuseRecord = true
 
 	var (
 		ncols, label int
@@ -59,21 +54,13 @@ func parseCSV(file, name string, data []byte, labelColumn int) (*Set, error) {
 		rows         int
 	)
 	for {
-		rec, err := r.Read()
+		rec, line, err := readRecord(r, file)
 		if err == io.EOF {
 			break
 		}
 		if err != nil {
-			var pe *csv.ParseError
-			if errors.As(err, &pe) {
-				return nil, fmt.Errorf("dataset: %s: line %d: %v", file, pe.Line, pe.Err)
-			}
-			return nil, fmt.Errorf("dataset: %s: %v", file, err)
+			return nil, err
 		}
-		if len(rec) == 1 && strings.TrimSpace(rec[0]) == "" {
-			continue // a line of spaces
-		}
-		line, _ := r.FieldPos(0)
 		if ncols == 0 {
 			ncols = len(rec)
 			label = labelColumn
@@ -118,6 +105,117 @@ func parseCSV(file, name string, data []byte, labelColumn int) (*Set, error) {
 	s := &Set{Name: name, X: tensor.Wrap32(x, rows, f), Features: f}
 	s.Labels, s.Classes, s.Targets = encodeLabels(raw)
 	return s, nil
+}
+
+// newCSVReader returns a reader of the records of data, a delimited text file
+// named file, with its delimiter sniffed and any byte-order mark dropped.
+func newCSVReader(file string, data []byte) (*csv.Reader, error) {
+	data = bytes.TrimPrefix(data, []byte("\uFEFF"))
+	if len(bytes.TrimSpace(data)) == 0 {
+		return nil, fmt.Errorf("dataset: %s: empty file", file)
+	}
+	r := csv.NewReader(bytes.NewReader(data))
+	r.Comma = sniffDelimiter(data)
+	r.FieldsPerRecord = -1 // the callers check, with a better message
+	r.TrimLeadingSpace = true
+	r.ReuseRecord = true
+	return r, nil
+}
+
+// readRecord returns the next record of r that is not a line of spaces, and
+// its line; io.EOF after the last.
+func readRecord(r *csv.Reader, file string) (rec []string, line int, err error) {
+	for {
+		rec, err = r.Read()
+		if err == io.EOF {
+			return nil, 0, err
+		}
+		if err != nil {
+			var pe *csv.ParseError
+			if errors.As(err, &pe) {
+				return nil, 0, fmt.Errorf("dataset: %s: line %d: %v", file, pe.Line, pe.Err)
+			}
+			return nil, 0, fmt.Errorf("dataset: %s: %v", file, err)
+		}
+		if len(rec) != 1 || strings.TrimSpace(rec[0]) != "" {
+			line, _ = r.FieldPos(0)
+			return rec, line, nil
+		}
+	}
+}
+
+// LoadInputs reads a model's inputs from a delimited text file, one sample a
+// row, as LoadCSV reads a training file (the delimiter, an optional header,
+// blank lines, finite float32 numbers): each row holds the features, in
+// training order, or each row holds them and a label at labelColumn
+// (negative counts from the end), which is dropped; the first row says
+// which. X is [N, features], the values as they are, and nothing else of
+// the set is filled in. A row's number in an error is its line, as a
+// spreadsheet numbers rows (a header is row 1):
+//
+//	dataset: inputs.csv: row 7: 63 values, the model takes 64
+func LoadInputs(path string, features, labelColumn int) (*Set, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("dataset: %w", err)
+	}
+	r, err := newCSVReader(path, data)
+	if err != nil {
+		return nil, err
+	}
+	var (
+		x     []float32
+		width int
+		label = -1 // the label's column, if the rows have one
+		first = true
+	)
+	for {
+		rec, line, err := readRecord(r, path)
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			return nil, err
+		}
+		if first {
+			first, width = false, len(rec)
+			if width == features+1 {
+				if label = labelColumn; label < 0 {
+					label += width
+				}
+				if label < 0 || label >= width {
+					return nil, fmt.Errorf("dataset: %s: row %d: label column %d is out of range for %d columns", path, line, labelColumn, width)
+				}
+			}
+			if (width == features || width == features+1) && isHeader(rec, label) {
+				continue
+			}
+		}
+		switch {
+		case width != features && width != features+1:
+			return nil, fmt.Errorf("dataset: %s: row %d: %d values, the model takes %d", path, line, len(rec), features)
+		case len(rec) != width && label >= 0:
+			return nil, fmt.Errorf("dataset: %s: row %d: %d values, want %d as the first row's (%d features and the label in column %d)", path, line, len(rec), width, features, label+1)
+		case len(rec) != width:
+			return nil, fmt.Errorf("dataset: %s: row %d: %d values, the model takes %d", path, line, len(rec), features)
+		}
+		for j, s := range rec {
+			if j == label {
+				continue
+			}
+			v, err := parseNumber(s)
+			if err != nil {
+				l, _ := r.FieldPos(j)
+				return nil, fmt.Errorf("dataset: %s: row %d: column %d: %v", path, l, j+1, err)
+			}
+			x = append(x, v)
+		}
+	}
+	if len(x) == 0 {
+		return nil, fmt.Errorf("dataset: %s: no data rows", path)
+	}
+	name := strings.TrimSuffix(filepath.Base(path), filepath.Ext(path))
+	return &Set{Name: name, X: tensor.Wrap32(x, len(x)/features, features), Features: features}, nil
 }
 
 // parseNumber parses a feature field as a finite float32.

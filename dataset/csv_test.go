@@ -173,3 +173,41 @@ func TestLoadCSVErrors(t *testing.T) {
 		t.Errorf("LoadCSV(missing.csv) error = %v, want a dataset: error wrapping fs.ErrNotExist", err)
 	}
 }
+
+func TestLoadInputs(t *testing.T) {
+	tests := []struct {
+		name        string
+		content     string
+		labelColumn int
+		want        []float32 // nil: an error
+		err         string    // the error after "dataset: <path>: "
+	}{
+		{"bare rows", "1,2,3\n4,5,6\n", -1, []float32{1, 2, 3, 4, 5, 6}, ""},
+		{"header", "a,b,c\n1,2,3\n", -1, []float32{1, 2, 3}, ""},
+		{"label last, dropped", "a,b,c,y\n1,2,3,x\n4,5,6,7\n", -1, []float32{1, 2, 3, 4, 5, 6}, ""},
+		{"label first", "9,1,2,3\n", 0, []float32{1, 2, 3}, ""},
+		{"semicolons and blank lines", "1;2;3\n\n  \n4;5;6\n", -1, []float32{1, 2, 3, 4, 5, 6}, ""},
+		{"short row", "1,2,3\n1,2,3\n1,2\n", -1, nil, "row 3: 2 values, the model takes 3"},
+		{"short row after a header", "a,b,c\n1,2\n", -1, nil, "row 2: 2 values, the model takes 3"},
+		{"first row too wide", "1,2,3,4,5\n", -1, nil, "row 1: 5 values, the model takes 3"},
+		{"short row among labelled ones", "1,2,3,x\n1,2,3\n", -1, nil, "row 2: 3 values, want 4 as the first row's (3 features and the label in column 4)"},
+		{"not a number", "1,2,3\n1,x,3\n", -1, nil, `row 2: column 2: "x" is not a number`},
+		{"label column out of range", "1,2,3,4\n", 5, nil, "row 1: label column 5 is out of range for 4 columns"},
+		{"header only", "a,b,c\n", -1, nil, "no data rows"},
+		{"empty", "", -1, nil, "empty file"},
+	}
+	dir := t.TempDir()
+	for i, tc := range tests {
+		path := writeFile(t, dir, "i"+string(rune('a'+i))+".csv", tc.content)
+		s, err := LoadInputs(path, 3, tc.labelColumn)
+		if tc.want == nil {
+			if want := "dataset: " + path + ": " + tc.err; err == nil || err.Error() != want {
+				t.Errorf("%s: LoadInputs(%q, 3, %d) error %v, want %q", tc.name, tc.content, tc.labelColumn, err, want)
+			}
+			continue
+		}
+		if err != nil || !slices.Equal(s.X.Data32(), tc.want) || s.X.Dim(1) != 3 {
+			t.Errorf("%s: LoadInputs(%q, 3, %d) = %v, %v, want %v", tc.name, tc.content, tc.labelColumn, s, err, tc.want)
+		}
+	}
+}

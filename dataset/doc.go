@@ -26,6 +26,10 @@
 //     through Targets or for classification through Labels).
 //   - Spirals: the seeded synthetic 2-D spirals of CS231n, for quick experiments.
 //
+// A trained model's inputs load the same ways, without labels: LoadInputs reads rows
+// of features as LoadCSV reads them (a label column may be there, and is dropped), and
+// LoadIDXImages one IDX image file, gzip-compressed or not.
+//
 // Sets without a test split of their own (digits, CSV files, spirals) are divided with
 // Split. Standardize (or FitStandardizer and Standardizer.Apply) rescales features
 // with the training split's statistics only, so nothing about the test split leaks

@@ -82,7 +82,7 @@ func FuzzReadIDX(f *testing.F) {
 		if err := os.WriteFile(path, data, 0o600); err != nil {
 			t.Fatal(err)
 		}
-		if x, n, shape, err := readIDXImages(path); err == nil {
+		if x, n, shape, err := readIDXImages(path, false); err == nil {
 			if len(shape) != 3 || len(x) != n*shape[1]*shape[2] {
 				t.Fatalf("%d pixels for %d images of %v", len(x), n, shape)
 			}

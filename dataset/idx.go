@@ -2,6 +2,7 @@ package dataset
 
 import (
 	"bufio"
+	"bytes"
 	"compress/gzip"
 	"encoding/binary"
 	"errors"
@@ -11,6 +12,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"sync"
 
 	"github.com/pipetrain/pipetrain/tensor"
@@ -74,7 +76,7 @@ func LoadIDX(dir, name string) (train, test *Set, err error) {
 			r := &res[k]
 			path := filepath.Join(dir, file)
 			if k%2 == 0 {
-				r.x, r.n, r.shape, r.err = readIDXImages(path)
+				r.x, r.n, r.shape, r.err = readIDXImages(path, false)
 				r.f = tensor.SizeOf(r.shape)
 			} else {
 				r.labels, r.err = readIDXLabels(path)
@@ -115,11 +117,27 @@ func LoadIDX(dir, name string) (train, test *Set, err error) {
 	return mk(res[0], res[1]), mk(res[2], res[3]), nil
 }
 
-// readIDXImages reads a gzip-compressed IDX image file and returns the pixels scaled to
-// [0, 1], the image count and an image's shape [1, rows, cols] (one channel).
-func readIDXImages(path string) (x []float32, n int, shape []int, err error) {
+// LoadIDXImages reads one IDX image file (idx3-ubyte, magic 2051), gzip-compressed
+// or not (a file that begins with gzip's magic bytes is gunzipped), as LoadIDX reads
+// a set's images: X holds the pixels scaled to [0, 1], Shape is [1, rows, cols], and
+// the set has no labels. It reads a model's inputs; the checks and errors are
+// LoadIDX's.
+func LoadIDXImages(path string) (*Set, error) {
+	x, n, shape, err := readIDXImages(path, true)
+	if err != nil {
+		return nil, err
+	}
+	f := tensor.SizeOf(shape)
+	name := strings.TrimSuffix(filepath.Base(path), ".gz")
+	return &Set{Name: name, X: tensor.Wrap32(x, n, f), Features: f, Shape: shape}, nil
+}
+
+// readIDXImages reads an IDX image file, gzip-compressed (or, with plain, possibly
+// not), and returns the pixels scaled to [0, 1], the image count and an image's shape
+// [1, rows, cols] (one channel).
+func readIDXImages(path string, plain bool) (x []float32, n int, shape []int, err error) {
 	var hdr [12]byte
-	r, err := openIDX(path, idxImagesMagic, hdr[:])
+	r, err := openIDX(path, idxImagesMagic, hdr[:], plain)
 	if err != nil {
 		return nil, 0, nil, err
 	}
@@ -161,7 +179,7 @@ func readIDXImages(path string) (x []float32, n int, shape []int, err error) {
 // readIDXLabels reads a gzip-compressed IDX label file and checks every label is in 0..9.
 func readIDXLabels(path string) ([]int, error) {
 	var hdr [4]byte
-	r, err := openIDX(path, idxLabelsMagic, hdr[:])
+	r, err := openIDX(path, idxLabelsMagic, hdr[:], false)
 	if err != nil {
 		return nil, err
 	}
@@ -191,32 +209,40 @@ func readIDXLabels(path string) ([]int, error) {
 	return labels, nil
 }
 
-// idxReader reads one gzip-compressed IDX file.
+// idxReader reads one IDX file.
 type idxReader struct {
 	path  string
 	f     *os.File
-	zr    *gzip.Reader
-	isize uint32 // the gzip trailer's uncompressed length mod 2^32, if read
-	ok    bool   // isize was read
+	zr    io.Reader // the IDX bytes: gunzipped, or the file's own
+	isize uint32    // their length mod 2^32, from the gzip trailer or the file's size, if known
+	ok    bool      // isize is known
 }
 
-// openIDX opens a gzip-compressed IDX file, checks its magic number and reads the rest
-// of the header into hdr.
-func openIDX(path string, magic uint32, hdr []byte) (*idxReader, error) {
+// openIDX opens a gzip-compressed IDX file (with plain, one that does not begin with
+// gzip's magic bytes is read as it is), checks its magic number and reads the rest of
+// the header into hdr.
+func openIDX(path string, magic uint32, hdr []byte, plain bool) (*idxReader, error) {
 	f, err := os.Open(path)
 	if err != nil {
 		return nil, fmt.Errorf("dataset: %w", err)
 	}
 	r := &idxReader{path: path, f: f}
-	var trailer [4]byte
-	if st, err := f.Stat(); err == nil && st.Size() >= 18 {
-		if _, err := f.ReadAt(trailer[:], st.Size()-4); err == nil {
-			r.isize, r.ok = binary.LittleEndian.Uint32(trailer[:]), true
+	br := bufio.NewReaderSize(f, 1<<20)
+	st, statErr := f.Stat()
+	if b, _ := br.Peek(2); plain && !bytes.Equal(b, []byte{0x1f, 0x8b}) {
+		r.zr = br
+		r.isize, r.ok = uint32(st.Size()), statErr == nil
+	} else {
+		var trailer [4]byte
+		if statErr == nil && st.Size() >= 18 {
+			if _, err := f.ReadAt(trailer[:], st.Size()-4); err == nil {
+				r.isize, r.ok = binary.LittleEndian.Uint32(trailer[:]), true
+			}
 		}
-	}
-	if r.zr, err = gzip.NewReader(bufio.NewReaderSize(f, 1<<20)); err != nil {
-		f.Close()
-		return nil, r.errorf("not a gzip file: %v", err)
+		if r.zr, err = gzip.NewReader(br); err != nil {
+			f.Close()
+			return nil, r.errorf("not a gzip file: %v", err)
+		}
 	}
 	var m [4]byte
 	if _, err := io.ReadFull(r.zr, m[:]); err != nil {
@@ -265,7 +291,7 @@ func (r *idxReader) finish(want int, what string) error {
 	switch n, err := io.ReadFull(r.zr, extra[:]); {
 	case n > 0:
 		return r.errorf("trailing data after %d %s bytes", want, what)
-	case err == io.EOF: // the gzip stream ended, its CRC and length verified
+	case err == io.EOF: // the data ended (a gzip stream with its CRC and length verified)
 		return nil
 	case errors.Is(err, io.ErrUnexpectedEOF):
 		return r.errorf("truncated gzip stream after the %d %s bytes", want, what)

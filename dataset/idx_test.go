@@ -328,3 +328,46 @@ func BenchmarkLoadIDXMNIST(b *testing.B) {
 		}
 	}
 }
+
+// TestLoadIDXImages: one image file, gzip-compressed or not, reads as
+// LoadIDX reads a set's images; a bad one is an error naming it.
+func TestLoadIDXImages(t *testing.T) {
+	pix := []byte{255, 51, 0, 1, 2, 3}
+	file := idxBytes(idxImagesMagic, []uint32{1, 2, 3}, pix)
+	dir := t.TempDir()
+	for _, tc := range []struct {
+		name string
+		data []byte
+		want string // the error after "dataset: <path>: "; "" for none
+	}{
+		{"images.idx3-ubyte", file, ""},
+		{"images.idx3-ubyte.gz", gz(t, file), ""},
+		{"short.idx3-ubyte", file[:len(file)-1], "truncated: want 6 pixel bytes, got 5"},
+		{"long.idx3-ubyte", append(slices.Clone(file), 0), "trailing data after 6 pixel bytes"},
+		{"labels.idx1-ubyte", idxBytes(idxLabelsMagic, []uint32{1}, []byte{3}), "magic number 2049 (0x00000801), want 2051 (0x00000803)"},
+		{"cut.gz", gz(t, file)[:20], "reading the magic number: truncated"},
+		{"empty", nil, "reading the magic number: truncated"},
+	} {
+		path := filepath.Join(dir, tc.name)
+		if err := os.WriteFile(path, tc.data, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		s, err := LoadIDXImages(path)
+		if tc.want != "" {
+			if want := "dataset: " + path + ": " + tc.want; err == nil || !strings.HasPrefix(err.Error(), want) {
+				t.Errorf("%s: error %v, want %q", tc.name, err, want)
+			}
+			continue
+		}
+		if err != nil {
+			t.Fatalf("%s: %v", tc.name, err)
+		}
+		want := make([]float32, len(pix))
+		for i, p := range pix {
+			want[i] = pixelScale[p]
+		}
+		if !slices.Equal(s.X.Data32(), want) || !slices.Equal(s.SampleShape(), []int{1, 2, 3}) || s.Labels != nil {
+			t.Errorf("%s: X %v, shape %v, labels %v; want %v, [1 2 3], none", tc.name, s.X.Data32(), s.SampleShape(), s.Labels, want)
+		}
+	}
+}

@@ -13,7 +13,9 @@ import (
 	"github.com/pipetrain/pipetrain/tensor"
 )
 
-// Format is the version of Description this package writes and reads.
+// Format is the version of Description this package writes and reads. It
+// changes when a reader of the old version would misread the new one; a
+// field added that such a reader may ignore (Data) does not change it.
 const Format = 1
 
 // Description is what a checkpoint says of its model: enough to rebuild it
@@ -27,6 +29,22 @@ type Description struct {
 	Loss    nn.Loss   `json:"loss"`
 	Classes []string  `json:"classes,omitempty"` // the class of each output; empty for regression
 	Input   Input     `json:"input"`
+	// Data is the data set the model was trained on, from which `train eval`
+	// loads the same test split again; nil in checkpoints written before
+	// pipetrain recorded it.
+	Data *Data `json:"data,omitempty"`
+}
+
+// Data names the data set a model was trained on as the run's config did:
+// the seed and the [data] keys that decide which rows fall in which split,
+// keyed as in the config file.
+type Data struct {
+	Seed         uint64  `json:"seed"`               // the config's seed: it drew the split (and the spirals)
+	Name         string  `json:"name"`               // digits, mnist, fashion-mnist, csv or spirals
+	Path         string  `json:"path,omitempty"`     // the file or folder, made absolute when the run started
+	Download     bool    `json:"download,omitempty"` // mnist, fashion-mnist: fetched into the user cache
+	LabelColumn  int     `json:"label_column"`       // csv: the label's column; negative counts from the end
+	TestFraction float64 `json:"test_fraction"`      // held out for sets with no test split of their own
 }
 
 // Input says how a raw input becomes the model's features, as the data set
@@ -65,6 +83,9 @@ func (d *Description) Check() error {
 	if f := d.Features(); d.Input.Mean != nil && (len(d.Input.Mean) != f || len(d.Input.Std) != f) {
 		return fmt.Errorf("model: %d means and %d deviations for %d features", len(d.Input.Mean), len(d.Input.Std), f)
 	}
+	if d.Data != nil && d.Data.Name != d.Input.Data {
+		return fmt.Errorf("model: trained on data %q, but its input is described as data %q's", d.Data.Name, d.Input.Data)
+	}
 	return nil
 }
 
@@ -93,6 +114,8 @@ func (d *Description) Prepare(raw *tensor.Tensor) (*tensor.Tensor, error) {
 // Model allocates only the result.
 type Model struct {
 	Description
+	Checkpoint Checkpoint // where Load found it; zero for New
+
 	weights map[string]*tensor.Tensor // parameters and buffers, by name
 
 	mu   sync.Mutex
@@ -103,6 +126,14 @@ type Model struct {
 type runner struct {
 	layers []nn.Layer
 	arena  nn.Arena
+}
+
+// Checkpoint says which checkpoint a model was loaded from.
+type Checkpoint struct {
+	Dir   string // the step-… folder
+	Step  int    // the optimizer steps its weights had taken
+	Epoch int    // the epoch of the next batch, from 0, as state.json says
+	Batch int    // the index of the next batch within Epoch
 }
 
 // Load reads the model of a checkpoint directory (a step-… folder), or of
@@ -123,7 +154,12 @@ func Load(dir string) (*Model, error) {
 	if err := json.Unmarshal(meta.Model, &d); err != nil {
 		return nil, fmt.Errorf("model: %s: the model description: %v", step, err)
 	}
-	return New(d, weights)
+	m, err := New(d, weights)
+	if err != nil {
+		return nil, fmt.Errorf("%w (in %s)", err, step)
+	}
+	m.Checkpoint = Checkpoint{Dir: step, Step: meta.Step, Epoch: meta.Epoch, Batch: meta.Batch}
+	return m, nil
 }
 
 // resolve returns dir if it is a checkpoint, else the newest one under it.
@@ -234,6 +270,37 @@ func (m *Model) Classify(x *tensor.Tensor) ([]int, error) {
 	return nn.Predict(out), nil
 }
 
+// Evaluate returns the model's mean loss on features x against t and, when
+// t has labels, the fraction of rows whose largest output is the label. It
+// is nn.Sequential.Evaluate over chunks of rows rows, whose arithmetic
+// training's evaluation repeats, so a checkpoint gives the loss and
+// accuracy its run logged, bit for bit, when rows is the run's. Unlike
+// Predict, it lets each kernel use every core: it is a batch job.
+func (m *Model) Evaluate(x *tensor.Tensor, t nn.Target, rows int) (loss, accuracy float64, err error) {
+	if !m.fits(x) {
+		return math.NaN(), math.NaN(), fmt.Errorf("model: input %v %v: want float32 [N, %d] or [N %v]", x.DType(), x.Shape(), m.Features(), m.Sample)
+	}
+	if n := x.Dim(0); t.Rows() != n {
+		return math.NaN(), math.NaN(), fmt.Errorf("model: %d targets for %d rows", t.Rows(), n)
+	}
+	if x.Dims() != 2 {
+		x = x.Reshape(x.Dim(0), m.Features())
+	}
+	r, err := m.get()
+	if err != nil {
+		return math.NaN(), math.NaN(), err
+	}
+	defer func() {
+		if p := recover(); p != nil { // a label out of range: drop the runner, which may hold a half pass
+			loss, accuracy, err = math.NaN(), math.NaN(), fmt.Errorf("model: %v", p)
+		}
+	}()
+	s := nn.Sequential{Layers: r.layers, Loss: m.Loss}
+	loss, accuracy = s.Evaluate(x, t, rows)
+	m.put(r)
+	return loss, accuracy, nil
+}
+
 func (m *Model) run(x *tensor.Tensor, probs bool) (*tensor.Tensor, error) {
 	f := m.Features()
 	if !m.fits(x) {
@@ -247,14 +314,28 @@ func (m *Model) run(x *tensor.Tensor, probs bool) (*tensor.Tensor, error) {
 	if err != nil {
 		return nil, err // the runner may hold a half pass: drop it
 	}
-	m.put(r)
-	switch {
-	case probs && m.Loss == nn.BCEWithLogits:
-		return ops.Sigmoid(h), nil
-	case probs:
-		return ops.Softmax(h, 1), nil
+	var out *tensor.Tensor
+	if probs {
+		out = m.FromOutputs(h)
+	} else {
+		out = h.Clone()
 	}
-	return h.Clone(), nil
+	m.put(r) // only now: h is the runner's, which the next caller overwrites
+	return out, nil
+}
+
+// FromOutputs returns what Predict returns for the outputs out, as Outputs
+// gave them: the class probabilities of a classifier, a copy of out for
+// regression. With it one forward pass gives both a classifier's classes,
+// nn.Predict(out) as Classify's, and their probabilities.
+func (m *Model) FromOutputs(out *tensor.Tensor) *tensor.Tensor {
+	switch {
+	case m.Regression():
+		return out.Clone()
+	case m.Loss == nn.BCEWithLogits:
+		return ops.Sigmoid(out)
+	}
+	return ops.Softmax(out, 1)
 }
 
 // fits reports whether x is float32 [N, Features] or [N, sample shape...].

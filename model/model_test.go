@@ -3,8 +3,10 @@ package model_test
 import (
 	"encoding/json"
 	"fmt"
+	"math"
 	"math/rand/v2"
 	"path/filepath"
+	"reflect"
 	"slices"
 	"strings"
 	"sync"
@@ -88,6 +90,13 @@ func TestPredictIsTheLayersEvaluation(t *testing.T) {
 	}
 	if fmt.Sprint(classes) != fmt.Sprint(nn.Predict(want)) {
 		t.Errorf("Classify: %v, want %v", classes, nn.Predict(want))
+	}
+	out, err := m.Outputs(x)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := m.FromOutputs(out); !slices.Equal(got.Float32s(), want.Float32s()) {
+		t.Errorf("FromOutputs(Outputs): got %v, want Predict's %v", got.Float32s(), want.Float32s())
 	}
 }
 
@@ -222,5 +231,80 @@ func TestPredictAllocatesOnlyItsResult(t *testing.T) {
 	allocs := testing.AllocsPerRun(20, func() { m.Outputs(x) })
 	if allocs > 3 { // the result: its header, shape and data
 		t.Errorf("Outputs allocates %.0f times a call, want at most 3 (the result)", allocs)
+	}
+}
+
+// TestEvaluate: Evaluate gives nn.Sequential.Evaluate's loss and accuracy
+// bit for bit, for any chunk size, flat or shaped inputs; a wrong input or
+// target is an error, not a panic.
+func TestEvaluate(t *testing.T) {
+	layers, weights := trained(t, cnn)
+	m, err := model.New(cnn, weights)
+	if err != nil {
+		t.Fatal(err)
+	}
+	x := inputs(50)
+	labels := make([]int, 50)
+	for i := range labels {
+		labels[i] = i % 3
+	}
+	target := nn.Target{Labels: labels}
+	for _, rows := range []int{1, 7, 50, 1024} {
+		wantLoss, wantAcc := (&nn.Sequential{Layers: layers, Loss: cnn.Loss}).Evaluate(x, target, rows)
+		for _, in := range []*tensor.Tensor{x, x.Reshape(50, 1, 8, 8)} {
+			loss, acc, err := m.Evaluate(in, target, rows)
+			if err != nil || math.Float64bits(loss) != math.Float64bits(wantLoss) || acc != wantAcc {
+				t.Errorf("rows %d, input %v: got %v, %v, %v, want %v, %v", rows, in.Shape(), loss, acc, err, wantLoss, wantAcc)
+			}
+		}
+	}
+	bad := slices.Clone(labels)
+	bad[3] = 7
+	for _, c := range []struct {
+		name string
+		x    *tensor.Tensor
+		t    nn.Target
+	}{
+		{"63 features", tensor.Zeros(tensor.Float32, 50, 63), target},
+		{"49 labels", x, nn.Target{Labels: labels[:49]}},
+		{"label 7 of 3 classes", x, nn.Target{Labels: bad}},
+	} {
+		if _, _, err := m.Evaluate(c.x, c.t, 16); err == nil {
+			t.Errorf("%s: no error", c.name)
+		}
+	}
+	if _, _, err := m.Evaluate(x, target, 16); err != nil { // the model still works
+		t.Errorf("after the errors: %v", err)
+	}
+}
+
+// TestDescriptionData: the data record survives a checkpoint, one without
+// it still loads, and Check refuses a record that disagrees with the input.
+func TestDescriptionData(t *testing.T) {
+	_, weights := trained(t, cnn)
+	with := cnn
+	with.Data = &model.Data{Seed: 1 << 60, Name: "digits", TestFraction: 0.25}
+	for _, d := range []model.Description{with, cnn} {
+		desc, _ := json.Marshal(d)
+		root := t.TempDir()
+		if _, err := checkpoint.Save(root, checkpoint.Meta{Step: 9, Epoch: 2, Batch: 3, Model: desc}, weights, nil); err != nil {
+			t.Fatal(err)
+		}
+		m, err := model.Load(root)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !reflect.DeepEqual(m.Data, d.Data) {
+			t.Errorf("Data: got %+v, want %+v", m.Data, d.Data)
+		}
+		want := model.Checkpoint{Dir: checkpoint.StepDir(root, 9), Step: 9, Epoch: 2, Batch: 3}
+		if m.Checkpoint != want {
+			t.Errorf("Checkpoint: got %+v, want %+v", m.Checkpoint, want)
+		}
+	}
+	other := with
+	other.Data = &model.Data{Name: "mnist"}
+	if err := other.Check(); err == nil || !strings.Contains(err.Error(), `"mnist"`) {
+		t.Errorf("Check of data mnist for a digits input: %v", err)
 	}
 }

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"path/filepath"
 
 	"github.com/pipetrain/pipetrain/cmd/train/internal/config"
 	"github.com/pipetrain/pipetrain/dataset"
@@ -12,15 +13,21 @@ import (
 // spiralsRows is the size of the synthetic spirals set.
 const spiralsRows = 3000
 
-// loadData returns the training and test sets the config names. Every error is
-// the user's input being wrong (exit 2).
+// loadData returns the training and test sets the config names, a CSV
+// file's standardized by the training split's statistics, and how raw
+// inputs became their features. Every error is the user's input being
+// wrong (exit 2).
 func loadData(ctx context.Context, c *config.Config, log *runLog) (train, test *dataset.Set, in model.Input, err error) {
 	in = model.Input{Data: c.Data.Name, Divide: rawDivide(c.Data.Name)}
-	train, test, z, err := loadSets(ctx, c, log)
-	if z != nil {
+	if train, test, err = loadSplits(ctx, c, log); err != nil {
+		return nil, nil, in, err
+	}
+	if c.Data.Name == "csv" {
+		z := dataset.FitStandardizer(train)
+		train, test = z.Apply(train), z.Apply(test)
 		in.Mean, in.Std = z.Mean, z.Std
 	}
-	return train, test, in, err
+	return train, test, in, nil
 }
 
 // rawDivide is what the data set divided its raw values by.
@@ -34,19 +41,32 @@ func rawDivide(name string) float64 {
 	return 1
 }
 
-// loadSets loads the data set's splits, and the standardizer applied to a
-// CSV file's.
-func loadSets(ctx context.Context, c *config.Config, log *runLog) (train, test *dataset.Set, z *dataset.Standardizer, err error) {
+// dataRecord is what a checkpoint records of the data the model was trained
+// on. The path is made absolute, so that train eval finds the data from
+// any folder.
+func dataRecord(c *config.Config) *model.Data {
 	d := c.Data
-	split := func(s *dataset.Set, err error) (*dataset.Set, *dataset.Set, *dataset.Standardizer, error) {
+	if d.Path != "" {
+		if abs, err := filepath.Abs(d.Path); err == nil {
+			d.Path = abs
+		}
+	}
+	return &model.Data{Seed: c.Seed, Name: d.Name, Path: d.Path, Download: d.Download, LabelColumn: d.LabelColumn, TestFraction: d.TestFraction}
+}
+
+// loadSplits loads the data set's training and test splits, a CSV file's
+// not yet standardized.
+func loadSplits(ctx context.Context, c *config.Config, log *runLog) (train, test *dataset.Set, err error) {
+	d := c.Data
+	split := func(s *dataset.Set, err error) (*dataset.Set, *dataset.Set, error) {
 		if err != nil {
-			return nil, nil, nil, badInput(err)
+			return nil, nil, badInput(err)
 		}
 		tr, te, err := dataset.Split(s, d.TestFraction, c.Seed)
 		if err != nil {
-			return nil, nil, nil, badInputf("data.test_fraction = %v: %v", d.TestFraction, err)
+			return nil, nil, badInputf("data.test_fraction = %v: %v", d.TestFraction, err)
 		}
-		return tr, te, nil, nil
+		return tr, te, nil
 	}
 	switch d.Name {
 	case "digits":
@@ -54,30 +74,25 @@ func loadSets(ctx context.Context, c *config.Config, log *runLog) (train, test *
 	case "spirals":
 		return split(dataset.Spirals(spiralsRows, 3, 0.2, c.Seed), nil)
 	case "csv":
-		tr, te, _, err := split(dataset.LoadCSV(d.Path, d.LabelColumn))
-		if err != nil {
-			return nil, nil, nil, err
-		}
-		z := dataset.FitStandardizer(tr)
-		return z.Apply(tr), z.Apply(te), z, nil
+		return split(dataset.LoadCSV(d.Path, d.LabelColumn))
 	case "mnist", "fashion-mnist":
 		dir := d.Path
 		if dir == "" {
 			if !d.Download {
-				return nil, nil, nil, badInputf("data.path is empty: give the folder holding the %s IDX files, or set data.download = true", d.Name)
+				return nil, nil, badInputf("data.path is empty: give the folder holding the %s IDX files, or set data.download = true", d.Name)
 			}
 			log.event("download").Str("data", d.Name).Msg("fetching data set into the cache")
 			if dir, err = dataset.Download(ctx, d.Name, dataset.DownloadOptions{}); err != nil {
-				return nil, nil, nil, badInputf("data.download: %v", err)
+				return nil, nil, badInputf("data.download: %v", err)
 			}
 		}
 		tr, te, err := dataset.LoadIDX(dir, d.Name)
 		if err != nil {
-			return nil, nil, nil, badInput(err)
+			return nil, nil, badInput(err)
 		}
-		return tr, te, nil, nil
+		return tr, te, nil
 	}
-	return nil, nil, nil, badInputf("data.name = %q: unknown data set", d.Name)
+	return nil, nil, badInputf("data.name = %q: unknown data set", d.Name)
 }
 
 // target returns what the loss compares outputs with: the set's numeric targets

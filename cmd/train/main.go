@@ -1,7 +1,16 @@
-// Command train trains a model described by a TOML config file.
+// Command train trains a model described by a TOML config file, and
+// evaluates and runs the models it trained.
 //
 //	train --config FILE [--set KEY=VALUE]... [--resume] [--token-file FILE] [--tls-cert FILE --tls-key FILE --tls-ca FILE] [--log-format auto|json|console]
 //	train worker --listen HOST:PORT [--token-file FILE] [--tls-cert FILE --tls-key FILE --tls-ca FILE] [--advertise HOST:PORT] [--log-dir DIR] [--metrics HOST:PORT]
+//	train eval --checkpoint DIR [--set KEY=VALUE]... [--log-format auto|json|console]
+//	train predict --checkpoint DIR --input FILE [--output FILE]
+//
+// eval prints the loss and accuracy of a checkpoint's model on the test
+// split of the data it was trained on, as one JSON line; --set may change
+// seed, data.* and log.dir. predict writes the model's predictions for the
+// samples of a CSV file, an IDX image file or a PNG image as CSV:
+// index,class,p0,…,pK (index,value for regression).
 //
 // Exit status: 0 done; 2 the command line, config or data is wrong; 1 training
 // failed (the last checkpoint is kept); 130 interrupted (a checkpoint is written).
@@ -74,6 +83,21 @@ type setFlags []string
 func (s *setFlags) String() string     { return strings.Join(*s, ",") }
 func (s *setFlags) Set(v string) error { *s = append(*s, v); return nil }
 
+// parseFlags parses a subcommand's flags, allowing no other argument; its
+// errors are exit-2 errors that end with the usage line.
+func parseFlags(fs *flag.FlagSet, args []string, usage string) error {
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return badInputf("%s", usage)
+		}
+		return badInputf("%s: %v (%s)", fs.Name(), err, usage)
+	}
+	if fs.NArg() > 0 {
+		return badInputf("%s: unexpected argument %q (%s)", fs.Name(), fs.Arg(0), usage)
+	}
+	return nil
+}
+
 // parseArgs parses the command line; its errors are exit-2 errors.
 func parseArgs(args []string) (*options, error) {
 	fs := flag.NewFlagSet("train", flag.ContinueOnError)
@@ -97,22 +121,36 @@ func parseArgs(args []string) (*options, error) {
 	if o.config == "" {
 		return nil, badInputf("--config FILE is required")
 	}
-	switch o.logFormat {
-	case "auto", "json", "console":
-	default:
-		return nil, badInputf("--log-format %q: want auto, json or console", o.logFormat)
+	if err := checkLogFormat(o.logFormat); err != nil {
+		return nil, err
 	}
 	return o, nil
 }
 
+func checkLogFormat(f string) error {
+	switch f {
+	case "auto", "json", "console":
+		return nil
+	}
+	return badInputf("--log-format %q: want auto, json or console", f)
+}
+
 // subcommands are the commands besides training, by their first argument.
 var subcommands = map[string]func(ctx context.Context, args []string, stdout, stderr io.Writer) error{
-	"worker": runWorker,
+	"worker":  runWorker,
+	"eval":    runEval,
+	"predict": runPredict,
 }
 
 // run is the whole command, returning its exit status. The last line it writes
 // to stderr on failure begins "train: " and no panic escapes it.
-func run(ctx context.Context, args []string, stderr io.Writer) (code int) {
+func run(ctx context.Context, args []string, stderr io.Writer) int {
+	return runWith(ctx, args, os.Stdout, stderr)
+}
+
+// runWith is run with the subcommands' results (eval's line, predict's CSV)
+// written to stdout.
+func runWith(ctx context.Context, args []string, stdout, stderr io.Writer) (code int) {
 	defer func() {
 		if r := recover(); r != nil {
 			fmt.Fprintf(stderr, "train: internal error: %v\n", r)
@@ -121,7 +159,7 @@ func run(ctx context.Context, args []string, stderr io.Writer) (code int) {
 	}()
 	var err error
 	if len(args) > 0 && subcommands[args[0]] != nil {
-		err = subcommands[args[0]](ctx, args[1:], os.Stdout, stderr)
+		err = subcommands[args[0]](ctx, args[1:], stdout, stderr)
 	} else {
 		var o *options
 		if o, err = parseArgs(args); err == nil {

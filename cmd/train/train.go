@@ -166,7 +166,7 @@ func (r *trainRun) setup(ctx context.Context, resume bool) error {
 	}
 	r.sample = train.SampleShape()
 	r.desc = model.Description{Format: model.Format, Layers: modelSpecs(c), Sample: r.sample, Seed: c.Seed,
-		Loss: nn.Loss(c.Loss.Type), Input: input}
+		Loss: nn.Loss(c.Loss.Type), Input: input, Data: dataRecord(c)}
 	if !r.regression {
 		r.desc.Classes = train.Classes
 	}

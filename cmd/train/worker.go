@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -33,14 +32,8 @@ func runWorker(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	metricsAddr := fs.String("metrics", "", "HOST:PORT to serve Prometheus metrics of the hosted stages on (port 0 picks one)")
 	var t pipeline.TLS
 	tlsFlags(fs, &t)
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return badInputf("%s", workerUsage)
-		}
-		return badInputf("worker: %v (%s)", err, workerUsage)
-	}
-	if fs.NArg() > 0 {
-		return badInputf("worker: unexpected argument %q (%s)", fs.Arg(0), workerUsage)
+	if err := parseFlags(fs, args, workerUsage); err != nil {
+		return err
 	}
 	if *listen == "" {
 		return badInputf("worker: --listen HOST:PORT is required")

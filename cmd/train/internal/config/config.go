@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"slices"
+	"strings"
 
 	"github.com/pipetrain/pipetrain/nn"
 
@@ -244,6 +245,26 @@ func parse(name string, data []byte, sets []string) (*Config, error) {
 		}
 	}
 	return c, nil
+}
+
+// SetData applies sets (as --set gives them, "KEY=VALUE") to a config that
+// only loads data, as `train eval` does, and checks the keys it uses. Such
+// a command reads seed, the [data] table and log.dir alone, so a set of any
+// other key is an error rather than silently ignored.
+func (c *Config) SetData(sets []string) error {
+	for _, s := range sets {
+		k, _, _ := strings.Cut(s, "=")
+		if k = strings.TrimSpace(k); k != "seed" && k != "log.dir" && k != "data" && !strings.HasPrefix(k, "data.") {
+			return fmt.Errorf("config: --set %q: only seed, data.* and log.dir apply here", s)
+		}
+		if err := c.set(s); err != nil {
+			return fmt.Errorf("config: --set %q: %w", s, err)
+		}
+	}
+	if err := c.validateData(); err != nil {
+		return err
+	}
+	return c.validateLog()
 }
 
 // errorLine returns the line of a TOML syntax error. The toml package counts

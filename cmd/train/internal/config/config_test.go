@@ -363,6 +363,35 @@ func TestCheckData(t *testing.T) {
 	}
 }
 
+func TestSetData(t *testing.T) {
+	for _, tc := range []struct {
+		sets []string
+		want string // "" for no error
+		data Data   // the [data] table after, when no error
+	}{
+		{nil, "", Data{Name: "mnist", Path: "/d", LabelColumn: -1, BatchSize: 64, Shuffle: true, TestFraction: 0.2}},
+		{[]string{"data.path=/e", "data.test_fraction=0.5", "seed=3", "log.dir=out"}, "",
+			Data{Name: "mnist", Path: "/e", LabelColumn: -1, BatchSize: 64, Shuffle: true, TestFraction: 0.5}},
+		{[]string{`data={name="csv", path="x.csv"}`}, "", Data{Name: "csv", Path: "x.csv", LabelColumn: -1, BatchSize: 64, Shuffle: true, TestFraction: 0.2}},
+		{[]string{"optimizer.lr=0.1"}, `config: --set "optimizer.lr=0.1": only seed, data.* and log.dir apply here`, Data{}},
+		{[]string{"log.every=3"}, `config: --set "log.every=3": only seed, data.* and log.dir apply here`, Data{}},
+		{[]string{"data.bogus=1"}, `config: --set "data.bogus=1": unknown key "data.bogus"`, Data{}},
+		{[]string{"data.test_fraction=1.5"}, "config: data.test_fraction = 1.5: must be in [0, 1)", Data{}},
+		{[]string{"data.name=csv", `data.path=""`}, `config: data.path: required for data.name = "csv"`, Data{}},
+		{[]string{`log.dir=""`}, `config: log.dir = "": must not be empty`, Data{}},
+	} {
+		c := Default()
+		c.Seed, c.Data.Name, c.Data.Path = 2, "mnist", "/d"
+		err := c.SetData(tc.sets)
+		if got := errText(err); got != tc.want {
+			t.Errorf("SetData(%q): got %q, want %q", tc.sets, got, tc.want)
+		}
+		if err == nil && c.Data != tc.data {
+			t.Errorf("SetData(%q): data %+v, want %+v", tc.sets, c.Data, tc.data)
+		}
+	}
+}
+
 func TestLoad(t *testing.T) {
 	dir := t.TempDir()
 	path := filepath.Join(dir, "mlp.toml")

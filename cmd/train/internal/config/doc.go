@@ -34,7 +34,10 @@
 // number of classes, or 1 for a regression set.
 //
 // Unknown keys and values of the wrong type are errors; nothing in a config
-// is silently ignored.
+// is silently ignored. A command that only loads data (`train eval`, which
+// starts from the seed and [data] keys a checkpoint recorded) applies its
+// --set overrides with SetData, which takes only seed, data.* and log.dir
+// and checks only those.
 //
 // # Errors
 //

@@ -1,0 +1,170 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"io"
+	"math"
+	"slices"
+
+	"github.com/pipetrain/pipetrain/cmd/train/internal/config"
+	"github.com/pipetrain/pipetrain/dataset"
+	"github.com/pipetrain/pipetrain/model"
+)
+
+const evalUsage = "usage: train eval --checkpoint DIR [--set KEY=VALUE]... [--log-format auto|json|console]"
+
+// evalResult is the line eval prints.
+type evalResult struct {
+	Split      string   `json:"split"`
+	Loss       float64  `json:"loss"`
+	Accuracy   *float64 `json:"accuracy,omitempty"` // classifiers only
+	Rows       int      `json:"rows"`
+	Checkpoint string   `json:"checkpoint"`
+	Step       int      `json:"step"`
+	Data       string   `json:"data"`
+}
+
+// runEval evaluates a checkpoint's model on the test split of the data it
+// was trained on, loaded as its run loaded it (--set data.… may change
+// that), prints the result as one JSON line and logs it as an eval event.
+func runEval(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet("eval", flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	dir := fs.String("checkpoint", "", "a checkpoint folder (step-…), or a checkpoint_dir: its newest")
+	var sets setFlags
+	fs.Var(&sets, "set", "override seed, a data.* key or log.dir: KEY=VALUE (repeatable)")
+	logFormat := fs.String("log-format", "auto", "stderr log format: auto, json or console")
+	if err := parseFlags(fs, args, evalUsage); err != nil {
+		return err
+	}
+	if *dir == "" {
+		return badInputf("eval: --checkpoint DIR is required")
+	}
+	if err := checkLogFormat(*logFormat); err != nil {
+		return err
+	}
+	m, err := loadModel(*dir)
+	if err != nil {
+		return err
+	}
+	if m.Data == nil {
+		return badInputf("eval: %s does not record the data set it was trained on (an older pipetrain wrote it): train again", m.Checkpoint.Dir)
+	}
+	c, err := dataConfig(m.Data, sets)
+	if err != nil {
+		return err
+	}
+	log, err := openRunLog(c.Log.Dir, *logFormat, stderr)
+	if err != nil {
+		return err
+	}
+	res, err := evaluateModel(ctx, m, c, log)
+	if cerr := log.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return err
+	}
+	line, err := json.Marshal(res)
+	if err != nil {
+		return fmt.Errorf("eval: %v", err)
+	}
+	_, err = fmt.Fprintf(stdout, "%s\n", line)
+	return err
+}
+
+// loadModel loads the model of --checkpoint dir; any failure is the
+// command line's (exit 2).
+func loadModel(dir string) (*model.Model, error) {
+	m, err := model.Load(dir)
+	if err != nil {
+		return nil, badInputf("--checkpoint %s: %v", dir, err)
+	}
+	return m, nil
+}
+
+// dataConfig is the config of the data a model was trained on, with the
+// --set overrides applied.
+func dataConfig(d *model.Data, sets []string) (*config.Config, error) {
+	c := config.Default()
+	c.Seed = d.Seed
+	c.Data.Name, c.Data.Path, c.Data.Download = d.Name, d.Path, d.Download
+	c.Data.LabelColumn, c.Data.TestFraction = d.LabelColumn, d.TestFraction
+	if err := c.SetData(sets); err != nil {
+		return nil, badInput(err)
+	}
+	return c, nil
+}
+
+// evaluateModel loads the test split c names, prepares it as the model's
+// training did, evaluates the model on it in training's chunks and logs
+// the eval event.
+func evaluateModel(ctx context.Context, m *model.Model, c *config.Config, log *runLog) (*evalResult, error) {
+	name := c.Data.Name
+	if rawDivide(name) != m.Input.Divide || (name == "csv") != (m.Input.Mean != nil) {
+		return nil, badInputf("eval: data.name = %q: the model was trained on %q, whose raw values became features differently", name, m.Input.Data)
+	}
+	train, test, err := loadSplits(ctx, c, log)
+	if err != nil {
+		return nil, err
+	}
+	switch {
+	case test.Len() == 0:
+		return nil, badInputf("eval: data %q: the test split is empty (data.test_fraction = %v)", name, c.Data.TestFraction)
+	case test.Features != m.Features():
+		return nil, badInputf("eval: data %q has %d features, the model takes %d", name, test.Features, m.Features())
+	case m.Regression() && test.Targets == nil:
+		return nil, badInputf("eval: data %q has no numeric target for the regression model", name)
+	case !m.Regression() && !slices.Equal(test.Classes, m.Classes):
+		return nil, badInputf("eval: data %q has the classes %q, the model %q", name, test.Classes, m.Classes)
+	}
+	if m.Input.Mean != nil {
+		z := &dataset.Standardizer{Mean: m.Input.Mean, Std: m.Input.Std}
+		checkStandardizer(log, z, dataset.FitStandardizer(train))
+		test = z.Apply(test) // the checkpoint's, as the run's, not refitted
+	}
+	loss, acc, err := m.Evaluate(test.X, target(test, m.Regression()), evalRows)
+	if err != nil {
+		return nil, fmt.Errorf("eval: %v", err)
+	}
+	if math.IsNaN(loss) || math.IsInf(loss, 0) {
+		return nil, fmt.Errorf("eval: the loss is %v", loss)
+	}
+	ck := m.Checkpoint
+	res := &evalResult{Split: "test", Loss: loss, Rows: test.Len(), Checkpoint: ck.Dir, Step: ck.Step, Data: name}
+	ev := log.event("eval").Int("epoch", stepEpoch(ck)).Int("step", ck.Step).Str("split", "test").Float64("loss", loss)
+	if !math.IsNaN(acc) {
+		res.Accuracy = &acc
+		ev = ev.Float64("accuracy", acc)
+	}
+	ev.Int("rows", test.Len()).Str("checkpoint", ck.Dir).Str("data", name).Msg("")
+	return res, nil
+}
+
+// stepEpoch is the epoch, from 1, in which a checkpoint's last step was
+// taken, as training's eval event at that step gave it.
+func stepEpoch(ck model.Checkpoint) int {
+	if ck.Batch > 0 {
+		return ck.Epoch + 1
+	}
+	return max(1, ck.Epoch)
+}
+
+// checkStandardizer warns when the training split no longer gives the
+// statistics the model was trained with: the data changed since, or --set
+// names other data. The checkpoint's are used either way, as the model
+// expects its features so.
+func checkStandardizer(log *runLog, recorded, refit *dataset.Standardizer) {
+	for j := range recorded.Mean {
+		if recorded.Mean[j] != refit.Mean[j] || recorded.Std[j] != refit.Std[j] {
+			log.Warn().Str("event", "standardization").Int("feature", j).
+				Float64("recorded_mean", recorded.Mean[j]).Float64("refit_mean", refit.Mean[j]).
+				Float64("recorded_std", recorded.Std[j]).Float64("refit_std", refit.Std[j]).
+				Msg("the training split's statistics differ from the checkpoint's; the test split is standardized with the checkpoint's")
+			return
+		}
+	}
+}
