@@ -7,7 +7,17 @@
 //	x, err := m.Prepare(raw)                      // raw values as the data set held them
 //	probs, err := m.Predict(x)                    // [N, classes]
 //	classes, err := m.Classify(x)
+//	err = m.ExportONNX(w)                         // the same model as an ONNX graph
 //
 // Each call runs on its caller's goroutine over a copy of the layers that
 // later calls reuse, so a warm Model allocates only its result.
+//
+// ExportONNX writes ONNX opset 13 (ONNXOpset), the graph's output equal to
+// Predict's: a layer becomes the ONNX operator of the same meaning (linear
+// Gemm, conv2d Conv, batchnorm BatchNormalization with the running
+// statistics, ...), dropout no node at all, and GELU and layer norm the
+// elementary operators they are made of, since their own operators came
+// only in opsets 20 and 17 and an older opset reaches more runtimes. The
+// Predict head, softmax or sigmoid, ends the graph. The types of the format
+// come from ONNX's onnx.proto, generated into internal/onnx.
 package model
