@@ -2,6 +2,7 @@
 //
 //	train --config FILE [--set KEY=VALUE]... [--resume] [--token-file FILE] [--tls-cert FILE --tls-key FILE --tls-ca FILE] [--log-format auto|json|console]
 //	train worker --listen HOST:PORT [--token-file FILE] [--tls-cert FILE --tls-key FILE --tls-ca FILE] [--advertise HOST:PORT] [--log-dir DIR]
+//	train export --checkpoint DIR --onnx FILE
 //
 // Exit status: 0 done; 2 the command line, config or data is wrong; 1 training
 // failed (the last checkpoint is kept); 130 interrupted (a checkpoint is written).
@@ -105,9 +106,26 @@ func parseArgs(args []string) (*options, error) {
 	return o, nil
 }
 
+// parseFlags parses the arguments of subcommand name into fs, which takes no
+// positional arguments; its errors are exit-2 errors that end with usage.
+func parseFlags(fs *flag.FlagSet, name, usage string, args []string) error {
+	fs.SetOutput(io.Discard)
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return badInputf("%s", usage)
+		}
+		return badInputf("%s: %v (%s)", name, err, usage)
+	}
+	if fs.NArg() > 0 {
+		return badInputf("%s: unexpected argument %q (%s)", name, fs.Arg(0), usage)
+	}
+	return nil
+}
+
 // subcommands are the commands besides training, by their first argument.
 var subcommands = map[string]func(ctx context.Context, args []string, stdout, stderr io.Writer) error{
 	"worker": runWorker,
+	"export": runExport,
 }
 
 // run is the whole command, returning its exit status. The last line it writes

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -25,21 +24,14 @@ const workerUsage = "usage: train worker --listen HOST:PORT [--token-file FILE] 
 // listens on to stdout and logs to <log-dir>/worker-<time>-<pid>.jsonl and stderr.
 func runWorker(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("worker", flag.ContinueOnError)
-	fs.SetOutput(io.Discard)
 	listen := fs.String("listen", "", "HOST:PORT to serve pipeline stages on (port 0 picks one)")
 	tokenFile := fs.String("token-file", "", "a file holding the token coordinators must present (or PIPETRAIN_TOKEN)")
 	logDir := fs.String("log-dir", "logs", "the directory of the worker's JSONL log")
 	advertise := fs.String("advertise", "", "HOST:PORT coordinators reach this worker at, if not --listen (a proxy or NAT)")
 	var t pipeline.TLS
 	tlsFlags(fs, &t)
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return badInputf("%s", workerUsage)
-		}
-		return badInputf("worker: %v (%s)", err, workerUsage)
-	}
-	if fs.NArg() > 0 {
-		return badInputf("worker: unexpected argument %q (%s)", fs.Arg(0), workerUsage)
+	if err := parseFlags(fs, "worker", workerUsage, args); err != nil {
+		return err
 	}
 	if *listen == "" {
 		return badInputf("worker: --listen HOST:PORT is required")
