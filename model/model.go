@@ -247,14 +247,19 @@ func (m *Model) run(x *tensor.Tensor, probs bool) (*tensor.Tensor, error) {
 	if err != nil {
 		return nil, err // the runner may hold a half pass: drop it
 	}
-	m.put(r)
+	// h is in the runner's arena: the result must be out of it before
+	// another call may take the runner.
+	var out *tensor.Tensor
 	switch {
 	case probs && m.Loss == nn.BCEWithLogits:
-		return ops.Sigmoid(h), nil
+		out = ops.Sigmoid(h)
 	case probs:
-		return ops.Softmax(h, 1), nil
+		out = ops.Softmax(h, 1)
+	default:
+		out = h.Clone()
 	}
-	return h.Clone(), nil
+	m.put(r)
+	return out, nil
 }
 
 // fits reports whether x is float32 [N, Features] or [N, sample shape...].
