@@ -98,6 +98,7 @@ var internalUsers = map[string][]string{
 	"internal/par":        {"internal/gemm", "ops", "optim", "actors"},
 	"internal/vec":        {"tensor", "ops", "nn", "optim"},
 	"internal/checkpoint": {"cmd/train", "model"},
+	"internal/onnx":       {"model"},
 }
 
 // TestInternalImports fails when a package imports an internal one it is not

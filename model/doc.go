@@ -8,6 +8,7 @@
 //	probs, err := m.Predict(x)                    // [N, classes]
 //	classes, err := m.Classify(x)
 //	loss, acc, err := m.Evaluate(x, nn.Target{Labels: labels}, 1024)
+//	err = m.ExportONNX(w)                         // the same model as an ONNX graph
 //
 // A description also records the data set the model was trained on
 // (Description.Data: the run's seed and its [data] keys), from which
@@ -19,4 +20,13 @@
 // over a copy of the layers that later calls reuse, so a warm Model
 // allocates only its result; Evaluate, a batch job, lets its kernels use
 // every core.
+//
+// ExportONNX writes ONNX opset 13 (ONNXOpset), the graph's output equal to
+// Predict's: a layer becomes the ONNX operator of the same meaning (linear
+// Gemm, conv2d Conv, batchnorm BatchNormalization with the running
+// statistics, ...), dropout no node at all, and GELU and layer norm the
+// elementary operators they are made of, since their own operators came
+// only in opsets 20 and 17 and an older opset reaches more runtimes. The
+// Predict head, softmax or sigmoid, ends the graph. The types of the format
+// come from ONNX's onnx.proto, generated into internal/onnx.
 package model

@@ -5,12 +5,14 @@
 //	train worker --listen HOST:PORT [--token-file FILE] [--tls-cert FILE --tls-key FILE --tls-ca FILE] [--advertise HOST:PORT] [--log-dir DIR] [--metrics HOST:PORT]
 //	train eval --checkpoint DIR [--set KEY=VALUE]... [--log-format auto|json|console]
 //	train predict --checkpoint DIR --input FILE [--output FILE]
+//	train export --checkpoint DIR --onnx FILE
 //
 // eval prints the loss and accuracy of a checkpoint's model on the test
 // split of the data it was trained on, as one JSON line; --set may change
 // seed, data.* and log.dir. predict writes the model's predictions for the
 // samples of a CSV file, an IDX image file or a PNG image as CSV:
 // index,class,p0,…,pK (index,value for regression).
+// export writes the model as an ONNX graph.
 //
 // Exit status: 0 done; 2 the command line, config or data is wrong; 1 training
 // failed (the last checkpoint is kept); 130 interrupted (a checkpoint is written).
@@ -86,6 +88,7 @@ func (s *setFlags) Set(v string) error { *s = append(*s, v); return nil }
 // parseFlags parses a subcommand's flags, allowing no other argument; its
 // errors are exit-2 errors that end with the usage line.
 func parseFlags(fs *flag.FlagSet, args []string, usage string) error {
+	fs.SetOutput(io.Discard)
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return badInputf("%s", usage)
@@ -140,6 +143,7 @@ var subcommands = map[string]func(ctx context.Context, args []string, stdout, st
 	"worker":  runWorker,
 	"eval":    runEval,
 	"predict": runPredict,
+	"export":  runExport,
 }
 
 // run is the whole command, returning its exit status. The last line it writes

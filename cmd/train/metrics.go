@@ -34,8 +34,8 @@ func (f *atomicFloat) Load() float64   { return math.Float64frombits(f.bits.Load
 type actorCollector struct {
 	mu     sync.Mutex
 	source func() []pipeline.ActorStatus
-	since time.Time                // when the engine started, or the last scrape
-	busy  map[string]time.Duration // each actor's busy time at that moment
+	since  time.Time                // when the engine started, or the last scrape
+	busy   map[string]time.Duration // each actor's busy time at that moment
 }
 
 var (
@@ -76,7 +76,7 @@ func (c *actorCollector) Collect(ch chan<- prometheus.Metric) {
 		ch <- prometheus.MustNewConstMetric(messagesDesc, prometheus.CounterValue, float64(a.Messages), a.Name)
 		ch <- prometheus.MustNewConstMetric(busyDesc, prometheus.CounterValue, a.Busy.Seconds(), a.Name)
 		if wall > 0 {
-			ch <- prometheus.MustNewConstMetric(fractionDesc, prometheus.GaugeValue, (a.Busy - c.busy[a.Name]).Seconds()/wall.Seconds(), a.Name)
+			ch <- prometheus.MustNewConstMetric(fractionDesc, prometheus.GaugeValue, (a.Busy-c.busy[a.Name]).Seconds()/wall.Seconds(), a.Name)
 		}
 		c.busy[a.Name] = a.Busy
 	}

@@ -24,7 +24,6 @@ const workerUsage = "usage: train worker --listen HOST:PORT [--token-file FILE] 
 // listens on to stdout and logs to <log-dir>/worker-<time>-<pid>.jsonl and stderr.
 func runWorker(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("worker", flag.ContinueOnError)
-	fs.SetOutput(io.Discard)
 	listen := fs.String("listen", "", "HOST:PORT to serve pipeline stages on (port 0 picks one)")
 	tokenFile := fs.String("token-file", "", "a file holding the token coordinators must present (or PIPETRAIN_TOKEN)")
 	logDir := fs.String("log-dir", "logs", "the directory of the worker's JSONL log")

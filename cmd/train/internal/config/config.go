@@ -128,8 +128,8 @@ type Train struct {
 
 // Log is the [log] table.
 type Log struct {
-	Dir   string `toml:"dir" json:"dir"`
-	Every int    `toml:"every" json:"every"` // a step event every this many optimizer steps
+	Dir     string `toml:"dir" json:"dir"`
+	Every   int    `toml:"every" json:"every"`     // a step event every this many optimizer steps
 	Trace   string `toml:"trace" json:"trace"`     // a Chrome trace event file for the pipeline timeline
 	Metrics string `toml:"metrics" json:"metrics"` // host:port to serve Prometheus metrics on; empty: none
 }

@@ -1,0 +1,51 @@
+package model
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/pipetrain/pipetrain/nn"
+	"github.com/pipetrain/pipetrain/tensor"
+)
+
+// TestEveryLayerTypeExports: a layer type added to nn's table without an
+// ONNX form fails here, not in a user's export.
+func TestEveryLayerTypeExports(t *testing.T) {
+	for _, typ := range nn.LayerTypes() {
+		if err := newGraph(nil, 4).add(nn.Spec{Type: typ, Kernel: 1, Units: 1, Channels: 1}); err != nil {
+			t.Errorf("layer type %s: %v", typ, err)
+		}
+	}
+	if err := newGraph(nil, 4).add(nn.Spec{Type: "swish"}); err == nil || !strings.Contains(err.Error(), "no ONNX form") {
+		t.Errorf("layer type swish: %v, want no ONNX form", err)
+	}
+}
+
+// TestExportErrors: what cannot be exported is an error naming the layer or
+// the tensor.
+func TestExportErrors(t *testing.T) {
+	d := Description{Format: Format, Sample: []int{3}, Loss: nn.MSE, Input: Input{Divide: 1},
+		Layers: []nn.Spec{{Type: "linear", Units: 2}, {Type: "relu"}}}
+	full := map[string]*tensor.Tensor{"0.weight": tensor.Zeros(tensor.Float32, 2, 3), "0.bias": tensor.Zeros(tensor.Float32, 2)}
+	unknown := d
+	unknown.Layers = append([]nn.Spec{}, d.Layers...)
+	unknown.Layers[1].Type = "swish"
+	tests := []struct {
+		name    string
+		d       Description
+		weights map[string]*tensor.Tensor
+		want    string
+	}{
+		{"unknown type", unknown, full, `layer 1: unknown type "swish"`},
+		{"missing bias", d, map[string]*tensor.Tensor{"0.weight": full["0.weight"]}, `"0.bias"`},
+		{"float64 weights", d, map[string]*tensor.Tensor{"0.weight": tensor.Zeros(tensor.Float64, 2, 3), "0.bias": full["0.bias"]}, `"0.weight"`},
+	}
+	for _, tc := range tests {
+		if _, err := exportONNX(&tc.d, tc.weights); err == nil || !strings.Contains(err.Error(), tc.want) || !strings.HasPrefix(err.Error(), "model: ") {
+			t.Errorf("%s: %v, want an error containing %s", tc.name, err, tc.want)
+		}
+	}
+	if _, err := exportONNX(&d, full); err != nil {
+		t.Errorf("the whole model: %v", err)
+	}
+}
