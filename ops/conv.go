@@ -308,8 +308,12 @@ func conv2dBackward[T float](pl *convPlan, work *convWork[T], gx, gw, gb, grad, 
 	}
 	if pl.n == 0 || fk == 0 {
 		clear(gx) // no filters: no gradient reaches x
-		if !add {
-			clear(gw)
+		for j := range gw {
+			if add {
+				gw[j] += 0 // a sum of nothing, added: -0 becomes +0 as ever
+			} else {
+				gw[j] = 0
+			}
 		}
 		return
 	}

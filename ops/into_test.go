@@ -74,6 +74,17 @@ func TestConv2dIntoBits(t *testing.T) {
 	}
 }
 
+// TestConv2dBackwardIntoEmpty: an empty batch adds its zero gradients, as
+// adding Conv2dBackward's zeros would: -0 becomes +0.
+func TestConv2dBackwardIntoEmpty(t *testing.T) {
+	x, g, w := tensor.Zeros(tensor.Float32, 0, 1, 2, 2), tensor.Zeros(tensor.Float32, 0, 1, 2, 2), tensor.Zeros(tensor.Float32, 1, 1, 1, 1)
+	gw, gb := tensor.Full(tensor.Float32, math.Copysign(0, -1), 1, 1, 1, 1), tensor.Full(tensor.Float32, math.Copysign(0, -1), 1)
+	ops.Conv2dBackwardInto(nil, gw, gb, g, x, w, 1, 0, nil)
+	if math.Signbit(gw.At(0, 0, 0, 0)) || math.Signbit(gb.At(0)) {
+		t.Errorf("Conv2dBackwardInto of no samples onto -0: gw %v, gb %v, want +0", gw, gb)
+	}
+}
+
 func TestPoolIntoBits(t *testing.T) {
 	vals := []float64{3, 1, 3, -2, math.NaN(), 0, 7, 7, -1, 2, 2, 5, math.Inf(-1), 4, 4, 1}
 	for _, dt := range []tensor.DType{tensor.Float32, tensor.Float64} {
