@@ -20,6 +20,10 @@ type Arena struct {
 	lo, hi int
 	total  int
 	viewOf []*tensor.Tensor // per request, the step-wide tensor bufs[i] views, or nil
+
+	// headers lent by view, in the order of the requests
+	views    []*tensor.Tensor
+	nextView int
 }
 
 // StepRows holds step-wide tensors shared by the arenas of one step's
@@ -118,9 +122,40 @@ func (a *Arena) Like(x *tensor.Tensor) *tensor.Tensor {
 	return a.Tensor(x.DType(), x.Shape()...)
 }
 
+// view returns x's elements from off on, with the given shape, through a
+// header the arena lends as it lends tensors: valid until Reset, so a layer
+// may cache it or return it. A nil Arena makes a new header.
+func (a *Arena) view(x *tensor.Tensor, off int, shape ...int) *tensor.Tensor {
+	if a == nil {
+		return new(tensor.Tensor).SetView(x, off, shape...)
+	}
+	if a.nextView == len(a.views) {
+		a.views = append(a.views, new(tensor.Tensor))
+	}
+	a.nextView++
+	return a.views[a.nextView-1].SetView(x, off, shape...)
+}
+
+// viewRows returns Rows(x, lo, hi) through a header lent by a.
+func (a *Arena) viewRows(x *tensor.Tensor, lo, hi int) *tensor.Tensor {
+	if x.Dims() == 0 || lo < 0 || hi > x.Dim(0) || lo > hi {
+		return Rows(x, lo, hi) // panics naming the rows
+	}
+	if lo == 0 && hi == x.Dim(0) {
+		return x
+	}
+	var buf [8]int
+	s := append(buf[:0], hi-lo)
+	for i := 1; i < x.Dims(); i++ {
+		s = append(s, x.Dim(i))
+	}
+	row := x.Size() / max(1, x.Dim(0))
+	return a.view(x, lo*row, s...)
+}
+
 // Reset makes every tensor lent so far available again.
 func (a *Arena) Reset() {
 	if a != nil {
-		a.next = 0
+		a.next, a.nextView = 0, 0
 	}
 }

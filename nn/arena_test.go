@@ -113,3 +113,38 @@ func TestStepRowsAdjacent(t *testing.T) {
 		}
 	}
 }
+
+// TestImageLayersAllocationFree: a CNN's training forward and backward
+// through an Arena, 40 rows so that Conv2d's backward runs in two chunks,
+// allocates nothing once the arena and the layers' scratch have grown.
+func TestImageLayersAllocationFree(t *testing.T) {
+	specs := []nn.Spec{
+		{Type: "conv2d", Channels: 4, Kernel: 3, Padding: 1, Init: nn.HeUniform}, {Type: "relu"},
+		{Type: "maxpool2d", Kernel: 2}, {Type: "batchnorm"}, {Type: "avgpool2d", Kernel: 2},
+		{Type: "flatten"}, {Type: "linear", Units: 3, Init: nn.XavierUniform},
+	}
+	layers, err := nn.BuildShape(specs, []int{2, 8, 8}, 1, tensor.Float32, 0, len(specs))
+	if err != nil {
+		t.Fatal(err)
+	}
+	rng := rand.New(rand.NewPCG(6, 6))
+	x := tensor.RandNormal(rng, tensor.Float32, 0, 1, 40, 128)
+	dy := tensor.RandNormal(rng, tensor.Float32, 0, 1, 40, 3)
+	a := new(nn.Arena)
+	step := func() {
+		a.Reset()
+		p := nn.Pass{Step: 1, Train: true, Arena: a}
+		h := x
+		for _, l := range layers {
+			h = l.Forward(p, h)
+		}
+		g := dy
+		for i := len(layers) - 1; i >= 0; i-- {
+			g = layers[i].Backward(p, g, true)
+		}
+	}
+	step()
+	if n := testing.AllocsPerRun(10, step); n != 0 {
+		t.Errorf("a CNN's step through an arena allocates %v times, want 0", n)
+	}
+}

@@ -92,16 +92,15 @@ func (l *BatchNorm) Reset()        { clear(l.saved) }
 // check panics unless x is [N, C, ...] of the layer's dtype, and returns N and
 // the number of values per sample and channel.
 func (l *BatchNorm) check(x *tensor.Tensor) (n, inner int) {
-	s := x.Shape()
-	if len(s) < 2 || s[1] != l.C || x.DType() != l.Gamma.DType() {
+	if x.Dims() < 2 || x.Dim(1) != l.C || x.DType() != l.Gamma.DType() {
 		panic(fmt.Errorf("nn.BatchNorm: input %v %v does not fit %d channels of %v: want [N %d] or [N %d H W]",
-			x.DType(), s, l.C, l.Gamma.DType(), l.C, l.C))
+			x.DType(), x.Shape(), l.C, l.Gamma.DType(), l.C, l.C))
 	}
 	inner = 1
-	for _, d := range s[2:] {
-		inner *= d
+	for i := 2; i < x.Dims(); i++ {
+		inner *= x.Dim(i)
 	}
-	return s[0], inner
+	return x.Dim(0), inner
 }
 
 func (l *BatchNorm) Forward(p Pass, x *tensor.Tensor) *tensor.Tensor {
@@ -113,38 +112,41 @@ func (l *BatchNorm) Forward(p Pass, x *tensor.Tensor) *tensor.Tensor {
 		// No unbiased variance, as PyTorch refuses too.
 		panic(fmt.Errorf("nn.BatchNorm: training needs more than one value per channel, got input %v", x.Shape()))
 	}
-	y, mean, invstd := ops.BatchNorm(x, l.Gamma, l.Beta, l.Eps)
+	// Every element of y, mean and invstd is written below.
+	y, mean, invstd := p.Arena.Like(x), p.Arena.Tensor(x.DType(), l.C), p.Arena.Tensor(x.DType(), l.C)
+	ops.BatchNormInto(y, mean, invstd, x, l.Gamma, l.Beta, l.Eps)
 	if n*inner > 0 { // an empty batch has no statistics to track
-		l.track(x, n, inner)
+		if x.DType() == tensor.Float32 {
+			track(l, x.Data32(), l.RunningMean.Data32(), l.RunningVar.Data32(), n, inner)
+		} else {
+			track(l, x.Data64(), l.RunningMean.Data64(), l.RunningVar.Data64(), n, inner)
+		}
 	}
 	l.saved.put(p, bnSaved{x, mean, invstd})
 	return y
 }
 
-// track moves the running statistics towards x's, in float64 and rounded once.
-func (l *BatchNorm) track(x *tensor.Tensor, n, inner int) {
-	xs := x.Float64s()
-	rm, rv := l.RunningMean.Float64s(), l.RunningVar.Float64s()
+// track moves the running statistics rm and rv towards those of x, in
+// float64 and rounded once.
+func track[T float32 | float64](l *BatchNorm, xs, rm, rv []T, n, inner int) {
 	m := float64(n * inner)
 	for ch := range l.C {
 		var s float64
 		for i := range n {
 			for _, v := range xs[(i*l.C+ch)*inner : (i*l.C+ch+1)*inner] {
-				s += v
+				s += float64(v)
 			}
 		}
 		mean := s / m
 		var ss float64
 		for i := range n {
 			for _, v := range xs[(i*l.C+ch)*inner : (i*l.C+ch+1)*inner] {
-				ss += (v - mean) * (v - mean)
+				ss += (float64(v) - mean) * (float64(v) - mean)
 			}
 		}
-		rm[ch] = (1-l.Momentum)*rm[ch] + l.Momentum*mean
-		rv[ch] = (1-l.Momentum)*rv[ch] + l.Momentum*ss/(m-1)
+		rm[ch] = T((1-l.Momentum)*float64(rm[ch]) + l.Momentum*mean)
+		rv[ch] = T((1-l.Momentum)*float64(rv[ch]) + l.Momentum*ss/(m-1))
 	}
-	setFloat64s(l.RunningMean, rm)
-	setFloat64s(l.RunningVar, rv)
 }
 
 // evaluate normalises x with the running statistics.
@@ -165,25 +167,15 @@ func (l *BatchNorm) evaluate(x *tensor.Tensor, n, inner int) *tensor.Tensor {
 	return tensor.FromFloat64s(x.DType(), y, x.Shape()...)
 }
 
-// setFloat64s writes vs, rounded to t's dtype, into t in place.
-func setFloat64s(t *tensor.Tensor, vs []float64) {
-	if t.DType() == tensor.Float32 {
-		d := t.Data32()
-		for i, v := range vs {
-			d[i] = float32(v)
-		}
-		return
-	}
-	copy(t.Data64(), vs)
-}
-
 func (l *BatchNorm) Backward(p Pass, dy *tensor.Tensor, needDX bool) *tensor.Tensor {
 	sv := l.saved.take("BatchNorm", p)
 	if !dy.SameShape(sv.x) || dy.DType() != sv.x.DType() {
 		panic(fmt.Errorf("nn.BatchNorm: dy %v %v does not fit input %v %v", dy.DType(), dy.Shape(), sv.x.DType(), sv.x.Shape()))
 	}
-	dx, gg, gb := ops.BatchNormBackward(dy, sv.x, l.Gamma, sv.mean, sv.invstd)
-	addInto(l.GGamma, gg)
-	addInto(l.GBeta, gb)
-	return keepIf(needDX, dx)
+	var dx *tensor.Tensor
+	if needDX {
+		dx = p.Arena.Like(sv.x) // written whole
+	}
+	ops.BatchNormBackwardInto(dx, l.GGamma, l.GBeta, dy, sv.x, l.Gamma, sv.mean, sv.invstd)
+	return dx
 }

@@ -19,6 +19,7 @@ type Conv2d struct {
 	W, B            *tensor.Tensor
 	GW, GB          *tensor.Tensor
 	x               cache[*tensor.Tensor]
+	work            ops.ConvWork // the kernels' scratch, kept from step to step
 }
 
 // NewConv2d returns a layer with c input channels and f filters of kh×kw,
@@ -73,39 +74,48 @@ func (l *Conv2d) geometry(in []int) ([]int, string) {
 	if len(in) != 3 {
 		return nil, "not [C H W]"
 	}
-	if in[0] != l.C {
-		return nil, fmt.Sprintf("%d channels, want %d", in[0], l.C)
+	oh, ow, why := l.plane(in[0], in[1], in[2])
+	if why != "" {
+		return nil, why
 	}
-	ph, pw := in[1]+2*l.Padding, in[2]+2*l.Padding
-	if in[1] < 0 || in[2] < 0 || ph < l.KH || pw < l.KW {
-		return nil, fmt.Sprintf("kernel %d×%d is larger than the padded input %d×%d", l.KH, l.KW, ph, pw)
+	return []int{l.F, oh, ow}, ""
+}
+
+// plane returns the output plane of a sample of c channels of h×w, or why
+// there is none.
+func (l *Conv2d) plane(c, h, w int) (oh, ow int, why string) {
+	if c != l.C {
+		return 0, 0, fmt.Sprintf("%d channels, want %d", c, l.C)
 	}
-	return []int{l.F, (ph-l.KH)/l.Stride + 1, (pw-l.KW)/l.Stride + 1}, ""
+	ph, pw := h+2*l.Padding, w+2*l.Padding
+	if h < 0 || w < 0 || ph < l.KH || pw < l.KW {
+		return 0, 0, fmt.Sprintf("kernel %d×%d is larger than the padded input %d×%d", l.KH, l.KW, ph, pw)
+	}
+	return (ph-l.KH)/l.Stride + 1, (pw-l.KW)/l.Stride + 1, ""
 }
 
 // check panics unless x is [N, C, H, W] of the layer's dtype with a plane the
-// kernel fits, and returns the output shape.
-func (l *Conv2d) check(x *tensor.Tensor) []int {
-	s := x.Shape()
+// kernel fits, and returns the output plane.
+func (l *Conv2d) check(x *tensor.Tensor) (oh, ow int) {
 	why := ""
-	var out []int
-	if len(s) != 4 {
+	if x.Dims() != 4 {
 		why = "not [N C H W]"
 	} else if x.DType() != l.W.DType() {
 		why = "another dtype"
 	} else {
-		out, why = l.geometry(s[1:])
+		oh, ow, why = l.plane(x.Dim(1), x.Dim(2), x.Dim(3))
 	}
 	if why != "" {
 		panic(fmt.Errorf("nn.Conv2d: input %v %v does not fit weight %v %v (stride %d, padding %d): %s",
-			x.DType(), s, l.W.DType(), l.W.Shape(), l.Stride, l.Padding, why))
+			x.DType(), x.Shape(), l.W.DType(), l.W.Shape(), l.Stride, l.Padding, why))
 	}
-	return append(s[:1], out...)
+	return oh, ow
 }
 
 func (l *Conv2d) Forward(p Pass, x *tensor.Tensor) *tensor.Tensor {
-	l.check(x)
-	y := ops.Conv2d(x, l.W, l.B, l.Stride, l.Padding)
+	oh, ow := l.check(x)
+	y := p.Arena.Tensor(x.DType(), x.Dim(0), l.F, oh, ow) // every element written below
+	ops.Conv2dInto(y, x, l.W, l.B, l.Stride, l.Padding, &l.work)
 	l.x.put(p, x)
 	return y
 }
@@ -116,28 +126,21 @@ func (l *Conv2d) Forward(p Pass, x *tensor.Tensor) *tensor.Tensor {
 // chunk bounds); each sample's dX is its own.
 func (l *Conv2d) Backward(p Pass, dy *tensor.Tensor, needDX bool) *tensor.Tensor {
 	x := l.x.take("Conv2d", p)
-	if out := l.check(x); !dy.HasShape(out...) || dy.DType() != x.DType() {
-		panic(fmt.Errorf("nn.Conv2d: dy %v %v does not fit output %v of input %v", dy.DType(), dy.Shape(), out, x.Shape()))
-	}
 	n := x.Dim(0)
-	if n <= ChunkRows {
-		dx, gw, gb := ops.Conv2dBackward(dy, x, l.W, l.Stride, l.Padding)
-		addInto(l.GW, gw)
-		addInto(l.GB, gb)
-		return keepIf(needDX, dx)
+	if oh, ow := l.check(x); !dy.HasShape(n, l.F, oh, ow) || dy.DType() != x.DType() {
+		panic(fmt.Errorf("nn.Conv2d: dy %v %v does not fit output %v of input %v", dy.DType(), dy.Shape(), []int{n, l.F, oh, ow}, x.Shape()))
 	}
 	var dx *tensor.Tensor
 	if needDX {
 		dx = p.Arena.Like(x) // every row written below
 	}
-	for lo := 0; lo < n; lo += ChunkRows {
+	for lo := 0; lo < max(n, 1); lo += ChunkRows {
 		hi := min(n, lo+ChunkRows)
-		gx, gw, gb := ops.Conv2dBackward(Rows(dy, lo, hi), Rows(x, lo, hi), l.W, l.Stride, l.Padding)
-		addInto(l.GW, gw)
-		addInto(l.GB, gb)
+		var gx *tensor.Tensor
 		if needDX {
-			Rows(dx, lo, hi).CopyFrom(gx)
+			gx = p.Arena.viewRows(dx, lo, hi)
 		}
+		ops.Conv2dBackwardInto(gx, l.GW, l.GB, p.Arena.viewRows(dy, lo, hi), p.Arena.viewRows(x, lo, hi), l.W, l.Stride, l.Padding, &l.work)
 	}
 	return dx
 }

@@ -50,11 +50,14 @@
 // ones for the layer's life: an optimizer updates Value in place.
 //
 // Reused outputs. A Pass may carry an Arena, which lends the tensors layers
-// return (Linear's outputs and input gradients, ReLU's, the cross-entropy
-// gradient of LossSum.Add) instead of allocating them. Its owner resets it
-// once nothing lent since the last reset is read any more, and the same
-// sequence of requests then gets the same tensors back: a training step in
-// the pipeline allocates nothing. Without an Arena every tensor is new.
+// return (Linear's outputs and input gradients, ReLU's, the image layers',
+// the cross-entropy gradient of LossSum.Add) and the headers through which
+// image layers see rows as images, instead of allocating them; Conv2d keeps
+// its im2col scratch (ops.ConvWork) and MaxPool2d its indices from step to
+// step. The Arena's owner resets it once nothing lent since the last reset
+// is read any more, and the same sequence of requests then gets the same
+// tensors back: a training step in the pipeline allocates nothing. Without
+// an Arena every tensor is new.
 //
 //	a := new(nn.Arena)
 //	for step := 1; ; step++ {

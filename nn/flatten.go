@@ -10,17 +10,17 @@ import (
 // the order of the elements unchanged, so that a Linear layer can follow
 // image layers. The backward gives dy the input's shape back.
 type Flatten struct {
-	shape cache[[]int] // the input's
+	x cache[*tensor.Tensor] // for its shape
 }
 
 // NewFlatten returns a Flatten layer.
-func NewFlatten() *Flatten { return &Flatten{shape: cache[[]int]{}} }
+func NewFlatten() *Flatten { return &Flatten{x: cache[*tensor.Tensor]{}} }
 
 func (l *Flatten) Kind() string    { return "flatten" }
 func (l *Flatten) Params() []Param { return nil }
 func (l *Flatten) ZeroGrad()       {}
-func (l *Flatten) InFlight() int   { return len(l.shape) }
-func (l *Flatten) Reset()          { clear(l.shape) }
+func (l *Flatten) InFlight() int   { return len(l.x) }
+func (l *Flatten) Reset()          { clear(l.x) }
 
 // OutShape returns the [d1·d2·...] output of a [d1, d2, ...] sample.
 func (l *Flatten) OutShape(in []int) ([]int, error) {
@@ -31,30 +31,35 @@ func (l *Flatten) OutShape(in []int) ([]int, error) {
 }
 
 func (l *Flatten) Forward(p Pass, x *tensor.Tensor) *tensor.Tensor {
-	s := x.Shape()
-	if len(s) < 2 {
-		panic(fmt.Errorf("nn.Flatten: input %v is not [N d1 ...]", s))
+	if x.Dims() < 2 {
+		panic(fmt.Errorf("nn.Flatten: input %v is not [N d1 ...]", x.Shape()))
 	}
-	l.shape.put(p, s)
+	l.x.put(p, x)
 	// A copy, not a view of x: the output must stay valid as long as the
 	// pass's Arena says, whoever owns x and whenever they reuse it.
-	return flat(p.Arena, x, s[0], tensor.SizeOf(s[1:]))
+	y := p.Arena.Tensor(x.DType(), x.Dim(0), rowSize(x))
+	y.CopyFrom(x)
+	return y
 }
 
 func (l *Flatten) Backward(p Pass, dy *tensor.Tensor, needDX bool) *tensor.Tensor {
-	in := l.shape.take("Flatten", p)
-	if n := in[0]; !dy.HasShape(n, tensor.SizeOf(in[1:])) {
-		panic(fmt.Errorf("nn.Flatten: dy %v does not fit output [%d %d] of input %v", dy.Shape(), n, tensor.SizeOf(in[1:]), in))
+	x := l.x.take("Flatten", p)
+	if n := x.Dim(0); !dy.HasShape(n, rowSize(x)) {
+		panic(fmt.Errorf("nn.Flatten: dy %v does not fit output [%d %d] of input %v", dy.Shape(), n, rowSize(x), x.Shape()))
 	}
 	if !needDX {
 		return nil
 	}
-	return flat(p.Arena, dy, in...)
+	dx := p.Arena.Like(x)
+	dx.CopyFrom(dy)
+	return dx
 }
 
-// flat returns a copy of x, lent by a, of the given shape and x's size.
-func flat(a *Arena, x *tensor.Tensor, shape ...int) *tensor.Tensor {
-	y := a.Tensor(x.DType(), shape...)
-	y.CopyFrom(x)
-	return y
+// rowSize returns the number of elements of one row of x, [N d1 ...].
+func rowSize(x *tensor.Tensor) int {
+	n := 1
+	for i := 1; i < x.Dims(); i++ {
+		n *= x.Dim(i)
+	}
+	return n
 }

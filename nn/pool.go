@@ -15,27 +15,21 @@ import (
 type MaxPool2d struct {
 	Kernel, Stride int
 	x              cache[maxPooled]
+	idx            map[int][]int // per micro-batch, reused from step to step
 }
 
-// maxPooled is what MaxPool2d's backward needs: where each window's maximum
-// was, so that it does not search the windows again.
+// maxPooled is what MaxPool2d's backward needs: its input and where each
+// window's maximum was, so that it does not search the windows again.
 type maxPooled struct {
-	idx   []int
-	shape []int
-	dt    tensor.DType
+	x   *tensor.Tensor
+	idx []int
 }
 
 // AvgPool2d is torch.nn.AvgPool2d(Kernel, Stride) without padding: the mean
 // over each window, shaped as MaxPool2d's.
 type AvgPool2d struct {
 	Kernel, Stride int
-	in             cache[pooled] // the backward needs no values
-}
-
-// pooled is what AvgPool2d's backward needs of an input.
-type pooled struct {
-	dt    tensor.DType
-	shape []int
+	x              cache[*tensor.Tensor] // for its shape: the backward needs no values
 }
 
 // NewMaxPool2d returns a max pooling over kernel×kernel windows; stride 0
@@ -45,7 +39,7 @@ func NewMaxPool2d(kernel, stride int) (*MaxPool2d, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &MaxPool2d{Kernel: kernel, Stride: stride, x: cache[maxPooled]{}}, nil
+	return &MaxPool2d{Kernel: kernel, Stride: stride, x: cache[maxPooled]{}, idx: map[int][]int{}}, nil
 }
 
 // NewAvgPool2d returns an average pooling over kernel×kernel windows; stride
@@ -55,7 +49,7 @@ func NewAvgPool2d(kernel, stride int) (*AvgPool2d, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &AvgPool2d{Kernel: kernel, Stride: stride, in: cache[pooled]{}}, nil
+	return &AvgPool2d{Kernel: kernel, Stride: stride, x: cache[*tensor.Tensor]{}}, nil
 }
 
 func poolArgs(fn string, kernel, stride int) (int, error) {
@@ -74,10 +68,19 @@ func poolOut(in []int, kernel, stride int) ([]int, string) {
 	if len(in) != 3 {
 		return nil, "not [C H W]"
 	}
-	if in[1] < kernel || in[2] < kernel {
-		return nil, fmt.Sprintf("kernel %d×%d is larger than the input %d×%d", kernel, kernel, in[1], in[2])
+	oh, ow, why := poolPlane(in[1], in[2], kernel, stride)
+	if why != "" {
+		return nil, why
 	}
-	return []int{in[0], (in[1]-kernel)/stride + 1, (in[2]-kernel)/stride + 1}, ""
+	return []int{in[0], oh, ow}, ""
+}
+
+// poolPlane returns the output plane of an h×w plane, or why there is none.
+func poolPlane(h, w, kernel, stride int) (oh, ow int, why string) {
+	if h < kernel || w < kernel {
+		return 0, 0, fmt.Sprintf("kernel %d×%d is larger than the input %d×%d", kernel, kernel, h, w)
+	}
+	return (h-kernel)/stride + 1, (w-kernel)/stride + 1, ""
 }
 
 func poolOutShape(kind string, in []int, kernel, stride int) ([]int, error) {
@@ -89,27 +92,25 @@ func poolOutShape(kind string, in []int, kernel, stride int) ([]int, error) {
 }
 
 // checkPool panics unless x is [N, C, H, W] with planes the kernel fits, and
-// returns the output shape.
-func checkPool(kind string, x *tensor.Tensor, kernel, stride int) []int {
-	s := x.Shape()
+// returns the output plane.
+func checkPool(kind string, x *tensor.Tensor, kernel, stride int) (oh, ow int) {
 	why := "not [N C H W]"
-	var out []int
-	if len(s) == 4 {
-		out, why = poolOut(s[1:], kernel, stride)
+	if x.Dims() == 4 {
+		oh, ow, why = poolPlane(x.Dim(2), x.Dim(3), kernel, stride)
 	}
 	if why != "" {
-		panic(fmt.Errorf("nn.%s: input %v does not fit kernel %d, stride %d: %s", kind, s, kernel, stride, why))
+		panic(fmt.Errorf("nn.%s: input %v does not fit kernel %d, stride %d: %s", kind, x.Shape(), kernel, stride, why))
 	}
-	return append(s[:1], out...)
+	return oh, ow
 }
 
 // checkPoolGrad panics unless dy has the output shape and dtype of the
-// input in.
-func checkPoolGrad(kind string, dy *tensor.Tensor, dt tensor.DType, in []int, kernel, stride int) {
-	out, _ := poolOut(in[1:], kernel, stride)
-	out = append([]int{in[0]}, out...)
-	if !dy.HasShape(out...) || dy.DType() != dt {
-		panic(fmt.Errorf("nn.%s: dy %v %v does not fit output %v %v of input %v", kind, dy.DType(), dy.Shape(), dt, out, in))
+// input x.
+func checkPoolGrad(kind string, dy, x *tensor.Tensor, kernel, stride int) {
+	oh, ow, _ := poolPlane(x.Dim(2), x.Dim(3), kernel, stride)
+	if !dy.HasShape(x.Dim(0), x.Dim(1), oh, ow) || dy.DType() != x.DType() {
+		panic(fmt.Errorf("nn.%s: dy %v %v does not fit output %v %v of input %v",
+			kind, dy.DType(), dy.Shape(), x.DType(), []int{x.Dim(0), x.Dim(1), oh, ow}, x.Shape()))
 	}
 }
 
@@ -126,29 +127,36 @@ func (l *MaxPool2d) OutShape(in []int) ([]int, error) {
 }
 
 func (l *MaxPool2d) Forward(p Pass, x *tensor.Tensor) *tensor.Tensor {
-	checkPool("MaxPool2d", x, l.Kernel, l.Stride)
+	oh, ow := checkPool("MaxPool2d", x, l.Kernel, l.Stride)
+	y := p.Arena.Tensor(x.DType(), x.Dim(0), x.Dim(1), oh, ow) // every element written below
 	if !p.Train {
-		return ops.MaxPool2d(x, l.Kernel, l.Stride)
+		return ops.MaxPool2dInto(y, x, l.Kernel, l.Stride)
 	}
-	y, idx := ops.MaxPool2dIndices(x, l.Kernel, l.Stride)
-	l.x.put(p, maxPooled{idx, x.Shape(), x.DType()})
+	idx := l.idx[p.Micro]
+	if cap(idx) < y.Size() {
+		idx = make([]int, y.Size())
+		l.idx[p.Micro] = idx
+	}
+	idx = idx[:y.Size()]
+	ops.MaxPool2dIndicesInto(y, idx, x, l.Kernel, l.Stride)
+	l.x.put(p, maxPooled{x, idx})
 	return y
 }
 
 func (l *MaxPool2d) Backward(p Pass, dy *tensor.Tensor, needDX bool) *tensor.Tensor {
 	x := l.x.take("MaxPool2d", p)
-	checkPoolGrad("MaxPool2d", dy, x.dt, x.shape, l.Kernel, l.Stride)
+	checkPoolGrad("MaxPool2d", dy, x.x, l.Kernel, l.Stride)
 	if !needDX {
 		return nil
 	}
-	return ops.MaxPool2dScatter(dy, x.idx, x.shape, l.Kernel, l.Stride)
+	return ops.MaxPool2dScatterInto(p.Arena.Like(x.x), dy, x.idx, l.Kernel, l.Stride)
 }
 
 func (l *AvgPool2d) Kind() string    { return "avgpool2d" }
 func (l *AvgPool2d) Params() []Param { return nil }
 func (l *AvgPool2d) ZeroGrad()       {}
-func (l *AvgPool2d) InFlight() int   { return len(l.in) }
-func (l *AvgPool2d) Reset()          { clear(l.in) }
+func (l *AvgPool2d) InFlight() int   { return len(l.x) }
+func (l *AvgPool2d) Reset()          { clear(l.x) }
 
 // OutShape returns the [C, OH, OW] output of a [C, H, W] sample, or an error
 // when the kernel is larger than the plane.
@@ -157,17 +165,17 @@ func (l *AvgPool2d) OutShape(in []int) ([]int, error) {
 }
 
 func (l *AvgPool2d) Forward(p Pass, x *tensor.Tensor) *tensor.Tensor {
-	checkPool("AvgPool2d", x, l.Kernel, l.Stride)
-	y := ops.AvgPool2d(x, l.Kernel, l.Stride)
-	l.in.put(p, pooled{x.DType(), x.Shape()})
+	oh, ow := checkPool("AvgPool2d", x, l.Kernel, l.Stride)
+	y := ops.AvgPool2dInto(p.Arena.Tensor(x.DType(), x.Dim(0), x.Dim(1), oh, ow), x, l.Kernel, l.Stride)
+	l.x.put(p, x)
 	return y
 }
 
 func (l *AvgPool2d) Backward(p Pass, dy *tensor.Tensor, needDX bool) *tensor.Tensor {
-	in := l.in.take("AvgPool2d", p)
-	checkPoolGrad("AvgPool2d", dy, in.dt, in.shape, l.Kernel, l.Stride)
+	x := l.x.take("AvgPool2d", p)
+	checkPoolGrad("AvgPool2d", dy, x, l.Kernel, l.Stride)
 	if !needDX {
 		return nil
 	}
-	return ops.AvgPool2dBackward(dy, in.shape, l.Kernel, l.Stride)
+	return ops.AvgPool2dBackwardInto(p.Arena.Like(x), dy, l.Kernel, l.Stride)
 }

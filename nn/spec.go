@@ -67,7 +67,9 @@ func flatOnly(_ Spec, in []int) ([]int, error) {
 }
 
 // image wraps a layer of [N C H W] tensors for the flat rows layers pass.
-func image(l Layer, b built) Layer { return &imageLayer{Layer: l, in: b.in, out: b.out} }
+func image(l Layer, b built) Layer {
+	return &imageLayer{Layer: l, in: b.in, out: b.out, inSize: tensor.SizeOf(b.in), outSize: tensor.SizeOf(b.out)}
+}
 
 // shaper is a layer that knows its output sample shape.
 type shaper interface {
@@ -282,23 +284,49 @@ func OutShapes(specs []Spec, sample []int) ([][]int, error) {
 }
 
 // imageLayer runs a layer of [N, C, H, W] tensors on the flat rows layers
-// pass, [N, C·H·W] in and out, seen through views: no copy.
+// pass, [N, C·H·W] in and out, seen through views: no copy, and headers
+// lent by the pass's Arena, so no allocation either.
 type imageLayer struct {
 	Layer
-	in, out []int // sample shapes
+	in, out         []int // sample shapes
+	inSize, outSize int
 }
 
 func (l *imageLayer) Forward(p Pass, x *tensor.Tensor) *tensor.Tensor {
-	y := l.Layer.Forward(p, x.Reshape(append([]int{x.Dim(0)}, l.in...)...))
-	return y.Reshape(y.Dim(0), -1)
+	y := l.Layer.Forward(p, asSamples(p.Arena, x, l.in, l.inSize))
+	return asSamples(p.Arena, y, nil, l.outSize)
 }
 
 func (l *imageLayer) Backward(p Pass, dy *tensor.Tensor, needDX bool) *tensor.Tensor {
-	dx := l.Layer.Backward(p, dy.Reshape(append([]int{dy.Dim(0)}, l.out...)...), needDX)
+	dx := l.Layer.Backward(p, asSamples(p.Arena, dy, l.out, l.outSize), needDX)
 	if dx == nil {
 		return nil
 	}
-	return dx.Reshape(dx.Dim(0), -1)
+	return asSamples(p.Arena, dx, nil, l.inSize)
+}
+
+// asSamples returns x, N samples of size elements, seen as [N, sample...],
+// or as flat rows [N, size] when sample is nil.
+func asSamples(a *Arena, x *tensor.Tensor, sample []int, size int) *tensor.Tensor {
+	n := 0
+	if x.Dims() > 0 {
+		n = x.Dim(0)
+	}
+	if x.Dims() == 0 || x.Size() != n*size {
+		want := sample
+		if want == nil {
+			want = []int{size}
+		}
+		panic(fmt.Errorf("nn: %v %v is not rows of samples %v", x.DType(), x.Shape(), want))
+	}
+	var buf [8]int
+	s := append(buf[:0], n)
+	if sample == nil {
+		s = append(s, size)
+	} else {
+		s = append(s, sample...)
+	}
+	return a.view(x, 0, s...)
 }
 
 // Buffers returns the image layer's buffers (batch norm's running statistics).

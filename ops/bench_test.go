@@ -47,7 +47,8 @@ func BenchmarkMatMulAlloc(b *testing.B) {
 }
 
 // BenchmarkConv2d reports float32 GFLOP/s (2·N·F·OH·OW·C·KH·KW per forward,
-// twice that per backward) of a 3×3, padding-1 layer of a small CNN.
+// twice that per backward) of a 3×3, padding-1 layer of a small CNN; the
+// -into forms write into tensors and a ConvWork made once.
 func BenchmarkConv2d(b *testing.B) {
 	const n, c, h, w, f, k, pad = 128, 32, 14, 14, 64, 3, 1
 	rng := rand.New(rand.NewPCG(1, 1))
@@ -65,6 +66,22 @@ func BenchmarkConv2d(b *testing.B) {
 	b.Run("backward", func(b *testing.B) {
 		for b.Loop() {
 			ops.Conv2dBackward(g, x, wt, 1, pad)
+		}
+		b.ReportMetric(2*flops*float64(b.N)/b.Elapsed().Seconds()/1e9, "GFLOP/s")
+	})
+	var work ops.ConvWork
+	y, gx, gw, gb := tensor.Zeros(tensor.Float32, n, f, h, w), tensor.Zeros(tensor.Float32, n, c, h, w), tensor.Zeros(tensor.Float32, f, c, k, k), tensor.Zeros(tensor.Float32, f)
+	b.Run("forward-into", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			ops.Conv2dInto(y, x, wt, bias, 1, pad, &work)
+		}
+		b.ReportMetric(flops*float64(b.N)/b.Elapsed().Seconds()/1e9, "GFLOP/s")
+	})
+	b.Run("backward-into", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			ops.Conv2dBackwardInto(gx, gw, gb, g, x, wt, 1, pad, &work)
 		}
 		b.ReportMetric(2*flops*float64(b.N)/b.Elapsed().Seconds()/1e9, "GFLOP/s")
 	})

@@ -11,64 +11,68 @@ import (
 
 // convPlan is the shape bookkeeping of one Conv2d, shared by forward and backward.
 type convPlan struct {
-	n, c, h, w     int // input
-	f, kh, kw      int // filters
-	stride, pad    int
-	oh, ow         int // output plane
-	k, p           int // im2col rows (c·kh·kw) and columns (oh·ow)
-	xShape, wShape []int
-	outShape       []int
+	n, c, h, w  int // input
+	f, kh, kw   int // filters
+	stride, pad int
+	oh, ow      int // output plane
+	k, p        int // im2col rows (c·kh·kw) and columns (oh·ow)
 }
 
 // planConv checks x, w and b (b may be nil) and derives the output geometry.
-func planConv(op string, x, w, b *tensor.Tensor, stride, padding int) *convPlan {
-	xs, ws := x.Shape(), w.Shape()
-	desc := fmt.Sprintf("x %v and w %v", xs, ws)
+// Messages are formatted only on failure: a steady layer plans every call.
+func planConv(op string, x, w, b *tensor.Tensor, stride, padding int) convPlan {
+	desc := func() string {
+		if b != nil {
+			return fmt.Sprintf("x %v, w %v and b %v", x.Shape(), w.Shape(), b.Shape())
+		}
+		return fmt.Sprintf("x %v and w %v", x.Shape(), w.Shape())
+	}
 	if b != nil {
-		desc = fmt.Sprintf("x %v, w %v and b %v", xs, ws, b.Shape())
 		dtypeOf(op, x, w, b)
 	} else {
 		dtypeOf(op, x, w)
 	}
-	if len(xs) != 4 || len(ws) != 4 {
-		fail(op, "%s do not fit: x needs 4 axes [N C H W] and w 4 axes [F C KH KW]", desc)
+	if x.Dims() != 4 || w.Dims() != 4 {
+		fail(op, "%s do not fit: x needs 4 axes [N C H W] and w 4 axes [F C KH KW]", desc())
 	}
-	pl := &convPlan{n: xs[0], c: xs[1], h: xs[2], w: xs[3], f: ws[0], kh: ws[2], kw: ws[3],
-		stride: stride, pad: padding, xShape: xs, wShape: ws}
+	pl := convPlan{n: x.Dim(0), c: x.Dim(1), h: x.Dim(2), w: x.Dim(3), f: w.Dim(0), kh: w.Dim(2), kw: w.Dim(3),
+		stride: stride, pad: padding}
 	if stride < 1 {
-		fail(op, "stride %d is not positive (%s)", stride, desc)
+		fail(op, "stride %d is not positive (%s)", stride, desc())
 	}
 	if padding < 0 {
-		fail(op, "padding %d is negative (%s)", padding, desc)
+		fail(op, "padding %d is negative (%s)", padding, desc())
 	}
-	if ws[1] != pl.c {
-		fail(op, "%s do not fit: x has %d channels, w %d", desc, pl.c, ws[1])
+	if w.Dim(1) != pl.c {
+		fail(op, "%s do not fit: x has %d channels, w %d", desc(), pl.c, w.Dim(1))
 	}
-	if b != nil && (b.Dims() != 1 || b.Shape()[0] != pl.f) {
-		fail(op, "%s do not fit: b needs shape [%d], one element per filter", desc, pl.f)
+	if b != nil && (b.Dims() != 1 || b.Dim(0) != pl.f) {
+		fail(op, "%s do not fit: b needs shape [%d], one element per filter", desc(), pl.f)
 	}
 	if pl.kh == 0 || pl.kw == 0 {
-		fail(op, "%s do not fit: the kernel %d×%d is empty", desc, pl.kh, pl.kw)
+		fail(op, "%s do not fit: the kernel %d×%d is empty", desc(), pl.kh, pl.kw)
 	}
 	// Keep H+2·padding from overflowing before comparing it with the kernel.
 	if padding > (math.MaxInt/2-max(pl.h, pl.w))/2 {
-		fail(op, "padding %d is too large (%s)", padding, desc)
+		fail(op, "padding %d is too large (%s)", padding, desc())
 	}
 	ph, pw := pl.h+2*padding, pl.w+2*padding
 	if ph < pl.kh || pw < pl.kw {
 		fail(op, "%s do not fit: the kernel %d×%d is larger than the padded input %d×%d (padding %d)",
-			desc, pl.kh, pl.kw, ph, pw, padding)
+			desc(), pl.kh, pl.kw, ph, pw, padding)
 	}
 	pl.oh, pl.ow = (ph-pl.kh)/stride+1, (pw-pl.kw)/stride+1
 	// Huge paddings must not overflow the sizes of the im2col buffer or the output.
 	if !fits(pl.c, pl.kh, pl.kw, pl.oh, pl.ow) || !fits(pl.n, pl.f, pl.oh, pl.ow) {
 		fail(op, "%s with stride %d and padding %d give an output [%d %d %d %d] too large to hold",
-			desc, stride, padding, pl.n, pl.f, pl.oh, pl.ow)
+			desc(), stride, padding, pl.n, pl.f, pl.oh, pl.ow)
 	}
 	pl.k, pl.p = pl.c*pl.kh*pl.kw, pl.oh*pl.ow
-	pl.outShape = []int{pl.n, pl.f, pl.oh, pl.ow}
 	return pl
 }
+
+// outShape returns the output shape, for messages and new outputs.
+func (pl *convPlan) outShape() []int { return []int{pl.n, pl.f, pl.oh, pl.ow} }
 
 // fits reports whether the product of ds stays below MaxInt/2.
 func fits(ds ...int) bool {
@@ -82,6 +86,33 @@ func fits(ds ...int) bool {
 	return true
 }
 
+// ConvWork is the scratch memory of Conv2dInto and Conv2dBackwardInto (the
+// samples' im2col matrices and weight gradients), kept from call to call so
+// that calls after the first of their size allocate nothing. The zero value
+// is ready; a ConvWork serves one call at a time.
+type ConvWork struct {
+	f32 convWork[float32]
+	f64 convWork[float64]
+}
+
+// convWork is a ConvWork's memory for one float type.
+type convWork[T float] struct {
+	cols []T       // one im2col matrix per part of a parallel loop
+	gwN  []T       // one weight gradient per sample of a group
+	gw   []T       // the samples' weight gradients summed, before adding
+	gb   []float64 // the bias gradient, summed in float64
+	fwd  convForward[T]
+	bwd  convBackward[T]
+}
+
+// grow returns s resliced to n elements, reallocated when too small.
+func grow[T any](s []T, n int) []T {
+	if cap(s) < n {
+		return make([]T, n)
+	}
+	return s[:n]
+}
+
 // Conv2d returns the 2-D cross-correlation of x [N, C, H, W] with filters
 // w [F, C, KH, KW] plus the bias b [F] (nil for none), as torch.nn.functional.conv2d
 // with one stride and one padding for both axes: the result is [N, F, OH, OW]
@@ -89,44 +120,74 @@ func fits(ds ...int) bool {
 // (im2col) into a [C·KH·KW, OH·OW] matrix and multiplied by w on the GEMM.
 func Conv2d(x, w, b *tensor.Tensor, stride, padding int) *tensor.Tensor {
 	pl := planConv("Conv2d", x, w, b, stride, padding)
-	out := tensor.Zeros(x.DType(), pl.outShape...)
+	out := tensor.Zeros(x.DType(), pl.outShape()...)
+	conv2dInto(&pl, out, x, w, b, new(ConvWork))
+	return out
+}
+
+// Conv2dInto writes Conv2d(x, w, b, stride, padding) into dst, which must have
+// its dtype and shape and may not overlap x, and returns dst. work keeps the
+// scratch memory from call to call; nil uses a new one.
+func Conv2dInto(dst, x, w, b *tensor.Tensor, stride, padding int, work *ConvWork) *tensor.Tensor {
+	const op = "Conv2dInto"
+	pl := planConv(op, x, w, b, stride, padding)
+	checkDst(op, "dst", dst, x, pl.n, pl.f, pl.oh, pl.ow)
+	if work == nil {
+		work = new(ConvWork)
+	}
+	return conv2dInto(&pl, dst, x, w, b, work)
+}
+
+// checkDst panics unless dst has like's dtype and the given shape.
+func checkDst(op, name string, dst, like *tensor.Tensor, shape ...int) {
+	if dst.DType() != like.DType() || !dst.HasShape(shape...) {
+		fail(op, "%s %v %v is not %v %v", name, dst.DType(), dst.Shape(), like.DType(), append([]int(nil), shape...))
+	}
+}
+
+func conv2dInto(pl *convPlan, out, x, w, b *tensor.Tensor, work *ConvWork) *tensor.Tensor {
 	if x.DType() == tensor.Float32 {
 		var bias []float32
 		if b != nil {
 			bias = b.Data32()
 		}
-		conv2d(pl, out.Data32(), x.Data32(), w.Data32(), bias)
+		conv2d(pl, &work.f32, out.Data32(), x.Data32(), w.Data32(), bias)
 	} else {
 		var bias []float64
 		if b != nil {
 			bias = b.Data64()
 		}
-		conv2d(pl, out.Data64(), x.Data64(), w.Data64(), bias)
+		conv2d(pl, &work.f64, out.Data64(), x.Data64(), w.Data64(), bias)
 	}
 	return out
 }
 
-// conv2d runs the samples in parallel, each on its own im2col buffer; a
-// sample's result does not depend on which goroutine computes it.
-func conv2d[T float](pl *convPlan, out, x, w, b []T) {
-	t := &convForward[T]{pl: pl, out: out, x: x, w: w, b: b}
+// conv2d runs the samples in parallel parts, each on its own im2col buffer;
+// a sample's result does not depend on which part computes it.
+func conv2d[T float](pl *convPlan, work *convWork[T], out, x, w, b []T) {
 	threads := par.Budget(0)
+	parts := min(threads, pl.n)
+	work.cols = grow(work.cols, parts*pl.k*pl.p)
+	t := &work.fwd
+	*t = convForward[T]{pl: *pl, cols: work.cols, out: out, x: x, w: w, b: b, parts: parts}
 	t.threads = max(1, threads/min(threads, max(1, pl.n)))
-	par.For(threads, pl.n, 1, t)
+	par.Do(threads, parts, t)
+	*t = convForward[T]{} // holds no memory of the caller's
 }
 
 type convForward[T float] struct {
-	pl        *convPlan
-	out, x, w []T
-	b         []T
-	threads   int // GEMM budget per part
+	pl              convPlan
+	cols, out, x, w []T
+	b               []T
+	parts, threads  int // parts of the samples; GEMM budget per part
 }
 
-func (t *convForward[T]) Run(lo, hi int) {
-	pl := t.pl
-	col := make([]T, pl.k*pl.p)
+func (t *convForward[T]) Part(q int) {
+	pl := &t.pl
+	kp := pl.k * pl.p
+	col := t.cols[q*kp : (q+1)*kp]
 	xn, on := pl.c*pl.h*pl.w, pl.f*pl.p
-	for i := lo; i < hi; i++ {
+	for i := par.Bound(q, t.parts, pl.n, 1); i < par.Bound(q+1, t.parts, pl.n, 1); i++ {
 		im2col(pl, col, t.x[i*xn:(i+1)*xn])
 		o := t.out[i*on : (i+1)*on]
 		gemmT(t.threads, false, false, pl.f, pl.p, pl.k, t.w, pl.k, col, pl.p, 0, o, pl.p)
@@ -147,57 +208,157 @@ func (t *convForward[T]) Run(lo, hi int) {
 // so its bits do not depend on the thread count; gx is col2im of wᵀ·grad.
 func Conv2dBackward(grad, x, w *tensor.Tensor, stride, padding int) (gx, gw, gb *tensor.Tensor) {
 	const op = "Conv2dBackward"
+	pl := planConvBackward(op, grad, x, w, stride, padding)
+	gx = tensor.Zeros(x.DType(), x.Shape()...)
+	gw = tensor.Zeros(x.DType(), w.Shape()...)
+	gb = tensor.Zeros(x.DType(), pl.f)
+	conv2dBackwardInto(&pl, gx, gw, gb, grad, x, w, false, new(ConvWork))
+	return gx, gw, gb
+}
+
+// Conv2dBackwardInto is Conv2dBackward into given tensors: it writes the
+// input gradient into gx (nil: not computed) and adds the weight and bias
+// gradients, each summed over the samples from zero first, into gw and gb
+// (either may be nil), as a layer accumulates its gradients. work keeps the
+// scratch memory from call to call; nil uses a new one.
+func Conv2dBackwardInto(gx, gw, gb, grad, x, w *tensor.Tensor, stride, padding int, work *ConvWork) {
+	const op = "Conv2dBackwardInto"
+	pl := planConvBackward(op, grad, x, w, stride, padding)
+	if gx != nil {
+		checkDst(op, "gx", gx, x, pl.n, pl.c, pl.h, pl.w)
+	}
+	if gw != nil {
+		checkDst(op, "gw", gw, x, pl.f, pl.c, pl.kh, pl.kw)
+	}
+	if gb != nil {
+		checkDst(op, "gb", gb, x, pl.f)
+	}
+	if work == nil {
+		work = new(ConvWork)
+	}
+	conv2dBackwardInto(&pl, gx, gw, gb, grad, x, w, true, work)
+}
+
+// planConvBackward checks a backward's arguments and plans it.
+func planConvBackward(op string, grad, x, w *tensor.Tensor, stride, padding int) convPlan {
 	dtypeOf(op, grad, x, w)
 	pl := planConv(op, x, w, nil, stride, padding)
-	if !grad.HasShape(pl.outShape...) {
+	if !grad.HasShape(pl.n, pl.f, pl.oh, pl.ow) {
 		fail(op, "grad %v does not match the output shape %v of x %v and w %v (stride %d, padding %d)",
-			grad.Shape(), pl.outShape, pl.xShape, pl.wShape, stride, padding)
+			grad.Shape(), pl.outShape(), x.Shape(), w.Shape(), stride, padding)
 	}
-	gx = tensor.Zeros(x.DType(), pl.xShape...)
-	gw = tensor.Zeros(x.DType(), pl.wShape...)
-	gb64 := make([]float64, pl.f)
+	return pl
+}
+
+// conv2dBackwardInto writes gx, and writes (add false) or adds (add true)
+// the summed gw and gb; a nil destination is skipped.
+func conv2dBackwardInto(pl *convPlan, gx, gw, gb, grad, x, w *tensor.Tensor, add bool, work *ConvWork) {
 	if x.DType() == tensor.Float32 {
-		conv2dBackward(pl, gx.Data32(), gw.Data32(), gb64, grad.Data32(), x.Data32(), w.Data32())
+		conv2dBackward(pl, &work.f32, data32(gx), data32(gw), data32(gb), grad.Data32(), x.Data32(), w.Data32(), add)
 	} else {
-		conv2dBackward(pl, gx.Data64(), gw.Data64(), gb64, grad.Data64(), x.Data64(), w.Data64())
+		conv2dBackward(pl, &work.f64, data64(gx), data64(gw), data64(gb), grad.Data64(), x.Data64(), w.Data64(), add)
 	}
-	return gx, gw, fromValues(x.DType(), gb64, pl.f)
+}
+
+// data32 and data64 return t's storage, or nil for a nil t.
+func data32(t *tensor.Tensor) []float32 {
+	if t == nil {
+		return nil
+	}
+	return t.Data32()
+}
+
+func data64(t *tensor.Tensor) []float64 {
+	if t == nil {
+		return nil
+	}
+	return t.Data64()
 }
 
 // conv2dBackward computes the samples' gx and weight gradients in parallel,
-// a group at a time, and adds the weight gradients into gw in sample order:
-// the group size bounds memory and, like the thread count, never the bits.
-func conv2dBackward[T float](pl *convPlan, gx, gw []T, gb []float64, grad, x, w []T) {
+// a group at a time, and sums the weight gradients in sample order: the
+// group size bounds memory and, like the thread count, never the bits. The
+// sums of gw and gb are then written into them, or added (add).
+func conv2dBackward[T float](pl *convPlan, work *convWork[T], gx, gw, gb, grad, x, w []T, add bool) {
 	on, fk := pl.f*pl.p, pl.f*pl.k
-	for i := range pl.n {
-		g := grad[i*on : (i+1)*on]
-		for f := range pl.f {
-			var s float64
-			for _, v := range g[f*pl.p : (f+1)*pl.p] {
-				s += float64(v)
+	if gb != nil {
+		sums := grow(work.gb, pl.f)
+		work.gb = sums
+		clear(sums)
+		for i := range pl.n {
+			g := grad[i*on : (i+1)*on]
+			for f := range pl.f {
+				var s float64
+				for _, v := range g[f*pl.p : (f+1)*pl.p] {
+					s += float64(v)
+				}
+				sums[f] += s
 			}
-			gb[f] += s
+		}
+		for f, s := range sums {
+			if add {
+				gb[f] += T(s)
+			} else {
+				gb[f] = T(s)
+			}
 		}
 	}
-	if pl.n == 0 || fk == 0 {
+	if gw == nil && gx == nil {
 		return
 	}
-	group := min(pl.n, max(1, convGroupElems/fk))
-	t := &convBackward[T]{pl: pl, gx: gx, gwN: make([]T, group*fk), grad: grad, x: x, w: w}
+	if pl.n == 0 || fk == 0 {
+		clear(gx) // no filters: no gradient reaches x
+		for j := range gw {
+			if add {
+				gw[j] += 0 // a sum of nothing, added: -0 becomes +0 as ever
+			} else {
+				gw[j] = 0
+			}
+		}
+		return
+	}
+	// The sum goes straight into gw when written; when added, it is made
+	// apart first, so that gw gets each call's sum in one rounding.
+	sum := gw
+	if add && gw != nil {
+		work.gw = grow(work.gw, fk)
+		sum = work.gw
+	}
 	threads := par.Budget(0)
+	group := min(pl.n, max(1, convGroupElems/fk))
+	parts := min(threads, group)
+	work.cols = grow(work.cols, parts*pl.k*pl.p)
+	if gw != nil {
+		work.gwN = grow(work.gwN, group*fk)
+	}
+	t := &work.bwd
+	*t = convBackward[T]{pl: *pl, cols: work.cols, gx: gx, gwN: work.gwN, grad: grad, x: x, w: w}
+	if gw == nil {
+		t.gwN = nil
+	}
 	for g0 := 0; g0 < pl.n; g0 += group {
 		gn := min(group, pl.n-g0)
-		t.first, t.threads = g0, max(1, threads/min(threads, gn))
-		par.For(threads, gn, 1, t)
+		t.first, t.n, t.parts = g0, gn, min(threads, gn)
+		t.threads = max(1, threads/min(threads, gn))
+		par.Do(threads, t.parts, t)
+		if gw == nil {
+			continue
+		}
 		for i := range gn {
 			part := t.gwN[i*fk : (i+1)*fk]
 			if g0+i == 0 {
-				copy(gw, part)
+				copy(sum, part)
 				continue
 			}
 			for j, v := range part {
-				gw[j] += v
+				sum[j] += v
 			}
+		}
+	}
+	*t = convBackward[T]{} // holds no memory of the caller's
+	if add && gw != nil {
+		for j, v := range sum {
+			gw[j] += v
 		}
 	}
 }
@@ -206,24 +367,33 @@ func conv2dBackward[T float](pl *convPlan, gx, gw []T, gb []float64, grad, x, w 
 const convGroupElems = 1 << 22
 
 type convBackward[T float] struct {
-	pl             *convPlan
-	gx, gwN        []T // gwN holds one weight gradient per sample of the group
-	grad, x, w     []T
-	first, threads int // the group's first sample; GEMM budget per part
+	pl              convPlan
+	cols            []T
+	gx, gwN         []T // gwN holds one weight gradient per sample of the group; either may be nil
+	grad, x, w      []T
+	first, n, parts int // the group's first sample and size, and its parts
+	threads         int // GEMM budget per part
 }
 
-func (t *convBackward[T]) Run(lo, hi int) {
-	pl := t.pl
-	col := make([]T, pl.k*pl.p)
+func (t *convBackward[T]) Part(q int) {
+	pl := &t.pl
+	kp := pl.k * pl.p
+	col := t.cols[q*kp : (q+1)*kp]
 	xn, on, fk := pl.c*pl.h*pl.w, pl.f*pl.p, pl.f*pl.k
-	for i := lo; i < hi; i++ {
+	for i := par.Bound(q, t.parts, t.n, 1); i < par.Bound(q+1, t.parts, t.n, 1); i++ {
 		s := t.first + i
 		g := t.grad[s*on : (s+1)*on]
-		im2col(pl, col, t.x[s*xn:(s+1)*xn])
-		gemmT(t.threads, false, true, pl.f, pl.k, pl.p, g, pl.p, col, pl.p, 0, t.gwN[i*fk:(i+1)*fk], pl.k)
-		// gx = col2im(wᵀ·g); col is free again as the product's destination.
-		gemmT(t.threads, true, false, pl.k, pl.p, pl.f, t.w, pl.k, g, pl.p, 0, col, pl.p)
-		col2im(pl, t.gx[s*xn:(s+1)*xn], col)
+		if t.gwN != nil {
+			im2col(pl, col, t.x[s*xn:(s+1)*xn])
+			gemmT(t.threads, false, true, pl.f, pl.k, pl.p, g, pl.p, col, pl.p, 0, t.gwN[i*fk:(i+1)*fk], pl.k)
+		}
+		if t.gx != nil {
+			// gx = col2im(wᵀ·g); col is free again as the product's destination.
+			gemmT(t.threads, true, false, pl.k, pl.p, pl.f, t.w, pl.k, g, pl.p, 0, col, pl.p)
+			gx := t.gx[s*xn : (s+1)*xn]
+			clear(gx)
+			col2im(pl, gx, col)
+		}
 	}
 }
 

@@ -80,6 +80,17 @@
 // channel of no elements (N·H·W = 0) has NaN statistics and gamma and beta
 // gradients of 0.
 //
+// # Destinations
+//
+// For a training step that allocates nothing, the kernels of a layer's path
+// have Into forms that write into tensors the caller keeps: ReLUInto,
+// MatMulInto, Conv2dInto, MaxPool2dIndicesInto, AvgPool2dInto, BatchNormInto
+// and their backwards. A backward Into writes the input gradient (nil skips
+// it) and adds the parameter gradients, each summed over its call from zero
+// first, into the destinations, as a layer accumulates them. Conv2dInto and
+// Conv2dBackwardInto keep their im2col matrices in a ConvWork the caller
+// owns. The allocating forms are these with new destinations: the same bits.
+//
 // # Panics
 //
 // Mixing dtypes, shapes that do not fit, an axis out of range, or a label outside

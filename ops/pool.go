@@ -9,7 +9,7 @@ import (
 
 // pool describes a 2-D pooling of an [N C H W] input without padding.
 type pool struct {
-	in, out        []int
+	in, out        [4]int
 	kernel, stride int
 }
 
@@ -17,87 +17,82 @@ type pool struct {
 // shape. A zero H or W gives zero output rows or columns rather than a panic,
 // so that empty batches flow through; otherwise a kernel larger than the input
 // is an error, as in PyTorch.
-// A backward passes its grad, to be named in messages.
+// A backward passes its grad, to be named in messages. Messages format a copy
+// of shape, so that it does not escape: steady calls allocate nothing.
 func newPool(op string, shape []int, kernel, stride int, grad ...*tensor.Tensor) pool {
-	ctx := ""
-	if len(grad) > 0 {
-		ctx = fmt.Sprintf(" (grad shape %v)", grad[0].Shape())
+	ctx := func() string {
+		if len(grad) > 0 {
+			return fmt.Sprintf(" (grad shape %v)", grad[0].Shape())
+		}
+		return ""
 	}
 	if len(shape) != 4 {
-		fail(op, "input shape %v is not [N C H W]%s", shape, ctx)
+		fail(op, "input shape %v is not [N C H W]%s", slices.Clone(shape), ctx())
 	}
 	for _, d := range shape {
 		if d < 0 {
-			fail(op, "input shape %v has a negative dimension%s", shape, ctx)
+			fail(op, "input shape %v has a negative dimension%s", slices.Clone(shape), ctx())
 		}
 	}
 	if kernel < 1 || stride < 1 {
-		fail(op, "kernel %d and stride %d must be at least 1 (input shape %v)%s", kernel, stride, shape, ctx)
+		fail(op, "kernel %d and stride %d must be at least 1 (input shape %v)%s", kernel, stride, slices.Clone(shape), ctx())
 	}
-	out := []int{shape[0], shape[1], 0, 0}
+	p := pool{out: [4]int{shape[0], shape[1], 0, 0}, kernel: kernel, stride: stride}
+	copy(p.in[:], shape)
 	for i := 2; i < 4; i++ {
 		if shape[i] == 0 {
 			continue
 		}
 		if kernel > shape[i] {
-			fail(op, "kernel %d is larger than input shape %v%s", kernel, shape, ctx)
+			fail(op, "kernel %d is larger than input shape %v%s", kernel, slices.Clone(shape), ctx())
 		}
-		out[i] = (shape[i]-kernel)/stride + 1
+		p.out[i] = (shape[i]-kernel)/stride + 1
 	}
-	return pool{in: slices.Clone(shape), out: out, kernel: kernel, stride: stride}
+	return p
+}
+
+// poolOf is newPool for the shape of x.
+func poolOf(op string, x *tensor.Tensor, kernel, stride int, grad ...*tensor.Tensor) pool {
+	var buf [4]int
+	return newPool(op, shapeOf(x, &buf), kernel, stride, grad...)
+}
+
+// shapeOf returns x's shape, in buf when it fits: no allocation.
+func shapeOf(x *tensor.Tensor, buf *[4]int) []int {
+	if x.Dims() > len(buf) {
+		return x.Shape()
+	}
+	s := buf[:x.Dims()]
+	for i := range s {
+		s[i] = x.Dim(i)
+	}
+	return s
 }
 
 // checkGrad panics unless grad has the pooled shape.
-func (p pool) checkGrad(op string, grad *tensor.Tensor) {
-	if !tensor.EqualShapes(grad.Shape(), p.out) {
+func (p *pool) checkGrad(op string, grad *tensor.Tensor) {
+	if !grad.HasShape(p.out[:]...) {
 		fail(op, "grad shape %v does not match the output shape %v of input shape %v (kernel %d, stride %d)",
 			grad.Shape(), p.out, p.in, p.kernel, p.stride)
 	}
 }
 
-// each calls f for every output element o with the input offset of the
-// top-left corner of its window, in row-major order.
-func (p pool) each(f func(o, corner int)) {
-	planes, h, w := p.in[0]*p.in[1], p.in[2], p.in[3]
-	oh, ow := p.out[2], p.out[3]
-	o := 0
-	for pl := range planes {
-		for i := range oh {
-			for j := range ow {
-				f(o, pl*h*w+i*p.stride*w+j*p.stride)
-				o++
-			}
-		}
+// checkDst panics unless dst is of dtype dt and shape want (the pool's input
+// or output shape).
+func (p *pool) checkDst(op string, dst *tensor.Tensor, dt tensor.DType, want [4]int) {
+	if dst.DType() != dt || !dst.HasShape(want[:]...) {
+		fail(op, "dst %v %v is not %v %v (input shape %v, kernel %d, stride %d)",
+			dst.DType(), dst.Shape(), dt, want, p.in, p.kernel, p.stride)
 	}
 }
 
-// argmax returns, for each output element, the input offset of its window's
-// first maximum in row-major order, or of its last NaN: PyTorch's CPU rule
-// (val > max || isnan(val)), so that ties send the whole gradient to one
-// element.
-func (p pool) argmax(x []float64) []int {
-	w, k := p.in[3], p.kernel
-	idx := make([]int, tensor.SizeOf(p.out))
-	p.each(func(o, corner int) {
-		best := corner
-		for r := range k {
-			for c := range k {
-				i := corner + r*w + c
-				if v := x[i]; v > x[best] || v != v {
-					best = i
-				}
-			}
-		}
-		idx[o] = best
-	})
-	return idx
-}
-
-// max32 visits every window of a float32 input in row-major order and
-// calls f with the output index, the input index of the window's first
-// maximum (or last NaN, argmax's rule) and its value. A plain loop: this is
-// on the training path of every convolutional model.
-func (p pool) max32(x []float32, f func(o, at int, v float32)) {
+// maxWindows visits every window of x in row-major order and calls f with
+// the output index, the input index of the window's first maximum in
+// row-major order, or of its last NaN (PyTorch's CPU rule, val > max ||
+// isnan(val), so that ties send the whole gradient to one element), and its
+// value. A plain loop: this is on the training path of every convolutional
+// model.
+func maxWindows[T float](p *pool, x []T, f func(o, at int, v T)) {
 	planes, h, w := p.in[0]*p.in[1], p.in[2], p.in[3]
 	oh, ow, k, st := p.out[2], p.out[3], p.kernel, p.stride
 	o := 0
@@ -126,41 +121,56 @@ func (p pool) max32(x []float32, f func(o, at int, v float32)) {
 // [N C H W] tensor, the windows stepping by stride with no padding: the output
 // is [N C OH OW] with OH = ⌊(H−kernel)/stride⌋+1. NaN propagates.
 func MaxPool2d(x *tensor.Tensor, kernel, stride int) *tensor.Tensor {
-	p := newPool("MaxPool2d", x.Shape(), kernel, stride)
-	if x.DType() == tensor.Float32 { // no float64 copies: comparisons are exact in either
-		xs := x.Data32()
-		y := tensor.Zeros(tensor.Float32, p.out...)
-		out := y.Data32()
-		p.max32(xs, func(o, _ int, v float32) { out[o] = v })
-		return y
+	p := poolOf("MaxPool2d", x, kernel, stride)
+	return maxPoolInto(&p, tensor.Zeros(x.DType(), p.out[:]...), nil, x)
+}
+
+// MaxPool2dInto writes MaxPool2d(x, kernel, stride) into dst, of x's dtype
+// and the output shape, and returns dst.
+func MaxPool2dInto(dst, x *tensor.Tensor, kernel, stride int) *tensor.Tensor {
+	p := poolOf("MaxPool2dInto", x, kernel, stride)
+	p.checkDst("MaxPool2dInto", dst, x.DType(), p.out)
+	return maxPoolInto(&p, dst, nil, x)
+}
+
+// maxPoolInto writes the windows' maxima into dst and, unless idx is nil,
+// where they were into idx. Comparisons are exact in either float type, so
+// float32 needs no float64 copies.
+func maxPoolInto(p *pool, dst *tensor.Tensor, idx []int, x *tensor.Tensor) *tensor.Tensor {
+	if x.DType() == tensor.Float32 {
+		maxPool(p, dst.Data32(), idx, x.Data32())
+	} else {
+		maxPool(p, dst.Data64(), idx, x.Data64())
 	}
-	xs := values(x)
-	out := make([]float64, tensor.SizeOf(p.out))
-	for o, i := range p.argmax(xs) {
-		out[o] = xs[i]
+	return dst
+}
+
+func maxPool[T float](p *pool, out []T, idx []int, x []T) {
+	if idx == nil {
+		maxWindows(p, x, func(o, _ int, v T) { out[o] = v })
+		return
 	}
-	return fromValues(x.DType(), out, p.out...)
+	maxWindows(p, x, func(o, at int, v T) { out[o], idx[o] = v, at })
 }
 
 // MaxPool2dBackward passes each output gradient to its window's first maximum
 // (or last NaN, as PyTorch) in row-major order; overlapping windows accumulate.
 func MaxPool2dBackward(grad, x *tensor.Tensor, kernel, stride int) *tensor.Tensor {
 	dtypeOf("MaxPool2dBackward", grad, x)
-	p := newPool("MaxPool2dBackward", x.Shape(), kernel, stride, grad)
+	p := poolOf("MaxPool2dBackward", x, kernel, stride, grad)
 	p.checkGrad("MaxPool2dBackward", grad)
+	dx := tensor.Zeros(x.DType(), p.in[:]...)
 	if x.DType() == tensor.Float32 {
-		xs, g := x.Data32(), grad.Data32()
-		dx := tensor.Zeros(tensor.Float32, p.in...)
-		out := dx.Data32()
-		p.max32(xs, func(o, at int, _ float32) { out[at] += g[o] })
-		return dx
+		maxPoolBackward(&p, dx.Data32(), grad.Data32(), x.Data32())
+	} else {
+		maxPoolBackward(&p, dx.Data64(), grad.Data64(), x.Data64())
 	}
-	g := values(grad)
-	out := make([]float64, x.Size())
-	for o, i := range p.argmax(values(x)) {
-		out[i] += g[o]
-	}
-	return fromValues(x.DType(), out, p.in...)
+	return dx
+}
+
+// maxPoolBackward adds each output gradient g to its window's maximum in dx.
+func maxPoolBackward[T float](p *pool, dx, g, x []T) {
+	maxWindows(p, x, func(o, at int, _ T) { dx[at] += g[o] })
 }
 
 // MaxPool2dIndices is MaxPool2d that also returns, for each output element,
@@ -168,69 +178,118 @@ func MaxPool2dBackward(grad, x *tensor.Tensor, kernel, stride int) *tensor.Tenso
 // maximum, or last NaN): MaxPool2dScatter then sends a gradient back
 // without searching the windows again.
 func MaxPool2dIndices(x *tensor.Tensor, kernel, stride int) (*tensor.Tensor, []int) {
-	p := newPool("MaxPool2dIndices", x.Shape(), kernel, stride)
-	idx := make([]int, tensor.SizeOf(p.out))
-	if x.DType() == tensor.Float32 {
-		y := tensor.Zeros(tensor.Float32, p.out...)
-		out := y.Data32()
-		p.max32(x.Data32(), func(o, at int, v float32) { out[o], idx[o] = v, at })
-		return y, idx
+	p := poolOf("MaxPool2dIndices", x, kernel, stride)
+	idx := make([]int, tensor.SizeOf(p.out[:]))
+	return maxPoolInto(&p, tensor.Zeros(x.DType(), p.out[:]...), idx, x), idx
+}
+
+// MaxPool2dIndicesInto is MaxPool2dIndices into dst, of x's dtype and the
+// output shape, and idx, of one index per output element; it returns dst.
+func MaxPool2dIndicesInto(dst *tensor.Tensor, idx []int, x *tensor.Tensor, kernel, stride int) *tensor.Tensor {
+	const op = "MaxPool2dIndicesInto"
+	p := poolOf(op, x, kernel, stride)
+	p.checkDst(op, dst, x.DType(), p.out)
+	if len(idx) != dst.Size() {
+		fail(op, "%d indices for an output of shape %v", len(idx), p.out)
 	}
-	xs := values(x)
-	out := make([]float64, len(idx))
-	for o, i := range p.argmax(xs) {
-		out[o], idx[o] = xs[i], i
-	}
-	return fromValues(x.DType(), out, p.out...), idx
+	return maxPoolInto(&p, dst, idx, x)
 }
 
 // MaxPool2dScatter is MaxPool2dBackward from the indices MaxPool2dIndices
 // gave for an input of inputShape: the same gradient, bit for bit.
 func MaxPool2dScatter(grad *tensor.Tensor, idx []int, inputShape []int, kernel, stride int) *tensor.Tensor {
 	p := newPool("MaxPool2dScatter", inputShape, kernel, stride, grad)
-	p.checkGrad("MaxPool2dScatter", grad)
+	p.checkScatter("MaxPool2dScatter", grad, idx)
+	return scatterInto(tensor.Zeros(grad.DType(), p.in[:]...), grad, idx)
+}
+
+// MaxPool2dScatterInto writes MaxPool2dScatter's gradient into dst, which
+// has the input's shape and grad's dtype, and returns dst.
+func MaxPool2dScatterInto(dst, grad *tensor.Tensor, idx []int, kernel, stride int) *tensor.Tensor {
+	const op = "MaxPool2dScatterInto"
+	p := poolOf(op, dst, kernel, stride, grad)
+	p.checkDst(op, dst, grad.DType(), p.in)
+	p.checkScatter(op, grad, idx)
+	dst.Zero()
+	return scatterInto(dst, grad, idx)
+}
+
+// checkScatter panics unless grad has the pooled shape and idx one index
+// into the input per element of grad.
+func (p *pool) checkScatter(op string, grad *tensor.Tensor, idx []int) {
+	p.checkGrad(op, grad)
 	if len(idx) != grad.Size() {
-		fail("MaxPool2dScatter", "%d indices for a gradient of shape %v", len(idx), grad.Shape())
+		fail(op, "%d indices for a gradient of shape %v", len(idx), grad.Shape())
 	}
-	n := tensor.SizeOf(p.in)
+	n := tensor.SizeOf(p.in[:])
 	for _, i := range idx {
 		if i < 0 || i >= n {
-			fail("MaxPool2dScatter", "index %d outside the input of shape %v", i, p.in)
+			fail(op, "index %d outside the input of shape %v", i, p.in)
 		}
 	}
+}
+
+// scatterInto adds grad into dx at idx.
+func scatterInto(dx, grad *tensor.Tensor, idx []int) *tensor.Tensor {
 	if grad.DType() == tensor.Float32 {
-		g := grad.Data32()
-		dx := tensor.Zeros(tensor.Float32, p.in...)
-		out := dx.Data32()
-		for o, i := range idx {
-			out[i] += g[o]
-		}
-		return dx
+		scatter(dx.Data32(), grad.Data32(), idx)
+	} else {
+		scatter(dx.Data64(), grad.Data64(), idx)
 	}
-	g := values(grad)
-	out := make([]float64, n)
+	return dx
+}
+
+func scatter[T float](dx, g []T, idx []int) {
 	for o, i := range idx {
-		out[i] += g[o]
+		dx[i] += g[o]
 	}
-	return fromValues(grad.DType(), out, p.in...)
 }
 
 // AvgPool2d returns the mean over each kernel×kernel window of x, shaped as
 // MaxPool2d's output; every window is whole, so the count is kernel².
 func AvgPool2d(x *tensor.Tensor, kernel, stride int) *tensor.Tensor {
-	p := newPool("AvgPool2d", x.Shape(), kernel, stride)
-	xs, w, k := values(x), p.in[3], p.kernel
-	out := make([]float64, tensor.SizeOf(p.out))
-	p.each(func(o, corner int) {
-		var s float64
-		for r := range k {
-			for c := range k {
-				s += xs[corner+r*w+c]
+	p := poolOf("AvgPool2d", x, kernel, stride)
+	return avgPoolInto(&p, tensor.Zeros(x.DType(), p.out[:]...), x)
+}
+
+// AvgPool2dInto writes AvgPool2d(x, kernel, stride) into dst, of x's dtype
+// and the output shape, and returns dst.
+func AvgPool2dInto(dst, x *tensor.Tensor, kernel, stride int) *tensor.Tensor {
+	p := poolOf("AvgPool2dInto", x, kernel, stride)
+	p.checkDst("AvgPool2dInto", dst, x.DType(), p.out)
+	return avgPoolInto(&p, dst, x)
+}
+
+func avgPoolInto(p *pool, dst, x *tensor.Tensor) *tensor.Tensor {
+	if x.DType() == tensor.Float32 {
+		avgPool(p, dst.Data32(), x.Data32())
+	} else {
+		avgPool(p, dst.Data64(), x.Data64())
+	}
+	return dst
+}
+
+// avgPool sums each window in float64, row-major, and rounds its mean once.
+func avgPool[T float](p *pool, out, x []T) {
+	planes, h, w := p.in[0]*p.in[1], p.in[2], p.in[3]
+	oh, ow, k, st := p.out[2], p.out[3], p.kernel, p.stride
+	div := float64(k * k)
+	o := 0
+	for pl := range planes {
+		for i := range oh {
+			for j := range ow {
+				corner := pl*h*w + i*st*w + j*st
+				var s float64
+				for r := range k {
+					for _, v := range x[corner+r*w : corner+r*w+k] {
+						s += float64(v)
+					}
+				}
+				out[o] = T(s / div)
+				o++
 			}
 		}
-		out[o] = s / float64(k*k)
-	})
-	return fromValues(x.DType(), out, p.out...)
+	}
 }
 
 // AvgPool2dBackward spreads each output gradient, divided by kernel², over its
@@ -238,15 +297,60 @@ func AvgPool2d(x *tensor.Tensor, kernel, stride int) *tensor.Tensor {
 func AvgPool2dBackward(grad *tensor.Tensor, inputShape []int, kernel, stride int) *tensor.Tensor {
 	p := newPool("AvgPool2dBackward", inputShape, kernel, stride, grad)
 	p.checkGrad("AvgPool2dBackward", grad)
-	g, w, k := values(grad), p.in[3], p.kernel
-	out := make([]float64, tensor.SizeOf(p.in))
+	return avgPoolBackwardInto(&p, tensor.Zeros(grad.DType(), p.in[:]...), grad)
+}
+
+// AvgPool2dBackwardInto writes AvgPool2dBackward's gradient into dst, which
+// has the input's shape and grad's dtype, and returns dst.
+func AvgPool2dBackwardInto(dst, grad *tensor.Tensor, kernel, stride int) *tensor.Tensor {
+	const op = "AvgPool2dBackwardInto"
+	p := poolOf(op, dst, kernel, stride, grad)
+	p.checkDst(op, dst, grad.DType(), p.in)
+	p.checkGrad(op, grad)
+	return avgPoolBackwardInto(&p, dst, grad)
+}
+
+func avgPoolBackwardInto(p *pool, dx, grad *tensor.Tensor) *tensor.Tensor {
+	if grad.DType() == tensor.Float32 {
+		avgPoolBackward(p, dx.Data32(), grad.Data32())
+	} else {
+		avgPoolBackward(p, dx.Data64(), grad.Data64())
+	}
+	return dx
+}
+
+// avgPoolBackward gathers, for each input element, grad/kernel² of the
+// windows over it in row-major order, summed in float64 from zero and rounded
+// once: the sum a scatter in window order would make, without a float64 copy
+// of the input's size.
+func avgPoolBackward[T float](p *pool, dx, g []T) {
+	planes, h, w := p.in[0]*p.in[1], p.in[2], p.in[3]
+	oh, ow, k, st := p.out[2], p.out[3], p.kernel, p.stride
 	div := float64(k * k)
-	p.each(func(o, corner int) {
-		for r := range k {
-			for c := range k {
-				out[corner+r*w+c] += g[o] / div
+	for pl := range planes {
+		gp, dp := g[pl*oh*ow:(pl+1)*oh*ow], dx[pl*h*w:(pl+1)*h*w]
+		for y := range h {
+			ilo, ihi := windows(y, k, st, oh)
+			for x := range w {
+				jlo, jhi := windows(x, k, st, ow)
+				var s float64
+				for i := ilo; i < ihi; i++ {
+					for _, v := range gp[i*ow+jlo : i*ow+jhi] {
+						s += float64(v) / div
+					}
+				}
+				dp[y*w+x] = T(s)
 			}
 		}
-	})
-	return fromValues(grad.DType(), out, p.in...)
+	}
+}
+
+// windows returns the windows [lo, hi) of side k stepping by stride, out of
+// n, that cover position y.
+func windows(y, k, stride, n int) (lo, hi int) {
+	if y >= k {
+		lo = (y-k)/stride + 1
+	}
+	hi = min(n, y/stride+1)
+	return lo, max(lo, hi)
 }

@@ -37,6 +37,23 @@ func mlp(tb testing.TB, widths ...int) []nn.Layer {
 	return layers
 }
 
+// smallCNN is a float32 CNN on 1×28×28 images as 784 features:
+// conv(1→8)-ReLU-maxpool-conv(8→16)-batchnorm-ReLU-avgpool-flatten-linear.
+func smallCNN(tb testing.TB) []nn.Layer {
+	specs := []nn.Spec{
+		{Type: "conv2d", Channels: 8, Kernel: 3, Padding: 1, Init: nn.HeUniform}, {Type: "relu"},
+		{Type: "maxpool2d", Kernel: 2},
+		{Type: "conv2d", Channels: 16, Kernel: 3, Padding: 1, Init: nn.HeUniform}, {Type: "batchnorm"}, {Type: "relu"},
+		{Type: "avgpool2d", Kernel: 2},
+		{Type: "flatten"}, {Type: "linear", Units: 10, Init: nn.XavierUniform},
+	}
+	layers, err := nn.BuildShape(specs, []int{1, 28, 28}, 1, tensor.Float32, 0, len(specs))
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return layers
+}
+
 // mnistEngine builds the MNIST MLP pipeline and returns it with a step
 // function that trains on one fixed random mini-batch of 128 rows.
 func mnistEngine(tb testing.TB, sched actors.Schedule, micro, stages int) (*pipeline.Engine, func()) {
@@ -87,10 +104,29 @@ func BenchmarkTrainStep(b *testing.B) {
 	}
 }
 
+// BenchmarkCNNStep is BenchmarkTrainStep for smallCNN.
+func BenchmarkCNNStep(b *testing.B) {
+	for _, c := range []struct {
+		sched         actors.Schedule
+		micro, stages int
+		split         bool
+	}{{actors.Sequential, 1, 1, false}, {actors.OneFOneB, 2, 0, false}, {actors.GPipe, 4, 3, false}, {actors.OneFOneB, 4, 0, true}} {
+		b.Run(fmt.Sprintf("%v/micro=%d/stages=%d/split=%v", c.sched, c.micro, c.stages, c.split), func(b *testing.B) {
+			eng, step := engineOn(b, smallCNN(b), c.sched, c.micro, c.stages, c.split)
+			defer eng.Close()
+			b.ReportAllocs()
+			for b.Loop() {
+				step()
+			}
+			b.ReportMetric(128*float64(b.N)/b.Elapsed().Seconds(), "samples/s")
+		})
+	}
+}
+
 // TestStepAllocations counts the allocations of a steady training step of the
-// MNIST MLP on every goroutine, and attributes each to pipetrain's code or to
-// protoactor's by the nearest caller of either on its stack (the memory
-// profile records every allocation while it runs). Pipetrain's own must be
+// MNIST MLP, and of smallCNN, on every goroutine, and attributes each to
+// pipetrain's code or to protoactor's by the nearest caller of either on its
+// stack (the memory profile records every allocation while it runs). Pipetrain's own must be
 // zero: activations, gradients, messages and bookkeeping are all reused.
 // protoactor's (mailbox scheduling, futures) are reported, and so are the Go
 // runtime's own structures (a channel wait's sudog after a GC emptied the
@@ -111,11 +147,21 @@ func TestStepAllocations(t *testing.T) {
 		sched          actors.Schedule
 		micro, stages  int
 		dropout, split bool
-	}{{actors.Sequential, 1, 1, false, false}, {actors.Sequential, 1, 0, false, false}, {actors.OneFOneB, 2, 0, false, false},
-		{actors.OneFOneB, 4, 2, false, false}, {actors.GPipe, 4, 3, false, false}, {actors.OneFOneB, 2, 0, true, false},
-		{actors.OneFOneB, 4, 0, false, true}, {actors.OneFOneB, 4, 2, true, true}} {
-		t.Run(fmt.Sprintf("%v/micro=%d/stages=%d/dropout=%v/split=%v", c.sched, c.micro, c.stages, c.dropout, c.split), func(t *testing.T) {
+		cnn            bool
+	}{{actors.Sequential, 1, 1, false, false, false}, {actors.Sequential, 1, 0, false, false, false}, {actors.OneFOneB, 2, 0, false, false, false},
+		{actors.OneFOneB, 4, 2, false, false, false}, {actors.GPipe, 4, 3, false, false, false}, {actors.OneFOneB, 2, 0, true, false, false},
+		{actors.OneFOneB, 4, 0, false, true, false}, {actors.OneFOneB, 4, 2, true, true, false},
+		{actors.Sequential, 1, 1, false, false, true}, {actors.OneFOneB, 2, 0, false, false, true},
+		{actors.GPipe, 4, 3, false, false, true}, {actors.OneFOneB, 4, 0, false, true, true}} {
+		model := "mlp"
+		if c.cnn {
+			model = "cnn"
+		}
+		t.Run(fmt.Sprintf("%s/%v/micro=%d/stages=%d/dropout=%v/split=%v", model, c.sched, c.micro, c.stages, c.dropout, c.split), func(t *testing.T) {
 			layers := mnistMLP(t)
+			if c.cnn {
+				layers = smallCNN(t)
+			}
 			if c.dropout { // 784-512-ReLU-Dropout-256-ReLU-Dropout-10
 				d1, _ := nn.NewDropout(0.2, 1, 2)
 				d2, _ := nn.NewDropout(0.2, 1, 5)

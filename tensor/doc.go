@@ -15,7 +15,9 @@
 //
 // Data32 and Data64 return the storage itself, for kernels that write in place
 // (destination first). Float64s, Float32s and Shape return copies. Reshape returns
-// a view that shares storage; Clone makes a deep copy. A tensor has one owner at a
+// a view that shares storage; SetView points a header the caller keeps at part
+// of another tensor's storage, so that a view made every step allocates
+// nothing; Clone makes a deep copy. A tensor has one owner at a
 // time: code that hands a tensor to another goroutine gives it up.
 //
 // # Broadcasting

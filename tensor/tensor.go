@@ -269,6 +269,25 @@ func (t *Tensor) Reshape(shape ...int) *Tensor {
 	return &Tensor{dtype: t.dtype, shape: s, f32: t.f32, f64: t.f64}
 }
 
+// SetView makes t a view of src's elements [off, off+SizeOf(shape)) with the
+// given shape, sharing src's storage as Reshape's result does, and returns
+// t. t keeps its shape slice when it has room, so a header kept for views
+// costs no allocation per view. t must be a header no one else reads: its
+// old shape and storage are let go.
+func (t *Tensor) SetView(src *Tensor, off int, shape ...int) *Tensor {
+	n := mustSize("tensor.SetView", shape)
+	if off < 0 || off > src.Size()-n {
+		panic(fmt.Errorf("tensor.SetView: %d elements from %d of %v %v", n, off, src.dtype, src.shape))
+	}
+	t.dtype, t.shape, t.f32, t.f64 = src.dtype, append(t.shape[:0], shape...), nil, nil
+	if src.dtype == Float32 {
+		t.f32 = src.f32[off : off+n]
+	} else {
+		t.f64 = src.f64[off : off+n]
+	}
+	return t
+}
+
 // As returns a copy of t converted to dt (t itself is never modified).
 func (t *Tensor) As(dt DType) *Tensor {
 	if dt == t.dtype {

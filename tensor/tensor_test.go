@@ -70,6 +70,39 @@ func TestReshapeSharesStorage(t *testing.T) {
 	}
 }
 
+func TestSetView(t *testing.T) {
+	x := FromFloat64s(Float32, []float64{1, 2, 3, 4, 5, 6, 7, 8}, 2, 4)
+	var v Tensor
+	v.SetView(x, 2, 3, 2)
+	if !v.HasShape(3, 2) || v.DType() != Float32 || v.At(0, 0) != 3 || v.At(2, 1) != 8 {
+		t.Fatalf("SetView(x, 2, 3, 2) = %v, want float32[3 2] [3 ... 8]", &v)
+	}
+	v.Set(10, 0, 1)
+	if got := x.At(0, 3); got != 10 {
+		t.Fatalf("x.At(0, 3) = %v after a write through the view, want 10", got)
+	}
+	y := Zeros(Float64, 3, 3)
+	if n := testing.AllocsPerRun(10, func() { v.SetView(y, 3, 2, 3).SetView(x, 0, 2, 2, 2) }); n != 0 {
+		t.Errorf("SetView on a kept header: %v allocations, want 0", n)
+	}
+	if !v.HasShape(2, 2, 2) || v.At(1, 1, 1) != 8 {
+		t.Errorf("SetView(x, 0, 2, 2, 2) = %v, want float32[2 2 2] [1 ... 8]", &v)
+	}
+	for _, c := range []struct {
+		off   int
+		shape []int
+	}{{-1, []int{2}}, {7, []int{2}}, {0, []int{3, 3}}, {0, []int{-1, 2}}} {
+		func() {
+			defer func() {
+				if r := recover(); r == nil {
+					t.Errorf("SetView(x [2 4], %d, %v): no panic", c.off, c.shape)
+				}
+			}()
+			new(Tensor).SetView(x, c.off, c.shape...)
+		}()
+	}
+}
+
 func TestBroadcastShapes(t *testing.T) {
 	tests := []struct {
 		a, b, want []int
