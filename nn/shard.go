@@ -37,5 +37,6 @@ func (l *imageLayer) Shard(lo, hi int) Layer {
 	part := &Conv2d{C: c.C, F: hi - lo, KH: c.KH, KW: c.KW, Stride: c.Stride, Padding: c.Padding,
 		W: w, B: b, GW: tensor.Zeros(w.DType(), w.Shape()...), GB: tensor.Zeros(b.DType(), hi-lo),
 		x: cache[*tensor.Tensor]{}}
-	return &imageLayer{Layer: part, in: l.in, out: []int{hi - lo, l.out[1], l.out[2]}}
+	out := []int{hi - lo, l.out[1], l.out[2]}
+	return &imageLayer{Layer: part, in: l.in, out: out, inSize: l.inSize, outSize: tensor.SizeOf(out)}
 }
