@@ -102,7 +102,11 @@ func readInputs(m *model.Model, file string) (*tensor.Tensor, error) {
 	if err != nil {
 		return nil, err
 	}
-	return img.raw(m.Sample[1], m.Sample[2], m.Input.Divide), nil
+	raw, err := img.raw(&m.Description)
+	if err != nil {
+		return nil, badInputf("%s: %v", file, err)
+	}
+	return raw, nil
 }
 
 // inputKind tells the format of an input file: "csv", "png" or "idx".

@@ -285,52 +285,6 @@ func TestPredictPNG(t *testing.T) {
 	}
 }
 
-// TestResizeArea: area averaging weighs each source pixel by the part of it
-// an output pixel covers.
-func TestResizeArea(t *testing.T) {
-	for _, tc := range []struct {
-		src        []float64
-		h, w, H, W int
-		want       []float64
-	}{
-		{[]float64{1, 2, 3, 4}, 2, 2, 2, 2, []float64{1, 2, 3, 4}},
-		{[]float64{1, 2, 3, 4}, 2, 2, 1, 1, []float64{2.5}},
-		{[]float64{0, 3, 6}, 1, 3, 1, 2, []float64{1, 5}},
-		{[]float64{2, 4}, 1, 2, 1, 4, []float64{2, 2, 4, 4}},
-		{[]float64{0, 3, 6}, 3, 1, 2, 1, []float64{1, 5}},
-		{[]float64{1, 1, 2, 2, 1, 1, 2, 2, 3, 3, 4, 4, 3, 3, 4, 4}, 4, 4, 2, 2, []float64{1, 2, 3, 4}},
-	} {
-		got := resizeArea(tc.src, tc.h, tc.w, tc.H, tc.W)
-		for i := range got {
-			if math.Abs(got[i]-tc.want[i]) > 1e-12 {
-				t.Errorf("resizeArea(%v, %d×%d to %d×%d) = %v, want %v", tc.src, tc.h, tc.w, tc.H, tc.W, got, tc.want)
-				break
-			}
-		}
-	}
-}
-
-// TestLuma: grey keeps its level exactly, colour is weighed by BT.601, and
-// transparency is black.
-func TestLuma(t *testing.T) {
-	for _, tc := range []struct {
-		c    color.Color
-		want float64
-	}{
-		{color.Gray{51}, 51.0 / 255},
-		{color.Gray{255}, 1},
-		{color.Gray16{0x8000}, 0x8000 / 65535.0},
-		{color.NRGBA{255, 0, 0, 255}, 0.299},
-		{color.NRGBA{0, 255, 0, 255}, 0.587},
-		{color.NRGBA{0, 0, 255, 255}, 0.114},
-		{color.NRGBA{200, 200, 200, 0}, 0},
-	} {
-		if got := luma(tc.c); math.Abs(got-tc.want) > 1e-15 || tc.want == 51.0/255 && got != tc.want {
-			t.Errorf("luma(%v) = %v, want %v", tc.c, got, tc.want)
-		}
-	}
-}
-
 func TestPredictBadInput(t *testing.T) {
 	dir := t.TempDir()
 	trainIn(t, dir, baseConfig, "--set", "train.epochs=1")
