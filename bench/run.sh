@@ -3,11 +3,11 @@
 # in one run. Installs Debian's python3-torch, python3-numpy and
 # libopenblas0-pthread when missing. Not part of CI.
 #
-#   bash bench/run.sh [DATA_DIR] [all|matmul|mnist]   # DATA_DIR holds the MNIST IDX files
+#   bash bench/run.sh DATA_DIR [all|matmul|mnist]   # DATA_DIR holds the MNIST IDX files
 #   ROUNDS=N sets how many times each MNIST configuration runs (default 5).
 set -euo pipefail
 cd "$(dirname "$0")/.."
-data=${1:-../shared/data/mnist}
+data=${1:?usage: bash bench/run.sh DATA_DIR [all|matmul|mnist]}
 what=${2:-all}
 py=/usr/bin/python3
 

@@ -48,8 +48,7 @@ type remoteSet struct {
 }
 
 // remoteSets are the data sets Download knows, with the published sizes and SHA-256
-// sums of their files (see ../shared/data/README.md; the same constants are published
-// by torchvision, tensorflow-datasets and gomlx).
+// sums of their files (the constants torchvision, tensorflow-datasets and gomlx publish).
 var remoteSets = map[string]remoteSet{
 	"mnist": {
 		mirrors: []string{

@@ -3,7 +3,7 @@
 # against PyTorch (Debian's python3-torch 1.13, 1 and 2 threads, with
 # OMP_WAIT_POLICY=PASSIVE), in interleaved rounds; medians of samples/s.
 # pipetrain's figure is the median of its step events after auto's tuning.
-#   bash bench/cnn/run.sh ../shared/data/mnist [ROUNDS]
+#   bash bench/cnn/run.sh MNIST_DIR [ROUNDS]
 set -euo pipefail
 data=$(cd "${1:?usage: bench/cnn/run.sh MNIST_DIR [ROUNDS]}" && pwd)
 rounds=${2:-3}

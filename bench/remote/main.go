@@ -5,7 +5,7 @@
 // machine's cores.
 //
 //	go build -o /tmp/train ./cmd/train
-//	go run ./bench/remote -train /tmp/train -data ../shared/data/mnist -rounds 3
+//	go run ./bench/remote -train /tmp/train -data /data/mnist -rounds 3
 //
 // Each round runs every configuration once, in an order that rotates from
 // round to round; a run's figure is the median samples_per_sec of its step
@@ -17,6 +17,7 @@ package main
 import (
 	"bufio"
 	"encoding/json"
+	"errors"
 	"flag"
 	"fmt"
 	"net"
@@ -50,11 +51,14 @@ var variants = []variant{
 
 func main() {
 	train := flag.String("train", "/tmp/train", "the train binary (go build -o /tmp/train ./cmd/train)")
-	data := flag.String("data", "../shared/data/mnist", "folder with the four MNIST IDX .gz files")
+	data := flag.String("data", "", "folder with the four MNIST IDX .gz files (required)")
 	rounds := flag.Int("rounds", 3, "rounds; each runs every configuration once")
 	steps := flag.Int("steps", 60, "optimizer steps per run (a step event every 5)")
 	warmup := flag.Int("warmup", 2, "step events left out at the start of each run")
 	flag.Parse()
+	if *data == "" {
+		check(errors.New("-data DIR is required: the folder of the MNIST IDX files"))
+	}
 	data2, err := filepath.Abs(*data)
 	check(err)
 	dir, err := os.MkdirTemp("", "remote")

@@ -4,7 +4,7 @@
 // cores.
 //
 //	go build -o /tmp/train ./cmd/train
-//	go run ./bench/scaling -train /tmp/train -data ../shared/data/mnist -rounds 3
+//	go run ./bench/scaling -train /tmp/train -data /data/mnist -rounds 3
 //
 // The baseline is the fastest way to train on one core: the sequential
 // schedule, one stage, no micro-batches. The one-core rows with 8
@@ -83,11 +83,14 @@ const twoCoreSeq = 3 // index in variants
 
 func main() {
 	train := flag.String("train", "/tmp/train", "the train binary (go build -o /tmp/train ./cmd/train)")
-	data := flag.String("data", "../shared/data/mnist", "folder with the four MNIST IDX .gz files")
+	data := flag.String("data", "", "folder with the four MNIST IDX .gz files (required)")
 	rounds := flag.Int("rounds", 3, "rounds; each runs every configuration once")
 	steps := flag.Int("steps", 60, "optimizer steps per run (a step event every 5)")
 	warmup := flag.Int("warmup", 2, "step events left out at the start of each run")
 	flag.Parse()
+	if *data == "" {
+		usage("-data DIR is required: the folder of the MNIST IDX files")
+	}
 	if *rounds < 1 || *steps < 1 || *warmup < 0 {
 		usage("-rounds and -steps must be at least 1, -warmup at least 0")
 	}
