@@ -146,11 +146,48 @@ func maxPoolInto(p *pool, dst *tensor.Tensor, idx []int, x *tensor.Tensor) *tens
 }
 
 func maxPool[T float](p *pool, out []T, idx []int, x []T) {
+	if p.kernel == 2 && p.stride == 2 {
+		maxPool2x2(p, out, idx, x)
+		return
+	}
 	if idx == nil {
 		maxWindows(p, x, func(o, _ int, v T) { out[o] = v })
 		return
 	}
 	maxWindows(p, x, func(o, at int, v T) { out[o], idx[o] = v, at })
+}
+
+// maxPool2x2 is maxPool for the common 2×2 windows at stride 2, without a
+// call per window: the same comparisons in the same order, so the same
+// maxima and indices (the first maximum, or the last NaN).
+func maxPool2x2[T float](p *pool, out []T, idx []int, x []T) {
+	planes, h, w := p.in[0]*p.in[1], p.in[2], p.in[3]
+	oh, ow := p.out[2], p.out[3]
+	o := 0
+	for pl := range planes {
+		for i := range oh {
+			r0 := pl*h*w + 2*i*w
+			top, bottom := x[r0:r0+2*ow], x[r0+w:r0+w+2*ow]
+			dst := out[o : o+ow]
+			for j := range dst {
+				at, bv := 2*j, top[2*j]
+				if v := top[2*j+1]; v > bv || v != v {
+					at, bv = 2*j+1, v
+				}
+				if v := bottom[2*j]; v > bv || v != v {
+					at, bv = w+2*j, v
+				}
+				if v := bottom[2*j+1]; v > bv || v != v {
+					at, bv = w+2*j+1, v
+				}
+				dst[j] = bv
+				if idx != nil {
+					idx[o+j] = r0 + at
+				}
+			}
+			o += ow
+		}
+	}
 }
 
 // MaxPool2dBackward passes each output gradient to its window's first maximum

@@ -331,3 +331,29 @@ func unravel(i int, shape []int) []int {
 	}
 	return out
 }
+
+// TestMaxPool2x2Path: the 2×2 stride-2 path gives what the general window
+// search gives, maxima and the indices their gradients go to, with ties,
+// NaNs, odd sizes and both dtypes.
+func TestMaxPool2x2Path(t *testing.T) {
+	rng := newRNG(64)
+	for _, shape := range [][]int{{2, 3, 5, 7}, {1, 1, 4, 4}, {3, 2, 6, 9}} {
+		for _, dt := range []tensor.DType{tensor.Float64, tensor.Float32} {
+			x := randN(rng, 1, shape...)
+			v := x.Data64()
+			for i := range v {
+				v[i] = math.Round(v[i] * 2) // ties in most windows
+			}
+			v[3], v[len(v)/2] = nan, nan
+			x = x.As(dt)
+			out, idx := ops.MaxPool2dIndices(x, 2, 2)
+			want, arg := refPool(x.Float64s(), shape, 2, 2, true)
+			checkT(t, fmt.Sprintf("MaxPool2dIndices %v %v", shape, dt), out, out.Shape(), want, 0)
+			for o := range arg {
+				if idx[o] != arg[o] {
+					t.Fatalf("%v %v: output %d came from %d, want %d", shape, dt, o, idx[o], arg[o])
+				}
+			}
+		}
+	}
+}

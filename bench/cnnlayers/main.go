@@ -47,8 +47,10 @@ func main() {
 	x := tensor.RandUniform(rand.New(rand.NewPCG(1, 2)), tensor.Float32, 0, 1, *batch, 784)
 	fwd := make([][]time.Duration, len(layers))
 	bwd := make([][]time.Duration, len(layers))
+	var arena nn.Arena // as a stage's: outputs reused step after step
 	pass := func(step int, record bool) {
-		p := nn.Pass{Step: step, Train: true, Threads: *threads}
+		arena.Reset()
+		p := nn.Pass{Step: step, Train: true, Threads: *threads, Arena: &arena}
 		h := x
 		for i, l := range layers {
 			start := time.Now()
