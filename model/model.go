@@ -45,6 +45,9 @@ type Data struct {
 	Download     bool    `json:"download,omitempty"` // mnist, fashion-mnist: fetched into the user cache
 	LabelColumn  int     `json:"label_column"`       // csv: the label's column; negative counts from the end
 	TestFraction float64 `json:"test_fraction"`      // held out for sets with no test split of their own
+	// ValidationFraction was held out of the training split for validation;
+	// a CSV set's standardization was fitted on the rest.
+	ValidationFraction float64 `json:"validation_fraction,omitempty"`
 }
 
 // Input says how a raw input becomes the model's features, as the data set

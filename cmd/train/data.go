@@ -17,17 +17,41 @@ const spiralsRows = 3000
 // file's standardized by the training split's statistics, and how raw
 // inputs became their features. Every error is the user's input being
 // wrong (exit 2).
-func loadData(ctx context.Context, c *config.Config, log *runLog) (train, test *dataset.Set, in model.Input, err error) {
+func loadData(ctx context.Context, c *config.Config, log *runLog) (train, val, test *dataset.Set, in model.Input, err error) {
 	in = model.Input{Data: c.Data.Name, Divide: rawDivide(c.Data.Name)}
 	if train, test, err = loadSplits(ctx, c, log); err != nil {
-		return nil, nil, in, err
+		return nil, nil, nil, in, err
+	}
+	if train, val, err = holdOut(c, train); err != nil {
+		return nil, nil, nil, in, err
 	}
 	if c.Data.Name == "csv" {
 		z := dataset.FitStandardizer(train)
 		train, test = z.Apply(train), z.Apply(test)
+		if val != nil {
+			val = z.Apply(val)
+		}
 		in.Mean, in.Std = z.Mean, z.Std
 	}
-	return train, test, in, nil
+	return train, val, test, in, nil
+}
+
+// validationSeed sets the validation split's draw apart from the test
+// split's, which uses the config's seed itself.
+const validationSeed = 0x56414c // "VAL"
+
+// holdOut splits data.validation_fraction of the training rows off as the
+// validation set (nil when the fraction is 0), seeded.
+func holdOut(c *config.Config, train *dataset.Set) (rest, val *dataset.Set, err error) {
+	vf := c.Data.ValidationFraction
+	if vf == 0 {
+		return train, nil, nil
+	}
+	rest, val, err = dataset.Split(train, vf, c.Seed+validationSeed)
+	if err != nil {
+		return nil, nil, badInputf("data.validation_fraction = %v: %v", vf, err)
+	}
+	return rest, val, nil
 }
 
 // rawDivide is what the data set divided its raw values by.
@@ -51,7 +75,8 @@ func dataRecord(c *config.Config) *model.Data {
 			d.Path = abs
 		}
 	}
-	return &model.Data{Seed: c.Seed, Name: d.Name, Path: d.Path, Download: d.Download, LabelColumn: d.LabelColumn, TestFraction: d.TestFraction}
+	return &model.Data{Seed: c.Seed, Name: d.Name, Path: d.Path, Download: d.Download, LabelColumn: d.LabelColumn,
+		TestFraction: d.TestFraction, ValidationFraction: d.ValidationFraction}
 }
 
 // loadSplits loads the data set's training and test splits, a CSV file's

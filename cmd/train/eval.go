@@ -92,7 +92,7 @@ func dataConfig(d *model.Data, sets []string) (*config.Config, error) {
 	c := config.Default()
 	c.Seed = d.Seed
 	c.Data.Name, c.Data.Path, c.Data.Download = d.Name, d.Path, d.Download
-	c.Data.LabelColumn, c.Data.TestFraction = d.LabelColumn, d.TestFraction
+	c.Data.LabelColumn, c.Data.TestFraction, c.Data.ValidationFraction = d.LabelColumn, d.TestFraction, d.ValidationFraction
 	if err := c.SetData(sets); err != nil {
 		return nil, badInput(err)
 	}
@@ -123,7 +123,11 @@ func evaluateModel(ctx context.Context, m *model.Model, c *config.Config, log *r
 	}
 	if m.Input.Mean != nil {
 		z := &dataset.Standardizer{Mean: m.Input.Mean, Std: m.Input.Std}
-		checkStandardizer(log, z, dataset.FitStandardizer(train))
+		fit, _, err := holdOut(c, train)
+		if err != nil {
+			return nil, err
+		}
+		checkStandardizer(log, z, dataset.FitStandardizer(fit))
 		test = z.Apply(test) // the checkpoint's, as the run's, not refitted
 	}
 	loss, acc, err := m.Evaluate(test.X, target(test, m.Regression()), evalRows)

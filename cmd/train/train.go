@@ -12,6 +12,8 @@ import (
 	"runtime"
 	"time"
 
+	"github.com/rs/zerolog"
+
 	"github.com/pipetrain/pipetrain/cmd/train/internal/config"
 	"github.com/pipetrain/pipetrain/dataset"
 	"github.com/pipetrain/pipetrain/internal/checkpoint"
@@ -34,6 +36,8 @@ type trainRun struct {
 	statsSince time.Time
 	loader     *dataset.Loader
 	test       *dataset.Set
+	val        *dataset.Set // held out of the training rows; nil without data.validation_fraction
+	early      early        // the best validation loss, for best/ and early stopping
 	regression bool
 	sched      optim.Schedule
 	progress   *progress
@@ -152,7 +156,7 @@ func runTrain(ctx context.Context, o *options, stderr io.Writer) (err error) {
 // checkpoint when resuming.
 func (r *trainRun) setup(ctx context.Context, resume bool) error {
 	c := r.cfg
-	train, test, input, err := loadData(ctx, c, r.log)
+	train, val, test, input, err := loadData(ctx, c, r.log)
 	if err != nil {
 		return err
 	}
@@ -187,7 +191,8 @@ func (r *trainRun) setup(ctx context.Context, resume bool) error {
 	r.metrics.actors.setEngine(r.eng)
 	r.statsSince = time.Now()
 	r.loader = dataset.NewLoader(train, c.Data.BatchSize, c.Data.Shuffle, c.Seed)
-	r.test = test
+	r.test, r.val = test, val
+	r.early = early{best: math.Inf(1)}
 	total := c.Train.Epochs * r.loader.BatchesPerEpoch()
 	if c.Train.MaxSteps > 0 {
 		total = min(total, c.Train.MaxSteps)
@@ -196,7 +201,7 @@ func (r *trainRun) setup(ctx context.Context, resume bool) error {
 	if r.sched, err = optim.NewSchedule(s.Type, c.Optimizer.LR, s.WarmupSteps, s.StepSize, s.Gamma, total); err != nil {
 		return badInput(err)
 	}
-	r.log.event("data").Str("data", c.Data.Name).Int("train_rows", train.Len()).Int("test_rows", test.Len()).
+	r.log.event("data").Str("data", c.Data.Name).Int("train_rows", train.Len()).Int("validation_rows", val.Len()).Int("test_rows", test.Len()).
 		Int("features", train.Features).Int("classes", len(train.Classes)).
 		Str("model", describeModel(c, train.Features)).Ints("sample_shape", r.sample).Interface("layer_shapes", r.shapes).
 		Int("batches_per_epoch", r.loader.BatchesPerEpoch()).Msg("data loaded")
@@ -266,7 +271,12 @@ func (r *trainRun) loop(ctx context.Context) error {
 				lastTime, lastSamples = now, 0
 			}
 			if c.Train.EvalEvery > 0 && r.step%c.Train.EvalEvery == 0 {
-				r.evaluate()
+				if err := r.evaluate(true); err != nil {
+					return err
+				}
+				if r.stopEarly() {
+					return r.finish()
+				}
 			}
 			if c.Train.CheckpointEvery > 0 && r.step%c.Train.CheckpointEvery == 0 {
 				if err := r.checkpoint(); err != nil {
@@ -275,7 +285,9 @@ func (r *trainRun) loop(ctx context.Context) error {
 			}
 		}
 		if c.Train.EvalEvery == 0 {
-			r.evaluate()
+			if err := r.evaluate(true); err != nil {
+				return err
+			}
 		}
 		r.logStages()
 		if c.Train.CheckpointEvery == 0 {
@@ -283,18 +295,30 @@ func (r *trainRun) loop(ctx context.Context) error {
 				return err
 			}
 		}
+		if r.stopEarly() {
+			return r.finish()
+		}
 	}
 	r.reason = "completed"
 	return r.finish()
 }
 
-// finish evaluates and checkpoints the final state unless that was just done.
+// finish evaluates and checkpoints the final state unless that was just
+// done; with a validation split it then evaluates the test split, with the
+// best weights under early stopping.
 func (r *trainRun) finish() error {
 	if n := len(r.evalLoss); n == 0 || r.evalLoss[n-1].x != float64(r.step) {
-		r.evaluate()
+		if err := r.evaluate(false); err != nil {
+			return err
+		}
 	}
 	if r.lastCheckpoint != r.step {
-		return r.checkpoint()
+		if err := r.checkpoint(); err != nil {
+			return err
+		}
+	}
+	if r.val != nil {
+		return r.finalTest()
 	}
 	return nil
 }
@@ -316,51 +340,90 @@ func (r *trainRun) failed(err error) error {
 	return fmt.Errorf("training failed at step %d: %v", r.step+1, err)
 }
 
-// evaluate logs the model's loss and accuracy on the test split.
-func (r *trainRun) evaluate() {
-	if r.test == nil || r.test.Len() == 0 {
-		return
+// evaluate logs the model's loss and accuracy on the validation split, or
+// on the test split when there is none. At a periodic evaluation (not the
+// extra one at a run's end, which a resumed run would not repeat) a better
+// validation loss saves the weights as the best checkpoint, and a worse one
+// counts towards early stopping.
+func (r *trainRun) evaluate(periodic bool) error {
+	set, split := r.test, "test"
+	if r.val != nil {
+		set, split = r.val, "validation"
 	}
-	loss, acc, err := r.eng.Evaluate(r.test.X, target(r.test, r.regression), evalRows)
+	loss, _, ok := r.evalOn(set, split, nil)
+	if !ok || r.val == nil || !periodic {
+		return nil
+	}
+	return r.early.saw(r, loss)
+}
+
+// evalOn evaluates the engine's model on set and logs the eval event,
+// with fields added by more; ok is false when there was nothing to do or
+// the evaluation failed (logged).
+func (r *trainRun) evalOn(set *dataset.Set, split string, more func(*zerolog.Event) *zerolog.Event) (loss, acc float64, ok bool) {
+	if set == nil || set.Len() == 0 {
+		return 0, 0, false
+	}
+	loss, acc, err := r.eng.Evaluate(set.X, target(set, r.regression), evalRows)
 	if err != nil {
 		r.log.Warn().Str("event", "eval").Err(err).Msg("evaluation failed")
-		return
+		return 0, 0, false
 	}
-	r.metrics.testLoss.Store(loss)
-	r.metrics.testAcc.Store(acc)
-	ev := r.log.event("eval").Int("epoch", r.epoch+1).Int("step", r.step).Str("split", "test").Float64("loss", loss)
+	if split == "test" {
+		r.metrics.testLoss.Store(loss)
+		r.metrics.testAcc.Store(acc)
+	}
+	ev := r.log.event("eval").Int("epoch", r.epoch+1).Int("step", r.step).Str("split", split).Float64("loss", loss)
 	if !math.IsNaN(acc) {
 		ev = ev.Float64("accuracy", acc)
-		r.evalAcc = append(r.evalAcc, point{float64(r.step), acc})
+	}
+	if more != nil {
+		ev = more(ev)
 	}
 	ev.Msg("")
-	r.evalLoss = append(r.evalLoss, point{float64(r.step), loss})
+	if split == "test" && more == nil || split == "validation" { // the plot's points: the periodic evaluations
+		if !math.IsNaN(acc) {
+			r.evalAcc = append(r.evalAcc, point{float64(r.step), acc})
+		}
+		r.evalLoss = append(r.evalLoss, point{float64(r.step), loss})
+	}
+	return loss, acc, true
 }
 
 // checkpoint saves weights, optimizer state and the position of the next batch.
 func (r *trainRun) checkpoint() error {
+	dir, err := r.save(r.cfg.Train.CheckpointDir)
+	if err != nil {
+		return err
+	}
+	r.lastCheckpoint = r.step
+	r.log.event("checkpoint").Int("step", r.step).Str("path", dir).Msg("")
+	return nil
+}
+
+// save writes a checkpoint of the current state under root.
+func (r *trainRun) save(root string) (string, error) {
 	weights, st, err := r.eng.Snapshot()
 	if err != nil {
-		return fmt.Errorf("checkpoint at step %d: %w", r.step, err)
+		return "", fmt.Errorf("checkpoint at step %d: %w", r.step, err)
 	}
 	meta := checkpoint.Meta{
 		Version: 1, Step: r.step, Epoch: r.epoch, Batch: r.batch, Seed: r.cfg.Seed,
 		OptimizerType: st.Kind, OptimizerStep: st.Step, ConfigHash: configHash(r.cfg),
 		Extra: map[string]any{"optimizer_params": st.NumParams},
 	}
+	r.early.record(meta.Extra)
 	if meta.Model, err = json.Marshal(r.desc); err != nil {
-		return fmt.Errorf("checkpoint at step %d: %w", r.step, err)
+		return "", fmt.Errorf("checkpoint at step %d: %w", r.step, err)
 	}
 	if r.batch >= r.loader.BatchesPerEpoch() {
 		meta.Epoch, meta.Batch = r.epoch+1, 0
 	}
-	dir, err := checkpoint.Save(r.cfg.Train.CheckpointDir, meta, weights, st.Tensors)
+	dir, err := checkpoint.Save(root, meta, weights, st.Tensors)
 	if err != nil {
-		return fmt.Errorf("checkpoint at step %d: %w", r.step, err)
+		return "", fmt.Errorf("checkpoint at step %d: %w", r.step, err)
 	}
-	r.lastCheckpoint = r.step
-	r.log.event("checkpoint").Int("step", r.step).Str("path", dir).Msg("")
-	return nil
+	return dir, nil
 }
 
 // restore continues from the newest checkpoint in train.checkpoint_dir.
@@ -394,8 +457,22 @@ func (r *trainRun) restore() error {
 	}
 	r.step, r.epoch, r.batch = meta.Step, meta.Epoch, meta.Batch
 	r.lastCheckpoint = r.step
+	if err := r.early.restore(meta.Extra); err != nil {
+		return badInputf("--resume: %s: %v", dir, err)
+	}
 	r.log.event("resume").Int("step", r.step).Int("epoch", r.epoch+1).Int("batch", r.batch).Str("path", dir).Msg("resumed")
 	return nil
+}
+
+// dataKeys are the [data] keys a checkpoint's data position depends on;
+// validation_fraction only when set, so that older checkpoints still match.
+func dataKeys(c *config.Config) []any {
+	d := c.Data
+	keys := []any{d.Name, d.BatchSize, d.Shuffle, d.TestFraction, d.LabelColumn}
+	if d.ValidationFraction != 0 {
+		keys = append(keys, d.ValidationFraction)
+	}
+	return keys
 }
 
 // configHash identifies what a checkpoint's tensors and data position depend on.
@@ -403,7 +480,7 @@ func configHash(c *config.Config) string {
 	b, _ := json.Marshal(struct {
 		Seed                  uint64
 		Data, Model, Loss, Op any
-	}{c.Seed, []any{c.Data.Name, c.Data.BatchSize, c.Data.Shuffle, c.Data.TestFraction, c.Data.LabelColumn}, c.Model, c.Loss, c.Optimizer.Type})
+	}{c.Seed, dataKeys(c), c.Model, c.Loss, c.Optimizer.Type})
 	h := sha256.Sum256(b)
 	return hex.EncodeToString(h[:8])
 }

@@ -31,13 +31,14 @@ type Config struct {
 
 // Data is the [data] table: which data set, and how to batch it.
 type Data struct {
-	Name         string  `toml:"name" json:"name"`                 // digits | mnist | fashion-mnist | csv | spirals
-	Path         string  `toml:"path" json:"path"`                 // mnist/fashion-mnist: a folder; csv: the file
-	Download     bool    `toml:"download" json:"download"`         // mnist/fashion-mnist: fetch into the cache when path is empty
-	LabelColumn  int     `toml:"label_column" json:"label_column"` // csv: the label column; negative counts from the end
-	BatchSize    int     `toml:"batch_size" json:"batch_size"`
-	Shuffle      bool    `toml:"shuffle" json:"shuffle"`
-	TestFraction float64 `toml:"test_fraction" json:"test_fraction"` // for sets with no test split of their own
+	Name               string  `toml:"name" json:"name"`                 // digits | mnist | fashion-mnist | csv | spirals
+	Path               string  `toml:"path" json:"path"`                 // mnist/fashion-mnist: a folder; csv: the file
+	Download           bool    `toml:"download" json:"download"`         // mnist/fashion-mnist: fetch into the cache when path is empty
+	LabelColumn        int     `toml:"label_column" json:"label_column"` // csv: the label column; negative counts from the end
+	BatchSize          int     `toml:"batch_size" json:"batch_size"`
+	Shuffle            bool    `toml:"shuffle" json:"shuffle"`
+	TestFraction       float64 `toml:"test_fraction" json:"test_fraction"`             // for sets with no test split of their own
+	ValidationFraction float64 `toml:"validation_fraction" json:"validation_fraction"` // held out of the training split, for validation and early stopping
 }
 
 // Model is the [model] table: the layers, in order. The input width comes
@@ -124,6 +125,7 @@ type Train struct {
 	EvalEvery       int    `toml:"eval_every" json:"eval_every"` // 0: at each epoch's end
 	CheckpointDir   string `toml:"checkpoint_dir" json:"checkpoint_dir"`
 	CheckpointEvery int    `toml:"checkpoint_every" json:"checkpoint_every"` // 0: at each epoch's end
+	EarlyStop       int    `toml:"early_stop" json:"early_stop"`             // stop after this many evaluations without a better validation loss; 0: off
 }
 
 // Log is the [log] table.

@@ -103,7 +103,7 @@ func TestParseFull(t *testing.T) {
 	want := &Config{
 		Seed: 42,
 		Data: Data{Name: "csv", Path: "testdata/iris.csv", Download: true, LabelColumn: 4, BatchSize: 32,
-			Shuffle: false, TestFraction: 0.25},
+			Shuffle: false, TestFraction: 0.25, ValidationFraction: 0.1},
 		Model: Model{Layers: []Layer{
 			layer("conv2d", func(l *Layer) { l.Channels, l.Kernel, l.Stride, l.Padding, l.Init = 4, 3, 2, 1, "torch_default" }),
 			layer("maxpool2d", func(l *Layer) { l.Kernel, l.Stride = 2, 1 }),
@@ -122,7 +122,7 @@ func TestParseFull(t *testing.T) {
 			Betas: [2]float64{0.8, 0.99}, Eps: 1e-6, ClipNorm: 1, ClipValue: 5},
 		Schedule: Schedule{Type: "step", WarmupSteps: 100, StepSize: 1000, Gamma: 0.5},
 		Pipeline: Pipeline{Schedule: "sequential", MicroBatches: 8, Stages: 3, GEMMThreads: 2, SplitBackward: true, Hosts: nil},
-		Train:    Train{Epochs: 10, MaxSteps: 5000, EvalEvery: 500, CheckpointDir: "ckpt", CheckpointEvery: 1000},
+		Train:    Train{Epochs: 10, MaxSteps: 5000, EvalEvery: 500, CheckpointDir: "ckpt", CheckpointEvery: 1000, EarlyStop: 3},
 		Log:      Log{Dir: "runs", Every: 25, Trace: "trace.json", Metrics: "127.0.0.1:0"},
 	}
 	if got := plain(c); !reflect.DeepEqual(got, want) {

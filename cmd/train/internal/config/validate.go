@@ -103,6 +103,12 @@ func (c *Config) validateData() error {
 	if !(d.TestFraction >= 0 && d.TestFraction < 1) {
 		return errorf("data.test_fraction = %s: must be in [0, 1)", formatFloat(d.TestFraction))
 	}
+	if err := finite("data.validation_fraction", d.ValidationFraction); err != nil {
+		return err
+	}
+	if !(d.ValidationFraction >= 0 && d.ValidationFraction < 1) {
+		return errorf("data.validation_fraction = %s: must be in [0, 1)", formatFloat(d.ValidationFraction))
+	}
 	return nil
 }
 
@@ -329,7 +335,16 @@ func (c *Config) validateTrain() error {
 	if t.CheckpointDir == "" {
 		return errorf(`train.checkpoint_dir = "": must not be empty`)
 	}
-	return atLeast("train.checkpoint_every", t.CheckpointEvery, 0)
+	if err := atLeast("train.checkpoint_every", t.CheckpointEvery, 0); err != nil {
+		return err
+	}
+	if err := atLeast("train.early_stop", t.EarlyStop, 0); err != nil {
+		return err
+	}
+	if t.EarlyStop > 0 && !(c.Data.ValidationFraction > 0) {
+		return errorf("train.early_stop = %d needs a validation split: set data.validation_fraction, e.g. 0.1", t.EarlyStop)
+	}
+	return nil
 }
 
 func (c *Config) validateLog() error {
