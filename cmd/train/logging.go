@@ -26,6 +26,7 @@ type runLog struct {
 	file     *os.File
 	console  io.Writer // stderr
 	terminal bool      // stderr is a terminal: draw a progress bar
+	screen   *screen   // the console form's writer, nil for JSON on stderr
 }
 
 func newRunID() string {
@@ -51,11 +52,13 @@ func openRunLog(dir, format string, stderr io.Writer) (*runLog, error) {
 		return nil, badInputf("log.dir = %q: %v", dir, err)
 	}
 	var console io.Writer = stderr
+	var scr *screen
 	if format == "console" || format == "auto" && isTerminal(stderr) {
-		console = zerolog.ConsoleWriter{Out: stderr, TimeFormat: "15:04:05"}
+		scr = &screen{out: stderr, tty: isTerminal(stderr)}
+		console = consoleWriter(scr)
 	}
 	l := zerolog.New(zerolog.MultiLevelWriter(f, console)).With().Timestamp().Str("run_id", id).Logger()
-	return &runLog{Logger: l, id: id, path: path, file: f, console: stderr, terminal: isTerminal(stderr)}, nil
+	return &runLog{Logger: l, id: id, path: path, file: f, console: stderr, terminal: isTerminal(stderr), screen: scr}, nil
 }
 
 // Close flushes the log file to disk.

@@ -37,6 +37,8 @@ type trainRun struct {
 	loader     *dataset.Loader
 	test       *dataset.Set
 	val        *dataset.Set // held out of the training rows; nil without data.validation_fraction
+	epochSum   epochSum     // the current epoch's steps, for its summary
+	lastEval   evalPoint
 	early      early        // the best validation loss, for best/ and early stopping
 	regression bool
 	sched      optim.Schedule
@@ -216,7 +218,7 @@ func (r *trainRun) setup(ctx context.Context, resume bool) error {
 func (r *trainRun) loop(ctx context.Context) error {
 	c := r.cfg
 	nb := r.loader.BatchesPerEpoch()
-	r.progress = newProgress(r.log, c.Train.Epochs*nb, r.epoch*nb+r.batch)
+	r.progress = newProgress(r.log, c.Train.Epochs*nb, r.epoch*nb+r.batch, c.Train.Epochs)
 	defer r.progress.finish()
 	lastTime, lastSamples := time.Now(), 0
 	// One set of batch buffers for the whole run: a step is over when Step
@@ -261,7 +263,8 @@ func (r *trainRun) loop(ctx context.Context) error {
 			r.metrics.lr.Store(lr)
 			lastSamples += x.Shape()[0]
 			r.stepLosses = append(r.stepLosses, point{float64(r.step), loss})
-			r.progress.step(r.epoch, loss)
+			r.progress.step(r.epoch, loss, rows)
+			r.epochSum.add(loss, rows)
 			if r.step%c.Log.Every == 0 {
 				now := time.Now()
 				rate := float64(lastSamples) / now.Sub(lastTime).Seconds()
@@ -295,6 +298,7 @@ func (r *trainRun) loop(ctx context.Context) error {
 				return err
 			}
 		}
+		r.epochSummary()
 		if r.stopEarly() {
 			return r.finish()
 		}
@@ -381,6 +385,7 @@ func (r *trainRun) evalOn(set *dataset.Set, split string, more func(*zerolog.Eve
 		ev = more(ev)
 	}
 	ev.Msg("")
+	r.lastEval = evalPoint{step: r.step, split: split, loss: loss, acc: acc}
 	if split == "test" && more == nil || split == "validation" { // the plot's points: the periodic evaluations
 		if !math.IsNaN(acc) {
 			r.evalAcc = append(r.evalAcc, point{float64(r.step), acc})

@@ -1,0 +1,193 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/creack/pty"
+)
+
+// vt is the little of a terminal the console tests need: printable text
+// at the cursor, carriage return, newline, erase to the end of the line,
+// colours ignored, and wrapping at the width.
+type vt struct {
+	width    int
+	rows     [][]rune
+	row, col int
+}
+
+func (t *vt) put(r rune) {
+	for len(t.rows) <= t.row {
+		t.rows = append(t.rows, nil)
+	}
+	line := t.rows[t.row]
+	for len(line) <= t.col {
+		line = append(line, ' ')
+	}
+	line[t.col] = r
+	t.rows[t.row] = line
+	t.col++
+	if t.col == t.width {
+		t.row, t.col = t.row+1, 0
+	}
+}
+
+func (t *vt) feed(b []byte) {
+	s := []rune(string(b))
+	for i := 0; i < len(s); i++ {
+		switch c := s[i]; {
+		case c == '\r':
+			t.col = 0
+		case c == '\n':
+			t.row++
+			t.col = 0
+		case c == 0x1b && i+1 < len(s) && s[i+1] == '[':
+			j := i + 2
+			for j < len(s) && (s[j] < 0x40 || s[j] > 0x7e) {
+				j++
+			}
+			if j < len(s) && s[j] == 'K' && t.row < len(t.rows) && t.col < len(t.rows[t.row]) {
+				t.rows[t.row] = t.rows[t.row][:t.col]
+			}
+			i = j
+		case c >= ' ':
+			t.put(c)
+		}
+	}
+}
+
+func (t *vt) lines() []string {
+	out := make([]string, len(t.rows))
+	for i, r := range t.rows {
+		out[i] = strings.TrimRight(string(r), " ")
+	}
+	return out
+}
+
+var (
+	barLine = regexp.MustCompile(`epoch \d+/\d+ \[[= ]*\] \d+/\d+`)
+	logLine = regexp.MustCompile(`\d\d:\d\d:\d\d (INF|WRN|ERR) `)
+	// 4 significant digits: 1.234, 0.1234, 0.001234, 1.234e-05
+	sig4      = `(\d\.\d{0,3}|0\.0*[1-9]\d{0,3})(e-\d+)?`
+	summary   = regexp.MustCompile(`epoch 1/1: loss ` + sig4 + `, test loss ` + sig4 + `, test accuracy \d+\.\d\d%, \d+ samples/s, [0-9.]+ s`)
+	longFloat = regexp.MustCompile(`\d\.\d{7,}`)
+)
+
+// runInTerminal runs the train binary under a pseudo terminal of 160
+// columns and returns the screen a person would read at its end.
+func runInTerminal(t *testing.T, bin string, args ...string) []string {
+	t.Helper()
+	cmd := exec.Command(bin, args...)
+	f, err := pty.StartWithSize(cmd, &pty.Winsize{Cols: 160, Rows: 50})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var mu sync.Mutex
+	var out bytes.Buffer
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		buf := make([]byte, 4096)
+		for {
+			n, err := f.Read(buf)
+			mu.Lock()
+			out.Write(buf[:n])
+			mu.Unlock()
+			if err != nil {
+				return
+			}
+		}
+	}()
+	waited := make(chan error, 1)
+	go func() { waited <- cmd.Wait() }()
+	select {
+	case err := <-waited:
+		if err != nil {
+			t.Errorf("train in a terminal: %v", err)
+		}
+	case <-time.After(3 * time.Minute):
+		cmd.Process.Kill()
+		<-waited
+		t.Fatal("train in a terminal did not end within 3 minutes")
+	}
+	select {
+	case <-done:
+	case <-time.After(5 * time.Second):
+	}
+	f.Close()
+	mu.Lock()
+	defer mu.Unlock()
+	screen := &vt{width: 160}
+	screen.feed(bytes.ReplaceAll(out.Bytes(), []byte("\r\n"), []byte("\n")))
+	return screen.lines()
+}
+
+// TestConsole: in a terminal, log lines go above the progress bar and
+// never share a line with it, the numbers are rounded for reading, the run
+// id appears once, and after an epoch of MNIST its summary is on screen.
+func TestConsole(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds and runs the binary")
+	}
+	data := filepath.Join("..", "..", "..", "shared", "data", "mnist")
+	if _, err := os.Stat(data); err != nil {
+		t.Skipf("skipping: the MNIST files are not at %s (%v)", data, err)
+	}
+	dir := t.TempDir()
+	bin := buildTrain(t, dir)
+	lines := runInTerminal(t, bin, "--config", filepath.Join("..", "..", "configs", "mnist.toml"),
+		"--set", "data.path="+data, "--set", "train.epochs=1", "--set", "log.every=50",
+		"--set", "log.dir="+filepath.Join(dir, "logs"), "--set", "train.checkpoint_dir="+filepath.Join(dir, "ck"))
+	text := strings.Join(lines, "\n")
+	sawSummary := false
+	for i, l := range lines {
+		if barLine.MatchString(l) && logLine.MatchString(l) {
+			t.Errorf("screen line %d holds both the bar and a log line: %q", i+1, l)
+		}
+		if m := longFloat.FindString(l); m != "" && !strings.Contains(l, "run started") {
+			t.Errorf("screen line %d has an unrounded number %s: %q", i+1, m, l)
+		}
+		sawSummary = sawSummary || summary.MatchString(l)
+	}
+	if !sawSummary {
+		t.Errorf("no epoch summary with rounded numbers on the screen:\n%s", text)
+	}
+	if n := strings.Count(text, "run="); n != 1 {
+		t.Errorf("the run id shows %d times, want once (at the start)", n)
+	}
+	if strings.Count(text, "run_id") != 0 {
+		t.Errorf("run_id is on the screen:\n%s", text)
+	}
+	if !strings.Contains(text, "samples_per_sec=") {
+		t.Errorf("no step line on the screen:\n%s", text)
+	}
+}
+
+// TestReadable: the console rounds numbers for reading.
+func TestReadable(t *testing.T) {
+	for _, c := range []struct {
+		key, num, want string
+	}{
+		{"loss", "0.08123723417520523", "0.08124"},
+		{"loss", "2.302585092994046", "2.303"},
+		{"samples_per_sec", "72916.06194044008", "72916"},
+		{"accuracy", "0.9916434540389972", "99.16%"},
+		{"busy_fraction", "0.123456", "0.12"},
+		{"wall_seconds", "1.23456", "1.23"},
+		{"lr", "0.05", "0.05"},
+		{"step", "700", ""}, // integers stay as they are
+	} {
+		got, ok := readable(c.key, json.Number(c.num))
+		if c.want == "" && ok || c.want != "" && got != c.want {
+			t.Errorf("readable(%s, %s) = %q, %v; want %q", c.key, c.num, got, ok, c.want)
+		}
+	}
+}
