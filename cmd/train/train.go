@@ -39,7 +39,7 @@ type trainRun struct {
 	val        *dataset.Set // held out of the training rows; nil without data.validation_fraction
 	epochSum   epochSum     // the current epoch's steps, for its summary
 	lastEval   evalPoint
-	early      early        // the best validation loss, for best/ and early stopping
+	early      early // the best validation loss, for best/ and early stopping
 	regression bool
 	sched      optim.Schedule
 	progress   *progress
