@@ -10,6 +10,8 @@ status=0
 for target in \
 	./dataset/:FuzzParseCSV \
 	./dataset/:FuzzReadIDX \
+	./dataset/:FuzzLoadInputs \
+	./cmd/train/:FuzzReadPNG \
 	./cmd/train/internal/config/:FuzzParse \
 	./internal/checkpoint/:FuzzReadState \
 	./internal/checkpoint/:FuzzDecode; do

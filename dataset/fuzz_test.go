@@ -71,14 +71,20 @@ func FuzzReadIDX(f *testing.F) {
 	f.Add([]byte{0, 0, 8, 1, 0, 0, 0, 2, 4}, true)
 	dir := f.TempDir()
 	f.Fuzz(func(t *testing.T, data []byte, raw bool) {
-		if raw { // the fuzzer's bytes as the uncompressed file
+		path := filepath.Join(dir, "f.gz")
+		if raw { // the fuzzer's bytes as the uncompressed file, which predict also reads as it is
+			if err := os.WriteFile(path, data, 0o600); err != nil {
+				t.Fatal(err)
+			}
+			if s, err := LoadIDXImages(path); err == nil && s.X.Dim(0)*s.Features != s.X.Size() {
+				t.Fatalf("LoadIDXImages: X %v for %d features", s.X.Shape(), s.Features)
+			}
 			var z bytes.Buffer
 			w := gzip.NewWriter(&z)
 			w.Write(data)
 			w.Close()
 			data = z.Bytes()
 		}
-		path := filepath.Join(dir, "f.gz")
 		if err := os.WriteFile(path, data, 0o600); err != nil {
 			t.Fatal(err)
 		}
@@ -98,6 +104,29 @@ func FuzzReadIDX(f *testing.F) {
 					t.Fatalf("label %d", l)
 				}
 			}
+		}
+	})
+}
+
+// FuzzLoadInputs: the reader of predict's CSV inputs never panics, and what
+// it accepts has the width asked for, a row per sample.
+func FuzzLoadInputs(f *testing.F) {
+	for _, seed := range []string{"1,2,3\n4,5,6\n", "a,b,c\n1,2,3\n", "1,2,3,x\n4,5,6,y\n", "1;2;3\n", "\n\n", "1,2\n3,4,5\n"} {
+		f.Add([]byte(seed), uint8(2), int8(-1))
+		f.Add([]byte(seed), uint8(2), int8(3))
+	}
+	dir := f.TempDir()
+	f.Fuzz(func(t *testing.T, data []byte, features uint8, label int8) {
+		path := filepath.Join(dir, "in.csv")
+		if err := os.WriteFile(path, data, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		s, err := LoadInputs(path, int(features)+1, int(label))
+		if err != nil {
+			return
+		}
+		if s.Features != int(features)+1 || s.X.Dim(1) != s.Features {
+			t.Fatalf("X %v for %d features", s.X.Shape(), int(features)+1)
 		}
 	})
 }
