@@ -215,8 +215,8 @@ func TestPrepare(t *testing.T) {
 	}
 }
 
-// TestPredictAllocatesOnlyItsResult: a warm model allocates the result of
-// each call and nothing else of its own.
+// TestPredictAllocatesOnlyItsResult: a warm model, an MLP or a CNN with
+// batch norm, allocates the result of each call and nothing else of its own.
 func TestPredictAllocatesOnlyItsResult(t *testing.T) {
 	if testing.Short() {
 		t.Skip()
@@ -224,13 +224,15 @@ func TestPredictAllocatesOnlyItsResult(t *testing.T) {
 	mlp := model.Description{Format: model.Format, Sample: []int{64}, Loss: nn.CrossEntropy, Classes: []string{"a", "b", "c"},
 		Input: model.Input{Divide: 1}, Layers: []nn.Spec{{Type: "linear", Units: 32, Init: nn.HeUniform}, {Type: "relu"},
 			{Type: "dropout", P: 0.2}, {Type: "linear", Units: 3, Init: nn.XavierUniform}}}
-	_, weights := trained(t, mlp)
-	m, _ := model.New(mlp, weights)
-	x := inputs(16)
-	m.Predict(x)
-	allocs := testing.AllocsPerRun(20, func() { m.Outputs(x) })
-	if allocs > 3 { // the result: its header, shape and data
-		t.Errorf("Outputs allocates %.0f times a call, want at most 3 (the result)", allocs)
+	for _, d := range []model.Description{mlp, cnn} {
+		_, weights := trained(t, d)
+		m, _ := model.New(d, weights)
+		x := inputs(16)
+		m.Predict(x)
+		allocs := testing.AllocsPerRun(20, func() { m.Outputs(x) })
+		if allocs > 3 { // the result: its header, shape and data
+			t.Errorf("%v: Outputs allocates %.0f times a call, want at most 3 (the result)", d.Sample, allocs)
+		}
 	}
 }
 

@@ -106,7 +106,7 @@ func (l *BatchNorm) check(x *tensor.Tensor) (n, inner int) {
 func (l *BatchNorm) Forward(p Pass, x *tensor.Tensor) *tensor.Tensor {
 	n, inner := l.check(x)
 	if !p.Train {
-		return l.evaluate(x, n, inner)
+		return l.evaluate(p, x, n, inner)
 	}
 	if n*inner == 1 {
 		// No unbiased variance, as PyTorch refuses too.
@@ -150,21 +150,38 @@ func track[T float32 | float64](l *BatchNorm, xs, rm, rv []T, n, inner int) {
 }
 
 // evaluate normalises x with the running statistics.
-func (l *BatchNorm) evaluate(x *tensor.Tensor, n, inner int) *tensor.Tensor {
-	xs := x.Float64s()
-	rm, rv := l.RunningMean.Float64s(), l.RunningVar.Float64s()
-	g, b := l.Gamma.Float64s(), l.Beta.Float64s()
-	y := make([]float64, len(xs))
+func (l *BatchNorm) evaluate(p Pass, x *tensor.Tensor, n, inner int) *tensor.Tensor {
+	y := p.Arena.Like(x) // written whole
+	if x.DType() == tensor.Float32 {
+		bnEval(l, y.Data32(), x.Data32(), n, inner)
+	} else {
+		bnEval(l, y.Data64(), x.Data64(), n, inner)
+	}
+	return y
+}
+
+// elem is element i of a 1-D tensor, as float64.
+func elem(t *tensor.Tensor, i int) float64 {
+	if t.DType() == tensor.Float32 {
+		return float64(t.Data32()[i])
+	}
+	return t.Data64()[i]
+}
+
+// bnEval normalises with the running statistics, in float64 whatever the
+// dtype, each element rounded once.
+func bnEval[T float32 | float64](l *BatchNorm, y, x []T, n, inner int) {
 	for ch := range l.C {
-		invstd := 1 / math.Sqrt(rv[ch]+l.Eps)
+		rm, rv := elem(l.RunningMean, ch), elem(l.RunningVar, ch)
+		g, b := elem(l.Gamma, ch), elem(l.Beta, ch)
+		invstd := 1 / math.Sqrt(rv+l.Eps)
 		for i := range n {
 			base := (i*l.C + ch) * inner
-			for j, v := range xs[base : base+inner] {
-				y[base+j] = (v-rm[ch])*invstd*g[ch] + b[ch]
+			for j, v := range x[base : base+inner] {
+				y[base+j] = T((float64(v)-rm)*invstd*g + b)
 			}
 		}
 	}
-	return tensor.FromFloat64s(x.DType(), y, x.Shape()...)
 }
 
 func (l *BatchNorm) Backward(p Pass, dy *tensor.Tensor, needDX bool) *tensor.Tensor {
