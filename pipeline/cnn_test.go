@@ -8,7 +8,6 @@ import (
 
 	"github.com/pipetrain/pipetrain/actors"
 	"github.com/pipetrain/pipetrain/nn"
-	"github.com/pipetrain/pipetrain/optim"
 	"github.com/pipetrain/pipetrain/pipeline"
 	"github.com/pipetrain/pipetrain/tensor"
 )
@@ -52,66 +51,15 @@ func cnnBatch(step int) (*tensor.Tensor, nn.Target) {
 // cnnReference trains the CNN with nn.Sequential and returns the losses and
 // the final parameters and buffers.
 func cnnReference(t testing.TB, specs []nn.Spec, micro int) ([]float64, map[string][]float32) {
-	seq := &nn.Sequential{Layers: cnnLayers(t, specs), Loss: nn.CrossEntropy}
-	opt := newSGD(t)
-	var ps []optim.Param
-	for _, p := range seq.Params() {
-		ps = append(ps, optim.Param{Name: p.Name, Value: p.Value, Grad: p.Grad})
-	}
-	var losses []float64
-	for step := 1; step <= steps; step++ {
-		seq.ZeroGrad()
-		x, tg := cnnBatch(step)
-		loss, err := seq.TrainStep(step, x, tg, micro)
-		if err != nil {
-			t.Fatal(err)
-		}
-		optim.ClipGradNorm(ps, clipNorm)
-		if err := opt.Step(ps, lr(step)); err != nil {
-			t.Fatal(err)
-		}
-		losses = append(losses, loss)
-	}
-	w := map[string][]float32{}
-	for _, p := range seq.Params() {
-		w[p.Name] = p.Value.Float32s()
-	}
-	for i, l := range seq.Layers {
-		for _, b := range nn.BuffersOf(l) {
-			w[fmt.Sprintf("%d.%s", i, b.Name)] = b.Value.Float32s()
-		}
-	}
-	return losses, w
+	return referenceOn(t, cnnLayers(t, specs), cnnBatch, micro)
 }
 
 func runCNN(t testing.TB, specs []nn.Spec, sched actors.Schedule, stages, micro int, shards []int, split bool) ([]float64, map[string][]float32) {
 	t.Helper()
-	var losses []float64
-	eng, err := pipeline.New(cnnLayers(t, specs), pipeline.Config{
+	return trainEngineOn(t, cnnLayers(t, specs), pipeline.Config{
 		Schedule: sched, MicroBatches: micro, Stages: stages, Shards: shards, SplitBackward: split,
 		Loss: nn.CrossEntropy, Optimizer: sgd, ClipNorm: clipNorm, Features: tensor.SizeOf(cnnSample),
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer eng.Close()
-	for step := 1; step <= steps; step++ {
-		x, tg := cnnBatch(step)
-		loss, err := eng.Step(step, lr(step), x, tg)
-		if err != nil {
-			t.Fatal(err)
-		}
-		losses = append(losses, loss)
-	}
-	snap, _, err := eng.Snapshot()
-	if err != nil {
-		t.Fatal(err)
-	}
-	w := map[string][]float32{}
-	for name, v := range snap {
-		w[name] = v.Float32s()
-	}
-	return losses, w
+	}, cnnBatch)
 }
 
 // within reports the first loss or weight of got further than tol

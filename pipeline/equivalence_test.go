@@ -72,7 +72,14 @@ const clipNorm = 0.5
 
 // reference trains the model with nn.Sequential on one goroutine.
 func reference(t testing.TB, micro int) ([]float64, map[string][]float32) {
-	seq := &nn.Sequential{Layers: model(t), Loss: nn.CrossEntropy}
+	return referenceOn(t, model(t), batch, micro)
+}
+
+// referenceOn trains layers with nn.Sequential on one goroutine on the
+// mini-batches batchOf gives, and returns the step losses and the final
+// parameters and buffers.
+func referenceOn(t testing.TB, layers []nn.Layer, batchOf func(step int) (*tensor.Tensor, nn.Target), micro int) ([]float64, map[string][]float32) {
+	seq := &nn.Sequential{Layers: layers, Loss: nn.CrossEntropy}
 	opt := newSGD(t)
 	var ps []optim.Param
 	for _, p := range seq.Params() {
@@ -81,7 +88,7 @@ func reference(t testing.TB, micro int) ([]float64, map[string][]float32) {
 	var losses []float64
 	for step := 1; step <= steps; step++ {
 		seq.ZeroGrad()
-		x, tg := batch(step)
+		x, tg := batchOf(step)
 		loss, err := seq.TrainStep(step, x, tg, micro)
 		if err != nil {
 			t.Fatal(err)
@@ -96,6 +103,11 @@ func reference(t testing.TB, micro int) ([]float64, map[string][]float32) {
 	for _, p := range seq.Params() {
 		w[p.Name] = p.Value.Float32s()
 	}
+	for i, l := range seq.Layers {
+		for _, b := range nn.BuffersOf(l) {
+			w[fmt.Sprintf("%d.%s", i, b.Name)] = b.Value.Float32s()
+		}
+	}
 	return losses, w
 }
 
@@ -109,6 +121,12 @@ func runPipeline(t testing.TB, sched actors.Schedule, stages, micro int, shards 
 // trainEngine runs the test's steps on an engine of layers and cfg and
 // returns the losses and final weights.
 func trainEngine(t testing.TB, layers []nn.Layer, cfg pipeline.Config) ([]float64, map[string][]float32) {
+	t.Helper()
+	return trainEngineOn(t, layers, cfg, batch)
+}
+
+// trainEngineOn is trainEngine on the mini-batches batchOf gives.
+func trainEngineOn(t testing.TB, layers []nn.Layer, cfg pipeline.Config, batchOf func(step int) (*tensor.Tensor, nn.Target)) ([]float64, map[string][]float32) {
 	t.Helper()
 	eng, err := pipeline.New(layers, cfg)
 	if err != nil {
@@ -126,7 +144,7 @@ func trainEngine(t testing.TB, layers []nn.Layer, cfg pipeline.Config) ([]float6
 	}
 	var losses []float64
 	for step := 1; step <= steps; step++ {
-		x, tg := batch(step)
+		x, tg := batchOf(step)
 		loss, err := eng.Step(step, lr(step), x, tg)
 		if err != nil {
 			t.Fatalf("%v stages=%d micro=%d hosts=%v step %d: %v", cfg.Schedule, cfg.Stages, cfg.MicroBatches, cfg.Hosts, step, err)
