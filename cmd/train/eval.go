@@ -32,7 +32,6 @@ type evalResult struct {
 // that), prints the result as one JSON line and logs it as an eval event.
 func runEval(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("eval", flag.ContinueOnError)
-	fs.SetOutput(io.Discard)
 	dir := fs.String("checkpoint", "", "a checkpoint folder (step-…), or a checkpoint_dir: its newest")
 	var sets setFlags
 	fs.Var(&sets, "set", "override seed, a data.* key or log.dir: KEY=VALUE (repeatable)")

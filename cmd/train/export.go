@@ -3,10 +3,7 @@ package main
 import (
 	"context"
 	"flag"
-	"fmt"
 	"io"
-	"os"
-	"path/filepath"
 
 	"github.com/pipetrain/pipetrain/model"
 )
@@ -33,40 +30,8 @@ func runExport(_ context.Context, args []string, _, _ io.Writer) error {
 	if err != nil {
 		return badInputf("export: --checkpoint %s: %v", *dir, err)
 	}
-	if err := writeAtomically(*file, m.ExportONNX); err != nil {
+	if err := writeFileAtomic(*file, m.ExportONNX); err != nil {
 		return badInputf("export: --onnx %s: %v", *file, err)
-	}
-	return nil
-}
-
-// writeAtomically writes a file through write into a temporary file beside
-// it, then renames it into place, so that a reader never sees half of it
-// and a failure leaves what was there.
-func writeAtomically(file string, write func(io.Writer) error) (err error) {
-	f, err := os.CreateTemp(filepath.Dir(file), "."+filepath.Base(file)+".tmp-*")
-	if err != nil {
-		return err
-	}
-	defer func() {
-		if err != nil {
-			f.Close()
-			os.Remove(f.Name())
-		}
-	}()
-	if err := write(f); err != nil {
-		return err
-	}
-	if err := f.Chmod(0o644); err != nil { // CreateTemp's 0600 would hide it from other users
-		return err
-	}
-	if err := f.Sync(); err != nil {
-		return err
-	}
-	if err := f.Close(); err != nil {
-		return err
-	}
-	if err := os.Rename(f.Name(), file); err != nil {
-		return fmt.Errorf("rename: %w", err)
 	}
 	return nil
 }

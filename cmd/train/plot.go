@@ -3,7 +3,6 @@ package main
 import (
 	"image/color"
 	"io"
-	"os"
 	"path/filepath"
 	"strings"
 
@@ -73,25 +72,3 @@ func addLine(p *plot.Plot, name string, pts []point, color int) error {
 }
 
 var plotColor = color.RGBA{R: 204, G: 85, B: 0, A: 255}
-
-// writeFileAtomic writes path through a temporary file in the same folder,
-// synced and renamed into place, so a reader never sees half a file.
-func writeFileAtomic(path string, write func(io.Writer) error) error {
-	f, err := os.CreateTemp(filepath.Dir(path), ".tmp-"+filepath.Base(path)+"-*")
-	if err != nil {
-		return err
-	}
-	defer os.Remove(f.Name())
-	if err := write(f); err != nil {
-		f.Close()
-		return err
-	}
-	if err := f.Sync(); err != nil {
-		f.Close()
-		return err
-	}
-	if err := f.Close(); err != nil {
-		return err
-	}
-	return os.Rename(f.Name(), path)
-}

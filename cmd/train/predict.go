@@ -30,7 +30,6 @@ const predictRows = 256
 // --input as CSV, to stdout or, all or nothing, to --output.
 func runPredict(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("predict", flag.ContinueOnError)
-	fs.SetOutput(io.Discard)
 	dir := fs.String("checkpoint", "", "a checkpoint folder (step-…), or a checkpoint_dir: its newest")
 	input := fs.String("input", "", "the samples: CSV rows, an IDX image file (.gz or not) or a PNG image")
 	output := fs.String("output", "", "the CSV file to write (default: stdout)")
