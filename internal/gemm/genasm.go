@@ -33,7 +33,12 @@ func (g *gen) p(format string, args ...any) { fmt.Fprintf(&g.Buffer, format+"\n"
 // Its Go signature gains (bsrc *float32, lds int) at the end. pfSrc is how
 // many rows of bsrc ahead it prefetches (0: none). With pfC set it prefetches
 // its C tile before the k loop, so the epilogue does not wait on L3.
-func (g *gen) kernel(name string, mr, nv int, reg string, pack bool, pfSrc int, pfC bool) {
+//
+// With pfB set (and not pack) the Go signature gains (pf *float32) at the end:
+// the kernel prefetches one cache line into L2 at each step, pf, pf+64 bytes,
+// and so on. Sgemm points it at the B block it will sweep next, so that block
+// streams in from memory while this one is worked on.
+func (g *gen) kernel(name string, mr, nv int, reg string, pack bool, pfSrc int, pfC, pfB bool) {
 	lanes, nregs := 16, 32
 	if reg == "Y" {
 		lanes, nregs = 8, 16
@@ -57,6 +62,10 @@ func (g *gen) kernel(name string, mr, nv int, reg string, pack bool, pfSrc int, 
 		if pfSrc > 0 {
 			g.p("\tIMUL3Q $%d, R11, R12", pfSrc)
 		}
+	} else if pfB {
+		g.p("// func %s(k int, a, b, c *float32, ldc int, alpha, beta float32, pf *float32)", name)
+		g.p("TEXT ·%s(SB), NOSPLIT, $0-56", name)
+		g.p("\tMOVQ pf+48(FP), R13")
 	} else {
 		g.p("// func %s(k int, a, b, c *float32, ldc int, alpha, beta float32)", name)
 		g.p("TEXT ·%s(SB), NOSPLIT, $0-48", name)
@@ -102,6 +111,9 @@ func (g *gen) kernel(name string, mr, nv int, reg string, pack bool, pfSrc int, 
 			}
 			g.p("\tADDQ R11, SI")
 		} else {
+			if pfB {
+				g.p("\tPREFETCHT1 %d(R13)", u*64)
+			}
 			for v := range nv {
 				g.p("\tVMOVUPS %d(BX), %s", u*nr*4+v*vb, breg(v))
 			}
@@ -122,6 +134,9 @@ func (g *gen) kernel(name string, mr, nv int, reg string, pack bool, pfSrc int, 
 	}
 	g.p("\tADDQ $%d, AX", unroll*mr*4)
 	g.p("\tADDQ $%d, BX", unroll*nr*4)
+	if pfB {
+		g.p("\tADDQ $%d, R13", unroll*64)
+	}
 	g.p("\tDECQ R8")
 	g.p("\tJNZ %s_loop4", name)
 	g.p("%s_tail:", name)
@@ -131,6 +146,9 @@ func (g *gen) kernel(name string, mr, nv int, reg string, pack bool, pfSrc int, 
 	step(0)
 	g.p("\tADDQ $%d, AX", mr*4)
 	g.p("\tADDQ $%d, BX", nr*4)
+	if pfB {
+		g.p("\tADDQ $64, R13")
+	}
 	g.p("\tDECQ CX")
 	g.p("\tJNZ %s_loop1", name)
 
@@ -525,15 +543,16 @@ func main() {
 	g.p("")
 	// AVX-512: 8 rows × 48, 32 or 16 columns (24, 16 or 8 accumulators).
 	for nv := 3; nv >= 1; nv-- {
-		g.kernel(fmt.Sprintf("kern8x%dAVX512", nv*16), 8, nv, "Z", false, 0, true)
+		g.kernel(fmt.Sprintf("kern8x%dAVX512", nv*16), 8, nv, "Z", false, 0, true, false)
 	}
-	g.kernel("kern8x48PackAVX512", 8, 3, "Z", true, 8, true)
+	g.kernel("kern8x48PfAVX512", 8, 3, "Z", false, 0, true, true)
+	g.kernel("kern8x48PackAVX512", 8, 3, "Z", true, 8, true, false)
 	g.transPanel()
 	g.transPanel8()
 	g.copyPanel()
 	// AVX2 + FMA: 6 rows × 16 or 8 columns (12 or 6 accumulators).
 	for nv := 2; nv >= 1; nv-- {
-		g.kernel(fmt.Sprintf("kern6x%dAVX2", nv*8), 6, nv, "Y", false, 0, false)
+		g.kernel(fmt.Sprintf("kern6x%dAVX2", nv*8), 6, nv, "Y", false, 0, false, false)
 	}
 	if err := os.WriteFile("kernels_amd64.s", g.Bytes(), 0o644); err != nil {
 		panic(err)

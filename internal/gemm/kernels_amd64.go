@@ -41,6 +41,9 @@ func copyPanelAVX512s(dst, src []float32, lds, kc, nn, pw int) {
 }
 
 //go:noescape
+func kern8x48PfAVX512(k int, a, b, c *float32, ldc int, alpha, beta float32, pf *float32)
+
+//go:noescape
 func kern8x48PackAVX512(k int, a, b, c *float32, ldc int, alpha, beta float32, bsrc *float32, lds int)
 
 //go:noescape
@@ -65,6 +68,8 @@ var avx512Kernels = kernelSet{
 	copyPanel:  copyPanelAVX512s,
 	transPanel: transPanelAVX512s,
 	kernPack:   kern8x48PackAVX512,
+	kernPf:     kern8x48PfAVX512,
+	ncPf:       96,
 }
 
 var avx2Kernels = kernelSet{

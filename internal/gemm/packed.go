@@ -48,6 +48,23 @@ func (p *PackedB) Pack(transB bool, k, n int, b []float32, ldb int) {
 	}
 }
 
+// nextBlock returns the packed panels Sgemm sweeps after the block of k steps
+// [pc, pc+kcb) and columns [jc, jc+ncb) of a part over columns [j0, j1): the
+// next column block of the same k block, or the first of the next k block; or
+// nil after the last.
+func (p *PackedB) nextBlock(pc, kcb, jc, ncb, j0, j1 int) []float32 {
+	vec := p.ks.vec
+	if jc += ncb; jc < j1 {
+		kc := min(kcb, p.k-pc)
+		return p.data[pc*p.width+jc*kc:][:roundUp(min(ncb, j1-jc), vec)*kc]
+	}
+	if pc += kcb; pc < p.k {
+		kc := min(kcb, p.k-pc)
+		return p.data[pc*p.width+j0*kc:][:roundUp(min(ncb, j1-j0), vec)*kc]
+	}
+	return nil
+}
+
 // K and N return the shape of the packed op(B); 0 before the first Pack.
 func (p *PackedB) K() int { return p.k }
 func (p *PackedB) N() int { return p.n }

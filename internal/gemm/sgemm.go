@@ -29,6 +29,12 @@ type kernelSet struct {
 	// micro-panel from row-major B: it reads step p from bsrc[p*lds:] and
 	// stores it at b[p*nr:] before using it.
 	kernPack func(k int, a, b, c *float32, ldc int, alpha, beta float32, bsrc *float32, lds int)
+
+	// kernPf, if not nil, is the widest kernel that also prefetches one
+	// cache line into L2 per step, from pf on; ncPf is the width of B's
+	// blocks when it runs (two blocks must fit in L2).
+	kernPf func(k int, a, b, c *float32, ldc int, alpha, beta float32, pf *float32)
+	ncPf   int
 }
 
 func (ks *kernelSet) nr() int { return ks.vec * len(ks.kerns) }
@@ -70,22 +76,29 @@ func kBlock(k, kc int, chunked bool) int {
 // segment runs one tile's kernel over a k block of kc steps: at once, or in
 // chunked mode once per KChunk steps of the packed panels (A's steps are mr
 // wide, B's pw; bsrc, for a packing kernel, advances by lds a step), beta for
-// the first chunk and 1 after. The tile stays in L1 between chunks.
-func (ks *kernelSet) segment(chunked bool, kern microKernel, kc int, a, b []float32, pw int, c *float32, ldc int, alpha, beta float32, bsrc []float32, lds int) {
+// the first chunk and 1 after. The tile stays in L1 between chunks. While pf
+// lasts the prefetching kernel runs, pf advancing a cache line a step.
+func (ks *kernelSet) segment(chunked bool, kern microKernel, kc int, a, b []float32, pw int, c *float32, ldc int, alpha, beta float32, bsrc []float32, lds int, pf []float32) {
 	step := kc
 	if chunked {
 		step = KChunk
 	}
 	for s := 0; s < kc; s += step {
 		n := min(step, kc-s)
-		if bsrc != nil {
+		switch {
+		case bsrc != nil:
 			ks.kernPack(n, &a[s*ks.mr], &b[s*pw], c, ldc, alpha, beta, &bsrc[s*lds], lds)
-		} else {
+		case s*lineFloats < len(pf):
+			ks.kernPf(n, &a[s*ks.mr], &b[s*pw], c, ldc, alpha, beta, &pf[s*lineFloats])
+		default:
 			kern(n, &a[s*ks.mr], &b[s*pw], c, ldc, alpha, beta)
 		}
 		beta = 1
 	}
 }
+
+// lineFloats is the floats of the cache line one prefetch brings in.
+const lineFloats = 16
 
 // workspace holds one worker's packing buffers, reused across calls: they
 // grow to the largest call seen and are kept on a free list.
@@ -151,6 +164,14 @@ func (w *workspace) run(ks *kernelSet, g *sgemmArgs, i0, i1, j0, j1 int, apre []
 	mr, nr, vec := ks.mr, ks.nr(), ks.vec
 	kcb := kBlock(g.k, ks.kc, g.chunked)
 	ncb := nBlock(j1-j0, ks.nc, nr)
+	// With B packed in advance and the rows in one A block, the blocks of B
+	// lie in memory in the order they are swept: the widest kernel
+	// prefetches the next one, a line a step, while this one is reused from
+	// L2 for every A micro-panel. Narrow blocks let both fit in L2.
+	prefetch := g.bpre != nil && ks.kernPf != nil && (apre != nil || i1-i0 <= ks.mc) && i1-i0 > ks.mr
+	if prefetch {
+		ncb = nBlock(j1-j0, ks.ncPf, nr)
+	}
 	mcb := ks.mc
 	if apre != nil {
 		mcb = roundUp(i1-i0, mr)
@@ -193,6 +214,10 @@ func (w *workspace) run(ks *kernelSet, g *sgemmArgs, i0, i1, j0, j1 int, apre []
 				default:
 					ks.packB(w.bp, g.b, g.ldb, g.transB, jc, nc, pc, kc)
 				}
+				var pf []float32
+				if prefetch {
+					pf = g.bpre.nextBlock(pc, kcb, jc, ncb, j0, j1)
+				}
 				for ir := 0; ir < mc; ir += mr {
 					mm := min(mr, mc-ir)
 					for jr := 0; jr < nc; jr += nr {
@@ -206,7 +231,12 @@ func (w *workspace) run(ks *kernelSet, g *sgemmArgs, i0, i1, j0, j1 int, apre []
 							bsrc = g.b[pc*g.ldb+jc+jr:]
 						}
 						if mm == mr && nn == pw {
-							ks.segment(g.chunked, kern, kc, a[ir*kc:], bp, pw, &c[ci], ldc, alpha, beta, bsrc, g.ldb)
+							var pfp []float32
+							if nn == nr {
+								pfp = pf
+								pf = pf[min(len(pf), kc*lineFloats):]
+							}
+							ks.segment(g.chunked, kern, kc, a[ir*kc:], bp, pw, &c[ci], ldc, alpha, beta, bsrc, g.ldb, pfp)
 							continue
 						}
 						// An edge tile: run the same kernel on a full tile of
@@ -218,7 +248,7 @@ func (w *workspace) run(ks *kernelSet, g *sgemmArgs, i0, i1, j0, j1 int, apre []
 								copy(t[r*pw:r*pw+nn], c[ci+r*ldc:ci+r*ldc+nn])
 							}
 						}
-						ks.segment(g.chunked, kern, kc, a[ir*kc:], bp, pw, &t[0], pw, alpha, beta, bsrc, g.ldb)
+						ks.segment(g.chunked, kern, kc, a[ir*kc:], bp, pw, &t[0], pw, alpha, beta, bsrc, g.ldb, nil)
 						for r := range mm {
 							copy(c[ci+r*ldc:ci+r*ldc+nn], t[r*pw:r*pw+nn])
 						}
