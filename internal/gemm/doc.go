@@ -63,10 +63,11 @@
 // memory in the order they are swept, so for such calls the widest kernel
 // prefetches the next block into L2, a cache line per step, while it works on
 // this one; the blocks are then two micro-panels wide (ncPf), so that both
-// fit in L2. Prefetching changes no arithmetic. On the deep MLP of
-// bench/scaling at 8 micro-batches of 32 rows it made the forward and input
-// gradient products about 13–34% faster when 24–36 MB of packed weights are
-// in play (128 → 168 GFLOP/s at 36 MB), and the whole one-core step about 4%.
+// fit in L2. Prefetching changes no arithmetic. Measured on one core with
+// 32-row products cycling over packed 1024×1024 weights, it raised 24 MB of
+// them from 150 to 170 GFLOP/s and 36 MB from 128 to 168 (256 rows: 185
+// either way); the one-core step of bench/scaling's deep MLP at 8
+// micro-batches gained about 4%.
 //
 // # Threads
 //
