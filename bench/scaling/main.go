@@ -13,8 +13,8 @@
 // The baseline is the fastest way to train on one core: the sequential
 // schedule, one stage, no micro-batches. The ceiling row runs that baseline
 // twice at once, as two independent processes, and adds their figures: what
-// two cores of this machine give with nothing shared but the memory. The one-core rows with 8
-// micro-batches show what micro-batching costs there. Every setting goes to
+// two cores of this machine give with nothing shared but the memory. The
+// one-core rows with 8 micro-batches show what micro-batching costs there. Every setting goes to
 // train as --set; GOMAXPROCS is set in the child's environment, being the Go
 // runtime's own knob. Each round runs every configuration once, in an order
 // that rotates from round to round, so that drift on a noisy machine falls on
@@ -33,7 +33,6 @@ import (
 	"path/filepath"
 	"regexp"
 	"runtime"
-	"slices"
 	"strings"
 
 	"github.com/pipetrain/pipetrain/bench/internal/deepmlp"
@@ -159,25 +158,19 @@ func main() {
 			i := (j + r) % len(variants)
 			v := variants[i]
 			logDir := filepath.Join(dir, fmt.Sprintf("logs-%d-%d", i, r))
-			args := append([]string{"--config", cfg, "--log-format", "json",
-				"--set", "data.path=" + data2, "--set", fmt.Sprintf("train.max_steps=%d", *steps),
-				"--set", "log.dir=" + logDir, "--set", "train.checkpoint_dir=" + filepath.Join(dir, "ck")},
-				v.args()...)
 			copies := 1
 			if v.pair {
 				copies = 2
 			}
 			errs := make(chan error, copies)
 			for c := range copies {
-				a := slices.Clone(args)
-				for k := range a {
-					if k > 0 && a[k-1] == "--set" && strings.HasPrefix(a[k], "log.dir=") {
-						a[k] = fmt.Sprintf("log.dir=%s/%d", logDir, c)
-					} else if k > 0 && a[k-1] == "--set" && strings.HasPrefix(a[k], "train.checkpoint_dir=") {
-						a[k] = fmt.Sprintf("train.checkpoint_dir=%s/%d", filepath.Join(dir, "ck"), c)
-					}
-				}
-				cmd := exec.Command(*train, a...)
+				// Each copy logs and checkpoints into a folder of its own.
+				args := append([]string{"--config", cfg, "--log-format", "json",
+					"--set", "data.path=" + data2, "--set", fmt.Sprintf("train.max_steps=%d", *steps),
+					"--set", fmt.Sprintf("log.dir=%s/%d", logDir, c),
+					"--set", fmt.Sprintf("train.checkpoint_dir=%s/%d", filepath.Join(dir, "ck"), c)},
+					v.args()...)
+				cmd := exec.Command(*train, args...)
 				cmd.Env = append(os.Environ(), fmt.Sprintf("GOMAXPROCS=%d", v.gomaxprocs))
 				go func() {
 					out, err := cmd.CombinedOutput()
