@@ -57,7 +57,9 @@ func Partition(costs []float64, n int) []int {
 }
 
 // MeasureCosts times each layer's forward and backward on a sample of rows
-// random inputs of width features, the least of reps runs, with kernels on
+// random inputs of width features, the least of reps runs after one
+// uncounted warm-up, outputs lent by an arena as in a pipeline (fresh
+// allocations would cost an element-wise layer more than its work), with kernels on
 // up to threads goroutines, and leaves the layers as they were (no caches,
 // zero gradients, batch norm's running statistics untouched).
 func MeasureCosts(layers []nn.Layer, features, rows, reps, threads int, dt tensor.DType) ([]float64, error) {
@@ -83,8 +85,10 @@ func MeasureCosts(layers []nn.Layer, features, rows, reps, threads int, dt tenso
 			}
 		}
 	}()
-	for r := range reps {
-		p := nn.Pass{Step: 0, Micro: -1 - r, Train: true, Threads: threads}
+	arena := &nn.Arena{}
+	for r := range reps + 1 {
+		arena.Reset()
+		p := nn.Pass{Step: 0, Micro: -1 - r, Train: true, Threads: threads, Arena: arena}
 		h := tensor.Full(dt, 0.5, rows, features)
 		outs := make([]*tensor.Tensor, len(layers))
 		times := make([]time.Duration, len(layers))
@@ -107,7 +111,9 @@ func MeasureCosts(layers []nn.Layer, features, rows, reps, threads int, dt tenso
 			times[i] += time.Since(start)
 		}
 		for i, t := range times {
-			costs[i] = math.Min(costs[i], t.Seconds())
+			if r > 0 {
+				costs[i] = math.Min(costs[i], t.Seconds())
+			}
 		}
 	}
 	return costs, nil
