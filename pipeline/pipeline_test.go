@@ -6,6 +6,8 @@ import (
 	"math"
 	"math/rand/v2"
 	"os"
+	"runtime"
+	"slices"
 	"sort"
 	"strings"
 	"testing"
@@ -15,6 +17,7 @@ import (
 
 	"github.com/pipetrain/pipetrain/actors"
 	"github.com/pipetrain/pipetrain/nn"
+	"github.com/pipetrain/pipetrain/optim"
 	"github.com/pipetrain/pipetrain/pipeline"
 	"github.com/pipetrain/pipetrain/tensor"
 )
@@ -390,5 +393,39 @@ func TestActorsCounters(t *testing.T) {
 		if i < len(eng.Stages()) && (a.Busy <= 0 || a.Name != fmt.Sprintf("stage %d", i)) {
 			t.Errorf("actor %d: %q busy %v", i, a.Name, a.Busy)
 		}
+	}
+}
+
+// TestGEMMBudgets: with two cores, a stage doing most of the step's work gets
+// both while the light stages keep one each; a fixed budget or the
+// sequential schedule gives every stage the same.
+func TestGEMMBudgets(t *testing.T) {
+	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(2))
+	for _, c := range []struct {
+		name    string
+		sched   actors.Schedule
+		threads int
+		want    []int
+	}{
+		{"heavy first layer", actors.OneFOneB, 0, []int{2, 1, 1}},
+		{"fixed budget", actors.OneFOneB, 1, []int{1, 1, 1}},
+		{"sequential", actors.Sequential, 0, []int{2, 2, 2}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			// 784→1024 does about 98% of the work of 784-1024-relu-10
+			eng, err := pipeline.New(mlp(t, 1024, 10), pipeline.Config{Schedule: c.sched, MicroBatches: 2, Stages: 0,
+				GEMMThreads: c.threads, Loss: nn.CrossEntropy, Optimizer: optim.Spec{Kind: "sgd"}, Features: 784})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer eng.Close()
+			var got []int
+			for _, s := range eng.Stages() {
+				got = append(got, s.Threads)
+			}
+			if !slices.Equal(got, c.want) {
+				t.Errorf("stage thread budgets %v, want %v", got, c.want)
+			}
+		})
 	}
 }
