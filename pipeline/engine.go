@@ -181,7 +181,8 @@ func New(layers []nn.Layer, cfg Config) (*Engine, error) {
 
 // gemmBudgets gives each stage actor its thread budget (nn.Pass.Threads and
 // its optimizer's), so that kernels and stages do not oversubscribe the
-// cores: all of GOMAXPROCS when one actor is busy at a time, else an even
+// cores: all of GOMAXPROCS when one actor is busy at a time (one stage, the
+// sequential schedule, or a single micro-batch), else an even
 // share each, raised for a stage whose measured share of the step's work is
 // more than 10% above an even share of one core (the pipeline waits on it,
 // so the other cores are often idle). Thread counts never change results. No
@@ -193,8 +194,8 @@ func (e *Engine) gemmBudgets(layers []nn.Layer, units []unit) ([]int, error) {
 	switch {
 	case e.cfg.GEMMThreads > 0:
 		base = e.cfg.GEMMThreads
-	case n == 1 || e.cfg.Schedule == actors.Sequential:
-		base = procs
+	case n == 1 || e.cfg.Schedule == actors.Sequential || e.cfg.MicroBatches == 1 && len(e.nodes) == n:
+		base = procs // one stage actor busy at a time (shards of a node run together)
 	}
 	for i := range out {
 		out[i] = base
