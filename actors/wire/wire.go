@@ -52,7 +52,9 @@ var littleEndian = binary.NativeEndian.Uint16([]byte{1, 0}) == 1
 const maxElements = 1 << 34
 
 // ToTensor returns the tensor w holds, after checking that its shape, type
-// and bytes agree.
+// and bytes agree. On a little-endian machine it shares w's bytes when they
+// are aligned for the dtype (a decoded message owns fresh ones), saving a
+// copy of every activation that crosses: w must not change afterwards.
 func (w *Tensor) ToTensor() (*tensor.Tensor, error) {
 	if w == nil {
 		return nil, errors.New("wire: no tensor")
@@ -77,6 +79,12 @@ func (w *Tensor) ToTensor() (*tensor.Tensor, error) {
 	}
 	if int64(len(w.Data)) != n*int64(size) {
 		return nil, fmt.Errorf("wire: tensor of shape %v and %v holds %d bytes, want %d", w.Shape, w.Dtype, len(w.Data), n*int64(size))
+	}
+	if littleEndian && n > 0 && uintptr(unsafe.Pointer(&w.Data[0]))%uintptr(size) == 0 {
+		if size == 4 {
+			return tensor.Wrap32(unsafe.Slice((*float32)(unsafe.Pointer(&w.Data[0])), n), shape...), nil
+		}
+		return tensor.Wrap64(unsafe.Slice((*float64)(unsafe.Pointer(&w.Data[0])), n), shape...), nil
 	}
 	if w.Dtype == DType_FLOAT32 {
 		t := tensor.Zeros(tensor.Float32, shape...)

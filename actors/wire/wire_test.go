@@ -159,3 +159,32 @@ func BenchmarkTensor16MiB(b *testing.B) {
 		}
 	}
 }
+
+// TestToTensorShares: aligned bytes become the tensor's storage, without a
+// copy; bytes at an odd address are copied, with the same values.
+func TestToTensorShares(t *testing.T) {
+	for _, dt := range []tensor.DType{tensor.Float32, tensor.Float64} {
+		x := tensor.FromFloat64s(dt, []float64{1.5, -2, 3.25, 4}, 2, 2)
+		w := FromTensor(x)
+		buf := make([]byte, len(w.Data)+1)
+		odd := &Tensor{Shape: w.Shape, Dtype: w.Dtype, Data: buf[1:]}
+		copy(odd.Data, w.Data)
+		for _, c := range []struct {
+			name  string
+			w     *Tensor
+			share bool
+		}{{"aligned", w, littleEndian}, {"odd address", odd, false}} {
+			y, err := c.w.ToTensor()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := y.Float64s(); !slices.Equal(got, []float64{1.5, -2, 3.25, 4}) {
+				t.Errorf("%v %s: values %v", dt, c.name, got)
+			}
+			c.w.Data[len(c.w.Data)-1] ^= 0x80 // flip the last value's sign
+			if shared := y.Float64s()[3] == -4; shared != c.share {
+				t.Errorf("%v %s: tensor shares the bytes: %v, want %v", dt, c.name, shared, c.share)
+			}
+		}
+	}
+}
