@@ -79,3 +79,15 @@ for t in 1 2; do
 	best_torch=$(awk -v a=$best_torch -v b=$m 'BEGIN {print (b>a)?b:a}')
 done
 awk -v a=$best_pt -v b=$best_torch 'BEGIN {printf "best pipetrain / best pytorch: %d / %d = %.2fx\n", a, b, a/b}'
+# The machine's speed drifts between rounds; a ratio taken within each round
+# cancels the drift that falls on both sides, so give its median too.
+torch_best=$(paste "$tmp/torch-1" "$tmp/torch-2" | awk '{print ($1>$2)?$1:$2}')
+per_round() { # per round: the given pipetrain figures over PyTorch's best
+	paste "$@" | awk '{m=0; for (i=1;i<=NF;i++) if ($i>m) m=$i; print m}' | paste - <(echo "$torch_best") | awk '{printf "%.2f\n", $1/$2}'
+}
+r=$(per_round "$tmp"/pt-*)
+printf "per round, best pipetrain / best pytorch: median %sx  (rounds: %s)\n" "$(median <<<"$r")" "$(tr '\n' ' ' <<<"$r")"
+for s in false true; do
+	r=$(per_round "$tmp/pt-1f1b-4-0-$s")
+	printf "per round, 1f1b micro_batches=4 stages=0 split_backward=%-5s / best pytorch: median %sx  (rounds: %s)\n" $s "$(median <<<"$r")" "$(tr '\n' ' ' <<<"$r")"
+done
