@@ -163,6 +163,7 @@ func New(layers []nn.Layer, cfg Config) (*Engine, error) {
 	if err != nil {
 		return nil, err
 	}
+	e.units = units
 	if _, err := cfg.Optimizer.New(); err != nil {
 		return nil, err
 	}
@@ -194,8 +195,8 @@ func (e *Engine) gemmBudgets(layers []nn.Layer, units []unit) ([]int, error) {
 	switch {
 	case e.cfg.GEMMThreads > 0:
 		base = e.cfg.GEMMThreads
-	case n == 1 || e.cfg.Schedule == actors.Sequential || e.cfg.MicroBatches == 1 && len(e.nodes) == n:
-		base = procs // one stage actor busy at a time (shards of a node run together)
+	case n == 1 || e.oneBusy():
+		base = procs
 	}
 	for i := range out {
 		out[i] = base
@@ -226,6 +227,13 @@ func (e *Engine) gemmBudgets(layers []nn.Layer, units []unit) ([]int, error) {
 		out[i] = min(procs, max(base, want))
 	}
 	return out, nil
+}
+
+// oneBusy reports whether one stage actor at a time is busy: under the
+// sequential schedule, or with a single micro-batch and no shards (the
+// shards of a layer run together).
+func (e *Engine) oneBusy() bool {
+	return e.cfg.Schedule == actors.Sequential || e.cfg.MicroBatches == 1 && len(e.units) == len(e.nodes)
 }
 
 // layerCosts measures each layer's forward and backward time on a sample,

@@ -118,7 +118,7 @@ func (e *Engine) openSession(h int, host string) error {
 			return &HandshakeError{host, fmt.Errorf("spawning the run's session: status %d", res.StatusCode)}
 		}
 		ans, err := e.root.RequestFuture(res.Pid, &wire.Open{Run: e.runWire(), Coordinator: actors.ToPid(e.coordPID()),
-			Stages: int64(len(hs.stagesOf[h])), Threads: int64(e.cfg.GEMMThreads), OneBusy: e.cfg.Schedule == actors.Sequential}, spawnTimeout).Result()
+			Stages: int64(len(hs.stagesOf[h])), Threads: int64(e.cfg.GEMMThreads), OneBusy: e.oneBusy()}, spawnTimeout).Result()
 		if err != nil {
 			return &HandshakeError{host, fmt.Errorf("opening the run: %v", err)}
 		}

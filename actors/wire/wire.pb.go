@@ -1847,7 +1847,7 @@ type Open struct {
 	Coordinator *Pid  `protobuf:"bytes,2,opt,name=coordinator,proto3" json:"coordinator,omitempty"`
 	Stages      int64 `protobuf:"varint,3,opt,name=stages,proto3" json:"stages,omitempty"`                  // stage actors this worker will host
 	Threads     int64 `protobuf:"varint,4,opt,name=threads,proto3" json:"threads,omitempty"`                // pipeline.gemm_threads: 0 sizes them from the worker's cores
-	OneBusy     bool  `protobuf:"varint,5,opt,name=one_busy,json=oneBusy,proto3" json:"one_busy,omitempty"` // one stage busy at a time (sequential): each may use every core
+	OneBusy     bool  `protobuf:"varint,5,opt,name=one_busy,json=oneBusy,proto3" json:"one_busy,omitempty"` // one stage busy at a time (sequential, or one micro-batch): each may use every core
 }
 
 func (x *Open) Reset() {
