@@ -76,6 +76,14 @@ func (j *job) waitPacked() {
 // sharedAMax bounds the floats of a shared packed A.
 const sharedAMax = 1 << 22
 
+// sharedA is a buffer for all of op(A) packed once for a call's column
+// parts. Such buffers have a free list of their own, apart from the parts'
+// workspaces: only as many exist as parallel calls have run at once, each
+// grows once to the largest size, and a part's workspace never carries one.
+type sharedA struct{ buf []float32 }
+
+var shareds par.FreeList[sharedA]
+
 // jobs are kept for reuse: a steady call allocates nothing.
 var jobs par.FreeList[job]
 
@@ -87,21 +95,21 @@ func runParallel(ks *kernelSet, g *sgemmArgs, parts int, alongN bool, threads in
 	j.packed.Store(0)
 	j.packParts = 0
 	j.apre = nil
-	var w *workspace // holds the shared A for the call
+	var sa *sharedA
 	if alongN {
 		// Column parts all need all of op(A): the threads pack it together
 		// first, so that it is packed once and no part packs alone.
 		kcb := kBlock(g.k, ks.kc, g.chunked)
 		if size := roundUp(g.m, ks.mr) * roundUp(g.k, kcb); size <= sharedAMax {
-			w = getWorkspace()
-			w.shared = grow(w.shared, size)
-			j.apre = w.shared
+			sa = shareds.Get()
+			sa.buf = grow(sa.buf, size, &largestShared)
+			j.apre = sa.buf
 			j.packParts = threads
 		}
 	}
 	par.Do(threads, j.packParts+parts, j)
-	if w != nil {
-		putWorkspace(w)
+	if sa != nil {
+		shareds.Put(sa)
 	}
 	j.g, j.apre = sgemmArgs{}, nil // drop the caller's matrices before pooling
 	jobs.Put(j)

@@ -104,7 +104,6 @@ const lineFloats = 16
 // grow to the largest call seen and are kept on a free list.
 type workspace struct {
 	ap, bp, tile []float32
-	shared       []float32 // op(A) packed for all the parts of a call
 }
 
 var (
@@ -120,7 +119,13 @@ func getWorkspace() *workspace {
 		wsFree = wsFree[:n-1]
 		return w
 	}
-	return new(workspace)
+	// A new peak of overlapping calls: make every buffer at once as large as
+	// any call has needed, so the new workspace does not grow again later.
+	w := new(workspace)
+	if l := int(largest.Load()); l > 0 {
+		w.ap, w.bp, w.tile = make([]float32, 0, l), make([]float32, 0, l), make([]float32, 0, l)
+	}
+	return w
 }
 
 func putWorkspace(w *workspace) {
@@ -131,12 +136,15 @@ func putWorkspace(w *workspace) {
 	wsMu.Unlock()
 }
 
-// largest is the biggest buffer any workspace has needed: a workspace that
-// must grow grows to it, so that workspaces settle after a few calls however
-// calls and workspaces pair up.
-var largest atomic.Int64
+// largest is the biggest buffer any workspace has needed, and largestShared
+// the biggest shared A: a buffer that must grow grows to the largest of its
+// kind, so that buffers settle after a few calls however calls and buffers
+// pair up.
+var largest, largestShared atomic.Int64
 
-func grow(s []float32, n int) []float32 {
+// grow returns s with length n, made anew at the size of the largest of its
+// kind when too small.
+func grow(s []float32, n int, largest *atomic.Int64) []float32 {
 	if cap(s) < n {
 		for {
 			l := largest.Load()
@@ -176,12 +184,12 @@ func (w *workspace) run(ks *kernelSet, g *sgemmArgs, i0, i1, j0, j1 int, apre []
 	if apre != nil {
 		mcb = roundUp(i1-i0, mr)
 	} else {
-		w.ap = grow(w.ap, min(mcb, roundUp(i1-i0, mr))*kcb)
+		w.ap = grow(w.ap, min(mcb, roundUp(i1-i0, mr))*kcb, &largest)
 	}
 	if g.bpre == nil {
-		w.bp = grow(w.bp, min(ncb, roundUp(j1-j0, vec))*kcb)
+		w.bp = grow(w.bp, min(ncb, roundUp(j1-j0, vec))*kcb, &largest)
 	}
-	w.tile = grow(w.tile, mr*nr)
+	w.tile = grow(w.tile, mr*nr, &largest)
 	c, ldc, alpha := g.c, g.ldc, g.alpha
 	for pc := 0; pc < g.k; pc += kcb {
 		kc := min(kcb, g.k-pc)
