@@ -183,11 +183,12 @@ func New(layers []nn.Layer, cfg Config) (*Engine, error) {
 // gemmBudgets gives each stage actor its thread budget (nn.Pass.Threads and
 // its optimizer's), so that kernels and stages do not oversubscribe the
 // cores: all of GOMAXPROCS when one actor is busy at a time (one stage, the
-// sequential schedule, or a single micro-batch), else an even
-// share each, raised for a stage whose measured share of the step's work is
-// more than 10% above an even share of one core (the pipeline waits on it,
-// so the other cores are often idle). Thread counts never change results. No
-// process-wide setting is made.
+// sequential schedule, or a single micro-batch), else an even share each,
+// raised to ⌈0.9 · share · GOMAXPROCS⌉ for a stage whose measured share of
+// the step's work makes that more: one with over a ninth more work than one
+// core's share (1/GOMAXPROCS) keeps the pipeline waiting, so the other cores
+// are often idle. Thread counts never change results. No process-wide
+// setting is made.
 func (e *Engine) gemmBudgets(layers []nn.Layer, units []unit) ([]int, error) {
 	n, procs := len(units), runtime.GOMAXPROCS(0)
 	out := make([]int, n)
