@@ -351,7 +351,6 @@ var stopStrategy = actor.NewOneForOneStrategy(0, 0, func(any) actor.Directive { 
 // start spawns and wires every actor: the stage actors here or on the
 // hosts, then the loss, optimizer and coordinator actors here.
 func (e *Engine) start(units []unit, budgets []int) error {
-	e.units = units
 	// A dead letter (a message to an actor already stopped, as in Close after a
 	// failure) starts a throttle timer goroutine; keep its life short so Close
 	// leaves nothing running for long.
