@@ -6,7 +6,6 @@ import (
 	"log/slog"
 	"math"
 	"runtime"
-	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -37,7 +36,7 @@ type Config struct {
 
 	Features      int           // input width, for measuring layer costs
 	SampleRows    int           // rows of the cost sample (default 64)
-	GEMMThreads   int           // goroutines each stage actor's kernels may use; 0: all cores for one busy actor, else a share each, more for a stage with more than its share of the work
+	GEMMThreads   int           // goroutines each stage actor's kernels may use; 0: all cores for one busy actor, else a share each
 	SplitBackward bool          // send dX upstream before computing dW (the zero-bubble idea)
 	Trace         bool          // record spans for WriteTrace
 	Hang          time.Duration // watchdog: no message moved for this long fails the step (default 2 minutes)
@@ -78,8 +77,7 @@ type Engine struct {
 	global    map[string]int   // parameter names to their index in the global order
 	moveBuf   []*actors.Params // per stage, the copies MoveTo reuses
 	units     []unit
-	threadsOf []int     // per stage actor, its thread budget
-	costs     []float64 // per layer, measured once (layerCosts)
+	threadsOf []int // per stage actor, its thread budget
 
 	// with Hosts
 	run     actors.Run
@@ -167,67 +165,25 @@ func New(layers []nn.Layer, cfg Config) (*Engine, error) {
 	if _, err := cfg.Optimizer.New(); err != nil {
 		return nil, err
 	}
-	var budgets []int
-	if len(cfg.Hosts) == 0 { // each host sizes its own
-		if budgets, err = e.gemmBudgets(layers, units); err != nil {
-			return nil, err
-		}
-	}
-	if err := e.start(units, budgets); err != nil {
+	if err := e.start(units); err != nil {
 		e.shutdown()
 		return nil, err
 	}
 	return e, nil
 }
 
-// gemmBudgets gives each stage actor its thread budget (nn.Pass.Threads and
-// its optimizer's), so that kernels and stages do not oversubscribe the
-// cores: all of GOMAXPROCS when one actor is busy at a time (one stage, the
-// sequential schedule, or a single micro-batch), else an even share each,
-// raised to ⌈0.9 · share · GOMAXPROCS⌉ for a stage whose measured share of
-// the step's work makes that more: one with over a ninth more work than one
-// core's share (1/GOMAXPROCS) keeps the pipeline waiting, so the other cores
-// are often idle. Thread counts never change results. No process-wide
-// setting is made.
-func (e *Engine) gemmBudgets(layers []nn.Layer, units []unit) ([]int, error) {
-	n, procs := len(units), runtime.GOMAXPROCS(0)
-	out := make([]int, n)
-	base := max(1, procs/n)
-	switch {
-	case e.cfg.GEMMThreads > 0:
-		base = e.cfg.GEMMThreads
-	case n == 1 || e.oneBusy():
-		base = procs
+// gemmBudget is each stage actor's thread budget (nn.Pass.Threads and its
+// optimizer's), so that kernels and stages do not oversubscribe the cores:
+// stage actors that run at once share GOMAXPROCS, so each gets its share
+// unless a single actor is busy at a time. No process-wide setting is made.
+func (e *Engine) gemmBudget(n int) int {
+	if e.cfg.GEMMThreads > 0 {
+		return e.cfg.GEMMThreads
 	}
-	for i := range out {
-		out[i] = base
+	if n == 1 || e.oneBusy() {
+		return runtime.GOMAXPROCS(0)
 	}
-	if e.cfg.GEMMThreads > 0 || base >= procs {
-		return out, nil
-	}
-	costs, err := e.layerCosts(layers)
-	if err != nil {
-		return nil, err
-	}
-	total := 0.0
-	for _, c := range costs {
-		total += c
-	}
-	if !(total > 0) {
-		return out, nil
-	}
-	for i, u := range units {
-		c := 0.0
-		for j := range u.layers {
-			c += costs[u.first+j]
-		}
-		if k := e.nodes[u.node].actors; len(k) > 1 { // a shard does its share of one layer
-			c /= float64(len(k))
-		}
-		want := int(math.Ceil(0.9 * c / total * float64(procs)))
-		out[i] = min(procs, max(base, want))
-	}
-	return out, nil
+	return max(1, runtime.GOMAXPROCS(0)/n)
 }
 
 // oneBusy reports whether one stage actor at a time is busy: under the
@@ -235,22 +191,6 @@ func (e *Engine) gemmBudgets(layers []nn.Layer, units []unit) ([]int, error) {
 // shards of a layer run together).
 func (e *Engine) oneBusy() bool {
 	return e.cfg.Schedule == actors.Sequential || e.cfg.MicroBatches == 1 && len(e.units) == len(e.nodes)
-}
-
-// layerCosts measures each layer's forward and backward time on a sample,
-// once per engine.
-func (e *Engine) layerCosts(layers []nn.Layer) ([]float64, error) {
-	if e.costs != nil {
-		return e.costs, nil
-	}
-	// one goroutine each: the costs are compared, and each stage of several
-	// gets about one core
-	costs, err := MeasureCosts(layers, e.cfg.Features, max(1, e.cfg.SampleRows), 3, 1, paramDType(layers))
-	if err != nil {
-		return nil, err
-	}
-	e.costs = costs
-	return costs, nil
 }
 
 // group partitions the layers into stages: one per layer, or cfg.Stages groups
@@ -262,11 +202,13 @@ func (e *Engine) group(layers []nn.Layer) ([]int, error) {
 	if e.cfg.Stages == 1 {
 		return []int{0, len(layers)}, nil
 	}
-	costs, err := e.layerCosts(layers)
+	rows := max(1, e.cfg.SampleRows)
+	// one goroutine each: the costs are compared, and each stage of several
+	// gets about one core
+	costs, err := MeasureCosts(layers, e.cfg.Features, rows, 3, 1, paramDType(layers))
 	if err != nil {
 		return nil, err
 	}
-	costs = slices.Clone(costs)
 	for i, k := range e.cfg.Shards {
 		if k > 1 && i < len(costs) {
 			costs[i] /= float64(k)
@@ -350,7 +292,7 @@ var stopStrategy = actor.NewOneForOneStrategy(0, 0, func(any) actor.Directive { 
 
 // start spawns and wires every actor: the stage actors here or on the
 // hosts, then the loss, optimizer and coordinator actors here.
-func (e *Engine) start(units []unit, budgets []int) error {
+func (e *Engine) start(units []unit) error {
 	// A dead letter (a message to an actor already stopped, as in Close after a
 	// failure) starts a throttle timer goroutine; keep its life short so Close
 	// leaves nothing running for long.
@@ -384,6 +326,9 @@ func (e *Engine) start(units []unit, budgets []int) error {
 		return pid
 	}
 	p := len(e.nodes)
+	threads := e.gemmBudget(len(units))
+	spec := e.cfg.Optimizer
+	spec.Threads = threads
 	var paramIDs []int
 	for id, u := range units {
 		name := fmt.Sprintf("stage %d", u.node)
@@ -405,11 +350,8 @@ func (e *Engine) start(units []unit, budgets []int) error {
 			e.all = append(e.all, pid)
 			continue
 		}
-		threads := budgets[id]
 		up := actors.Updater{ClipValue: e.cfg.ClipValue, ClipNorm: e.cfg.ClipNorm > 0, Threads: threads}
 		if hasParams(u.layers) {
-			spec := e.cfg.Optimizer
-			spec.Threads = threads
 			up.Optimizer, _ = spec.New() // checked in New
 		}
 		s := actors.NewStage(id, name, e.graph, u.layers, u.first, u.part, u.node > 0, up)
