@@ -97,6 +97,20 @@ type Graph struct {
 	Trace  bool
 	status map[string]*Status
 	Moved  atomic.Int64
+
+	// Dropped, if set before the actors start, hears of every message from
+	// another process that an actor drops: one for another run, or for an
+	// earlier engine of this run. It is called on the actor's goroutine.
+	Dropped func(Drop)
+}
+
+// Drop describes a message between processes that was not delivered.
+type Drop struct {
+	Run    Run    // the run the message is for
+	From   string // the sending actor: its name and host
+	To     string // the actor it was for: a name, or its address
+	Type   string // what it was: its type, with the step and micro-batch of work
+	Reason string
 }
 
 // NewGraph returns an empty graph whose trace clock starts now.
@@ -125,7 +139,10 @@ type base struct {
 	status   *Status
 	coord    *actor.PID
 	failed   bool
-	run      Run // what messages from other processes must carry
+	stops    bool              // the coordinator: it stops the run on its own failure
+	run      Run               // what messages from other processes must carry
+	from     string            // its name and host, as messages to other processes give it
+	watched  map[string]string // neighbours in other processes: their names by PID
 
 	busy     time.Duration
 	wire     int64 // bytes sent to other processes
@@ -149,7 +166,7 @@ func (b *base) SetRun(r Run) { b.run = r }
 // another process crosses in its wire form.
 func (b *base) send(ctx actor.Context, pid *actor.PID, msg any) {
 	if isRemote(ctx.Self(), pid) {
-		w, err := Encode(msg, b.run)
+		w, err := Encode(msg, b.run, b.sender(ctx))
 		if err != nil {
 			panic(err) // a message type with no wire form: a bug, turned into Failed by guard
 		}
@@ -161,10 +178,18 @@ func (b *base) send(ctx actor.Context, pid *actor.PID, msg any) {
 	ctx.Send(pid, msg)
 }
 
+// sender is the actor's name and host, for messages to other processes.
+func (b *base) sender(ctx actor.Context) string {
+	if b.from == "" {
+		b.from = b.name + " on " + Host(ctx.Self().Address)
+	}
+	return b.from
+}
+
 // respond answers the message in hand, in wire form to another process.
 func (b *base) respond(ctx actor.Context, msg any) {
 	if isRemote(ctx.Self(), ctx.Sender()) {
-		w, err := Encode(msg, b.run)
+		w, err := Encode(msg, b.run, b.sender(ctx))
 		if err != nil {
 			panic(err)
 		}
@@ -183,13 +208,20 @@ func (b *base) respond(ctx actor.Context, msg any) {
 // a message for another run, or work for a failed actor.
 func (b *base) receive(ctx actor.Context) (any, bool) {
 	msg := ctx.Message()
-	switch msg.(type) {
-	case *actor.Started, *actor.Stopping, *actor.Stopped, *actor.Restarting, *actor.Terminated, *actor.ReceiveTimeout:
+	switch m := msg.(type) {
+	case *actor.Terminated:
+		b.neighbourGone(ctx, m)
+		return nil, false
+	case *actor.Started, *actor.Stopping, *actor.Stopped, *actor.Restarting, *actor.ReceiveTimeout:
 		return nil, false
 	}
 	if m, run, err := Decode(msg); err == nil {
-		if run != b.run {
-			return nil, false // a stale run's or restart's
+		if run != b.run { // a stale run's or restart's
+			if b.graph.Dropped != nil {
+				_, from, _ := RunOf(msg)
+				b.graph.Dropped(Drop{Run: run, From: from, To: b.name, Type: describe(m), Reason: "it is for another run or engine"})
+			}
+			return nil, false
 		}
 		msg = m
 	} else if err != errNotWire {
@@ -243,10 +275,44 @@ func (b *base) guard(ctx actor.Context, what func() string, f func() error) (ok 
 }
 
 func (b *base) fail(ctx actor.Context, err error) {
+	if b.stops {
+		ctx.Send(ctx.Self(), &Failed{Actor: b.id, Err: err})
+		return
+	}
 	b.failed = true
 	if b.coord != nil {
 		b.send(ctx, b.coord, &Failed{Actor: b.id, Err: err})
 	}
+}
+
+// watch watches the actors among pids, named names, that live in other
+// processes: a lost connection to one stops the run at once, naming the
+// host, even where nothing else would notice (the link between two workers).
+func (b *base) watch(ctx actor.Context, pids []*actor.PID, names []string) {
+	for i, p := range pids {
+		if !isRemote(ctx.Self(), p) || b.watched[p.String()] != "" {
+			continue
+		}
+		if b.watched == nil {
+			b.watched = map[string]string{}
+		}
+		b.watched[p.String()] = p.Id
+		if i < len(names) {
+			b.watched[p.String()] = names[i]
+		}
+		ctx.Watch(p)
+	}
+}
+
+// neighbourGone tells the coordinator that the connection to a watched
+// neighbour is lost; a neighbour that stops (its run closed) is no failure.
+func (b *base) neighbourGone(ctx actor.Context, m *actor.Terminated) {
+	name := b.watched[m.Who.String()]
+	if m.Why != actor.TerminatedReason_AddressTerminated || name == "" || b.failed || b.coord == nil {
+		return
+	}
+	b.failed = true
+	b.send(ctx, b.coord, &Lost{Host: Host(m.Who.Address), Stages: []string{name}, Why: "the connection from " + b.sender(ctx) + " was lost"})
 }
 
 // stats returns the counters, resetting them if asked.
@@ -260,6 +326,15 @@ func (b *base) stats(reset bool) *Stats {
 
 // describe names a message for the watchdog: its type and step and micro-batch.
 func describe(m any) string { return noteOf(m).String() }
+
+// Describe names a message, in-process or in its wire form: its type, and
+// the step and micro-batch of a piece of work.
+func Describe(m any) string {
+	if d, _, err := Decode(m); err == nil {
+		m = d
+	}
+	return describe(m)
+}
 
 // noteOf copies what describe shows of m.
 func noteOf(m any) note {

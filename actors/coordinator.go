@@ -73,8 +73,10 @@ type Coordinator struct {
 // NewCoordinator returns the coordinator of a pipeline whose first node is
 // first, with paramActors actors that take part in updates.
 func NewCoordinator(id int, g *Graph, s Schedule, micro int, first []*actor.PID, loss, opt *actor.PID, paramActors int) *Coordinator {
-	return &Coordinator{base: newBase(id, "coordinator", g), schedule: s, micro: micro, first: first,
+	c := &Coordinator{base: newBase(id, "coordinator", g), schedule: s, micro: micro, first: first,
 		loss: loss, opt: opt, paramActors: paramActors}
+	c.stops = true
+	return c
 }
 
 func (c *Coordinator) Receive(ctx actor.Context) {

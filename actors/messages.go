@@ -195,4 +195,5 @@ type Wire struct {
 	OutParts               int          // backward parts to gather: actors of the next node, or 1
 	Limit                  int          // micro-batches admitted at once
 	SplitBackward          bool         // send dX upstream before computing dW
+	NextNames, PrevNames   []string     // the stage names of Next and Prev, for reports
 }

@@ -3,6 +3,7 @@ package actors
 import (
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
@@ -22,13 +23,29 @@ type Run struct {
 	Gen uint64
 }
 
-func (r Run) wire() *wire.Run { return &wire.Run{Id: r.ID, Gen: r.Gen} }
-
 func runOf(w *wire.Run) Run {
 	if w == nil {
 		return Run{}
 	}
 	return Run{ID: w.Id, Gen: w.Gen}
+}
+
+// RunOf returns the run a wire message is for and the name of the actor
+// that sent it, or false for a message that is not a wire message.
+func RunOf(msg any) (run Run, from string, ok bool) {
+	m, ok := msg.(interface{ GetRun() *wire.Run })
+	if !ok {
+		return Run{}, "", false
+	}
+	return runOf(m.GetRun()), m.GetRun().GetFrom(), true
+}
+
+// Host is the network address (host:port) of an actor address, which names
+// one incarnation of a process: host:port, then "/" and a number of that
+// incarnation's own.
+func Host(addr string) string {
+	host, _, _ := strings.Cut(addr, "/")
+	return host
 }
 
 // isRemote reports whether pid lives in another process than self.
@@ -141,11 +158,12 @@ func fromErr(w *wire.Error) error {
 	return w.Err()
 }
 
-// Encode returns the wire form of an in-process message, for a receiver in
-// another process; the tensors are copied. Only the messages a stage
-// exchanges with its neighbours and its engine have one.
-func Encode(msg any, run Run) (proto.Message, error) {
-	r := run.wire()
+// Encode returns the wire form of an in-process message from the actor
+// named from, for a receiver in another process; the tensors are copied.
+// Only the messages a stage exchanges with its neighbours and its engine
+// have one.
+func Encode(msg any, run Run, from string) (proto.Message, error) {
+	r := &wire.Run{Id: run.ID, Gen: run.Gen, From: from}
 	switch m := msg.(type) {
 	case *Forward:
 		return &wire.Forward{Run: r, Step: int64(m.Step), Micro: int64(m.Micro), Row: int64(m.Row), Total: int64(m.Total),
@@ -165,7 +183,9 @@ func Encode(msg any, run Run) (proto.Message, error) {
 	case *Wire:
 		return &wire.Links{Run: r, Coordinator: ToPid(m.Coordinator), Optimizer: ToPid(m.Optimizer), Next: toPids(m.Next),
 			Prev: toPids(m.Prev), PrevSplit: ints64(m.PrevSplit), InParts: int64(m.InParts), OutParts: int64(m.OutParts),
-			Limit: int64(m.Limit), SplitBackward: m.SplitBackward}, nil
+			Limit: int64(m.Limit), SplitBackward: m.SplitBackward, NextNames: m.NextNames, PrevNames: m.PrevNames}, nil
+	case *Lost:
+		return &wire.Lost{Run: r, Host: m.Host, Stages: m.Stages, Why: m.Why}, nil
 	case *GetParams:
 		return &wire.GetParams{Run: r, NamesOnly: m.NamesOnly}, nil
 	case *Params:
@@ -221,7 +241,9 @@ func Decode(msg any) (any, Run, error) {
 	case *wire.Links:
 		return &Wire{Coordinator: FromPid(m.Coordinator), Optimizer: FromPid(m.Optimizer), Next: fromPids(m.Next),
 			Prev: fromPids(m.Prev), PrevSplit: ints(m.PrevSplit), InParts: int(m.InParts), OutParts: int(m.OutParts),
-			Limit: int(m.Limit), SplitBackward: m.SplitBackward}, runOf(m.Run), nil
+			Limit: int(m.Limit), SplitBackward: m.SplitBackward, NextNames: m.NextNames, PrevNames: m.PrevNames}, runOf(m.Run), nil
+	case *wire.Lost:
+		return &Lost{Host: m.Host, Stages: m.Stages, Why: m.Why}, runOf(m.Run), nil
 	case *wire.GetParams:
 		return &GetParams{NamesOnly: m.NamesOnly}, runOf(m.Run), nil
 	case *wire.Params:

@@ -30,7 +30,8 @@ func TestWireRoundTrip(t *testing.T) {
 		&UpdateApplied{Step: 1, Actor: 2},
 		&Failed{Actor: 2, Err: &nn.NonFiniteError{Layer: 3, Kind: "relu", Step: 5, Where: "forward"}},
 		&Wire{Coordinator: pid, Optimizer: pid, Next: []*actor.PID{pid}, Prev: []*actor.PID{pid, pid}, PrevSplit: []int{0, 3, 6},
-			InParts: 2, OutParts: 1, Limit: 3, SplitBackward: true},
+			InParts: 2, OutParts: 1, Limit: 3, SplitBackward: true, NextNames: []string{"stage 2"}, PrevNames: []string{"stage 0 shard 0", "stage 0 shard 1"}},
+		&Lost{Host: "10.0.0.3:7101", Stages: []string{"stage 2"}, Why: "the connection from stage 1 on 10.0.0.2:7101 was lost"},
 		&GetParams{NamesOnly: true},
 		&Params{Actor: 1, Names: []string{"0.weight"}, Values: []*tensor.Tensor{x}, State: st},
 		&SetParams{Values: []*tensor.Tensor{x}, State: &st},
@@ -39,9 +40,12 @@ func TestWireRoundTrip(t *testing.T) {
 		&Stats{Actor: 1, Name: "stage 0", Layers: []int{0, 1}, Busy: time.Second, Messages: 4, MaxInFlight: 2, WireBytes: 99,
 			Spans: []Span{{Kind: 'F', Step: 1, Micro: 0, Start: time.Millisecond, Dur: time.Microsecond}}},
 	} {
-		w, err := Encode(msg, run)
+		w, err := Encode(msg, run, "stage 3")
 		if err != nil {
 			t.Fatalf("%T: %v", msg, err)
+		}
+		if r, from, ok := RunOf(w); !ok || r != run || from != "stage 3" {
+			t.Errorf("%T: RunOf gives %v, %q, %v; want %v, \"stage 3\", true", msg, r, from, ok, run)
 		}
 		got, gotRun, err := Decode(w)
 		if err != nil {
@@ -60,7 +64,7 @@ func TestWireRoundTrip(t *testing.T) {
 			t.Errorf("%T: got %+v, want %+v", msg, got, msg)
 		}
 	}
-	if _, err := Encode(&RunStep{}, run); err == nil {
+	if _, err := Encode(&RunStep{}, run, ""); err == nil {
 		t.Error("RunStep encoded: it never crosses processes")
 	}
 	if _, _, err := Decode(&wire.Forward{X: &wire.Tensor{Shape: []int64{2}, Data: []byte{1}}}); err == nil {
@@ -74,19 +78,21 @@ func TestStaleRunDropped(t *testing.T) {
 	system := actor.NewActorSystem(actor.WithLoggerFactory(func(*actor.ActorSystem) *slog.Logger { return slog.New(slog.DiscardHandler) }))
 	defer system.Shutdown()
 	g := NewGraph(false)
+	var drops []Drop
+	g.Dropped = func(d Drop) { drops = append(drops, d) } // on the stage's goroutine; read after its answer below
 	st := NewStage(0, "stage 0", g, []nn.Layer{nn.NewReLU()}, 0, 0, false, Updater{})
 	mine := Run{ID: "r", Gen: 2}
 	st.SetRun(mine)
 	pid := system.Root.Spawn(actor.PropsFromProducer(func() actor.Actor { return st }))
 	x := tensor.FromFloat64s(tensor.Float32, []float64{1, -1}, 1, 2)
 	for _, stale := range []Run{{ID: "r", Gen: 1}, {ID: "old", Gen: 2}, {}} {
-		w, err := Encode(&Forward{Step: 1, Micros: 1, X: x}, stale)
+		w, err := Encode(&Forward{Step: 1, Micros: 1, X: x}, stale, "stage 9")
 		if err != nil {
 			t.Fatal(err)
 		}
 		system.Root.Send(pid, w)
 	}
-	w, err := Encode(&GetStats{}, mine)
+	w, err := Encode(&GetStats{}, mine, "engine")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -100,5 +106,13 @@ func TestStaleRunDropped(t *testing.T) {
 	}
 	if got := stats.Messages; got != 1 {
 		t.Errorf("the stage handled %d messages, want 1 (its own GetStats; three stale forwards dropped)", got)
+	}
+	if len(drops) != 3 {
+		t.Fatalf("%d drops reported, want 3: %+v", len(drops), drops)
+	}
+	for i, d := range drops {
+		if d.From != "stage 9" || d.To != "stage 0" || d.Type != "Forward step 1 micro-batch 0 part 0" || d.Reason == "" {
+			t.Errorf("drop %d: %+v; want one from stage 9 to stage 0 naming the forward and why", i, d)
+		}
 	}
 }

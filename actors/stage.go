@@ -115,6 +115,8 @@ func (s *Stage) Receive(ctx actor.Context) {
 	switch m := msg.(type) {
 	case *Wire:
 		s.w, s.coord = *m, m.Coordinator
+		s.watch(ctx, m.Next, m.NextNames)
+		s.watch(ctx, m.Prev, m.PrevNames)
 		if ctx.Sender() != nil { // work from a neighbour in another process may come first otherwise
 			s.respond(ctx, &Ack{})
 		}

@@ -72,12 +72,22 @@
 // checks the protocol and the token before anything is spawned
 // (HandshakeError); the token is checked on every gRPC call, in constant
 // time. The engine watches each worker's session and runs a heartbeat every
-// 0.5 s: a lost worker or a silent link fails the step within 3 s with an
-// error naming the host, its stages and the step, and a worker drops a run
-// whose coordinator is gone or silent for 5 s. A process talks to its
-// workers through one endpoint, shared by its engines and stopped by
-// CloseRemote: protoactor's remote sets gRPC's process-wide logger whenever
-// one starts, so one starts per process.
+// 0.5 s, and each stage watches its neighbours on other hosts: a lost worker
+// or link, or a silent link, fails the step within 3 s with an error naming
+// the host, its stages and the step, and a worker drops a run whose
+// coordinator is gone or silent for 5 s. A question to a host (Snapshot,
+// Stats) ends as soon as the host is lost. A message between processes that
+// is not delivered (a dead letter: no connection, no such actor; or one for
+// another run or engine) is counted, logged as an "undelivered" event and
+// fails its run at once, naming the host.
+//
+// A process's actor address names its incarnation: its host:port, "/" and a
+// random number drawn when its endpoint starts. protoactor keeps what it knows
+// of a peer by actor address, so nothing it held of a dead process is taken
+// for a successor at the same host:port; host:port is used only to dial. A
+// process talks to its workers through one endpoint, shared by its engines
+// and stopped by CloseRemote: protoactor's remote sets gRPC's process-wide
+// logger whenever one starts, so one starts per process.
 //
 // # Seeing the pipeline
 //

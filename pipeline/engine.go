@@ -73,6 +73,7 @@ type Engine struct {
 	all       []*actor.PID
 	coord     *actor.PID
 	opt       *actor.PID
+	loss      *actor.PID
 	shapes    map[string][]int // full parameter shapes by name
 	global    map[string]int   // parameter names to their index in the global order
 	moveBuf   []*actors.Params // per stage, the copies MoveTo reuses
@@ -85,6 +86,7 @@ type Engine struct {
 	hostSet *hostSet
 
 	busy    atomic.Bool    // a step or evaluation is in flight
+	step    int            // the last step asked for
 	runStep actors.RunStep // reused by every Step
 	stop    chan struct{}
 	stopped sync.WaitGroup
@@ -378,21 +380,10 @@ func (e *Engine) start(units []unit) error {
 	e.coord = spawn(coord, coord.Status(), name)
 	e.names[lossID], e.names[optID], e.names[coordID] = "loss", "optimizer", "coordinator"
 
+	e.loss = lossPID
 	var wired []*actor.Future
 	for i, n := range e.nodes {
-		w := actors.Wire{Coordinator: e.coord, Optimizer: e.opt, InParts: 1, OutParts: 1,
-			Limit: e.cfg.Schedule.Limit(i, p, e.cfg.MicroBatches), SplitBackward: e.cfg.SplitBackward}
-		if i > 0 {
-			w.Prev = e.pids(e.nodes[i-1].actors)
-			w.PrevSplit = e.nodes[i-1].split
-			w.InParts = len(w.Prev)
-		}
-		if i+1 < p {
-			w.Next = e.pids(e.nodes[i+1].actors)
-			w.OutParts = len(w.Next)
-		} else {
-			w.Next = []*actor.PID{lossPID}
-		}
+		w := e.wiring(i)
 		for _, id := range n.actors {
 			f, err := e.future(e.stages[id], &w, queryTimeout)
 			if err != nil {
@@ -416,10 +407,31 @@ func (e *Engine) start(units []unit) error {
 	if e.hostSet != nil {
 		m := &monitor{run: e.run, hosts: e.hostSet, names: e.names, coord: e.coord}
 		e.hostSet.monitor = e.root.Spawn(actor.PropsFromProducer(func() actor.Actor { return m }))
+		e.setLive(true)
 	}
 	e.stopped.Add(1)
 	go e.watchdog()
 	return nil
+}
+
+// wiring is how the stage actors at position i are linked to their
+// neighbours and the engine's actors.
+func (e *Engine) wiring(i int) actors.Wire {
+	p := len(e.nodes)
+	w := actors.Wire{Coordinator: e.coord, Optimizer: e.opt, InParts: 1, OutParts: 1,
+		Limit: e.cfg.Schedule.Limit(i, p, e.cfg.MicroBatches), SplitBackward: e.cfg.SplitBackward}
+	if i > 0 {
+		w.Prev, w.PrevNames = e.pids(e.nodes[i-1].actors), e.namesOf(e.nodes[i-1].actors)
+		w.PrevSplit = e.nodes[i-1].split
+		w.InParts = len(w.Prev)
+	}
+	if i+1 < p {
+		w.Next, w.NextNames = e.pids(e.nodes[i+1].actors), e.namesOf(e.nodes[i+1].actors)
+		w.OutParts = len(w.Next)
+	} else {
+		w.Next, w.NextNames = []*actor.PID{e.loss}, []string{"loss"}
+	}
+	return w
 }
 
 // isRemote reports whether pid lives in another process.
@@ -451,6 +463,14 @@ func (e *Engine) pids(ids []int) []*actor.PID {
 	out := make([]*actor.PID, len(ids))
 	for i, id := range ids {
 		out[i] = e.stages[id]
+	}
+	return out
+}
+
+func (e *Engine) namesOf(ids []int) []string {
+	out := make([]string, len(ids))
+	for i, id := range ids {
+		out[i] = e.names[id]
 	}
 	return out
 }
@@ -518,20 +538,44 @@ func (e *Engine) future(pid *actor.PID, msg any, d time.Duration) (*actor.Future
 		e.graph.Sent(pid)
 		return e.root.RequestFuture(pid, msg, d), nil
 	}
-	if e.hostSet != nil && e.hostSet.lostAt(pid.Address) {
-		return nil, fmt.Errorf("pipeline: host %s is lost", pid.Address)
-	}
-	w, err := actors.Encode(msg, e.run)
+	w, err := actors.Encode(msg, e.run, "engine")
 	if err != nil {
 		return nil, err
 	}
-	return e.root.RequestFuture(pid, w, d), nil
+	hs := e.hostSet
+	h := hs.hostIndex(pid.Address)
+	if h < 0 {
+		return nil, fmt.Errorf("pipeline: %s runs on no host of this engine", pid)
+	}
+	f := actor.NewFuture(e.system, d)
+	if !hs.ask(h, f) {
+		return nil, e.lost(hs.lostWhy(h))
+	}
+	e.root.RequestWithCustomSender(pid, w, f.PID())
+	return f, nil
 }
 
-// answer waits for f's answer, decoded from its wire form if it has one.
+// lost is the error of a question to a lost host.
+func (e *Engine) lost(l *actors.Lost) error {
+	return &actors.LostError{Host: l.Host, Stages: l.Stages, Step: e.step, Why: l.Why}
+}
+
+// answer waits for f's answer, decoded from its wire form if it has one. A
+// question to a host is answered by the host's loss, if it comes first, and
+// an undeliverable one names the host.
 func (e *Engine) answer(f *actor.Future) (any, error) {
 	res, err := f.Result()
+	h := -1
+	if e.hostSet != nil {
+		h = e.hostSet.answered(f)
+	}
+	if l, ok := res.(*actors.Lost); ok {
+		return nil, e.lost(l)
+	}
 	if err != nil {
+		if h >= 0 {
+			return nil, fmt.Errorf("pipeline: host %s: %w", e.hostSet.hosts[h], err)
+		}
 		return nil, err
 	}
 	if m, ok := res.(proto.Message); ok {
@@ -577,6 +621,7 @@ func (e *Engine) askAll(msg func(i int) any) ([]any, error) {
 func (e *Engine) Step(step int, lr float64, x *tensor.Tensor, t nn.Target) (float64, error) {
 	e.busy.Store(true)
 	defer e.busy.Store(false)
+	e.step = step
 	e.runStep = actors.RunStep{Step: step, LR: lr, X: x, T: t} // the coordinator is done with the last one
 	res, err := e.request(e.coord, &e.runStep)
 	if err != nil {
@@ -858,6 +903,9 @@ func (e *Engine) Close() error {
 		return nil
 	}
 	e.closed = true
+	if e.hostSet != nil {
+		e.setLive(false)
+	}
 	close(e.stop)
 	e.stopped.Wait()
 	var errs []error

@@ -6,9 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"strings"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
@@ -27,17 +25,67 @@ type hostSet struct {
 	sessions []*actor.PID
 	stagesOf [][]int // per host, the stage actor ids it runs
 	monitor  *actor.PID
-	lost     []atomic.Bool // per host: the monitor found it gone; nothing more is asked of it
+
+	mu      sync.Mutex
+	waiting []map[*actor.Future]bool // per host, the engine's questions still unanswered
+	why     []*actors.Lost           // per host, how the monitor found it lost; nothing more is asked of it
 }
 
-// lostAt reports whether the host at address addr is lost.
-func (hs *hostSet) lostAt(addr string) bool {
-	for h, s := range hs.sessions {
-		if s.Address == addr {
-			return hs.lost[h].Load()
+// ask records f, a question to host h, so that the host's loss answers it
+// at once; it reports false, recording nothing, for a host already lost.
+func (hs *hostSet) ask(h int, f *actor.Future) bool {
+	hs.mu.Lock()
+	defer hs.mu.Unlock()
+	if hs.why[h] != nil {
+		return false
+	}
+	hs.waiting[h][f] = true
+	return true
+}
+
+// answered forgets f and returns the host it asked, or -1.
+func (hs *hostSet) answered(f *actor.Future) int {
+	hs.mu.Lock()
+	defer hs.mu.Unlock()
+	for h, w := range hs.waiting {
+		if w[f] {
+			delete(w, f)
+			return h
 		}
 	}
-	return false
+	return -1
+}
+
+// fail marks host h lost and answers its open questions with l: a question
+// in flight when a host dies would otherwise wait out its timeout.
+func (hs *hostSet) fail(ctx actor.SenderContext, h int, l *actors.Lost) {
+	hs.mu.Lock()
+	defer hs.mu.Unlock()
+	if hs.why[h] == nil {
+		hs.why[h] = l
+	}
+	for f := range hs.waiting[h] {
+		ctx.Send(f.PID(), l)
+	}
+	clear(hs.waiting[h])
+}
+
+// lostWhy returns how host h was lost.
+func (hs *hostSet) lostWhy(h int) *actors.Lost {
+	hs.mu.Lock()
+	defer hs.mu.Unlock()
+	return hs.why[h]
+}
+
+// hostIndex returns the index of the host whose actors have address addr,
+// or -1.
+func (hs *hostSet) hostIndex(addr string) int {
+	for h, s := range hs.sessions {
+		if s.Address == addr {
+			return h
+		}
+	}
+	return -1
 }
 
 // hostOf returns the host that runs stage actor id of units, placed in
@@ -79,8 +127,10 @@ func (e *Engine) startHosts(units []unit) error {
 			break
 		}
 	}
-	for _, host := range cfg.Hosts { // before anything starts here
-		if _, err := handshake(host, cfg.Token, cfg.TLS); err != nil {
+	at := make([]string, len(cfg.Hosts)) // each worker's actor address
+	for h, host := range cfg.Hosts {     // before anything starts here
+		var err error
+		if _, at[h], err = handshake(host, cfg.Token, cfg.TLS); err != nil {
 			return err
 		}
 	}
@@ -89,28 +139,36 @@ func (e *Engine) startHosts(units []unit) error {
 		return err
 	}
 	e.system, e.root, e.shared = system, system.Root, true
-	hs := &hostSet{hosts: cfg.Hosts, stagesOf: make([][]int, len(cfg.Hosts)), lost: make([]atomic.Bool, len(cfg.Hosts))}
+	shared.Lock()
+	e.graph.Dropped = shared.undelivered.dropped
+	shared.Unlock()
+	hs := &hostSet{hosts: cfg.Hosts, stagesOf: make([][]int, len(cfg.Hosts)),
+		waiting: make([]map[*actor.Future]bool, len(cfg.Hosts)), why: make([]*actors.Lost, len(cfg.Hosts))}
+	for h := range hs.waiting {
+		hs.waiting[h] = map[*actor.Future]bool{}
+	}
 	e.hostSet = hs
 	for id := range units {
 		h := hostOf(id, len(units), len(cfg.Hosts))
 		hs.stagesOf[h] = append(hs.stagesOf[h], id)
 	}
 	for h, host := range cfg.Hosts {
-		if err := e.openSession(h, host); err != nil {
+		if err := e.openSession(h, host, at[h]); err != nil {
 			return err
 		}
 	}
 	return nil
 }
 
-// openSession spawns this engine's session on host and opens the run there.
-// A worker still holding a run whose coordinator is gone (a restart right
-// after a crash) drops it within sessionSilence: until then it is asked again.
-func (e *Engine) openSession(h int, host string) error {
+// openSession spawns this engine's session on host, whose worker has actor
+// address at, and opens the run there. A worker still holding a run whose
+// coordinator is gone (a restart right after a crash) drops it within
+// sessionSilence: until then it is asked again.
+func (e *Engine) openSession(h int, host, at string) error {
 	hs := e.hostSet
 	deadline := time.Now().Add(sessionSilence + 2*time.Second)
 	for {
-		res, err := remote.GetRemote(e.system).SpawnNamed(host, fmt.Sprintf("%s-%x-%d", e.cfg.RunID, e.run.Gen, time.Now().UnixNano()), sessionKind, spawnTimeout)
+		res, err := remote.GetRemote(e.system).SpawnNamed(at, fmt.Sprintf("%s-%x-%d", e.cfg.RunID, e.run.Gen, time.Now().UnixNano()), sessionKind, spawnTimeout)
 		if err != nil {
 			return &HandshakeError{host, fmt.Errorf("spawning the run's session: %v", err)}
 		}
@@ -194,7 +252,7 @@ func (e *Engine) closeHosts() {
 	if hs != nil {
 		var futures []*actor.Future
 		for i, s := range hs.sessions {
-			if !hs.lost[i].Load() { // a lost host drops the run on its own
+			if hs.lostWhy(i) == nil { // a lost host drops the run on its own
 				futures = append(futures, e.root.RequestFuture(s, &wire.Close{Run: e.runWire()}, 2*time.Second))
 			}
 		}
@@ -217,6 +275,34 @@ var shared struct {
 	token             string
 	tls               TLS
 	users             int // engines open on it
+	undelivered       *undelivered
+	engines           map[actors.Run]*Engine // the live engines, by run and generation
+}
+
+// setLive records whether e is live, so that an undelivered message of its
+// run fails it.
+func (e *Engine) setLive(live bool) {
+	shared.Lock()
+	defer shared.Unlock()
+	if live {
+		shared.engines[e.run] = e
+	} else {
+		delete(shared.engines, e.run)
+	}
+}
+
+// failShared fails the live engine of run, if there is one here, and
+// returns its log.
+func failShared(run actors.Run, err error) (*zerolog.Logger, bool) {
+	shared.Lock()
+	e := shared.engines[run]
+	shared.Unlock()
+	if e == nil {
+		return nil, false
+	}
+	e.graph.Sent(e.coord)
+	e.root.Send(e.coord, &actors.Failed{Actor: -1, Err: err})
+	return &e.log, true
 }
 
 func sharedToken() string {
@@ -246,14 +332,17 @@ func acquireShared(listen, advertise, token string, t TLS, logger *zerolog.Logge
 	}
 	system := actor.NewActorSystem(actor.WithLoggerFactory(func(*actor.ActorSystem) *slog.Logger { return protoLogger(logger) }),
 		actor.WithDeadLetterThrottleInterval(time.Millisecond))
+	log := zerolog.Nop()
+	if logger != nil {
+		log = *logger
+	}
+	shared.undelivered = watchUndelivered(system, log, failShared)
+	shared.engines = map[actors.Run]*Engine{}
 	shared.token = token // read by the server's guard, under the lock
-	if _, _, err := startRemote(system, listen, "", sharedToken, t); err != nil {
+	// workers reach back at advertise, this machine's address on their route, if given
+	if _, _, err := startRemote(system, listen, advertise, sharedToken, t); err != nil {
 		system.Shutdown()
 		return nil, err
-	}
-	if advertise != "" { // workers reach back at this machine's address on their route
-		_, port, _ := strings.Cut(system.Address(), ":")
-		system.ProcessRegistry.Address = advertise + ":" + port
 	}
 	shared.system, shared.listen, shared.advertise, shared.tls, shared.users = system, listen, advertise, t, 1
 	return system, nil
@@ -303,6 +392,7 @@ func (m *monitor) Receive(ctx actor.Context) {
 			m.last[h] = time.Now()
 			ctx.Watch(s)
 		}
+		ctx.Send(ctx.Self(), beatTick{}) // the first beat at once: a session watches its coordinator from then on
 	case beatTick:
 		now := time.Now()
 		for h, s := range m.hosts.sessions {
@@ -334,10 +424,11 @@ func (m *monitor) lose(ctx actor.Context, h int, why string) {
 		return
 	}
 	m.reported = true
-	m.hosts.lost[h].Store(true)
 	var names []string
 	for _, id := range m.hosts.stagesOf[h] {
 		names = append(names, m.names[id])
 	}
-	ctx.Send(m.coord, &actors.Lost{Host: m.hosts.hosts[h], Stages: names, Why: why})
+	l := &actors.Lost{Host: m.hosts.hosts[h], Stages: names, Why: why}
+	m.hosts.fail(ctx, h, l)
+	ctx.Send(m.coord, l)
 }

@@ -2,6 +2,7 @@ package pipeline
 
 import (
 	"context"
+	"crypto/rand"
 	"crypto/subtle"
 	"crypto/tls"
 	"crypto/x509"
@@ -25,17 +26,20 @@ import (
 	"google.golang.org/grpc/keepalive"
 	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/status"
+
+	"github.com/pipetrain/pipetrain/actors"
 )
 
 // Protocol is the version of the coordinator–worker protocol: both sides
 // must speak the same, checked in the handshake before anything is spawned.
-const Protocol = "pipetrain-1"
+const Protocol = "pipetrain-2"
 
 // Metadata keys of every gRPC call between a coordinator and its workers.
 const (
 	mdToken    = "pipetrain-token"
 	mdProtocol = "pipetrain-protocol"
 	mdCores    = "pipetrain-cores"
+	mdAddress  = "pipetrain-address" // the worker's actor address, incarnation included
 )
 
 // maxMessage is the largest gRPC message either side takes: protoactor
@@ -79,7 +83,7 @@ func tokenOK(got []string, want string) bool {
 // token; protoactor's ListProcesses is answered by the handshake instead of
 // its handler, which panics, and its GetProcessDiagnostics is denied; a
 // handler's panic becomes an error instead of ending the process.
-func serverOptions(token func() string, creds credentials.TransportCredentials) []grpc.ServerOption {
+func serverOptions(token func() string, self func() string, creds credentials.TransportCredentials) []grpc.ServerOption {
 	unary := func(ctx context.Context, req any, info *grpc.UnaryServerInfo, handler grpc.UnaryHandler) (resp any, err error) {
 		md, _ := metadata.FromIncomingContext(ctx)
 		if !tokenOK(md.Get(mdToken), token()) {
@@ -91,7 +95,7 @@ func serverOptions(token func() string, creds credentials.TransportCredentials) 
 		if v := md.Get(mdProtocol); len(v) == 0 || v[0] != Protocol {
 			return nil, status.Errorf(codes.FailedPrecondition, "protocol %v, this side speaks %s", v, Protocol)
 		}
-		_ = grpc.SetHeader(ctx, metadata.Pairs(mdProtocol, Protocol, mdCores, strconv.Itoa(runtime.GOMAXPROCS(0))))
+		_ = grpc.SetHeader(ctx, metadata.Pairs(mdProtocol, Protocol, mdCores, strconv.Itoa(runtime.GOMAXPROCS(0)), mdAddress, self()))
 		return &remote.ListProcessesResponse{}, nil
 	}
 	stream := func(srv any, ss grpc.ServerStream, info *grpc.StreamServerInfo, handler grpc.StreamHandler) (err error) {
@@ -126,11 +130,15 @@ func dialOptions(token func() string, creds credentials.TransportCredentials) []
 	if creds == nil {
 		creds = insecure.NewCredentials()
 	}
+	creds = hostCreds{creds}
 	withMD := func(ctx context.Context) context.Context {
 		return metadata.AppendToOutgoingContext(ctx, mdToken, token(), mdProtocol, Protocol)
 	}
 	return []grpc.DialOption{
 		grpc.WithTransportCredentials(creds),
+		grpc.WithContextDialer(func(ctx context.Context, addr string) (net.Conn, error) {
+			return (&net.Dialer{}).DialContext(ctx, "tcp", actors.Host(addr))
+		}),
 		grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(maxMessage), grpc.MaxCallSendMsgSize(maxMessage)),
 		grpc.WithInitialWindowSize(window), grpc.WithInitialConnWindowSize(window),
 		grpc.WithReadBufferSize(buffer), grpc.WithWriteBufferSize(buffer),
@@ -161,15 +169,9 @@ func startRemote(system *actor.ActorSystem, listen, advertise string, token func
 	if err != nil || port < 0 || port > 65535 {
 		return nil, "", fmt.Errorf("pipeline: listen address %q: port %q is not a number in 0..65535", listen, portText)
 	}
-	if port != 0 { // protoactor panics on a port in use: say so first
-		l, err := net.Listen("tcp", listen)
-		if err != nil {
-			return nil, "", fmt.Errorf("pipeline: cannot listen on %s: %v", listen, err)
-		}
-		l.Close()
-	}
+	self := func() string { return system.Address() }
 	opts := []remote.ConfigOption{
-		remote.WithServerOptions(serverOptions(token, server)...),
+		remote.WithServerOptions(serverOptions(token, self, server)...),
 		remote.WithDialOptions(dialOptions(token, client)...),
 		remote.WithCallOptions(grpc.MaxCallRecvMsgSize(maxMessage), grpc.MaxCallSendMsgSize(maxMessage)),
 		remote.WithKinds(kinds...),
@@ -177,19 +179,86 @@ func startRemote(system *actor.ActorSystem, listen, advertise string, token func
 		// 16 MB of pointers that every garbage collection scans; the queue grows
 		remote.WithEndpointWriterQueueSize(writerQueue),
 	}
-	if advertise != "" {
-		opts = append(opts, remote.WithAdvertisedHost(advertise))
+	// The actor address names the port, so a port is chosen before the
+	// endpoint starts; one taken in between is chosen again.
+	for try := 0; ; try++ {
+		at := port
+		if at == 0 || try == 0 { // protoactor panics on a port in use: say so first
+			l, err := net.Listen("tcp", net.JoinHostPort(host, strconv.Itoa(at)))
+			if err != nil {
+				return nil, "", fmt.Errorf("pipeline: cannot listen on %s: %v", listen, err)
+			}
+			at = l.Addr().(*net.TCPAddr).Port
+			l.Close()
+		}
+		addr = listenAddr(host, at)
+		if advertise != "" {
+			addr = advertise
+			if _, _, err := net.SplitHostPort(advertise); err != nil { // a host alone: this port
+				addr = net.JoinHostPort(advertise, strconv.Itoa(at))
+			}
+		}
+		cfg := remote.Configure(host, at, append(opts, remote.WithAdvertisedHost(incarnate(addr)))...)
+		cfg.MaxRetryCount = 1 // the handshake has found the peer; a lost one is not waited for
+		r = remote.NewRemote(system, cfg)
+		if err := startOnce(r); err == nil {
+			return r, addr, nil
+		} else if port != 0 || try == 4 {
+			return nil, "", fmt.Errorf("pipeline: cannot listen on %s: %v", listen, err)
+		}
 	}
-	cfg := remote.Configure(host, port, opts...)
-	cfg.MaxRetryCount = 1 // the handshake has found the peer; a lost one is not waited for
-	r = remote.NewRemote(system, cfg)
+}
+
+// listenAddr is host:port as a listener on host reports it ("[::]" for any
+// address).
+func listenAddr(host string, port int) string {
+	if host == "" {
+		host = "::"
+	}
+	return net.JoinHostPort(host, strconv.Itoa(port))
+}
+
+// startOnce starts r, turning protoactor's panic on a port in use into an error.
+func startOnce(r *remote.Remote) (err error) {
 	defer func() {
 		if p := recover(); p != nil {
-			err = fmt.Errorf("pipeline: cannot listen on %s: %v", listen, p)
+			err = fmt.Errorf("%v", p)
 		}
 	}()
 	r.Start()
-	return r, system.Address(), nil
+	return nil
+}
+
+// An actor address names one incarnation of a process: its network address,
+// then "/" and a random number drawn when the process's endpoint starts.
+// protoactor keeps what it knows of a peer (the connection and its writer, a
+// connection attempt under way, the watches) by actor address, and drops it
+// when an event naming that address arrives, whenever that is. With bare
+// network addresses, a worker restarted at its old address inherited what
+// its peers still held of the dead one: an attempt to reach the dead worker,
+// made after its death and failing two seconds later, swallowed every
+// message the new run sent to the new one meanwhile, and its failure event
+// then tore down the new connection too. With incarnations, nothing of a
+// dead process is ever taken for its successor (as Akka's addresses carry a
+// system UID); the network address is used only to dial.
+func incarnate(addr string) string {
+	var b [8]byte
+	_, _ = rand.Read(b[:])
+	return fmt.Sprintf("%s/%016x", addr, b)
+}
+
+// hostCreds dials TLS with the network address as the server's name, not
+// the actor address gRPC passes as its authority.
+type hostCreds struct {
+	credentials.TransportCredentials
+}
+
+func (c hostCreds) ClientHandshake(ctx context.Context, authority string, conn net.Conn) (net.Conn, credentials.AuthInfo, error) {
+	return c.TransportCredentials.ClientHandshake(ctx, actors.Host(authority), conn)
+}
+
+func (c hostCreds) Clone() credentials.TransportCredentials {
+	return hostCreds{c.TransportCredentials.Clone()}
 }
 
 // TLS names the PEM files that secure a process's links: its certificate
@@ -238,15 +307,15 @@ func (e *HandshakeError) Unwrap() error { return e.Err }
 
 // handshake checks that a worker listens at host, speaks this protocol and
 // takes the token, before anything is spawned there; it returns the
-// worker's cores.
-func handshake(host, token string, t TLS) (int, error) {
+// worker's cores and actor address.
+func handshake(host, token string, t TLS) (int, string, error) {
 	_, client, err := t.credentials()
 	if err != nil {
-		return 0, err
+		return 0, "", err
 	}
 	conn, err := grpc.NewClient(host, dialOptions(func() string { return token }, client)...)
 	if err != nil {
-		return 0, &HandshakeError{host, err}
+		return 0, "", &HandshakeError{host, err}
 	}
 	defer conn.Close()
 	ctx, cancel := context.WithTimeout(context.Background(), handshakeTimeout)
@@ -257,28 +326,32 @@ func handshake(host, token string, t TLS) (int, error) {
 		st, _ := status.FromError(err)
 		switch st.Code() {
 		case codes.Unauthenticated:
-			return 0, &HandshakeError{host, errors.New("the worker refused the token (give both sides the same --token-file or PIPETRAIN_TOKEN)")}
+			return 0, "", &HandshakeError{host, errors.New("the worker refused the token (give both sides the same --token-file or PIPETRAIN_TOKEN)")}
 		case codes.FailedPrecondition:
-			return 0, &HandshakeError{host, fmt.Errorf("protocol mismatch: %s", st.Message())}
+			return 0, "", &HandshakeError{host, fmt.Errorf("protocol mismatch: %s", st.Message())}
 		case codes.DeadlineExceeded, codes.Unavailable:
 			switch msg := st.Message(); {
 			case strings.Contains(msg, "server preface"):
-				return 0, &HandshakeError{host, fmt.Errorf("the worker speaks TLS and this coordinator does not (give --tls-cert, --tls-key and --tls-ca): %s", msg)}
+				return 0, "", &HandshakeError{host, fmt.Errorf("the worker speaks TLS and this coordinator does not (give --tls-cert, --tls-key and --tls-ca): %s", msg)}
 			case strings.Contains(msg, "tls:") || strings.Contains(msg, "x509"):
-				return 0, &HandshakeError{host, fmt.Errorf("TLS failed (a worker without TLS, or a certificate the authority did not sign): %s", msg)}
+				return 0, "", &HandshakeError{host, fmt.Errorf("TLS failed (a worker without TLS, or a certificate the authority did not sign): %s", msg)}
 			}
-			return 0, &HandshakeError{host, fmt.Errorf("no worker answered (is `train worker --listen %s` running there?): %s", host, st.Message())}
+			return 0, "", &HandshakeError{host, fmt.Errorf("no worker answered (is `train worker --listen %s` running there?): %s", host, st.Message())}
 		}
-		return 0, &HandshakeError{host, fmt.Errorf("handshake failed: %s", st.Message())}
+		return 0, "", &HandshakeError{host, fmt.Errorf("handshake failed: %s", st.Message())}
 	}
 	if v := header.Get(mdProtocol); len(v) == 0 || v[0] != Protocol {
-		return 0, &HandshakeError{host, fmt.Errorf("protocol mismatch: the worker speaks %v, this coordinator %s", v, Protocol)}
+		return 0, "", &HandshakeError{host, fmt.Errorf("protocol mismatch: the worker speaks %v, this coordinator %s", v, Protocol)}
 	}
 	cores := 0
 	if v := header.Get(mdCores); len(v) > 0 {
 		cores, _ = strconv.Atoi(v[0])
 	}
-	return cores, nil
+	addr := header.Get(mdAddress)
+	if len(addr) == 0 || actors.Host(addr[0]) == addr[0] {
+		return 0, "", &HandshakeError{host, errors.New("the worker gave no actor address")}
+	}
+	return cores, addr[0], nil
 }
 
 // isLoopback reports whether host (of host:port) is a loopback name or address.

@@ -16,6 +16,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/rs/zerolog"
+
 	"github.com/pipetrain/pipetrain/actors"
 	"github.com/pipetrain/pipetrain/nn"
 	"github.com/pipetrain/pipetrain/pipeline"
@@ -347,4 +349,85 @@ func freePort() (int, error) {
 	}
 	defer l.Close()
 	return l.Addr().(*net.TCPAddr).Port, nil
+}
+
+// lockedBuffer is a log sink safe for the actors' goroutines.
+type lockedBuffer struct {
+	mu  sync.Mutex
+	buf strings.Builder
+}
+
+func (b *lockedBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *lockedBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}
+
+// TestUndelivered: a message between processes sent to an actor that does
+// not exist, on a worker or in the coordinator's process, fails its step
+// within 5 s with an error naming the host where it was dropped, the
+// sender, the target and the message, and the coordinator's process logs
+// an "undelivered" event for one dropped there.
+func TestUndelivered(t *testing.T) {
+	hosts := workers(t, 2, "")
+	for _, tc := range []struct {
+		name     string
+		position int    // the stage whose next neighbour is gone
+		host     string // where the message is dropped
+	}{
+		{"to a worker", 2, hosts[1]},
+		{"to the coordinator's process", 5, ""},
+	} {
+		var log lockedBuffer
+		logger := zerolog.New(&log)
+		cfg := pipeline.Config{Schedule: actors.OneFOneB, MicroBatches: 2, Stages: 0, Hosts: hosts, Loss: nn.CrossEntropy,
+			Optimizer: sgd, Features: features, Specs: specs, Seed: seed, RunID: "undelivered", Logger: &logger}
+		eng, err := pipeline.New(specModel(t), cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		x, tg := batch(1)
+		if _, err := eng.Step(1, lr(1), x, tg); err != nil {
+			t.Fatalf("%s: step 1: %v", tc.name, err)
+		}
+		if err := eng.Misroute(tc.position); err != nil {
+			t.Fatalf("%s: %v", tc.name, err)
+		}
+		start := time.Now()
+		_, err = eng.Step(2, lr(2), x, tg)
+		took := time.Since(start)
+		if err := eng.Close(); err != nil {
+			t.Error(err)
+		}
+		host := tc.host
+		if host == "" { // the coordinator's process: the address it reported
+			i := strings.Index(log.String(), `"host":"`)
+			if i < 0 {
+				t.Fatalf("%s: no undelivered event names a host in the coordinator's log:\n%s", tc.name, log.String())
+			}
+			host, _, _ = strings.Cut(log.String()[i+len(`"host":"`):], `"`)
+		}
+		t.Logf("%s: after %v: %v", tc.name, took.Round(time.Millisecond), err)
+		if err == nil || !strings.Contains(err.Error(), "host "+host) || !strings.Contains(err.Error(), "not delivered") ||
+			!strings.Contains(err.Error(), "-gone") || !strings.Contains(err.Error(), "Forward step 2") ||
+			!strings.Contains(err.Error(), fmt.Sprintf("from stage %d", tc.position)) {
+			t.Errorf("%s: step 2 gave %v; want an error naming host %s, the sender, the gone target and the forward", tc.name, err, host)
+		}
+		if took > 5*time.Second {
+			t.Errorf("%s: the step failed after %v, want within 5 s", tc.name, took)
+		}
+		if tc.host == "" {
+			for _, field := range []string{`"event":"undelivered"`, `"from":"stage 5 on `, `-gone"`, `"type":"Forward step 2 micro-batch `, `"reason":"no such actor there"`, `"level":"warn"`} {
+				if !strings.Contains(log.String(), field) {
+					t.Errorf("%s: the coordinator's log lacks %s:\n%s", tc.name, field, log.String())
+				}
+			}
+		}
+	}
 }

@@ -43,8 +43,11 @@ type Worker struct {
 	mu       sync.Mutex
 	run      string // the run whose sessions are open, or ""
 	sessions map[*actor.PID]bool
+	opened   map[actors.Run]*actor.PID // the open sessions by run and generation
 	closed   bool
 	stages   map[*actors.Status]string // the hosted stage actors, by name
+
+	undelivered *undelivered
 }
 
 // sessionKind is the kind a coordinator spawns on a worker for each engine
@@ -56,12 +59,13 @@ func NewWorker(cfg WorkerConfig) (*Worker, error) {
 	if cfg.Token == "" && !isLoopback(cfg.Listen) {
 		return nil, fmt.Errorf("pipeline: a worker listens beyond loopback (%s) only with a token", cfg.Listen)
 	}
-	w := &Worker{log: zerolog.Nop(), sessions: map[*actor.PID]bool{}, stages: map[*actors.Status]string{}}
+	w := &Worker{log: zerolog.Nop(), sessions: map[*actor.PID]bool{}, opened: map[actors.Run]*actor.PID{}, stages: map[*actors.Status]string{}}
 	if cfg.Logger != nil {
 		w.log = *cfg.Logger
 	}
 	w.system = actor.NewActorSystem(actor.WithLoggerFactory(func(*actor.ActorSystem) *slog.Logger { return protoLogger(cfg.Logger) }),
 		actor.WithDeadLetterThrottleInterval(time.Millisecond))
+	w.undelivered = watchUndelivered(w.system, w.log, w.failRun)
 	props := actor.PropsFromProducer(func() actor.Actor { return &session{w: w} }, actor.WithSupervisor(stopStrategy))
 	r, addr, err := startRemote(w.system, cfg.Listen, cfg.Advertise, func() string { return cfg.Token }, cfg.TLS, remote.NewKind(sessionKind, props))
 	if err != nil {
@@ -71,6 +75,25 @@ func NewWorker(cfg WorkerConfig) (*Worker, error) {
 	w.remote, w.addr = r, addr
 	return w, nil
 }
+
+// failRun asks the session of run, if one is open, to fail it with err.
+func (w *Worker) failRun(run actors.Run, err error) (*zerolog.Logger, bool) {
+	w.mu.Lock()
+	pid := w.opened[run]
+	w.mu.Unlock()
+	if pid == nil {
+		return nil, false
+	}
+	w.system.Root.Send(pid, &failRun{err})
+	return nil, true
+}
+
+// failRun tells a session that a message of its run was not delivered. It
+// is not word from the coordinator: a coordinator gone silent is still found
+// so, however many messages to it fail.
+type failRun struct{ err error }
+
+func (*failRun) NotInfluenceReceiveTimeout() {}
 
 // Addr returns the host:port the worker listens on.
 func (w *Worker) Addr() string { return w.addr }
@@ -129,6 +152,11 @@ func (w *Worker) claim(pid *actor.PID, run string) error {
 func (w *Worker) release(pid *actor.PID) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
+	for r, p := range w.opened {
+		if p == pid {
+			delete(w.opened, r)
+		}
+	}
 	if w.sessions[pid] {
 		delete(w.sessions, pid)
 		if len(w.sessions) == 0 {
@@ -153,6 +181,7 @@ type session struct {
 	start    time.Time
 	ended    bool
 	watching bool
+	failed   bool // a message of the run was not delivered, and the coordinator was told
 }
 
 type hosted struct {
@@ -185,6 +214,11 @@ func (s *session) Receive(ctx actor.Context) {
 				ctx.Watch(s.coord)
 			}
 			ctx.Respond(&wire.Beat{Run: m.Run, Seq: m.Seq})
+		}
+	case *failRun:
+		if s.open && !s.ended && !s.failed { // once: the report may itself go undelivered
+			s.failed = true
+			ctx.Send(s.coord, &wire.Failed{Run: &wire.Run{Id: s.run.ID, Gen: s.run.Gen, From: "worker " + actors.Host(ctx.Self().Address)}, Actor: -1, Err: wire.FromError(m.err)})
 		}
 	case *wire.Close:
 		if s.mine(m.Run) {
@@ -234,6 +268,10 @@ func (s *session) openRun(ctx actor.Context, m *wire.Open) *wire.Opened {
 	s.open, s.run, s.coord = true, actors.Run{ID: m.Run.Id, Gen: m.Run.Gen}, actors.FromPid(m.Coordinator)
 	s.stages, s.threads, s.oneBusy = int(m.Stages), int(m.Threads), m.OneBusy
 	s.graph = actors.NewGraph(false)
+	s.graph.Dropped = s.w.undelivered.dropped
+	s.w.mu.Lock()
+	s.w.opened[s.run] = ctx.Self()
+	s.w.mu.Unlock()
 	s.start = time.Now()
 	ctx.SetReceiveTimeout(sessionSilence)
 	s.w.log.Info().Str("event", "worker_run").Str("run", s.run.ID).Uint64("generation", s.run.Gen).

@@ -36,6 +36,7 @@ type worker struct {
 	addr   string
 	cmd    *exec.Cmd
 	logDir string
+	args   []string // its flags beyond --listen and --log-dir
 }
 
 // startWorker runs `train worker` on listen (127.0.0.1:0 picks a port), and
@@ -52,7 +53,7 @@ func startWorker(t *testing.T, bin, listen string, extra ...string) *worker {
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	w := &worker{cmd: cmd, logDir: logDir}
+	w := &worker{cmd: cmd, logDir: logDir, args: extra}
 	t.Cleanup(func() {
 		_ = cmd.Process.Kill()
 		_ = cmd.Wait()
@@ -190,106 +191,25 @@ func lastCheckpoint(t *testing.T, dir string) map[string][]byte {
 	return out
 }
 
-// TestKilledWorker: kill -9 of a worker mid-run ends the coordinator with
-// exit 1 within seconds, naming the host and its stages, with the last
-// checkpoint whole; after the worker is back, --resume gives the unbroken
-// run's losses bit for bit. A coordinator with the wrong token is refused
-// (exit 2, naming the host) and the worker serves the next good run.
-func TestKilledWorker(t *testing.T) {
+// TestWrongToken: a coordinator with the wrong token is refused (exit 2,
+// naming the host and the token) and the worker serves the next good run.
+func TestWrongToken(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds and runs the binary")
 	}
 	dir := t.TempDir()
 	bin := buildTrain(t, dir)
-	tokenFile := filepath.Join(dir, "token")
+	tokenFile, wrong := filepath.Join(dir, "token"), filepath.Join(dir, "wrong")
 	os.WriteFile(tokenFile, []byte("s3cret\n"), 0o600)
-	w1, w2 := startWorker(t, bin, "127.0.0.1:0", "--token-file", tokenFile), startWorker(t, bin, "127.0.0.1:0", "--token-file", tokenFile)
-	cfg := strings.Replace(baseConfig, "epochs = 2", "epochs = 100000\ncheckpoint_every = 10", 1)
-	layout := []string{"--set", "pipeline.schedule=1f1b", "--set", "pipeline.stages=2", "--set", "pipeline.micro_batches=2", "--set", hostsSet(w1, w2)}
-
-	wrong := filepath.Join(dir, "wrong")
 	os.WriteFile(wrong, []byte("guess"), 0o600)
+	w := startWorker(t, bin, "127.0.0.1:0", "--token-file", tokenFile)
+	layout := []string{"--set", "pipeline.schedule=1f1b", "--set", "pipeline.stages=2", "--set", hostsSet(w)}
 	refused := coordinate(t, bin, t.TempDir(), baseConfig, append(layout, "--token-file", wrong)...)
-	if refused.code != exitBadInput || !strings.Contains(lastLine(refused.stderr), w1.addr) || !strings.Contains(lastLine(refused.stderr), "token") {
-		t.Fatalf("wrong token: exit %d, last line %q; want 2 naming %s and the token", refused.code, lastLine(refused.stderr), w1.addr)
+	if refused.code != exitBadInput || !strings.Contains(lastLine(refused.stderr), w.addr) || !strings.Contains(lastLine(refused.stderr), "token") {
+		t.Fatalf("wrong token: exit %d, last line %q; want 2 naming %s and the token", refused.code, lastLine(refused.stderr), w.addr)
 	}
-
-	run := t.TempDir()
-	path := filepath.Join(run, "run.toml")
-	os.WriteFile(path, []byte(cfg), 0o644)
-	cmd := exec.Command(bin, append([]string{"--config", path, "--log-format", "json", "--token-file", tokenFile,
-		"--set", "log.dir=" + filepath.Join(run, "logs"), "--set", "train.checkpoint_dir=" + filepath.Join(run, "checkpoints")}, layout...)...)
-	stderr, err := cmd.StderrPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = cmd.Process.Kill() })
-	sc := bufio.NewScanner(stderr)
-	sc.Buffer(make([]byte, 1<<20), 1<<24)
-	steps := 0
-	for steps < 45 && sc.Scan() {
-		if strings.Contains(sc.Text(), `"event":"step"`) {
-			steps++
-		}
-	}
-	if steps < 45 {
-		t.Fatalf("the coordinator logged %d steps before ending", steps)
-	}
-	killed := time.Now()
-	_ = w2.cmd.Process.Kill() // SIGKILL
-	var rest []string
-	for sc.Scan() {
-		rest = append(rest, sc.Text())
-	}
-	done := make(chan struct{})
-	go func() { _ = cmd.Wait(); close(done) }()
-	select {
-	case <-done:
-	case <-time.After(30 * time.Second):
-		t.Fatal("the coordinator did not end within 30 s of the worker's death")
-	}
-	took := time.Since(killed)
-	t.Logf("the coordinator ended %v after the worker was killed: %s", took.Round(10*time.Millisecond), lastLine(strings.Join(rest, "\n")))
-	if took > 10*time.Second {
-		t.Errorf("the coordinator took %v to end after the worker was killed, want a few seconds", took)
-	}
-	last := ""
-	if len(rest) > 0 {
-		last = rest[len(rest)-1]
-	}
-	if code := cmd.ProcessState.ExitCode(); code != exitFailed || !strings.Contains(last, w2.addr) || !strings.Contains(last, "stage 1") || !strings.Contains(last, "step") {
-		t.Fatalf("exit %d, last stderr line %q; want 1 naming %s, stage 1 and the step", code, last, w2.addr)
-	}
-
-	// the worker comes back at the same address; the run resumes exactly
-	startWorker(t, bin, w2.addr, "--token-file", tokenFile)
-	evs := readEvents(t, filepath.Join(run, "logs"))
-	cks := eventsNamed(evs, "checkpoint")
-	if len(cks) == 0 || len(eventsNamed(evs, "run_end")) != 1 {
-		t.Fatalf("the failed run logged %d checkpoints and %d run_end", len(cks), len(eventsNamed(evs, "run_end")))
-	}
-	at := int(cks[len(cks)-1]["step"].(float64))
-	end := at + 15
-	resumed := coordinate(t, bin, run, cfg, append(layout, "--resume", "--token-file", tokenFile, "--set", fmt.Sprintf("train.max_steps=%d", end))...)
-	if resumed.code != 0 {
-		t.Fatalf("resume: exit %d\n%s", resumed.code, resumed.stderr)
-	}
-	whole := coordinate(t, bin, t.TempDir(), cfg, "--set", fmt.Sprintf("train.max_steps=%d", end),
-		"--set", "pipeline.schedule=1f1b", "--set", "pipeline.stages=2", "--set", "pipeline.micro_batches=2")
-	if whole.code != 0 {
-		t.Fatalf("unbroken run: exit %d\n%s", whole.code, whole.stderr)
-	}
-	want, got := stepLosses(whole.events), stepLosses(resumed.events)
-	if len(got) != end-at {
-		t.Fatalf("resumed at step %d, logged %d steps, want %d", at, len(got), end-at)
-	}
-	for s, l := range got {
-		if want[s] != l {
-			t.Errorf("step %d: resumed loss %v, unbroken %v", s, l, want[s])
-		}
+	if ok := coordinate(t, bin, t.TempDir(), baseConfig, append(layout, "--token-file", tokenFile)...); ok.code != 0 {
+		t.Fatalf("the right token: exit %d\n%s", ok.code, ok.stderr)
 	}
 }
 

@@ -1,0 +1,27 @@
+package pipeline
+
+import (
+	"github.com/asynkron/protoactor-go/actor"
+
+	"github.com/pipetrain/pipetrain/actors"
+)
+
+// Misroute points the stage actor at position i to a next neighbour that
+// does not exist, on the host where its real one runs, for tests of
+// messages that cannot be delivered.
+func (e *Engine) Misroute(i int) error {
+	w := e.wiring(i)
+	for k, pid := range w.Next {
+		w.Next[k] = actor.NewPID(pid.Address, pid.Id+"-gone")
+	}
+	for _, id := range e.nodes[i].actors {
+		res, err := e.request(e.stages[id], &w)
+		if err != nil {
+			return err
+		}
+		if a, ok := res.(*actors.Ack); ok && a.Err != nil {
+			return a.Err
+		}
+	}
+	return nil
+}
