@@ -1,29 +1,50 @@
 #!/usr/bin/env bash
-# One epoch of MNIST with the issue's CNN (configs/cnn.toml), pipetrain
-# against PyTorch (Debian's python3-torch 1.13, 1 and 2 threads, with
-# OMP_WAIT_POLICY=PASSIVE), in interleaved rounds; medians of samples/s.
-# pipetrain's figure is the median of its step events after auto's tuning.
-#   bash bench/cnn/run.sh MNIST_DIR [ROUNDS]
+# The issue's CNN (configs/cnn.toml) on MNIST, pipetrain against PyTorch, side
+# by side on this machine, in interleaved rounds; medians of samples/s over
+# STEPS training steps (after 10 unclocked ones). One core against one core
+# (GOMAXPROCS=1; PyTorch one thread with OPENBLAS_NUM_THREADS=1), then the
+# best configuration of each on every core. Not part of CI.
+#   bash bench/cnn/run.sh MNIST_DIR [ROUNDS] [STEPS]     # defaults 3 and 150
 set -euo pipefail
-data=$(cd "${1:?usage: bench/cnn/run.sh MNIST_DIR [ROUNDS]}" && pwd)
+cd "$(dirname "$0")/../.."
+. bench/reference.sh
+data=$(cd "${1:?usage: bash bench/cnn/run.sh MNIST_DIR [ROUNDS] [STEPS]}" && pwd)
 rounds=${2:-3}
-here=$(cd "$(dirname "$0")" && pwd)
-root=$(cd "$here/../.." && pwd)
-py=/usr/bin/python3
+steps=${3:-150}
+setup_reference
+echo "== $(date -u +%F), $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | xargs), $(nproc) cores, Go $(go env GOVERSION)"
+peak
+describe_reference
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
-(cd "$root" && go build -o "$tmp/train" ./cmd/train)
-median() { sort -n | awk '{a[NR]=$1} END {print (NR%2 ? a[(NR+1)/2] : (a[NR/2]+a[NR/2+1])/2)}'; }
+go build -o "$tmp/train" ./cmd/train
+go build -o "$tmp/epochrate" ./bench/epochrate
+# name, GOMAXPROCS (empty: all), schedule, micro_batches, stages
+ours=("pt-1core 1 sequential 1 1" "pt-seq '' sequential 1 1" "pt-auto '' auto auto 0")
+# name, torch threads, OPENBLAS_NUM_THREADS (empty: its default, every core)
+theirs=("torch-1core 1 1" "torch-t1 1 ''" "torch-t2 2 ''")
 for r in $(seq "$rounds"); do
-	for t in 1 2; do
-		OMP_WAIT_POLICY=PASSIVE $py "$here/torch_cnn.py" "$data" "$t" | awk -v t="$t" '{print $1}' >> "$tmp/torch$t"
+	for c in "${ours[@]}"; do
+		eval set -- $c
+		dir="$tmp/logs-$r-$1"
+		env ${2:+GOMAXPROCS=$2} "$tmp/train" --config configs/cnn.toml --log-format json \
+			--set data.path="$data" --set data.download=false --set train.max_steps=$((steps + 10)) \
+			--set pipeline.schedule=$3 --set pipeline.micro_batches=$4 --set pipeline.stages=$5 \
+			--set log.every=10 --set log.dir="$dir" --set train.checkpoint_dir="$tmp/ck" --set train.eval_every=1000000 2>/dev/null
+		"$tmp/epochrate" "$dir"/*.jsonl >>"$tmp/$1"
 	done
-	"$tmp/train" --config "$root/configs/cnn.toml" --log-format json --set data.path="$data" \
-		--set train.epochs=1 --set log.every=10 --set log.dir="$tmp/logs$r" --set train.checkpoint_dir="$tmp/ck$r" 2>/dev/null
-	grep '"event":"step"' "$tmp"/logs$r/*.jsonl | tail -n +5 | grep -o '"samples_per_sec":[0-9.]*' | cut -d: -f2 | median >> "$tmp/pipetrain"
-	echo "round $r: torch1 $(tail -1 "$tmp/torch1") torch2 $(tail -1 "$tmp/torch2") pipetrain $(tail -1 "$tmp/pipetrain")" >&2
+	for c in "${theirs[@]}"; do
+		eval set -- $c
+		ref ${3:+OPENBLAS_NUM_THREADS=$3} $py bench/cnn/torch_cnn.py "$data" "$2" $((steps + 10)) >>"$tmp/$1"
+	done
+	echo "round $r: $(for f in "${ours[@]}" "${theirs[@]}"; do set -- $f; printf '%s %s  ' $1 "$(tail -1 "$tmp/$1")"; done)" >&2
 done
-t1=$(median < "$tmp/torch1"); t2=$(median < "$tmp/torch2"); p=$(median < "$tmp/pipetrain")
-best=$(printf '%s\n%s\n' "$t1" "$t2" | sort -n | tail -1)
-printf 'MNIST CNN, one epoch, samples/s, medians of %d rounds\n' "$rounds"
-printf 'PyTorch 1 thread %.0f, 2 threads %.0f; pipetrain (auto) %.0f: %.2fx PyTorch best\n' "$t1" "$t2" "$p" "$(echo "$p / $best" | bc -l)"
+echo "== samples/s, medians of $rounds rounds (the runs in brackets)"
+for c in "${ours[@]}" "${theirs[@]}"; do
+	set -- $c
+	printf "%-12s %6.0f  (%s)\n" $1 "$(median <"$tmp/$1")" "$(tr '\n' ' ' <"$tmp/$1")"
+done
+m() { median <"$tmp/$1"; }
+best() { for n in "$@"; do m $n; done | sort -g | tail -1; }
+awk -v p="$(m pt-1core)" -v t="$(m torch-1core)" 'BEGIN {printf "one core:  pipetrain %.0f, PyTorch %.0f: %.2fx\n", p, t, p/t}'
+awk -v p="$(best pt-seq pt-auto)" -v t="$(best torch-t1 torch-t2)" 'BEGIN {printf "best each: pipetrain %.0f, PyTorch %.0f: %.2fx\n", p, t, p/t}'

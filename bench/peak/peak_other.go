@@ -1,0 +1,8 @@
+//go:build !amd64
+
+package main
+
+// The loops are amd64 assembly; elsewhere the CPU flags that select them
+// are false and they never run.
+func fmaZMM(int) { panic("peak: amd64 only") }
+func fmaYMM(int) { panic("peak: amd64 only") }
