@@ -15,14 +15,15 @@ import (
 type MaxPool2d struct {
 	Kernel, Stride int
 	x              cache[maxPooled]
-	idx            map[int][]int // per micro-batch, reused from step to step
+	arg            map[int][]uint8 // per micro-batch, reused from step to step
 }
 
-// maxPooled is what MaxPool2d's backward needs: its input and where each
-// window's maximum was, so that it does not search the windows again.
+// maxPooled is what MaxPool2d's backward needs: its input and where in each
+// window the maximum was, so that it does not search the windows again (nil
+// for kernels too large for ops.MaxPool2dArg).
 type maxPooled struct {
 	x   *tensor.Tensor
-	idx []int
+	arg []uint8
 }
 
 // AvgPool2d is torch.nn.AvgPool2d(Kernel, Stride) without padding: the mean
@@ -39,7 +40,7 @@ func NewMaxPool2d(kernel, stride int) (*MaxPool2d, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &MaxPool2d{Kernel: kernel, Stride: stride, x: cache[maxPooled]{}, idx: map[int][]int{}}, nil
+	return &MaxPool2d{Kernel: kernel, Stride: stride, x: cache[maxPooled]{}, arg: map[int][]uint8{}}, nil
 }
 
 // NewAvgPool2d returns an average pooling over kernel×kernel windows; stride
@@ -129,17 +130,21 @@ func (l *MaxPool2d) OutShape(in []int) ([]int, error) {
 func (l *MaxPool2d) Forward(p Pass, x *tensor.Tensor) *tensor.Tensor {
 	oh, ow := checkPool("MaxPool2d", x, l.Kernel, l.Stride)
 	y := p.Arena.Tensor(x.DType(), x.Dim(0), x.Dim(1), oh, ow) // every element written below
-	if !p.Train {
-		return ops.MaxPool2dInto(y, x, l.Kernel, l.Stride)
+	if !p.Train || l.Kernel > ops.MaxArgKernel {
+		ops.MaxPool2dInto(y, x, l.Kernel, l.Stride)
+		if p.Train {
+			l.x.put(p, maxPooled{x: x})
+		}
+		return y
 	}
-	idx := l.idx[p.Micro]
-	if cap(idx) < y.Size() {
-		idx = make([]int, y.Size())
-		l.idx[p.Micro] = idx
+	arg := l.arg[p.Micro]
+	if cap(arg) < y.Size() {
+		arg = make([]uint8, y.Size())
+		l.arg[p.Micro] = arg
 	}
-	idx = idx[:y.Size()]
-	ops.MaxPool2dIndicesInto(y, idx, x, l.Kernel, l.Stride)
-	l.x.put(p, maxPooled{x, idx})
+	arg = arg[:y.Size()]
+	ops.MaxPool2dArgInto(y, arg, x, l.Kernel, l.Stride)
+	l.x.put(p, maxPooled{x, arg})
 	return y
 }
 
@@ -149,7 +154,10 @@ func (l *MaxPool2d) Backward(p Pass, dy *tensor.Tensor, needDX bool) *tensor.Ten
 	if !needDX {
 		return nil
 	}
-	return ops.MaxPool2dScatterInto(p.Arena.Like(x.x), dy, x.idx, l.Kernel, l.Stride)
+	if x.arg == nil {
+		return ops.MaxPool2dBackward(dy, x.x, l.Kernel, l.Stride)
+	}
+	return ops.MaxPool2dArgScatterInto(p.Arena.Like(x.x), dy, x.arg, l.Kernel, l.Stride)
 }
 
 func (l *AvgPool2d) Kind() string    { return "avgpool2d" }

@@ -6,6 +6,7 @@ import (
 
 	"github.com/pipetrain/pipetrain/internal/gemm"
 	"github.com/pipetrain/pipetrain/internal/par"
+	"github.com/pipetrain/pipetrain/internal/vec"
 	"github.com/pipetrain/pipetrain/tensor"
 )
 
@@ -97,7 +98,8 @@ type ConvWork struct {
 
 // convWork is a ConvWork's memory for one float type.
 type convWork[T float] struct {
-	cols []T       // one im2col matrix per part of a parallel loop
+	cols []T       // one im2col matrix of a group of samples per part of a parallel loop
+	tmp  []T       // per part, a group's outputs (forward) or output gradients (backward) side by side
 	gwN  []T       // one weight gradient per sample of a group
 	gw   []T       // the samples' weight gradients summed, before adding
 	gb   []float64 // the bias gradient, summed in float64
@@ -162,40 +164,80 @@ func conv2dInto(pl *convPlan, out, x, w, b *tensor.Tensor, work *ConvWork) *tens
 	return out
 }
 
-// conv2d runs the samples in parallel parts, each on its own im2col buffer;
-// a sample's result does not depend on which part computes it.
+// groupElems bounds a group's im2col matrix: the samples of a group are
+// unfolded side by side, [C·KH·KW, G·OH·OW], and go through one GEMM, so
+// that the filters are packed once a group and the GEMM's columns are many
+// (a column's sum does not depend on the others: the bits are those of one
+// GEMM a sample). The bound keeps the matrix in L2.
+const groupElems = 1 << 18
+
+// group returns how many samples of a part go through one GEMM: one where
+// a sample's outputs are many already (then its GEMM writes them in place).
+func (pl *convPlan) group(samples int) int {
+	if pl.p >= groupMinColumns {
+		return 1
+	}
+	return max(1, min(samples, groupElems/max(1, pl.k*pl.p)))
+}
+
+// groupMinColumns is the output plane from which samples are not grouped.
+const groupMinColumns = 512
+
+// conv2d runs the samples in parallel parts, each on its own im2col buffer
+// and a group of samples at a time; a sample's result does not depend on
+// which part or group computes it.
 func conv2d[T float](pl *convPlan, work *convWork[T], out, x, w, b []T) {
 	threads := par.Budget(0)
 	parts := min(threads, pl.n)
-	work.cols = grow(work.cols, parts*pl.k*pl.p)
+	g := pl.group((pl.n + parts - 1) / max(1, parts))
+	work.cols = grow(work.cols, parts*pl.k*g*pl.p)
+	if g > 1 {
+		work.tmp = grow(work.tmp, parts*pl.f*g*pl.p)
+	}
 	t := &work.fwd
-	*t = convForward[T]{pl: *pl, cols: work.cols, out: out, x: x, w: w, b: b, parts: parts}
+	*t = convForward[T]{pl: *pl, cols: work.cols, tmp: work.tmp, out: out, x: x, w: w, b: b, parts: parts, group: g}
 	t.threads = max(1, threads/min(threads, max(1, pl.n)))
 	par.Do(threads, parts, t)
 	*t = convForward[T]{} // holds no memory of the caller's
 }
 
 type convForward[T float] struct {
-	pl              convPlan
-	cols, out, x, w []T
-	b               []T
-	parts, threads  int // parts of the samples; GEMM budget per part
+	pl                   convPlan
+	cols, tmp, out, x, w []T
+	b                    []T
+	parts, threads       int // parts of the samples; GEMM budget per part
+	group                int // samples a GEMM
 }
 
 func (t *convForward[T]) Part(q int) {
 	pl := &t.pl
-	kp := pl.k * pl.p
-	col := t.cols[q*kp : (q+1)*kp]
+	gp := t.group * pl.p
+	col := t.cols[q*pl.k*gp : (q+1)*pl.k*gp]
 	xn, on := pl.c*pl.h*pl.w, pl.f*pl.p
-	for i := par.Bound(q, t.parts, pl.n, 1); i < par.Bound(q+1, t.parts, pl.n, 1); i++ {
-		im2col(pl, col, t.x[i*xn:(i+1)*xn])
-		o := t.out[i*on : (i+1)*on]
-		gemmT(t.threads, false, false, pl.f, pl.p, pl.k, t.w, pl.k, col, pl.p, 0, o, pl.p)
-		if t.b != nil {
+	for i0, end := par.Bound(q, t.parts, pl.n, 1), par.Bound(q+1, t.parts, pl.n, 1); i0 < end; i0 += t.group {
+		g := min(t.group, end-i0)
+		for s := range g {
+			im2col(pl, col[s*pl.p:], g*pl.p, t.x[(i0+s)*xn:(i0+s+1)*xn])
+		}
+		if g == 1 { // in place
+			o := t.out[i0*on : (i0+1)*on]
+			gemmT(t.threads, false, false, pl.f, pl.p, pl.k, t.w, pl.k, col, pl.p, 0, o, pl.p)
+			for f := range pl.f {
+				if t.b != nil {
+					addConst(o[f*pl.p:(f+1)*pl.p], t.b[f])
+				}
+			}
+			continue
+		}
+		tmp := t.tmp[q*pl.f*gp : (q+1)*pl.f*gp]
+		gemmT(t.threads, false, false, pl.f, g*pl.p, pl.k, t.w, pl.k, col, g*pl.p, 0, tmp, g*pl.p)
+		for s := range g {
+			o := t.out[(i0+s)*on : (i0+s+1)*on]
 			for f := range pl.f {
 				row := o[f*pl.p : (f+1)*pl.p]
-				for j := range row {
-					row[j] += t.b[f]
+				copy(row, tmp[f*g*pl.p+s*pl.p:])
+				if t.b != nil {
+					addConst(row, t.b[f])
 				}
 			}
 		}
@@ -286,14 +328,7 @@ func conv2dBackward[T float](pl *convPlan, work *convWork[T], gx, gw, gb, grad, 
 		work.gb = sums
 		clear(sums)
 		for i := range pl.n {
-			g := grad[i*on : (i+1)*on]
-			for f := range pl.f {
-				var s float64
-				for _, v := range g[f*pl.p : (f+1)*pl.p] {
-					s += float64(v)
-				}
-				sums[f] += s
-			}
+			rowSums(sums, grad[i*on:(i+1)*on], pl.p)
 		}
 		for f, s := range sums {
 			if add {
@@ -327,12 +362,16 @@ func conv2dBackward[T float](pl *convPlan, work *convWork[T], gx, gw, gb, grad, 
 	threads := par.Budget(0)
 	group := min(pl.n, max(1, convGroupElems/fk))
 	parts := min(threads, group)
-	work.cols = grow(work.cols, parts*pl.k*pl.p)
+	cg := pl.group((group + parts - 1) / parts) // samples of a part through one GEMM
+	work.cols = grow(work.cols, parts*pl.k*cg*pl.p)
+	if gx != nil && cg > 1 {
+		work.tmp = grow(work.tmp, parts*pl.f*cg*pl.p)
+	}
 	if gw != nil {
 		work.gwN = grow(work.gwN, group*fk)
 	}
 	t := &work.bwd
-	*t = convBackward[T]{pl: *pl, cols: work.cols, gx: gx, gwN: work.gwN, grad: grad, x: x, w: w}
+	*t = convBackward[T]{pl: *pl, cols: work.cols, tmp: work.tmp, gx: gx, gwN: work.gwN, grad: grad, x: x, w: w, group: cg}
 	if gw == nil {
 		t.gwN = nil
 	}
@@ -350,16 +389,62 @@ func conv2dBackward[T float](pl *convPlan, work *convWork[T], gx, gw, gb, grad, 
 				copy(sum, part)
 				continue
 			}
-			for j, v := range part {
-				sum[j] += v
-			}
+			addInto(sum, part)
 		}
 	}
 	*t = convBackward[T]{} // holds no memory of the caller's
 	if add && gw != nil {
-		for j, v := range sum {
-			gw[j] += v
+		addInto(gw, sum)
+	}
+}
+
+// rowSums adds to sums[f] the sum of row f of g (rows of p elements), each
+// row summed in float64 from zero in order. Four rows go at once, each its
+// own chain of additions, so their latencies overlap.
+func rowSums[T float](sums []float64, g []T, p int) {
+	f := 0
+	for ; f+4 <= len(sums); f += 4 {
+		r0, r1, r2, r3 := g[f*p:(f+1)*p], g[(f+1)*p:(f+2)*p], g[(f+2)*p:(f+3)*p], g[(f+3)*p:(f+4)*p]
+		var s0, s1, s2, s3 float64
+		for j := range r0 {
+			s0 += float64(r0[j])
+			s1 += float64(r1[j])
+			s2 += float64(r2[j])
+			s3 += float64(r3[j])
 		}
+		sums[f] += s0
+		sums[f+1] += s1
+		sums[f+2] += s2
+		sums[f+3] += s3
+	}
+	for ; f < len(sums); f++ {
+		var s float64
+		for _, v := range g[f*p : (f+1)*p] {
+			s += float64(v)
+		}
+		sums[f] += s
+	}
+}
+
+// addInto sets dst[i] += x[i], on the vector kernel in float32.
+func addInto[T float](dst, x []T) {
+	if d, ok := any(dst).([]float32); ok {
+		vec.Add(d, any(x).([]float32))
+		return
+	}
+	for j, v := range x {
+		dst[j] += v
+	}
+}
+
+// addConst sets dst[i] += c, on the vector kernel in float32.
+func addConst[T float](dst []T, c T) {
+	if d, ok := any(dst).([]float32); ok {
+		vec.AddConst(d, float32(any(c).(float32)))
+		return
+	}
+	for j := range dst {
+		dst[j] += c
 	}
 }
 
@@ -368,31 +453,50 @@ const convGroupElems = 1 << 22
 
 type convBackward[T float] struct {
 	pl              convPlan
-	cols            []T
+	cols, tmp       []T
 	gx, gwN         []T // gwN holds one weight gradient per sample of the group; either may be nil
 	grad, x, w      []T
 	first, n, parts int // the group's first sample and size, and its parts
 	threads         int // GEMM budget per part
+	group           int // samples of a part through one GEMM
 }
 
 func (t *convBackward[T]) Part(q int) {
 	pl := &t.pl
-	kp := pl.k * pl.p
-	col := t.cols[q*kp : (q+1)*kp]
+	gp := t.group * pl.p
+	col := t.cols[q*pl.k*gp : (q+1)*pl.k*gp]
 	xn, on, fk := pl.c*pl.h*pl.w, pl.f*pl.p, pl.f*pl.k
-	for i := par.Bound(q, t.parts, t.n, 1); i < par.Bound(q+1, t.parts, t.n, 1); i++ {
-		s := t.first + i
-		g := t.grad[s*on : (s+1)*on]
+	for i0, end := par.Bound(q, t.parts, t.n, 1), par.Bound(q+1, t.parts, t.n, 1); i0 < end; i0 += t.group {
+		g := min(t.group, end-i0)
 		if t.gwN != nil {
-			im2col(pl, col, t.x[s*xn:(s+1)*xn])
-			gemmT(t.threads, false, true, pl.f, pl.k, pl.p, g, pl.p, col, pl.p, 0, t.gwN[i*fk:(i+1)*fk], pl.k)
+			for k := range g {
+				s := t.first + i0 + k
+				im2col(pl, col[k*pl.p:], g*pl.p, t.x[s*xn:(s+1)*xn])
+				gemmT(t.threads, false, true, pl.f, pl.k, pl.p, t.grad[s*on:(s+1)*on], pl.p, col[k*pl.p:], g*pl.p, 0, t.gwN[(i0+k)*fk:(i0+k+1)*fk], pl.k)
+			}
 		}
 		if t.gx != nil {
-			// gx = col2im(wᵀ·g); col is free again as the product's destination.
-			gemmT(t.threads, true, false, pl.k, pl.p, pl.f, t.w, pl.k, g, pl.p, 0, col, pl.p)
-			gx := t.gx[s*xn : (s+1)*xn]
-			clear(gx)
-			col2im(pl, gx, col)
+			// gx = col2im(wᵀ·grad), the group's gradients side by side; col
+			// is free again as the product's destination.
+			var b []T // the group's output gradients side by side
+			if g == 1 {
+				b = t.grad[(t.first+i0)*on : (t.first+i0+1)*on]
+			} else {
+				b = t.tmp[q*pl.f*gp : (q+1)*pl.f*gp]
+				for k := range g {
+					s := t.first + i0 + k
+					for f := range pl.f {
+						copy(b[f*g*pl.p+k*pl.p:][:pl.p], t.grad[s*on+f*pl.p:][:pl.p])
+					}
+				}
+			}
+			gemmT(t.threads, true, false, pl.k, g*pl.p, pl.f, t.w, pl.k, b, g*pl.p, 0, col, g*pl.p)
+			for k := range g {
+				s := t.first + i0 + k
+				gx := t.gx[s*xn : (s+1)*xn]
+				clear(gx)
+				col2im(pl, gx, col[k*pl.p:], g*pl.p)
+			}
 		}
 	}
 }
@@ -409,16 +513,26 @@ func span(j, stride, pad, in, out int) (lo, hi int) {
 	return lo, max(lo, hi)
 }
 
-// im2col writes one sample x [C, H, W] as col [C·KH·KW, OH·OW]: row (c, i, j)
-// holds x[c, oh·s−p+i, ow·s−p+j] for every output position, 0 in the padding.
-func im2col[T float](pl *convPlan, col, x []T) {
+// im2col writes one sample x [C, H, W] as col [C·KH·KW, OH·OW], its rows ld
+// apart: row (c, i, j) holds x[c, oh·s−p+i, ow·s−p+j] for every output
+// position, 0 in the padding.
+func im2col[T float](pl *convPlan, col []T, ld int, x []T) {
+	if pl.stride == 1 && pl.ow == pl.w {
+		im2colSame(pl, col, ld, x)
+		return
+	}
+	im2colRows(pl, col, ld, x)
+}
+
+// im2colRows is im2col a row of the output at a time, for any geometry.
+func im2colRows[T float](pl *convPlan, col []T, ld int, x []T) {
 	s, r := pl.stride, 0
 	for c := range pl.c {
 		plane := x[c*pl.h*pl.w : (c+1)*pl.h*pl.w]
 		for i := range pl.kh {
 			hlo, hhi := span(i, s, pl.pad, pl.h, pl.oh)
 			for j := range pl.kw {
-				dst := col[r*pl.p : (r+1)*pl.p]
+				dst := col[r*ld : r*ld+pl.p]
 				r++
 				wlo, whi := span(j, s, pl.pad, pl.w, pl.ow)
 				clear(dst[:hlo*pl.ow])
@@ -443,16 +557,26 @@ func im2col[T float](pl *convPlan, col, x []T) {
 	}
 }
 
-// col2im adds col [C·KH·KW, OH·OW] back into gx [C, H, W], the adjoint of
-// im2col: padding positions are dropped.
-func col2im[T float](pl *convPlan, gx, col []T) {
+// col2im adds col [C·KH·KW, OH·OW], its rows ld apart, back into gx [C, H,
+// W], the adjoint of im2col: padding positions are dropped. col is scratch:
+// it may be changed.
+func col2im[T float](pl *convPlan, gx, col []T, ld int) {
+	if pl.stride == 1 && pl.ow == pl.w {
+		col2imSame(pl, gx, col, ld)
+		return
+	}
+	col2imRows(pl, gx, col, ld)
+}
+
+// col2imRows is col2im a row of the output at a time, for any geometry.
+func col2imRows[T float](pl *convPlan, gx, col []T, ld int) {
 	s, r := pl.stride, 0
 	for c := range pl.c {
 		plane := gx[c*pl.h*pl.w : (c+1)*pl.h*pl.w]
 		for i := range pl.kh {
 			hlo, hhi := span(i, s, pl.pad, pl.h, pl.oh)
 			for j := range pl.kw {
-				src := col[r*pl.p : (r+1)*pl.p]
+				src := col[r*ld : r*ld+pl.p]
 				r++
 				wlo, whi := span(j, s, pl.pad, pl.w, pl.ow)
 				for oh := hlo; oh < hhi; oh++ {
@@ -471,6 +595,87 @@ func col2im[T float](pl *convPlan, gx, col []T) {
 						dst[iw] += v
 						iw += s
 					}
+				}
+			}
+		}
+	}
+}
+
+// At stride 1 with the output as wide as the input ("same" padding), the
+// output positions of a row of col read the input plane at a fixed offset,
+// (i−p)·W + (j−p): the valid output rows of a row of col are one contiguous
+// copy of the plane, and only the |j−p| positions at the edge of each row,
+// which the copy takes from the next or last row, belong to the padding.
+
+// sameSpan returns the part [a, b) of col row (i, j)'s valid output rows that
+// reads inside the plane, at offset delta, and the padding columns d = j−p.
+func sameSpan(pl *convPlan, i, j int) (hlo, hhi, a, b, delta, d int) {
+	hlo, hhi = span(i, 1, pl.pad, pl.h, pl.oh)
+	d = j - pl.pad
+	delta = (i-pl.pad)*pl.w + d
+	a = min(max(hlo*pl.ow, -delta), hhi*pl.ow)
+	b = max(a, min(hhi*pl.ow, pl.h*pl.w-delta))
+	return hlo, hhi, a, b, delta, d
+}
+
+// edge zeroes the positions of rows [hlo, hhi) of dst that lie in the
+// padding columns: the first −d of each row for d < 0, the last d for d > 0.
+func edge[T float](dst []T, ow, hlo, hhi, d int) {
+	lo, hi := 0, ow // the padding columns of each row: [lo, hi)
+	switch {
+	case d < 0:
+		hi = min(ow, -d)
+	case d > 0:
+		lo = max(0, ow-d)
+	default:
+		return
+	}
+	for oh := hlo; oh < hhi; oh++ {
+		row := dst[oh*ow : (oh+1)*ow]
+		for q := lo; q < hi; q++ {
+			row[q] = 0
+		}
+	}
+}
+
+// im2colSame is im2col at stride 1 with same-width output.
+func im2colSame[T float](pl *convPlan, col []T, ld int, x []T) {
+	r := 0
+	for c := range pl.c {
+		plane := x[c*pl.h*pl.w : (c+1)*pl.h*pl.w]
+		for i := range pl.kh {
+			for j := range pl.kw {
+				dst := col[r*ld : r*ld+pl.p]
+				r++
+				hlo, hhi, a, b, delta, d := sameSpan(pl, i, j)
+				clear(dst[:a])
+				if a < b {
+					copy(dst[a:b], plane[a+delta:b+delta])
+				}
+				clear(dst[b:])
+				edge(dst, pl.ow, hlo, hhi, d)
+			}
+		}
+	}
+}
+
+// col2imSame is col2im at stride 1 with same-width output. The padding
+// positions of each row of col are zeroed first, so that one contiguous add
+// takes the rest: those positions then add +0 to an element of the next or
+// last row, which leaves it as it was (gx never holds -0: it starts at +0
+// and sums GEMM results, which are never -0).
+func col2imSame[T float](pl *convPlan, gx, col []T, ld int) {
+	r := 0
+	for c := range pl.c {
+		plane := gx[c*pl.h*pl.w : (c+1)*pl.h*pl.w]
+		for i := range pl.kh {
+			for j := range pl.kw {
+				src := col[r*ld : r*ld+pl.p]
+				r++
+				hlo, hhi, a, b, delta, d := sameSpan(pl, i, j)
+				if a < b {
+					edge(src, pl.ow, hlo, hhi, d)
+					addInto(plane[a+delta:b+delta], src[a:b])
 				}
 			}
 		}

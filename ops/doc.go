@@ -84,7 +84,7 @@
 //
 // For a training step that allocates nothing, the kernels of a layer's path
 // have Into forms that write into tensors the caller keeps: ReLUInto,
-// MatMulInto, Conv2dInto, MaxPool2dIndicesInto, AvgPool2dInto, BatchNormInto
+// MatMulInto, Conv2dInto, MaxPool2dArgInto, AvgPool2dInto, BatchNormInto
 // and their backwards. A backward Into writes the input gradient (nil skips
 // it) and adds the parameter gradients, each summed over its call from zero
 // first, into the destinations, as a layer accumulates them. Conv2dInto and

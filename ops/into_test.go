@@ -95,19 +95,19 @@ func TestPoolIntoBits(t *testing.T) {
 			}
 			x := tensor.FromFloat64s(dt, xv, c.shape...)
 			desc := func(op string) string { return op + " " + gradName("", c.shape, c.kernel, c.stride, dt) }
-			maxY, idx := ops.MaxPool2dIndices(x, c.kernel, c.stride)
+			maxY, arg := ops.MaxPool2dArg(x, c.kernel, c.stride)
 			wantBits(t, desc("MaxPool2dInto"), ops.MaxPool2dInto(garbage(maxY), x, c.kernel, c.stride), maxY)
-			gotIdx := make([]int, len(idx))
-			wantBits(t, desc("MaxPool2dIndicesInto"), ops.MaxPool2dIndicesInto(garbage(maxY), gotIdx, x, c.kernel, c.stride), maxY)
-			for i := range idx {
-				if gotIdx[i] != idx[i] {
-					t.Errorf("%s: index %d is %d, want %d", desc("MaxPool2dIndicesInto"), i, gotIdx[i], idx[i])
+			gotArg := make([]uint8, len(arg))
+			wantBits(t, desc("MaxPool2dArgInto"), ops.MaxPool2dArgInto(garbage(maxY), gotArg, x, c.kernel, c.stride), maxY)
+			for i := range arg {
+				if gotArg[i] != arg[i] {
+					t.Errorf("%s: offset %d is %d, want %d", desc("MaxPool2dArgInto"), i, gotArg[i], arg[i])
 					break
 				}
 			}
 			g := randN(newRNG(25), 1, maxY.Shape()...).As(dt)
-			wantBits(t, desc("MaxPool2dScatterInto"), ops.MaxPool2dScatterInto(garbage(x), g, idx, c.kernel, c.stride),
-				ops.MaxPool2dScatter(g, idx, c.shape, c.kernel, c.stride))
+			wantBits(t, desc("MaxPool2dArgScatterInto"), ops.MaxPool2dArgScatterInto(garbage(x), g, arg, c.kernel, c.stride),
+				ops.MaxPool2dArgScatter(g, arg, c.shape, c.kernel, c.stride))
 			avgY := ops.AvgPool2d(x, c.kernel, c.stride)
 			wantBits(t, desc("AvgPool2dInto"), ops.AvgPool2dInto(garbage(avgY), x, c.kernel, c.stride), avgY)
 			wantBits(t, desc("AvgPool2dBackwardInto"), ops.AvgPool2dBackwardInto(garbage(x), g, c.kernel, c.stride),
@@ -151,7 +151,7 @@ func TestIntoAllocations(t *testing.T) {
 	x, w, b, g := f32(32, 8, 14, 14), f32(16, 8, 3, 3), f32(16), f32(32, 16, 14, 14)
 	y, gx, gw, gb := f32(32, 16, 14, 14), f32(32, 8, 14, 14), f32(16, 8, 3, 3), f32(16)
 	py, pg, pdx := f32(32, 16, 7, 7), f32(32, 16, 7, 7), f32(32, 16, 14, 14)
-	idx := make([]int, py.Size())
+	arg := make([]uint8, py.Size())
 	gamma, beta, mean, invstd := f32(16), f32(16), f32(16), f32(16)
 	var work ops.ConvWork
 	for _, c := range []struct {
@@ -160,8 +160,9 @@ func TestIntoAllocations(t *testing.T) {
 	}{
 		{"Conv2dInto", func() { ops.Conv2dInto(y, x, w, b, 1, 1, &work) }},
 		{"Conv2dBackwardInto", func() { ops.Conv2dBackwardInto(gx, gw, gb, g, x, w, 1, 1, &work) }},
-		{"MaxPool2dIndicesInto", func() { ops.MaxPool2dIndicesInto(py, idx, y, 2, 2) }},
-		{"MaxPool2dScatterInto", func() { ops.MaxPool2dScatterInto(pdx, pg, idx, 2, 2) }},
+		{"MaxPool2dInto", func() { ops.MaxPool2dInto(py, y, 2, 2) }},
+		{"MaxPool2dArgInto", func() { ops.MaxPool2dArgInto(py, arg, y, 2, 2) }},
+		{"MaxPool2dArgScatterInto", func() { ops.MaxPool2dArgScatterInto(pdx, pg, arg, 2, 2) }},
 		{"AvgPool2dInto", func() { ops.AvgPool2dInto(py, y, 2, 2) }},
 		{"AvgPool2dBackwardInto", func() { ops.AvgPool2dBackwardInto(pdx, pg, 2, 2) }},
 		{"BatchNormInto", func() { ops.BatchNormInto(g, mean, invstd, y, gamma, beta, 1e-5) }},
@@ -189,9 +190,13 @@ func TestIntoErrors(t *testing.T) {
 		{"Conv2dBackwardInto", []string{"gb", "[2]"}, func() { ops.Conv2dBackwardInto(nil, nil, z(2), z(1, 3, 3, 3), x, w, 1, 0, nil) }},
 		{"Conv2dBackwardInto", []string{"[1 3 2 2]", "[1 3 3 3]"}, func() { ops.Conv2dBackwardInto(nil, nil, nil, z(1, 3, 2, 2), x, w, 1, 0, nil) }},
 		{"MaxPool2dInto", []string{"[1 2 3 2]", "[1 2 2 2]"}, func() { ops.MaxPool2dInto(z(1, 2, 3, 2), x, 2, 2) }},
-		{"MaxPool2dIndicesInto", []string{"3 indices", "[1 2 2 2]"}, func() { ops.MaxPool2dIndicesInto(z(1, 2, 2, 2), make([]int, 3), x, 2, 2) }},
-		{"MaxPool2dScatterInto", []string{"index 99", "[1 2 4 4]"}, func() { ops.MaxPool2dScatterInto(z(1, 2, 4, 4), z(1, 2, 2, 2), []int{0, 1, 2, 99, 4, 5, 6, 7}, 2, 2) }},
-		{"MaxPool2dScatterInto", []string{"float32", "float64"}, func() { ops.MaxPool2dScatterInto(f32(1, 2, 4, 4), z(1, 2, 2, 2), make([]int, 8), 2, 2) }},
+		{"MaxPool2dArgInto", []string{"3 offsets", "[1 2 2 2]"}, func() { ops.MaxPool2dArgInto(z(1, 2, 2, 2), make([]uint8, 3), x, 2, 2) }},
+		{"MaxPool2dArgInto", []string{"kernel 17", "16"}, func() { ops.MaxPool2dArgInto(z(1, 1, 1, 1), make([]uint8, 1), z(1, 1, 17, 17), 17, 1) }},
+		{"MaxPool2dArgScatter", []string{"offset 4", "2×2"}, func() {
+			ops.MaxPool2dArgScatterInto(f32(1, 2, 4, 4), f32(1, 2, 2, 2), []uint8{0, 1, 2, 4, 3, 2, 1, 0}, 2, 2)
+		}},
+		{"MaxPool2dArgScatter", []string{"offset 9", "3×3"}, func() { ops.MaxPool2dArgScatterInto(z(1, 1, 4, 4), z(1, 1, 2, 2), []uint8{0, 1, 9, 2}, 3, 1) }},
+		{"MaxPool2dArgScatterInto", []string{"float32", "float64"}, func() { ops.MaxPool2dArgScatterInto(f32(1, 2, 4, 4), z(1, 2, 2, 2), make([]uint8, 8), 2, 2) }},
 		{"AvgPool2dInto", []string{"[1 2 2 3]", "[1 2 2 2]"}, func() { ops.AvgPool2dInto(z(1, 2, 2, 3), x, 2, 2) }},
 		{"AvgPool2dBackwardInto", []string{"[1 2 3 3]", "[1 2 4 4]"}, func() { ops.AvgPool2dBackwardInto(x, z(1, 2, 3, 3), 2, 2) }},
 		{"BatchNormInto", []string{"[1 2 4 5]", "[1 2 4 4]"}, func() { ops.BatchNormInto(z(1, 2, 4, 5), z(2), z(2), x, z(2), z(2), 1e-5) }},

@@ -1,9 +1,11 @@
 package ops
 
 import (
+	"encoding/binary"
 	"fmt"
 	"slices"
 
+	"github.com/pipetrain/pipetrain/internal/vec"
 	"github.com/pipetrain/pipetrain/tensor"
 )
 
@@ -89,10 +91,9 @@ func (p *pool) checkDst(op string, dst *tensor.Tensor, dt tensor.DType, want [4]
 // maxWindows visits every window of x in row-major order and calls f with
 // the output index, the input index of the window's first maximum in
 // row-major order, or of its last NaN (PyTorch's CPU rule, val > max ||
-// isnan(val), so that ties send the whole gradient to one element), and its
-// value. A plain loop: this is on the training path of every convolutional
-// model.
-func maxWindows[T float](p *pool, x []T, f func(o, at int, v T)) {
+// isnan(val), so that ties send the whole gradient to one element), its
+// offset r·kernel+c in the window, and its value.
+func maxWindows[T float](p *pool, x []T, f func(o, at, off int, v T)) {
 	planes, h, w := p.in[0]*p.in[1], p.in[2], p.in[3]
 	oh, ow, k, st := p.out[2], p.out[3], p.kernel, p.stride
 	o := 0
@@ -101,16 +102,16 @@ func maxWindows[T float](p *pool, x []T, f func(o, at int, v T)) {
 			rowStart := pl*h*w + i*st*w
 			for j := range ow {
 				corner := rowStart + j*st
-				best, bv := corner, x[corner]
+				best, off, bv := corner, 0, x[corner]
 				for r := range k {
 					row := x[corner+r*w : corner+r*w+k]
 					for c, v := range row {
 						if v > bv || v != v {
-							best, bv = corner+r*w+c, v
+							best, off, bv = corner+r*w+c, r*k+c, v
 						}
 					}
 				}
-				f(o, best, bv)
+				f(o, best, off, bv)
 				o++
 			}
 		}
@@ -133,60 +134,54 @@ func MaxPool2dInto(dst, x *tensor.Tensor, kernel, stride int) *tensor.Tensor {
 	return maxPoolInto(&p, dst, nil, x)
 }
 
-// maxPoolInto writes the windows' maxima into dst and, unless idx is nil,
-// where they were into idx. Comparisons are exact in either float type, so
-// float32 needs no float64 copies.
-func maxPoolInto(p *pool, dst *tensor.Tensor, idx []int, x *tensor.Tensor) *tensor.Tensor {
-	if x.DType() == tensor.Float32 {
-		maxPool(p, dst.Data32(), idx, x.Data32())
-	} else {
-		maxPool(p, dst.Data64(), idx, x.Data64())
+// maxPoolInto writes the windows' maxima into dst and, unless arg is nil,
+// their offsets in the windows into arg. Comparisons are exact in either
+// float type, so float32 needs no float64 copies.
+func maxPoolInto(p *pool, dst *tensor.Tensor, arg []uint8, x *tensor.Tensor) *tensor.Tensor {
+	switch {
+	case p.kernel == 2 && p.stride == 2 && x.DType() == tensor.Float32:
+		maxPool2x2f32(p, dst.Data32(), arg, x.Data32())
+	case x.DType() == tensor.Float32:
+		maxPool(p, dst.Data32(), arg, x.Data32())
+	default:
+		maxPool(p, dst.Data64(), arg, x.Data64())
 	}
 	return dst
 }
 
-func maxPool[T float](p *pool, out []T, idx []int, x []T) {
-	if p.kernel == 2 && p.stride == 2 {
-		maxPool2x2(p, out, idx, x)
+func maxPool[T float](p *pool, out []T, arg []uint8, x []T) {
+	if arg == nil {
+		maxWindows(p, x, func(o, _, _ int, v T) { out[o] = v })
 		return
 	}
-	if idx == nil {
-		maxWindows(p, x, func(o, _ int, v T) { out[o] = v })
-		return
-	}
-	maxWindows(p, x, func(o, at int, v T) { out[o], idx[o] = v, at })
+	maxWindows(p, x, func(o, _, off int, v T) { out[o], arg[o] = v, uint8(off) })
 }
 
-// maxPool2x2 is maxPool for the common 2×2 windows at stride 2, without a
-// call per window: the same comparisons in the same order, so the same
-// maxima and indices (the first maximum, or the last NaN).
-func maxPool2x2[T float](p *pool, out []T, idx []int, x []T) {
+// maxPool2x2f32 is maxPool for the common 2×2 windows at stride 2 in
+// float32, on the vector kernel: the same comparisons in the same order, so
+// the same maxima and offsets. With an even height the rows of windows of
+// every plane are evenly spaced and go in one call; else a plane a call.
+func maxPool2x2f32(p *pool, out []float32, arg []uint8, x []float32) {
 	planes, h, w := p.in[0]*p.in[1], p.in[2], p.in[3]
 	oh, ow := p.out[2], p.out[3]
-	o := 0
-	for pl := range planes {
-		for i := range oh {
-			r0 := pl*h*w + 2*i*w
-			top, bottom := x[r0:r0+2*ow], x[r0+w:r0+w+2*ow]
-			dst := out[o : o+ow]
-			for j := range dst {
-				at, bv := 2*j, top[2*j]
-				if v := top[2*j+1]; v > bv || v != v {
-					at, bv = 2*j+1, v
-				}
-				if v := bottom[2*j]; v > bv || v != v {
-					at, bv = w+2*j, v
-				}
-				if v := bottom[2*j+1]; v > bv || v != v {
-					at, bv = w+2*j+1, v
-				}
-				dst[j] = bv
-				if idx != nil {
-					idx[o+j] = r0 + at
-				}
+	if arg == nil {
+		var scratch [256]uint8 // the offsets nobody asked for, a row at a time
+		if ow <= len(scratch) {
+			for r := range planes * oh {
+				pl, i := r/oh, r%oh
+				vec.MaxPool2x2(out[r*ow:(r+1)*ow], scratch[:ow], x[pl*h*w+2*i*w:], 1, ow, 2*w, w)
 			}
-			o += ow
+			return
 		}
+		arg = make([]uint8, len(out))
+	}
+	if h%2 == 0 {
+		vec.MaxPool2x2(out, arg, x, planes*oh, ow, 2*w, w)
+		return
+	}
+	for pl := range planes {
+		o := pl * oh * ow
+		vec.MaxPool2x2(out[o:o+oh*ow], arg[o:o+oh*ow], x[pl*h*w:(pl+1)*h*w], oh, ow, 2*w, w)
 	}
 }
 
@@ -207,78 +202,158 @@ func MaxPool2dBackward(grad, x *tensor.Tensor, kernel, stride int) *tensor.Tenso
 
 // maxPoolBackward adds each output gradient g to its window's maximum in dx.
 func maxPoolBackward[T float](p *pool, dx, g, x []T) {
-	maxWindows(p, x, func(o, at int, _ T) { dx[at] += g[o] })
+	maxWindows(p, x, func(o, at, _ int, _ T) { dx[at] += g[o] })
 }
 
-// MaxPool2dIndices is MaxPool2d that also returns, for each output element,
-// the flat index into x of the element it came from (the window's first
-// maximum, or last NaN): MaxPool2dScatter then sends a gradient back
-// without searching the windows again.
-func MaxPool2dIndices(x *tensor.Tensor, kernel, stride int) (*tensor.Tensor, []int) {
-	p := poolOf("MaxPool2dIndices", x, kernel, stride)
-	idx := make([]int, tensor.SizeOf(p.out[:]))
-	return maxPoolInto(&p, tensor.Zeros(x.DType(), p.out[:]...), idx, x), idx
+// MaxArgKernel is the largest kernel MaxPool2dArg takes: its windows'
+// offsets fit a byte.
+const MaxArgKernel = 16
+
+// MaxPool2dArg is MaxPool2d that also returns, for each output element,
+// where in its window the element it came from lies: r·kernel+c for the
+// window's row r and column c (its first maximum, or last NaN).
+// MaxPool2dArgScatter then sends a gradient back without searching the
+// windows again. The kernel is at most MaxArgKernel.
+func MaxPool2dArg(x *tensor.Tensor, kernel, stride int) (*tensor.Tensor, []uint8) {
+	p := poolOf("MaxPool2dArg", x, kernel, stride)
+	p.checkArgKernel("MaxPool2dArg")
+	arg := make([]uint8, tensor.SizeOf(p.out[:]))
+	return maxPoolInto(&p, tensor.Zeros(x.DType(), p.out[:]...), arg, x), arg
 }
 
-// MaxPool2dIndicesInto is MaxPool2dIndices into dst, of x's dtype and the
-// output shape, and idx, of one index per output element; it returns dst.
-func MaxPool2dIndicesInto(dst *tensor.Tensor, idx []int, x *tensor.Tensor, kernel, stride int) *tensor.Tensor {
-	const op = "MaxPool2dIndicesInto"
+// MaxPool2dArgInto is MaxPool2dArg into dst, of x's dtype and the output
+// shape, and arg, of one offset per output element; it returns dst.
+func MaxPool2dArgInto(dst *tensor.Tensor, arg []uint8, x *tensor.Tensor, kernel, stride int) *tensor.Tensor {
+	const op = "MaxPool2dArgInto"
 	p := poolOf(op, x, kernel, stride)
+	p.checkArgKernel(op)
 	p.checkDst(op, dst, x.DType(), p.out)
-	if len(idx) != dst.Size() {
-		fail(op, "%d indices for an output of shape %v", len(idx), p.out)
+	if len(arg) != dst.Size() {
+		fail(op, "%d offsets for an output of shape %v", len(arg), p.out)
 	}
-	return maxPoolInto(&p, dst, idx, x)
+	return maxPoolInto(&p, dst, arg, x)
 }
 
-// MaxPool2dScatter is MaxPool2dBackward from the indices MaxPool2dIndices
+// MaxPool2dArgScatter is MaxPool2dBackward from the offsets MaxPool2dArg
 // gave for an input of inputShape: the same gradient, bit for bit.
-func MaxPool2dScatter(grad *tensor.Tensor, idx []int, inputShape []int, kernel, stride int) *tensor.Tensor {
-	p := newPool("MaxPool2dScatter", inputShape, kernel, stride, grad)
-	p.checkScatter("MaxPool2dScatter", grad, idx)
-	return scatterInto(tensor.Zeros(grad.DType(), p.in[:]...), grad, idx)
+func MaxPool2dArgScatter(grad *tensor.Tensor, arg []uint8, inputShape []int, kernel, stride int) *tensor.Tensor {
+	p := newPool("MaxPool2dArgScatter", inputShape, kernel, stride, grad)
+	p.checkScatter("MaxPool2dArgScatter", grad, arg)
+	return scatterInto(&p, tensor.Zeros(grad.DType(), p.in[:]...), grad, arg, true)
 }
 
-// MaxPool2dScatterInto writes MaxPool2dScatter's gradient into dst, which
-// has the input's shape and grad's dtype, and returns dst.
-func MaxPool2dScatterInto(dst, grad *tensor.Tensor, idx []int, kernel, stride int) *tensor.Tensor {
-	const op = "MaxPool2dScatterInto"
+// MaxPool2dArgScatterInto writes MaxPool2dArgScatter's gradient into dst,
+// which has the input's shape and grad's dtype, and returns dst.
+func MaxPool2dArgScatterInto(dst, grad *tensor.Tensor, arg []uint8, kernel, stride int) *tensor.Tensor {
+	const op = "MaxPool2dArgScatterInto"
 	p := poolOf(op, dst, kernel, stride, grad)
 	p.checkDst(op, dst, grad.DType(), p.in)
-	p.checkScatter(op, grad, idx)
-	dst.Zero()
-	return scatterInto(dst, grad, idx)
+	p.checkScatter(op, grad, arg)
+	return scatterInto(&p, dst, grad, arg, false)
 }
 
-// checkScatter panics unless grad has the pooled shape and idx one index
-// into the input per element of grad.
-func (p *pool) checkScatter(op string, grad *tensor.Tensor, idx []int) {
+// checkArgKernel panics unless the windows' offsets fit a byte.
+func (p *pool) checkArgKernel(op string) {
+	if p.kernel > MaxArgKernel {
+		fail(op, "kernel %d is larger than %d: its windows' offsets do not fit a byte (use MaxPool2dBackward)", p.kernel, MaxArgKernel)
+	}
+}
+
+// checkScatter panics unless grad has the pooled shape, arg one offset per
+// element of grad, and the kernel is one MaxPool2dArg takes.
+func (p *pool) checkScatter(op string, grad *tensor.Tensor, arg []uint8) {
+	p.checkArgKernel(op)
 	p.checkGrad(op, grad)
-	if len(idx) != grad.Size() {
-		fail(op, "%d indices for a gradient of shape %v", len(idx), grad.Shape())
-	}
-	n := tensor.SizeOf(p.in[:])
-	for _, i := range idx {
-		if i < 0 || i >= n {
-			fail(op, "index %d outside the input of shape %v", i, p.in)
-		}
+	if len(arg) != grad.Size() {
+		fail(op, "%d offsets for a gradient of shape %v", len(arg), grad.Shape())
 	}
 }
 
-// scatterInto adds grad into dx at idx.
-func scatterInto(dx, grad *tensor.Tensor, idx []int) *tensor.Tensor {
+// scatterInto sends each element of grad to the place arg gives in its
+// window of dx; zeroed tells that dx holds zeros already. An offset outside
+// the window panics.
+func scatterInto(p *pool, dx, grad *tensor.Tensor, arg []uint8, zeroed bool) *tensor.Tensor {
+	if p.kernel == 2 && p.stride == 2 && grad.DType() == tensor.Float32 {
+		if a, ok := below4(arg); !ok {
+			fail("MaxPool2dArgScatter", "offset %d outside a 2×2 window", a)
+		}
+		scatter2x2f32(p, dx.Data32(), grad.Data32(), arg, zeroed)
+		return dx
+	}
+	if !zeroed {
+		dx.Zero()
+	}
 	if grad.DType() == tensor.Float32 {
-		scatter(dx.Data32(), grad.Data32(), idx)
+		scatter(p, dx.Data32(), grad.Data32(), arg)
 	} else {
-		scatter(dx.Data64(), grad.Data64(), idx)
+		scatter(p, dx.Data64(), grad.Data64(), arg)
 	}
 	return dx
 }
 
-func scatter[T float](dx, g []T, idx []int) {
-	for o, i := range idx {
-		dx[i] += g[o]
+// below4 reports whether every offset is below 4, eight at a time, and
+// else the first that is not.
+func below4(arg []uint8) (uint8, bool) {
+	n := len(arg) &^ 7
+	for i := 0; i < n; i += 8 {
+		if binary.LittleEndian.Uint64(arg[i:])&0xfcfcfcfcfcfcfcfc != 0 {
+			n = i
+			break
+		}
+	}
+	for _, a := range arg[n:] {
+		if a > 3 {
+			return a, false
+		}
+	}
+	return 0, true
+}
+
+// scatter adds each g[o] to its window's element at offset arg[o] of dx;
+// overlapping windows accumulate, in output order.
+func scatter[T float](p *pool, dx, g []T, arg []uint8) {
+	planes, h, w := p.in[0]*p.in[1], p.in[2], p.in[3]
+	oh, ow, k, st := p.out[2], p.out[3], p.kernel, p.stride
+	o := 0
+	for pl := range planes {
+		for i := range oh {
+			rowStart := pl*h*w + i*st*w
+			for j := range ow {
+				a := int(arg[o])
+				if a >= k*k {
+					fail("MaxPool2dArgScatter", "offset %d outside a %d×%d window", a, k, k)
+				}
+				dx[rowStart+j*st+a/k*w+a%k] += g[o]
+				o++
+			}
+		}
+	}
+}
+
+// scatter2x2f32 is scatter for 2×2 windows at stride 2 in float32, whose
+// windows do not overlap: the vector kernel writes every window whole, and
+// what no window covers (an odd last row or column) is zeroed unless dx
+// holds zeros already.
+func scatter2x2f32(p *pool, dx, g []float32, arg []uint8, zeroed bool) {
+	planes, h, w := p.in[0]*p.in[1], p.in[2], p.in[3]
+	oh, ow := p.out[2], p.out[3]
+	if h%2 == 0 {
+		vec.MaxPool2x2Backward(dx, g, arg, planes*oh, ow, 2*w, w)
+	} else {
+		for pl := range planes {
+			o := pl * oh * ow
+			vec.MaxPool2x2Backward(dx[pl*h*w:(pl+1)*h*w], g[o:o+oh*ow], arg[o:o+oh*ow], oh, ow, 2*w, w)
+		}
+	}
+	if zeroed || (w == 2*ow && h == 2*oh) {
+		return
+	}
+	for pl := range planes {
+		plane := dx[pl*h*w : (pl+1)*h*w]
+		for i := range 2 * oh {
+			clear(plane[i*w+2*ow : (i+1)*w])
+		}
+		clear(plane[2*oh*w:])
 	}
 }
 

@@ -296,10 +296,10 @@ func sameBits32(a, b *tensor.Tensor) bool {
 	return true
 }
 
-// TestMaxPool2dIndices: the forward with indices and the scatter give
+// TestMaxPool2dArg: the forward with window offsets and the scatter give
 // MaxPool2d's and MaxPool2dBackward's bits, overlapping windows, ties and
 // NaN included, in both dtypes.
-func TestMaxPool2dIndices(t *testing.T) {
+func TestMaxPool2dArg(t *testing.T) {
 	vals := []float64{3, 1, 3, -2, math.NaN(), 0, 7, 7, -1, 2, 2, 5, math.Inf(-1), 4, 4, 1}
 	for _, dt := range []tensor.DType{tensor.Float32, tensor.Float64} {
 		for _, c := range poolCases {
@@ -309,15 +309,15 @@ func TestMaxPool2dIndices(t *testing.T) {
 				xv[i] = vals[(i*5)%len(vals)]
 			}
 			x := tensor.FromFloat64s(dt, xv, c.shape...)
-			y, idx := ops.MaxPool2dIndices(x, c.kernel, c.stride)
+			y, arg := ops.MaxPool2dArg(x, c.kernel, c.stride)
 			g := tensor.FromFloat64s(dt, make([]float64, y.Size()), y.Shape()...)
 			for i := range g.Size() {
 				g.Set(float64(i%7)-2.5, unravel(i, y.Shape())...)
 			}
 			want, wantDX := ops.MaxPool2d(x, c.kernel, c.stride), ops.MaxPool2dBackward(g, x, c.kernel, c.stride)
-			dx := ops.MaxPool2dScatter(g, idx, x.Shape(), c.kernel, c.stride)
+			dx := ops.MaxPool2dArgScatter(g, arg, x.Shape(), c.kernel, c.stride)
 			if fmt.Sprint(y.Float64s()) != fmt.Sprint(want.Float64s()) || fmt.Sprint(dx.Float64s()) != fmt.Sprint(wantDX.Float64s()) {
-				t.Errorf("%v %v k%d s%d: indices path differs from MaxPool2d/MaxPool2dBackward", dt, c.shape, c.kernel, c.stride)
+				t.Errorf("%v %v k%d s%d: the offsets' path differs from MaxPool2d/MaxPool2dBackward", dt, c.shape, c.kernel, c.stride)
 			}
 		}
 	}
@@ -333,7 +333,7 @@ func unravel(i int, shape []int) []int {
 }
 
 // TestMaxPool2x2Path: the 2×2 stride-2 path gives what the general window
-// search gives, maxima and the indices their gradients go to, with ties,
+// search gives, maxima and the elements their gradients go to, with ties,
 // NaNs, odd sizes and both dtypes.
 func TestMaxPool2x2Path(t *testing.T) {
 	rng := newRNG(64)
@@ -346,12 +346,15 @@ func TestMaxPool2x2Path(t *testing.T) {
 			}
 			v[3], v[len(v)/2] = nan, nan
 			x = x.As(dt)
-			out, idx := ops.MaxPool2dIndices(x, 2, 2)
-			want, arg := refPool(x.Float64s(), shape, 2, 2, true)
-			checkT(t, fmt.Sprintf("MaxPool2dIndices %v %v", shape, dt), out, out.Shape(), want, 0)
-			for o := range arg {
-				if idx[o] != arg[o] {
-					t.Fatalf("%v %v: output %d came from %d, want %d", shape, dt, o, idx[o], arg[o])
+			out, arg := ops.MaxPool2dArg(x, 2, 2)
+			want, from := refPool(x.Float64s(), shape, 2, 2, true)
+			checkT(t, fmt.Sprintf("MaxPool2dArg %v %v", shape, dt), out, out.Shape(), want, 0)
+			oh, ow := (shape[2]-2)/2+1, (shape[3]-2)/2+1
+			for o := range from {
+				plane, i, j := o/(oh*ow), o/ow%oh, o%ow
+				at := plane*shape[2]*shape[3] + 2*i*shape[3] + 2*j + int(arg[o])/2*shape[3] + int(arg[o])%2
+				if at != from[o] {
+					t.Fatalf("%v %v: output %d came from %d (offset %d), want %d", shape, dt, o, at, arg[o], from[o])
 				}
 			}
 		}

@@ -44,6 +44,12 @@ func addRef(dst, x []float32) {
 	}
 }
 
+func addConstRef(dst []float32, c float32) {
+	for i := range dst {
+		dst[i] += c
+	}
+}
+
 func sgdRef(w, g []float32, lr float32) {
 	w = w[:len(g)]
 	for i := range g {
@@ -57,5 +63,45 @@ func sgdMomentumRef(w, g, buf []float32, lr, mom float32) {
 	for i := range g {
 		buf[i] = float32(mom*buf[i]) + g[i]
 		w[i] = w[i] - float32(lr*buf[i])
+	}
+}
+
+func maxPool2x2Ref(dst []float32, arg []uint8, x []float32, rows, ow, stride, w int) {
+	for r := range rows {
+		top, bottom := x[r*stride:r*stride+2*ow], x[r*stride+w:r*stride+w+2*ow]
+		d, a := dst[r*ow:(r+1)*ow], arg[r*ow:(r+1)*ow]
+		for j := range d {
+			at, m := uint8(0), top[2*j]
+			if v := top[2*j+1]; v > m || v != v {
+				at, m = 1, v
+			}
+			if v := bottom[2*j]; v > m || v != v {
+				at, m = 2, v
+			}
+			if v := bottom[2*j+1]; v > m || v != v {
+				at, m = 3, v
+			}
+			d[j], a[j] = m, at
+		}
+	}
+}
+
+func maxPool2x2BackwardRef(dx, g []float32, arg []uint8, rows, ow, stride, w int) {
+	for r := range rows {
+		top, bottom := dx[r*stride:r*stride+2*ow], dx[r*stride+w:r*stride+w+2*ow]
+		for j, v := range g[r*ow : (r+1)*ow] {
+			t, b := top[2*j:2*j+2], bottom[2*j:2*j+2]
+			t[0], t[1], b[0], b[1] = 0, 0, 0, 0
+			switch arg[r*ow+j] {
+			case 0:
+				t[0] = v
+			case 1:
+				t[1] = v
+			case 2:
+				b[0] = v
+			case 3:
+				b[1] = v
+			}
+		}
 	}
 }

@@ -31,6 +31,11 @@ func Add(dst, x []float32) {
 	add(dst, x)
 }
 
+// AddConst sets dst[i] += c.
+func AddConst(dst []float32, c float32) {
+	addConst(dst, c)
+}
+
 // SGD sets w[i] -= lr*g[i], with lr*g[i] rounded to float32 first.
 func SGD(w, g []float32, lr float32) {
 	if len(w) != len(g) {
@@ -50,4 +55,43 @@ func SGDMomentum(w, g, buf []float32, lr, mom float32) {
 
 func panic2(fn, a, b string, na, nb int) {
 	panic(fmt.Sprintf("vec: %s: len(%s)=%d, len(%s)=%d", fn, a, na, b, nb))
+}
+
+// MaxPool2x2 pools rows of 2×2 windows. Row r of the output, ow windows,
+// reads the input rows top = x[r·stride:] and bottom = x[r·stride+w:]: for
+// j < ow, dst[r·ow+j] is the largest of top[2j], top[2j+1], bottom[2j] and
+// bottom[2j+1] (the first of them in that order, or the last NaN, as
+// PyTorch's CPU kernel picks) and arg[r·ow+j] its place among them, 0 to 3.
+func MaxPool2x2(dst []float32, arg []uint8, x []float32, rows, ow, stride, w int) {
+	if !poolFits(len(dst), len(arg), len(x), rows, ow, stride, w) {
+		panic(fmt.Sprintf("vec: MaxPool2x2: len(dst)=%d, len(arg)=%d, len(x)=%d do not fit %d rows of %d windows, stride %d, w %d",
+			len(dst), len(arg), len(x), rows, ow, stride, w))
+	}
+	if rows > 0 && ow > 0 {
+		maxPool2x2(dst, arg, x, rows, ow, stride, w)
+	}
+}
+
+// MaxPool2x2Backward is MaxPool2x2's adjoint: for each window it writes the
+// gradient g[r·ow+j] to the place of dx that arg[r·ow+j] names (dx laid out
+// as MaxPool2x2's x) and +0 to the window's other three. Elements of dx in
+// no window are left alone.
+func MaxPool2x2Backward(dx, g []float32, arg []uint8, rows, ow, stride, w int) {
+	if !poolFits(len(g), len(arg), len(dx), rows, ow, stride, w) {
+		panic(fmt.Sprintf("vec: MaxPool2x2Backward: len(g)=%d, len(arg)=%d, len(dx)=%d do not fit %d rows of %d windows, stride %d, w %d",
+			len(g), len(arg), len(dx), rows, ow, stride, w))
+	}
+	if rows > 0 && ow > 0 {
+		maxPool2x2Backward(dx, g, arg, rows, ow, stride, w)
+	}
+}
+
+// poolFits reports whether rows of ow windows fit outputs of nOut and nArg
+// elements and an input of nX: the two rows of a window apart (w ≥ 2·ow),
+// the rows of windows apart (stride ≥ w + 2·ow).
+func poolFits(nOut, nArg, nX, rows, ow, stride, w int) bool {
+	if rows < 0 || ow < 0 || rows == 0 || ow == 0 {
+		return rows >= 0 && ow >= 0
+	}
+	return w >= 2*ow && stride >= w+2*ow && nOut >= rows*ow && nArg >= rows*ow && nX >= (rows-1)*stride+w+2*ow
 }

@@ -20,10 +20,19 @@ func allFiniteAVX2(x *float32, n int) bool
 func addAVX2(dst, x *float32, n int)
 
 //go:noescape
+func addConstAVX2(dst *float32, c float32, n int)
+
+//go:noescape
 func sgdAVX2(w, grad *float32, n int, lr float32)
 
 //go:noescape
 func sgdMomentumAVX2(w, grad, buf *float32, n int, lr, mom float32)
+
+//go:noescape
+func maxPool2x2AVX2(dst *float32, arg *uint8, x *float32, rows, ow, stride, w int)
+
+//go:noescape
+func maxPool2x2BackwardAVX2(dx, grad *float32, arg *uint8, rows, ow, stride, w int)
 
 // asmBuild reports whether this build carries the assembly.
 const asmBuild = true
@@ -82,6 +91,16 @@ func add(dst, x []float32) {
 	addRef(dst[n:], x[n:])
 }
 
+func addConst(dst []float32, c float32) {
+	n := len(dst) &^ 7
+	if useAVX2 && n > 0 {
+		addConstAVX2(&dst[0], c, n)
+	} else {
+		n = 0
+	}
+	addConstRef(dst[n:], c)
+}
+
 func sgd(w, g []float32, lr float32) {
 	n := len(g) &^ 7
 	if useAVX2 && n > 0 {
@@ -100,4 +119,20 @@ func sgdMomentum(w, g, buf []float32, lr, mom float32) {
 		n = 0
 	}
 	sgdMomentumRef(w[n:], g[n:], buf[n:], lr, mom)
+}
+
+func maxPool2x2(dst []float32, arg []uint8, x []float32, rows, ow, stride, w int) {
+	if useAVX2 {
+		maxPool2x2AVX2(&dst[0], &arg[0], &x[0], rows, ow, stride, w)
+		return
+	}
+	maxPool2x2Ref(dst, arg, x, rows, ow, stride, w)
+}
+
+func maxPool2x2Backward(dx, g []float32, arg []uint8, rows, ow, stride, w int) {
+	if useAVX2 {
+		maxPool2x2BackwardAVX2(&dx[0], &g[0], &arg[0], rows, ow, stride, w)
+		return
+	}
+	maxPool2x2BackwardRef(dx, g, arg, rows, ow, stride, w)
 }

@@ -5,6 +5,7 @@ import (
 	"math"
 	"math/rand/v2"
 	"slices"
+	"strings"
 	"testing"
 
 	"golang.org/x/sys/cpu"
@@ -68,6 +69,7 @@ func offsetsFor(n int) []int {
 
 // aliasings map each slice argument to the array it lives in.
 var aliasings = map[int][][]int{
+	1: {{0}},
 	2: {{0, 1}, {0, 0}},
 	3: {{0, 1, 2}, {0, 0, 1}, {0, 1, 0}, {0, 1, 1}, {0, 0, 0}},
 }
@@ -96,6 +98,9 @@ var kernels = []kernel{
 	{name: "Add", nargs: 2,
 		run: func(a [][]float32, _, _ float32) { Add(a[0], a[1]) },
 		ref: func(a [][]float32, _, _ float32) { addRef(a[0], a[1]) }},
+	{name: "AddConst", nargs: 1, scalars: true,
+		run: func(a [][]float32, c, _ float32) { AddConst(a[0], c) },
+		ref: func(a [][]float32, c, _ float32) { addConstRef(a[0], c) }},
 	{name: "SGD", nargs: 2, scalars: true,
 		run: func(a [][]float32, lr, _ float32) { SGD(a[0], a[1], lr) },
 		ref: func(a [][]float32, lr, _ float32) { sgdRef(a[0], a[1], lr) }},
@@ -317,5 +322,124 @@ func BenchmarkKernels(b *testing.B) {
 				}
 			})
 		}
+	}
+}
+
+// poolVal draws from few values, so that windows tie often (+0 and -0
+// among them), with specials mixed in.
+func poolVal(r *rand.Rand) float32 {
+	if r.IntN(4) == 0 {
+		return randVal(r)
+	}
+	return []float32{-1, 0, float32(math.Copysign(0, -1)), 1, 2}[r.IntN(5)]
+}
+
+// TestMaxPool2x2: the kernels give their references' bits, NaN payloads and
+// arguments included, for rows of every length (the masked tails among
+// them) and misalignment, and write nothing outside their windows.
+func TestMaxPool2x2(t *testing.T) {
+	r := rand.New(rand.NewPCG(4, 5))
+	same := func(what string, c string, got, want []float32) {
+		t.Helper()
+		for i := range got {
+			if math.Float32bits(got[i]) != math.Float32bits(want[i]) {
+				t.Fatalf("%s %s: index %d: got %#08x, want %#08x", what, c, i, math.Float32bits(got[i]), math.Float32bits(want[i]))
+			}
+		}
+	}
+	for _, ow := range []int{1, 2, 3, 4, 5, 6, 7, 8, 9, 13, 14, 15, 16, 17, 23, 24, 25, 56, 100} {
+		for _, rows := range []int{1, 2, 3, 7} {
+			for _, extra := range []int{0, 1} { // w = 2·ow + extra: an odd last column no window covers
+				for _, off := range []int{0, 1, 3, 5} {
+					w := 2*ow + extra
+					stride := 2*w + extra // and a row no window covers, sometimes
+					c := fmt.Sprintf("rows=%d ow=%d w=%d stride=%d off=%d", rows, ow, w, stride, off)
+					nx := (rows-1)*stride + w + 2*ow
+					x := make([]float32, off+nx+guard)
+					for i := range x {
+						x[i] = poolVal(r)
+					}
+					dst, want := make([]float32, off+rows*ow+guard), make([]float32, off+rows*ow+guard)
+					for i := range dst {
+						dst[i], want[i] = sentinel, sentinel
+					}
+					arg, wantArg := make([]uint8, off+rows*ow+guard), make([]uint8, off+rows*ow+guard)
+					MaxPool2x2(dst[off:], arg[off:], x[off:], rows, ow, stride, w)
+					maxPool2x2Ref(want[off:], wantArg[off:], x[off:], rows, ow, stride, w)
+					same("MaxPool2x2", c, dst, want)
+					if !slices.Equal(arg, wantArg) {
+						t.Fatalf("MaxPool2x2 %s: arguments %v, want %v", c, arg[:min(len(arg), 40)], wantArg[:min(len(arg), 40)])
+					}
+
+					g := make([]float32, off+rows*ow)
+					for i := range g {
+						g[i] = randVal(r)
+					}
+					for i := range arg {
+						arg[i] = uint8(r.IntN(4))
+					}
+					dx := make([]float32, off+nx+guard)
+					for i := range dx {
+						dx[i] = sentinel
+					}
+					wantDX := slices.Clone(dx)
+					MaxPool2x2Backward(dx[off:], g[off:], arg[off:], rows, ow, stride, w)
+					maxPool2x2BackwardRef(wantDX[off:], g[off:], arg[off:], rows, ow, stride, w)
+					same("MaxPool2x2Backward", c, dx, wantDX)
+				}
+			}
+		}
+	}
+}
+
+// TestMaxPool2x2Fits: sizes that do not fit panic, naming them.
+func TestMaxPool2x2Fits(t *testing.T) {
+	for _, c := range []struct{ nOut, nX, rows, ow, stride, w int }{
+		{4, 16, 1, 4, 16, 7},  // the rows of a window overlap
+		{8, 32, 2, 4, 12, 8},  // rows of windows overlap
+		{3, 16, 1, 4, 16, 8},  // too short an output
+		{4, 15, 1, 4, 16, 8},  // too short an input
+		{4, 16, -1, 4, 16, 8}, // negative
+	} {
+		func() {
+			defer func() {
+				if p := recover(); p == nil || !strings.Contains(fmt.Sprint(p), "MaxPool2x2") {
+					t.Errorf("%+v: panic %v, want one naming MaxPool2x2", c, p)
+				}
+			}()
+			MaxPool2x2(make([]float32, c.nOut), make([]uint8, c.nOut), make([]float32, c.nX), c.rows, c.ow, c.stride, c.w)
+		}()
+	}
+}
+
+func BenchmarkMaxPool2x2(b *testing.B) {
+	for _, ow := range []int{7, 14, 64} {
+		const total = 1 << 16
+		rows, w := total/ow, 2*ow
+		x, dst, arg := make([]float32, rows*2*w), make([]float32, rows*ow), make([]uint8, rows*ow)
+		r := rand.New(rand.NewPCG(1, 1))
+		for i := range x {
+			x[i] = r.Float32()
+		}
+		b.Run(fmt.Sprint(ow), func(b *testing.B) {
+			b.SetBytes(int64(4 * 5 * rows * ow))
+			for b.Loop() {
+				MaxPool2x2(dst, arg, x, rows, ow, 2*w, w)
+			}
+		})
+	}
+}
+
+func BenchmarkAddRows(b *testing.B) {
+	const total = 1 << 16
+	dst, x := make([]float32, total), make([]float32, total)
+	for _, n := range []int{8, 64} {
+		b.Run(fmt.Sprint(n), func(b *testing.B) {
+			for b.Loop() {
+				for o := 0; o+n <= total; o += n {
+					Add(dst[o:o+n], x[o:o+n])
+				}
+			}
+		})
 	}
 }
