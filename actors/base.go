@@ -13,10 +13,46 @@ import (
 
 // Span is one piece of work an actor did, for the timeline trace.
 type Span struct {
-	Kind        byte // 'F' forward, 'B' backward (input gradients), 'W' weight gradients, 'U' update, 'E' evaluation forward, 'O' optimizer
+	Kind        SpanKind
 	Step, Micro int
 	Start, Dur  time.Duration // since the graph's epoch
 }
+
+// SpanKind is the kind of work a span records. Its values are bytes that
+// cross the wire as they are.
+type SpanKind byte
+
+const (
+	SpanForward   SpanKind = 'F' // a micro-batch's forward
+	SpanBackward  SpanKind = 'B' // a micro-batch's backward: input gradients, and weight gradients unless split off
+	SpanWeights   SpanKind = 'W' // the weight gradients the split backward left, once over the step
+	SpanUpdate    SpanKind = 'U' // the weights' update
+	SpanEval      SpanKind = 'E' // an evaluation forward
+	SpanOptimizer SpanKind = 'O' // the optimizer's clip factor
+)
+
+// String names the kind as the trace labels it.
+func (k SpanKind) String() string {
+	switch k {
+	case SpanForward:
+		return "forward"
+	case SpanBackward:
+		return "backward"
+	case SpanWeights:
+		return "weight-grad"
+	case SpanUpdate:
+		return "update"
+	case SpanEval:
+		return "eval"
+	case SpanOptimizer:
+		return "optimizer"
+	}
+	return fmt.Sprintf("span %q", byte(k))
+}
+
+// Computes reports whether the kind is a forward or backward computation,
+// the work a pipeline's bubble is measured against.
+func (k SpanKind) Computes() bool { return k == SpanForward || k == SpanBackward || k == SpanWeights }
 
 // Stats are an actor's counters since they were last reset.
 type Stats struct {
@@ -40,8 +76,8 @@ type Status struct {
 	taken    atomic.Int64 // messages taken, from anywhere
 	busyNs   atomic.Int64 // time spent in spans, since the actor started
 	mu       sync.Mutex
-	last     note // the last message taken, as values: senders reuse messages
-	kind     byte // the span in hand ('F', 'B', ...), or 0
+	last     note     // the last message taken, as values: senders reuse messages
+	kind     SpanKind // the span in hand, or 0
 	step     int
 	micro    int
 }
@@ -71,7 +107,7 @@ func (s *Status) Describe() (last, inHand string) {
 		last = s.last.String()
 	}
 	if s.kind != 0 {
-		inHand = fmt.Sprintf("%c step %d micro-batch %d", s.kind, s.step, s.micro)
+		inHand = fmt.Sprintf("%c step %d micro-batch %d", byte(s.kind), s.step, s.micro)
 	}
 	return last, inHand
 }
@@ -84,7 +120,7 @@ func (s *Status) took(msg any) {
 	s.mu.Unlock()
 }
 
-func (s *Status) working(kind byte, step, micro int) {
+func (s *Status) working(kind SpanKind, step, micro int) {
 	s.mu.Lock()
 	s.kind, s.step, s.micro = kind, step, micro
 	s.mu.Unlock()
@@ -139,10 +175,11 @@ type base struct {
 	status   *Status
 	coord    *actor.PID
 	failed   bool
-	stops    bool              // the coordinator: it stops the run on its own failure
-	run      Run               // what messages from other processes must carry
-	from     string            // its name and host, as messages to other processes give it
-	watched  map[string]string // neighbours in other processes: their names by PID
+	stops    bool                                        // the coordinator: it stops the run on its own failure
+	run      Run                                         // what messages from other processes must carry
+	where    func(kind SpanKind, step, micro int) string // names the work in hand, for failures
+	from     string                                      // its name and host, as messages to other processes give it
+	watched  map[string]string                           // neighbours in other processes: their names by PID
 
 	busy     time.Duration
 	wire     int64 // bytes sent to other processes
@@ -152,7 +189,17 @@ type base struct {
 }
 
 func newBase(id int, name string, g *Graph) base {
-	return base{id: id, name: name, graph: g, status: &Status{Name: name}}
+	b := base{id: id, name: name, graph: g, status: &Status{Name: name}}
+	b.where = func(kind SpanKind, step, micro int) string {
+		if kind == SpanEval {
+			return fmt.Sprintf("the %s, evaluating chunk %d", name, micro)
+		}
+		if micro < 0 {
+			return fmt.Sprintf("the %s at step %d", name, step)
+		}
+		return fmt.Sprintf("the %s at step %d, micro-batch %d", name, step, micro)
+	}
+	return b
 }
 
 // Status returns the actor's live status.
@@ -243,27 +290,24 @@ func (b *base) receive(ctx actor.Context) (any, bool) {
 	return msg, true
 }
 
-// span times f as a span of the given kind, and marks the actor busy with it.
-func (b *base) span(kind byte, step, micro int, f func()) {
+// work runs f as a span of the given kind of work on step and micro-batch
+// micro: it times it for the trace, marks the actor busy with it meanwhile,
+// and turns a panic or an error into a Failed message to the coordinator,
+// after which the actor ignores further work. It reports whether f
+// completed.
+func (b *base) work(ctx actor.Context, kind SpanKind, step, micro int, f func() error) (ok bool) {
 	b.status.working(kind, step, micro)
 	start := time.Now()
-	f()
-	d := time.Since(start)
-	b.busy += d
-	b.status.busyNs.Add(int64(d))
-	if b.graph.Trace {
-		b.spans = append(b.spans, Span{kind, step, micro, start.Sub(b.graph.Epoch), d})
-	}
-	b.status.working(0, 0, 0)
-}
-
-// guard runs f and turns a panic into a Failed message to the coordinator; the
-// actor then ignores further work. what describes the work when it panicked,
-// such as the layer, step and micro-batch. It reports whether f completed.
-func (b *base) guard(ctx actor.Context, what func() string, f func() error) (ok bool) {
 	defer func() {
+		d := time.Since(start)
+		b.busy += d
+		b.status.busyNs.Add(int64(d))
+		if b.graph.Trace {
+			b.spans = append(b.spans, Span{kind, step, micro, start.Sub(b.graph.Epoch), d})
+		}
+		b.status.working(0, 0, 0)
 		if r := recover(); r != nil {
-			b.fail(ctx, fmt.Errorf("%s panicked: %v", what(), r))
+			b.fail(ctx, fmt.Errorf("%s panicked: %v", b.where(kind, step, micro), r))
 			ok = false
 		}
 	}()

@@ -80,7 +80,7 @@ func (l *Loss) drain(ctx actor.Context) {
 		if t := l.targets[k]; k.eval && t != nil {
 			delete(l.outs, k)
 			delete(l.targets, k)
-			l.guard(ctx, func() string { return fmt.Sprintf("the loss, evaluating chunk %d", t.Micro) }, func() error { return l.evaluate(ctx, t, out) })
+			l.work(ctx, SpanEval, t.Step, t.Micro, func() error { return l.evaluate(ctx, t, out) })
 		}
 	}
 	for {
@@ -92,7 +92,7 @@ func (l *Loss) drain(ctx actor.Context) {
 		delete(l.outs, k)
 		delete(l.targets, k)
 		l.next++
-		if !l.guard(ctx, func() string { return fmt.Sprintf("the loss at step %d, micro-batch %d", t.Step, t.Micro) }, func() error { return l.train(ctx, t, out) }) {
+		if !l.work(ctx, SpanForward, t.Step, t.Micro, func() error { return l.train(ctx, t, out) }) {
 			return
 		}
 	}
@@ -101,13 +101,11 @@ func (l *Loss) drain(ctx actor.Context) {
 func (l *Loss) train(ctx actor.Context, t *Target, out *tensor.Tensor) error {
 	var grad *tensor.Tensor
 	l.sum.Total = t.Total
-	l.span('F', t.Step, t.Micro, func() {
-		// the gradients of the step's micro-batches lie in one block, so the
-		// last layer's weight gradient can run once over the step
-		a := l.arenas.at(t.Seq, t.Micro)
-		a.Share(&l.arenas.rows, t.Row, t.Row+t.Rows, t.Total)
-		grad = l.sum.Add(a, out, t.T)
-	})
+	// the gradients of the step's micro-batches lie in one block, so the
+	// last layer's weight gradient can run once over the step
+	a := l.arenas.at(t.Seq, t.Micro)
+	a.Share(&l.arenas.rows, t.Row, t.Row+t.Rows, t.Total)
+	grad = l.sum.Add(a, out, t.T)
 	if !grad.IsFinite() {
 		return &nn.NonFiniteError{Step: t.Step, Where: "loss"}
 	}
@@ -152,16 +150,14 @@ func (l *Loss) sendBack(ctx actor.Context, b *Backward) {
 
 func (l *Loss) evaluate(ctx actor.Context, t *Target, out *tensor.Tensor) error {
 	part := &EvalPart{Chunk: t.Micro, Rows: t.Rows}
-	l.span('E', t.Step, t.Micro, func() {
-		part.Loss, _ = l.loss.Compute(out, t.T, 0)
-		if t.T.Labels != nil {
-			for i, p := range nn.Predict(out) {
-				if p == t.T.Labels[i] {
-					part.Correct++
-				}
+	part.Loss, _ = l.loss.Compute(out, t.T, 0)
+	if t.T.Labels != nil {
+		for i, p := range nn.Predict(out) {
+			if p == t.T.Labels[i] {
+				part.Correct++
 			}
 		}
-	})
+	}
 	if t.T.Labels != nil && len(t.T.Labels) != t.Rows {
 		return fmt.Errorf("actors: evaluation chunk %d has %d labels for %d rows", t.Micro, len(t.T.Labels), t.Rows)
 	}

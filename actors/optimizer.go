@@ -1,7 +1,6 @@
 package actors
 
 import (
-	"fmt"
 	"math"
 
 	"github.com/asynkron/protoactor-go/actor"
@@ -60,12 +59,13 @@ func (o *Optimizer) Receive(ctx actor.Context) {
 		o.n++
 		if o.n == len(o.sums) {
 			o.n = 0
-			o.guard(ctx, func() string { return fmt.Sprintf("the optimizer at step %d", o.step) }, func() error {
-				var scale float64
-				o.span('O', o.step, -1, func() { scale = optim.ClipCoef(math.Sqrt(o.total()), o.clipNorm) })
-				o.broadcast(ctx, scale)
+			var scale float64
+			if o.work(ctx, SpanOptimizer, o.step, -1, func() error {
+				scale = optim.ClipCoef(math.Sqrt(o.total()), o.clipNorm)
 				return nil
-			})
+			}) {
+				o.broadcast(ctx, scale)
+			}
 		}
 	case *GetStats:
 		o.respond(ctx, o.stats(m.Reset))

@@ -280,7 +280,7 @@ func Decode(msg any) (any, Run, error) {
 		s := &Stats{Actor: int(m.Actor), Name: m.Name, Layers: ints(m.Layers), Busy: time.Duration(m.BusyNs),
 			Messages: int(m.Messages), MaxInFlight: int(m.MaxInFlight), WireBytes: m.WireBytes}
 		for _, sp := range m.Spans {
-			s.Spans = append(s.Spans, Span{Kind: byte(sp.Kind), Step: int(sp.Step), Micro: int(sp.Micro), Start: time.Duration(sp.StartNs), Dur: time.Duration(sp.DurNs)})
+			s.Spans = append(s.Spans, Span{Kind: SpanKind(sp.Kind), Step: int(sp.Step), Micro: int(sp.Micro), Start: time.Duration(sp.StartNs), Dur: time.Duration(sp.DurNs)})
 		}
 		return s, runOf(m.Run), nil
 	}

@@ -85,6 +85,7 @@ type partKey struct {
 func NewStage(id int, name string, g *Graph, layers []nn.Layer, first, part int, needDX bool, u Updater) *Stage {
 	s := &Stage{base: newBase(id, name, g), layers: layers, needDX: needDX, part: part, updater: u,
 		fwdParts: map[partKey][]*tensor.Tensor{}, bwdParts: map[int][]*tensor.Tensor{}}
+	s.base.where = s.where
 	for i, l := range layers {
 		s.layerIDs = append(s.layerIDs, first+i)
 		for _, p := range l.Params() {
@@ -189,9 +190,9 @@ func (s *Stage) runForward(ctx actor.Context) {
 }
 
 func (s *Stage) forward(ctx actor.Context, f *Forward) {
-	kind := byte('F')
+	kind := SpanForward
 	if f.Eval {
-		kind = 'E'
+		kind = SpanEval
 	}
 	p := nn.Pass{Step: f.Step, Micro: f.Micro, Row: f.Row, Train: !f.Eval, Weights: s.weights, Micros: f.Micros, Threads: s.updater.Threads}
 	if !f.Eval {
@@ -201,20 +202,17 @@ func (s *Stage) forward(ctx actor.Context, f *Forward) {
 		}
 	}
 	var y *tensor.Tensor
-	ok := s.guard(ctx, func() string { return s.where("forward", f.Step, f.Micro) }, func() (err error) {
-		s.span(kind, f.Step, f.Micro, func() {
-			h := f.X
-			for i, l := range s.layers {
-				s.current = i
-				h = l.Forward(p, h)
-				if !h.IsFinite() {
-					err = &nn.NonFiniteError{Layer: s.layerIDs[i], Kind: l.Kind(), Step: f.Step, Where: "forward"}
-					return
-				}
+	ok := s.work(ctx, kind, f.Step, f.Micro, func() error {
+		h := f.X
+		for i, l := range s.layers {
+			s.current = i
+			h = l.Forward(p, h)
+			if !h.IsFinite() {
+				return &nn.NonFiniteError{Layer: s.layerIDs[i], Kind: l.Kind(), Step: f.Step, Where: "forward"}
 			}
-			y = h
-		})
-		return err
+		}
+		y = h
+		return nil
 	})
 	if !ok {
 		return
@@ -239,8 +237,15 @@ func (s *Stage) trackInFlight() {
 }
 
 // where names the layer a stage was running, e.g. "layer 3 (relu) forward at
-// step 5, micro-batch 1".
-func (s *Stage) where(pass string, step, micro int) string {
+// step 5, micro-batch 1", or the update it was applying.
+func (s *Stage) where(kind SpanKind, step, micro int) string {
+	pass := "forward"
+	switch kind {
+	case SpanUpdate:
+		return fmt.Sprintf("%s applying the update of step %d", s.name, step)
+	case SpanBackward, SpanWeights:
+		pass = "backward"
+	}
 	i := min(max(s.current, 0), len(s.layers)-1)
 	return fmt.Sprintf("layer %d (%s) %s at step %d, micro-batch %d", s.layerIDs[i], s.layers[i].Kind(), pass, step, micro)
 }
@@ -276,30 +281,27 @@ func (s *Stage) gatherBackward(ctx actor.Context, m *Backward) {
 func (s *Stage) backward(ctx actor.Context, step, micro int, dy *tensor.Tensor) {
 	p := nn.Pass{Step: step, Micro: micro, Train: true, Arena: s.arenas.current(micro), Weights: s.weights, Micros: s.micros, Threads: s.updater.Threads}
 	var dx *tensor.Tensor
-	ok := s.guard(ctx, func() string { return s.where("backward", step, micro) }, func() (err error) {
-		s.span('B', step, micro, func() {
-			g := dy
-			for i := len(s.layers) - 1; i >= 0; i-- {
-				s.current = i
-				need := i > 0 || s.needDX
-				if sb := s.split[i]; sb != nil && need && s.w.SplitBackward {
-					g = sb.BackwardInput(p, g)
-					s.pendingW = append(s.pendingW, pendingW{i, p})
-				} else if b, ok := s.layers[i].(nn.BatchParams); ok && !need && s.w.SplitBackward {
-					b.KeepGrad(p, g) // its weight gradient, too, once over the step
-					s.pendingW = append(s.pendingW, pendingW{i, p})
-					g = nil
-				} else {
-					g = s.layers[i].Backward(p, g, need)
-				}
-				if need && !g.IsFinite() {
-					err = &nn.NonFiniteError{Layer: s.layerIDs[i], Kind: s.layers[i].Kind(), Step: step, Where: "backward"}
-					return
-				}
+	ok := s.work(ctx, SpanBackward, step, micro, func() error {
+		g := dy
+		for i := len(s.layers) - 1; i >= 0; i-- {
+			s.current = i
+			need := i > 0 || s.needDX
+			if sb := s.split[i]; sb != nil && need && s.w.SplitBackward {
+				g = sb.BackwardInput(p, g)
+				s.pendingW = append(s.pendingW, pendingW{i, p})
+			} else if b, ok := s.layers[i].(nn.BatchParams); ok && !need && s.w.SplitBackward {
+				b.KeepGrad(p, g) // its weight gradient, too, once over the step
+				s.pendingW = append(s.pendingW, pendingW{i, p})
+				g = nil
+			} else {
+				g = s.layers[i].Backward(p, g, need)
 			}
-			dx = g
-		})
-		return err
+			if need && !g.IsFinite() {
+				return &nn.NonFiniteError{Layer: s.layerIDs[i], Kind: s.layers[i].Kind(), Step: step, Where: "backward"}
+			}
+		}
+		dx = g
+		return nil
 	})
 	if !ok {
 		return
@@ -333,29 +335,27 @@ type pendingW struct {
 // step's last dX has gone upstream: they fill the drain, and a layer that
 // can (nn.BatchParams) runs them as one GEMM over the whole step.
 func (s *Stage) weightGrads(ctx actor.Context, step int) bool {
-	return s.guard(ctx, func() string { return s.where("backward", step, -1) }, func() error {
-		s.span('W', step, -1, func() {
-			for i := len(s.layers) - 1; i >= 0; i-- {
-				ps := s.wPasses[:0]
-				for _, w := range s.pendingW {
-					if w.layer == i {
-						ps = append(ps, w.p)
-					}
+	return s.work(ctx, SpanWeights, step, -1, func() error {
+		for i := len(s.layers) - 1; i >= 0; i-- {
+			ps := s.wPasses[:0]
+			for _, w := range s.pendingW {
+				if w.layer == i {
+					ps = append(ps, w.p)
 				}
-				if len(ps) == 0 {
-					continue
-				}
-				s.current = i
-				if b, ok := s.layers[i].(nn.BatchParams); ok {
-					b.BackwardParamsAll(ps)
-				} else {
-					for _, p := range ps {
-						s.split[i].BackwardParams(p)
-					}
-				}
-				s.wPasses = ps
 			}
-		})
+			if len(ps) == 0 {
+				continue
+			}
+			s.current = i
+			if b, ok := s.layers[i].(nn.BatchParams); ok {
+				b.BackwardParamsAll(ps)
+			} else {
+				for _, p := range ps {
+					s.split[i].BackwardParams(p)
+				}
+			}
+			s.wPasses = ps
+		}
 		s.pendingW = s.pendingW[:0]
 		return nil
 	})
@@ -406,18 +406,16 @@ func (s *Stage) maybeApply(ctx actor.Context) {
 	}
 	s.gradsDone, s.haveUpd = false, false
 	m := s.upd
-	ok := s.guard(ctx, func() string { return fmt.Sprintf("%s applying the update of step %d", s.name, m.Step) }, func() (err error) {
-		s.span('U', m.Step, -1, func() {
-			if m.Scale != 1 {
-				optim.ScaleGrads(s.ops, m.Scale)
-			}
-			s.weights++ // even a failed step may have written some
-			if err = s.updater.Optimizer.Step(s.ops, m.LR); err != nil {
-				return
-			}
-			s.zeroGrads()
-		})
-		return err
+	ok := s.work(ctx, SpanUpdate, m.Step, -1, func() error {
+		if m.Scale != 1 {
+			optim.ScaleGrads(s.ops, m.Scale)
+		}
+		s.weights++ // even a failed step may have written some
+		if err := s.updater.Optimizer.Step(s.ops, m.LR); err != nil {
+			return err
+		}
+		s.zeroGrads()
+		return nil
 	})
 	if !ok {
 		return

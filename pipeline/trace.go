@@ -27,7 +27,7 @@ func Bubble(stats []actors.Stats, stages []StageInfo) float64 {
 		}
 		n++
 		for _, sp := range st.Spans {
-			if sp.Kind != 'F' && sp.Kind != 'B' && sp.Kind != 'W' {
+			if !sp.Kind.Computes() {
 				continue
 			}
 			first, last = min(first, sp.Start), max(last, sp.Start+sp.Dur)
@@ -51,8 +51,6 @@ type traceEvent struct {
 	Args map[string]any `json:"args,omitempty"`
 }
 
-var spanNames = map[byte]string{'F': "forward", 'B': "backward", 'W': "weight-grad", 'U': "update", 'E': "eval", 'O': "optimizer"}
-
 // WriteTrace writes every span recorded so far (collected by Stats with reset)
 // as Chrome trace-event JSON: a track per actor, a span per forward, backward
 // and update, labelled by step and micro-batch.
@@ -69,7 +67,7 @@ func (e *Engine) WriteTrace(w io.Writer) error {
 	for _, id := range ids {
 		evs = append(evs, traceEvent{Name: "thread_name", Ph: "M", Pid: 1, Tid: id, Args: map[string]any{"name": e.names[id]}})
 		for _, sp := range e.spans[id] {
-			name := fmt.Sprintf("%s s%d", spanNames[sp.Kind], sp.Step)
+			name := fmt.Sprintf("%s s%d", sp.Kind.String(), sp.Step)
 			args := map[string]any{"step": sp.Step}
 			if sp.Micro >= 0 {
 				name += fmt.Sprintf(" m%d", sp.Micro)
