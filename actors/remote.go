@@ -84,22 +84,6 @@ func fromPids(ps []*wire.Pid) []*actor.PID {
 	return out
 }
 
-func ints64(xs []int) []int64 {
-	out := make([]int64, len(xs))
-	for i, x := range xs {
-		out[i] = int64(x)
-	}
-	return out
-}
-
-func ints(xs []int64) []int {
-	out := make([]int, len(xs))
-	for i, x := range xs {
-		out[i] = int(x)
-	}
-	return out
-}
-
 // ToState and FromState convert an optimizer's state.
 func ToState(s *optim.State) *wire.OptimState {
 	if s == nil {
@@ -182,7 +166,7 @@ func Encode(msg any, run Run, from string) (proto.Message, error) {
 		return &wire.Failed{Run: r, Actor: int64(m.Actor), Err: toErr(m.Err)}, nil
 	case *Wire:
 		return &wire.Links{Run: r, Coordinator: ToPid(m.Coordinator), Optimizer: ToPid(m.Optimizer), Next: toPids(m.Next),
-			Prev: toPids(m.Prev), PrevSplit: ints64(m.PrevSplit), InParts: int64(m.InParts), OutParts: int64(m.OutParts),
+			Prev: toPids(m.Prev), PrevSplit: wire.Int64s(m.PrevSplit), InParts: int64(m.InParts), OutParts: int64(m.OutParts),
 			Limit: int64(m.Limit), SplitBackward: m.SplitBackward, NextNames: m.NextNames, PrevNames: m.PrevNames}, nil
 	case *Lost:
 		return &wire.Lost{Run: r, Host: m.Host, Stages: m.Stages, Why: m.Why}, nil
@@ -197,7 +181,7 @@ func Encode(msg any, run Run, from string) (proto.Message, error) {
 	case *GetStats:
 		return &wire.GetStats{Run: r, Reset_: m.Reset}, nil
 	case *Stats:
-		w := &wire.Stats{Run: r, Actor: int64(m.Actor), Name: m.Name, Layers: ints64(m.Layers), BusyNs: int64(m.Busy),
+		w := &wire.Stats{Run: r, Actor: int64(m.Actor), Name: m.Name, Layers: wire.Int64s(m.Layers), BusyNs: int64(m.Busy),
 			Messages: int64(m.Messages), MaxInFlight: int64(m.MaxInFlight), WireBytes: m.WireBytes}
 		for _, s := range m.Spans {
 			w.Spans = append(w.Spans, &wire.Span{Kind: int32(s.Kind), Step: int64(s.Step), Micro: int64(s.Micro), StartNs: int64(s.Start), DurNs: int64(s.Dur)})
@@ -240,7 +224,7 @@ func Decode(msg any) (any, Run, error) {
 		return &Failed{Actor: int(m.Actor), Err: m.Err.Err()}, runOf(m.Run), nil
 	case *wire.Links:
 		return &Wire{Coordinator: FromPid(m.Coordinator), Optimizer: FromPid(m.Optimizer), Next: fromPids(m.Next),
-			Prev: fromPids(m.Prev), PrevSplit: ints(m.PrevSplit), InParts: int(m.InParts), OutParts: int(m.OutParts),
+			Prev: fromPids(m.Prev), PrevSplit: wire.Ints(m.PrevSplit), InParts: int(m.InParts), OutParts: int(m.OutParts),
 			Limit: int(m.Limit), SplitBackward: m.SplitBackward, NextNames: m.NextNames, PrevNames: m.PrevNames}, runOf(m.Run), nil
 	case *wire.Lost:
 		return &Lost{Host: m.Host, Stages: m.Stages, Why: m.Why}, runOf(m.Run), nil
@@ -277,7 +261,7 @@ func Decode(msg any) (any, Run, error) {
 	case *wire.GetStats:
 		return &GetStats{Reset: m.Reset_}, runOf(m.Run), nil
 	case *wire.Stats:
-		s := &Stats{Actor: int(m.Actor), Name: m.Name, Layers: ints(m.Layers), Busy: time.Duration(m.BusyNs),
+		s := &Stats{Actor: int(m.Actor), Name: m.Name, Layers: wire.Ints(m.Layers), Busy: time.Duration(m.BusyNs),
 			Messages: int(m.Messages), MaxInFlight: int(m.MaxInFlight), WireBytes: m.WireBytes}
 		for _, sp := range m.Spans {
 			s.Spans = append(s.Spans, Span{Kind: SpanKind(sp.Kind), Step: int(sp.Step), Micro: int(sp.Micro), Start: time.Duration(sp.StartNs), Dur: time.Duration(sp.DurNs)})

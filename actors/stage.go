@@ -90,10 +90,10 @@ func NewStage(id int, name string, g *Graph, layers []nn.Layer, first, part int,
 		s.layerIDs = append(s.layerIDs, first+i)
 		for _, p := range l.Params() {
 			s.ps = append(s.ps, p)
-			s.ops = append(s.ops, optim.Param{Name: fmt.Sprintf("%d.%s", first+i, p.Name), Value: p.Value, Grad: p.Grad})
+			s.ops = append(s.ops, optim.Param{Name: nn.ParamName(first+i, p.Name), Value: p.Value, Grad: p.Grad})
 		}
 		for _, b := range nn.BuffersOf(l) {
-			s.bufs = append(s.bufs, namedBuffer{fmt.Sprintf("%d.%s", first+i, b.Name), b.Value})
+			s.bufs = append(s.bufs, namedBuffer{nn.ParamName(first+i, b.Name), b.Value})
 		}
 		sb, _ := l.(nn.SplitBackward)
 		s.split = append(s.split, sb)

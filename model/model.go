@@ -203,7 +203,7 @@ func (m *Model) newRunner() (*runner, error) {
 	seen := 0
 	for i, l := range layers {
 		set := func(name string, t *tensor.Tensor) error {
-			name = fmt.Sprintf("%d.%s", i, name)
+			name = nn.ParamName(i, name)
 			w, ok := m.weights[name]
 			if !ok || !tensor.EqualShapes(w.Shape(), t.Shape()) || w.DType() != t.DType() {
 				return fmt.Errorf("model: tensor %q is missing or is not %v %v", name, t.DType(), t.Shape())

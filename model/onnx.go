@@ -244,7 +244,7 @@ func (g *graph) node(op string, inputs []string, attrs ...*onnx.AttributeProto) 
 // param returns the initializer of the current layer's tensor named name,
 // adding it on first use.
 func (g *graph) param(name string) string {
-	name = fmt.Sprintf("%d.%s", g.layer, name)
+	name = nn.ParamName(g.layer, name)
 	for _, t := range g.Initializer {
 		if t.GetName() == name {
 			return name

@@ -23,7 +23,7 @@ func (s *Sequential) Params() []Param {
 	var ps []Param
 	for i, l := range s.Layers {
 		for _, p := range l.Params() {
-			p.Name = fmt.Sprintf("%d.%s", i, p.Name)
+			p.Name = ParamName(i, p.Name)
 			ps = append(ps, p)
 		}
 	}

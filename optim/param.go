@@ -143,8 +143,19 @@ func layoutOf(params []Param) layout {
 	return l
 }
 
-// stateName returns the checkpoint name of slot name of parameter i.
-func stateName(i int, name string) string { return fmt.Sprintf("%d.%s", i, name) }
+// StateName is the name of an optimizer's state tensor: slot (such as
+// "momentum_buffer" or "exp_avg") of parameter i, "<i>.<slot>".
+func StateName(i int, slot string) string { return strconv.Itoa(i) + "." + slot }
+
+// SplitStateName parses a StateName, for a state of params parameters.
+func SplitStateName(name string, params int) (int, string, error) {
+	idx, slot, ok := strings.Cut(name, ".")
+	i, err := strconv.Atoi(idx)
+	if !ok || err != nil || i < 0 || i >= params {
+		return 0, "", fmt.Errorf("optim: state tensor %q names no parameter of the %d", name, params)
+	}
+	return i, slot, nil
+}
 
 // checkState validates st against an optimizer of the given kind whose per-parameter
 // state has the given slot names (all of one dtype and shape per parameter), and
@@ -182,7 +193,7 @@ func checkState(kind string, slots []string, bound layout, st State) ([][]*tenso
 	for i := range st.NumParams {
 		out[i] = make([]*tensor.Tensor, len(slots))
 		for j, s := range slots {
-			name := stateName(i, s)
+			name := StateName(i, s)
 			t, ok := st.Tensors[name]
 			if !ok || t == nil {
 				return nil, nil, fmt.Errorf("optim: %s: state tensor %q is missing", kind, name)
@@ -193,7 +204,7 @@ func checkState(kind string, slots []string, bound layout, st State) ([][]*tenso
 			if j == 0 {
 				l[i] = slot{dtype: t.DType(), shape: t.Shape()}
 			} else if t.DType() != l[i].dtype || !tensor.EqualShapes(t.Shape(), l[i].shape) {
-				return nil, nil, fmt.Errorf("optim: %s: state tensor %q is %v%v, want %v%v like %q", kind, name, t.DType(), t.Shape(), l[i].dtype, l[i].shape, stateName(i, slots[0]))
+				return nil, nil, fmt.Errorf("optim: %s: state tensor %q is %v%v, want %v%v like %q", kind, name, t.DType(), t.Shape(), l[i].dtype, l[i].shape, StateName(i, slots[0]))
 			}
 			out[i][j] = t // the caller copies it (adopt)
 		}
@@ -230,7 +241,7 @@ func exportStateInto(st *State, kind string, step int, l layout, slots []string,
 	st.Kind, st.Step, st.NumParams, st.Tensors = kind, step, len(l), make(map[string]*tensor.Tensor, len(ts)*len(slots))
 	for i, row := range ts {
 		for j, t := range row {
-			name := stateName(i, slots[j])
+			name := StateName(i, slots[j])
 			st.Tensors[name] = adopt(old[name], t)
 		}
 	}

@@ -7,7 +7,6 @@ import (
 	"math"
 	"runtime"
 	"sort"
-	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -147,12 +146,12 @@ func New(layers []nn.Layer, cfg Config) (*Engine, error) {
 	}
 	for i, l := range layers {
 		for _, p := range l.Params() {
-			name := fmt.Sprintf("%d.%s", i, p.Name)
+			name := nn.ParamName(i, p.Name)
 			e.shapes[name] = p.Value.Shape()
 			e.global[name] = len(e.global)
 		}
 		for _, b := range nn.BuffersOf(l) { // saved and restored, never optimized
-			e.shapes[fmt.Sprintf("%d.%s", i, b.Name)] = b.Value.Shape()
+			e.shapes[nn.ParamName(i, b.Name)] = b.Value.Shape()
 		}
 	}
 	groups, err := e.group(layers)
@@ -708,11 +707,11 @@ func (e *Engine) snapshot(reuse bool) (map[string]*tensor.Tensor, optim.State, e
 			st.NumParams = len(e.global)
 		}
 		for local, t := range p.State.Tensors {
-			i, slot, err := splitStateName(local, len(p.Names))
+			i, slot, err := optim.SplitStateName(local, len(p.Names))
 			if err != nil {
 				return nil, optim.State{}, err
 			}
-			g := fmt.Sprintf("%d.%s", e.global[p.Names[i]], slot)
+			g := optim.StateName(e.global[p.Names[i]], slot)
 			slots[g] = append(slots[g], t)
 		}
 	}
@@ -724,16 +723,6 @@ func (e *Engine) snapshot(reuse bool) (map[string]*tensor.Tensor, optim.State, e
 		st.Tensors[name] = joinRows(parts)
 	}
 	return out, st, nil
-}
-
-// splitStateName parses a stage's optimizer state name "<index>.<slot>".
-func splitStateName(name string, params int) (int, string, error) {
-	idx, slot, ok := strings.Cut(name, ".")
-	i, err := strconv.Atoi(idx)
-	if !ok || err != nil || i < 0 || i >= params {
-		return 0, "", fmt.Errorf("pipeline: optimizer state tensor %q names no parameter of the %d", name, params)
-	}
-	return i, slot, nil
 }
 
 // Restore sets every parameter from weights (as Snapshot names them), and
@@ -749,7 +738,7 @@ func (e *Engine) Restore(weights map[string]*tensor.Tensor, st optim.State) erro
 		return fmt.Errorf("pipeline: optimizer state is for %d parameters, the model has %d", st.NumParams, len(e.global))
 	}
 	for name := range st.Tensors { // checked before any stage changes
-		if _, _, err := splitStateName(name, len(e.global)); err != nil {
+		if _, _, err := optim.SplitStateName(name, len(e.global)); err != nil {
 			return err
 		}
 	}
@@ -790,7 +779,7 @@ func (e *Engine) Restore(weights map[string]*tensor.Tensor, st optim.State) erro
 				prefix := fmt.Sprintf("%d.", g)
 				for g, t := range st.Tensors {
 					if slot, ok := strings.CutPrefix(g, prefix); ok {
-						local.Tensors[fmt.Sprintf("%d.%s", i, slot)] = rows(t)
+						local.Tensors[optim.StateName(i, slot)] = rows(t)
 					}
 				}
 			}

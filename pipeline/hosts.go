@@ -217,7 +217,7 @@ func (e *Engine) buildRemote(u unit, id int, name string, layers []int, dt tenso
 	b := &wire.Build{Run: e.runWire(), Id: int64(id), Name: name, Model: wireSpecs(e.cfg.Specs), Features: int64(e.cfg.Features),
 		Seed: e.cfg.Seed, Lo: int64(u.first), Hi: int64(u.first + len(u.layers)), Part: int64(u.part),
 		NeedDx: u.node > 0, Optimizer: wireOptim(e.cfg.Optimizer), ClipValue: e.cfg.ClipValue, ClipNorm: e.cfg.ClipNorm > 0,
-		Node: int64(u.node), Layers: int64s(layers), Sample: int64s(e.cfg.Sample)}
+		Node: int64(u.node), Layers: wire.Int64s(layers), Sample: wire.Int64s(e.cfg.Sample)}
 	if dt == tensor.Float64 {
 		b.Dtype = wire.DType_FLOAT64
 	}
@@ -236,14 +236,6 @@ func (e *Engine) buildRemote(u unit, id int, name string, layers []int, dt tenso
 		return nil, 0, fmt.Errorf("pipeline: host %s: %w", hs.hosts[h], built.Err.Err())
 	}
 	return actors.FromPid(built.Stage), int(built.Threads), nil
-}
-
-func int64s(xs []int) []int64 {
-	out := make([]int64, len(xs))
-	for i, x := range xs {
-		out[i] = int64(x)
-	}
-	return out
 }
 
 // closeHosts ends the sessions, each within a bound, and stops the monitor.

@@ -312,7 +312,7 @@ func (s *session) build(ctx actor.Context, m *wire.Build) *wire.Built {
 		return fail(err)
 	}
 	s.graph.Register(pid, st.Status())
-	s.hosted = append(s.hosted, hosted{pid: pid, node: int(m.Node), layers: intsOf(m.Layers), threads: threads, status: st.Status()})
+	s.hosted = append(s.hosted, hosted{pid: pid, node: int(m.Node), layers: wire.Ints(m.Layers), threads: threads, status: st.Status()})
 	s.w.mu.Lock()
 	s.w.stages[st.Status()] = m.Name
 	s.w.mu.Unlock()
@@ -352,7 +352,7 @@ func buildStage(m *wire.Build, threads int, g *actors.Graph) (*actors.Stage, int
 	if m.Dtype == wire.DType_FLOAT64 {
 		dt = tensor.Float64
 	}
-	sample := intsOf(m.Sample)
+	sample := wire.Ints(m.Sample)
 	if len(sample) == 0 {
 		sample = []int{int(m.Features)}
 	}
@@ -409,12 +409,4 @@ func protoLogger(l *zerolog.Logger) *slog.Logger {
 	}
 	z := l.With().Str("event", "protoactor").Logger().Level(zerolog.WarnLevel)
 	return slog.New(zerolog.NewSlogHandler(z))
-}
-
-func intsOf(xs []int64) []int {
-	out := make([]int, len(xs))
-	for i, x := range xs {
-		out[i] = int(x)
-	}
-	return out
 }

@@ -11,6 +11,23 @@ import (
 	"github.com/pipetrain/pipetrain/tensor"
 )
 
+// Int64s and Ints convert the int slices of the wire's messages.
+func Int64s(xs []int) []int64 {
+	out := make([]int64, len(xs))
+	for i, x := range xs {
+		out[i] = int64(x)
+	}
+	return out
+}
+
+func Ints(xs []int64) []int {
+	out := make([]int, len(xs))
+	for i, x := range xs {
+		out[i] = int(x)
+	}
+	return out
+}
+
 // FromTensor returns t as a wire Tensor; the bytes are a copy.
 func FromTensor(t *tensor.Tensor) *Tensor {
 	shape := t.Shape()

@@ -41,7 +41,7 @@ func main() {
 	weights := map[string]*tensor.Tensor{}
 	for i, l := range layers {
 		for _, p := range l.Params() {
-			weights[fmt.Sprintf("%d.%s", i, p.Name)] = p.Value
+			weights[nn.ParamName(i, p.Name)] = p.Value
 		}
 	}
 	m, err := model.New(d, weights)
