@@ -1,6 +1,10 @@
 package actors
 
-import "fmt"
+import (
+	"fmt"
+	"slices"
+	"strings"
+)
 
 // Schedule is how a pipeline admits micro-batches.
 type Schedule uint8
@@ -15,22 +19,21 @@ const (
 	OneFOneB
 )
 
+// scheduleNames are the schedules' config names, by Schedule.
+var scheduleNames = [...]string{Sequential: "sequential", GPipe: "gpipe", OneFOneB: "1f1b"}
+
+// ScheduleNames lists the schedules' config names.
+func ScheduleNames() []string { return slices.Clone(scheduleNames[:]) }
+
 // ParseSchedule maps a config name onto a Schedule.
 func ParseSchedule(name string) (Schedule, error) {
-	switch name {
-	case "sequential":
-		return Sequential, nil
-	case "gpipe":
-		return GPipe, nil
-	case "1f1b":
-		return OneFOneB, nil
+	if i := slices.Index(scheduleNames[:], name); i >= 0 {
+		return Schedule(i), nil
 	}
-	return 0, fmt.Errorf("actors: unknown schedule %q (want sequential, gpipe or 1f1b)", name)
+	return 0, fmt.Errorf("actors: unknown schedule %q (want one of %s)", name, strings.Join(scheduleNames[:], ", "))
 }
 
-func (s Schedule) String() string {
-	return [...]string{"sequential", "gpipe", "1f1b"}[s]
-}
+func (s Schedule) String() string { return scheduleNames[s] }
 
 // Limit returns how many micro-batches node i of p may hold at once under s.
 func (s Schedule) Limit(i, p, micros int) int {

@@ -3,7 +3,6 @@ package pipeline
 import (
 	"errors"
 	"fmt"
-	"log/slog"
 	"math"
 	"runtime"
 	"sort"
@@ -294,16 +293,12 @@ var stopStrategy = actor.NewOneForOneStrategy(0, 0, func(any) actor.Directive { 
 // start spawns and wires every actor: the stage actors here or on the
 // hosts, then the loss, optimizer and coordinator actors here.
 func (e *Engine) start(units []unit) error {
-	// A dead letter (a message to an actor already stopped, as in Close after a
-	// failure) starts a throttle timer goroutine; keep its life short so Close
-	// leaves nothing running for long.
 	if len(e.cfg.Hosts) > 0 {
 		if err := e.startHosts(units); err != nil {
 			return err
 		}
 	} else {
-		e.system = actor.NewActorSystem(actor.WithLoggerFactory(func(*actor.ActorSystem) *slog.Logger { return protoLogger(e.cfg.Logger) }),
-			actor.WithDeadLetterThrottleInterval(time.Millisecond))
+		e.system = newActorSystem(e.cfg.Logger)
 		e.root = e.system.Root
 	}
 	spawn := func(a actor.Actor, st *actors.Status, name string) *actor.PID {

@@ -5,7 +5,6 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
-	"log/slog"
 	"sync"
 	"time"
 
@@ -322,8 +321,7 @@ func acquireShared(listen, advertise, token string, t TLS, logger *zerolog.Logge
 		shared.users++
 		return shared.system, nil
 	}
-	system := actor.NewActorSystem(actor.WithLoggerFactory(func(*actor.ActorSystem) *slog.Logger { return protoLogger(logger) }),
-		actor.WithDeadLetterThrottleInterval(time.Millisecond))
+	system := newActorSystem(logger)
 	log := zerolog.Nop()
 	if logger != nil {
 		log = *logger

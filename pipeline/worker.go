@@ -63,8 +63,7 @@ func NewWorker(cfg WorkerConfig) (*Worker, error) {
 	if cfg.Logger != nil {
 		w.log = *cfg.Logger
 	}
-	w.system = actor.NewActorSystem(actor.WithLoggerFactory(func(*actor.ActorSystem) *slog.Logger { return protoLogger(cfg.Logger) }),
-		actor.WithDeadLetterThrottleInterval(time.Millisecond))
+	w.system = newActorSystem(cfg.Logger)
 	w.undelivered = watchUndelivered(w.system, w.log, w.failRun)
 	props := actor.PropsFromProducer(func() actor.Actor { return &session{w: w} }, actor.WithSupervisor(stopStrategy))
 	r, addr, err := startRemote(w.system, cfg.Listen, cfg.Advertise, func() string { return cfg.Token }, cfg.TLS, remote.NewKind(sessionKind, props))
@@ -400,6 +399,15 @@ func optimSpec(w *wire.Optimizer) optim.Spec {
 	s := optim.Spec{Kind: w.GetKind(), Momentum: w.GetMomentum(), Nesterov: w.GetNesterov(), WeightDecay: w.GetWeightDecay(), Eps: w.GetEps()}
 	copy(s.Betas[:], w.GetBetas())
 	return s
+}
+
+// newActorSystem returns an actor system that logs protoactor's warnings to
+// logger (nil: nowhere). A dead letter (a message to an actor already
+// stopped, as in Close after a failure) starts a throttle timer goroutine:
+// its life is kept short, so that a closed engine leaves nothing running.
+func newActorSystem(logger *zerolog.Logger) *actor.ActorSystem {
+	return actor.NewActorSystem(actor.WithLoggerFactory(func(*actor.ActorSystem) *slog.Logger { return protoLogger(logger) }),
+		actor.WithDeadLetterThrottleInterval(time.Millisecond))
 }
 
 // protoLogger is protoactor's logger: warnings up as "protoactor" events.

@@ -136,11 +136,6 @@ type Log struct {
 	Metrics string `toml:"metrics" json:"metrics"` // host:port to serve Prometheus metrics on; empty: none
 }
 
-// AvailableSchedules lists the pipeline schedules that are implemented; a
-// pipeline.schedule that is valid but not listed here is rejected by Validate
-// as not available yet.
-var AvailableSchedules = []string{"auto", "sequential", "gpipe", "1f1b"}
-
 // Auto is a count that may be "auto" in TOML, held as 0: the trainer then
 // measures the candidates and picks one.
 type Auto int
@@ -154,10 +149,6 @@ func (a Auto) String() string {
 	}
 	return fmt.Sprint(int(a))
 }
-
-// RemoteAvailable reports whether remote stage hosts (pipeline.hosts) are
-// implemented; while false, Validate rejects a non-empty pipeline.hosts.
-var RemoteAvailable = true
 
 // Default returns the defaults of every key (the README's config reference). The
 // model has no layers: a config must give at least one.

@@ -276,26 +276,6 @@ func TestOverrideAfterFile(t *testing.T) {
 	}
 }
 
-func TestAvailability(t *testing.T) {
-	defer func(s []string, r bool) { AvailableSchedules, RemoteAvailable = s, r }(AvailableSchedules, RemoteAvailable)
-	sets := []string{"pipeline.schedule=gpipe", `pipeline.hosts=["127.0.0.1:7101", "[::1]:7102"]`}
-	for _, tc := range []struct {
-		schedules []string
-		remote    bool
-		want      string // "" for no error
-	}{
-		{[]string{"sequential"}, false, `config: pipeline.schedule = "gpipe": not available yet (available: sequential)`},
-		{[]string{"sequential", "gpipe"}, false, `config: pipeline.hosts = ["127.0.0.1:7101", "[::1]:7102"]: remote stage hosts are not available yet (leave it empty)`},
-		{[]string{"sequential", "gpipe"}, true, ""},
-	} {
-		AvailableSchedules, RemoteAvailable = tc.schedules, tc.remote
-		_, err := Parse("mlp.toml", []byte(base), sets)
-		if got := errText(err); got != tc.want {
-			t.Errorf("Parse(base, %q) with schedules %v, remote %v: got %q, want %q", sets, tc.schedules, tc.remote, got, tc.want)
-		}
-	}
-}
-
 func errText(err error) string {
 	if err == nil {
 		return ""

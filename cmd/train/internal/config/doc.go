@@ -27,9 +27,8 @@
 // is finite and in its range, keys agree with each other (nesterov needs sgd
 // with momentum, micro_batches fits in batch_size, stages fits in the layers)
 // and no layer has a key its type does not take (units on a relu layer, p on
-// a linear one), even one that holds its default. It also rejects pipeline
-// schedules not yet in AvailableSchedules and, while RemoteAvailable is false,
-// any pipeline.hosts. CheckData holds the checks that need the data: the
+// a linear one), even one that holds its default. CheckData holds the
+// checks that need the data: the
 // model's output width (the units of its last linear layer) must be the
 // number of classes, or 1 for a regression set.
 //

@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/pipetrain/pipetrain/actors"
 	"github.com/pipetrain/pipetrain/nn"
 )
 
@@ -19,7 +20,7 @@ var (
 	layerTypes        = nn.LayerTypes()
 	optimizerTypes    = []string{"sgd", "adam", "adamw"}
 	scheduleTypes     = []string{"constant", "step", "cosine"}
-	pipelineSchedules = []string{"auto", "sequential", "gpipe", "1f1b"}
+	pipelineSchedules = append([]string{"auto"}, actors.ScheduleNames()...)
 )
 
 // layerKeys lists the keys that belong to each layer type: "type" and the
@@ -267,10 +268,6 @@ func (c *Config) validatePipeline() error {
 	if err := oneOf("pipeline.schedule", p.Schedule, pipelineSchedules); err != nil {
 		return err
 	}
-	if !slices.Contains(AvailableSchedules, p.Schedule) {
-		return errorf("pipeline.schedule = %q: not available yet (available: %s)",
-			p.Schedule, strings.Join(AvailableSchedules, ", "))
-	}
 	if int(p.MicroBatches) > c.Data.BatchSize {
 		return errorf("pipeline.micro_batches = %d exceeds data.batch_size = %d", p.MicroBatches, c.Data.BatchSize)
 	}
@@ -292,10 +289,6 @@ func (c *Config) validatePipeline() error {
 			return errorf("pipeline.hosts[%d] = %q: the same host as pipeline.hosts[%d]", i, h, j)
 		}
 		seen[h] = i
-	}
-	if len(p.Hosts) > 0 && !RemoteAvailable {
-		return errorf("pipeline.hosts = %s: remote stage hosts are not available yet (leave it empty)",
-			formatValue(tomlValue(reflect.ValueOf(p.Hosts))))
 	}
 	return nil
 }
