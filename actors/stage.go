@@ -47,8 +47,9 @@ type Stage struct {
 	upd       Update // the step's update, once haveUpd
 	haveUpd   bool
 	clearTask clearTask
-	pendingW  []pendingW // the step's weight gradients left by the split backward
-	wPasses   []nn.Pass  // scratch for weightGrads
+	pendingW  []pendingW       // the step's weight gradients left by the split backward
+	wPasses   []nn.Pass        // scratch for weightGrads
+	outs      []*tensor.Tensor // scratch: the outputs of a forward's layers, or a backward's input gradients
 
 	// messages reused every step (see reused)
 	fwdIn   reused[Forward] // gathered inputs of several parts, per micro-batch
@@ -204,12 +205,16 @@ func (s *Stage) forward(ctx actor.Context, f *Forward) {
 	var y *tensor.Tensor
 	ok := s.work(ctx, kind, f.Step, f.Micro, func() error {
 		h := f.X
+		outs := s.outs[:0]
 		for i, l := range s.layers {
 			s.current = i
 			h = l.Forward(p, h)
-			if !h.IsFinite() {
-				return &nn.NonFiniteError{Layer: s.layerIDs[i], Kind: l.Kind(), Step: f.Step, Where: "forward"}
-			}
+			outs = append(outs, h)
+		}
+		defer func() { s.outs = outs[:0]; clear(outs) }() // keep no tensor past the pass
+		if !h.IsFinite() {
+			i := firstNonFinite(outs)
+			return &nn.NonFiniteError{Layer: s.layerIDs[i], Kind: s.layers[i].Kind(), Step: f.Step, Where: "forward"}
 		}
 		y = h
 		return nil
@@ -234,6 +239,22 @@ func (s *Stage) trackInFlight() {
 	for _, l := range s.layers {
 		s.maxIn = max(s.maxIn, l.InFlight())
 	}
+}
+
+// firstNonFinite returns the index of the first tensor of ts that holds a
+// NaN or an infinity: the layer that gave it. A pass checks only what it
+// hands on (a full pass over every layer's output cost a sixth of a CNN's
+// step) and searches its layers' results, still in the arena, only then. A
+// layer whose output squashes a non-finite input back to finite values
+// (tanh of an infinity) lets the computation go on, as it would without
+// checks.
+func firstNonFinite(ts []*tensor.Tensor) int {
+	for i, t := range ts {
+		if !t.IsFinite() {
+			return i
+		}
+	}
+	return len(ts) - 1
 }
 
 // where names the layer a stage was running, e.g. "layer 3 (relu) forward at
@@ -283,6 +304,7 @@ func (s *Stage) backward(ctx actor.Context, step, micro int, dy *tensor.Tensor) 
 	var dx *tensor.Tensor
 	ok := s.work(ctx, SpanBackward, step, micro, func() error {
 		g := dy
+		outs := s.outs[:0] // the input gradients, from the last layer's on
 		for i := len(s.layers) - 1; i >= 0; i-- {
 			s.current = i
 			need := i > 0 || s.needDX
@@ -296,9 +318,14 @@ func (s *Stage) backward(ctx actor.Context, step, micro int, dy *tensor.Tensor) 
 			} else {
 				g = s.layers[i].Backward(p, g, need)
 			}
-			if need && !g.IsFinite() {
-				return &nn.NonFiniteError{Layer: s.layerIDs[i], Kind: s.layers[i].Kind(), Step: step, Where: "backward"}
+			if need {
+				outs = append(outs, g)
 			}
+		}
+		defer func() { s.outs = outs[:0]; clear(outs) }()
+		if len(outs) > 0 && !outs[len(outs)-1].IsFinite() {
+			i := len(s.layers) - 1 - firstNonFinite(outs)
+			return &nn.NonFiniteError{Layer: s.layerIDs[i], Kind: s.layers[i].Kind(), Step: step, Where: "backward"}
 		}
 		dx = g
 		return nil

@@ -399,23 +399,33 @@ func conv2dBackward[T float](pl *convPlan, work *convWork[T], gx, gw, gb, grad, 
 }
 
 // rowSums adds to sums[f] the sum of row f of g (rows of p elements), each
-// row summed in float64 from zero in order. Four rows go at once, each its
+// row summed in float64 from zero in order. Eight rows go at once, each its
 // own chain of additions, so their latencies overlap.
 func rowSums[T float](sums []float64, g []T, p int) {
 	f := 0
-	for ; f+4 <= len(sums); f += 4 {
-		r0, r1, r2, r3 := g[f*p:(f+1)*p], g[(f+1)*p:(f+2)*p], g[(f+2)*p:(f+3)*p], g[(f+3)*p:(f+4)*p]
-		var s0, s1, s2, s3 float64
-		for j := range r0 {
-			s0 += float64(r0[j])
+	for ; f+8 <= len(sums); f += 8 {
+		r0 := g[f*p : (f+1)*p]
+		r1, r2, r3 := g[(f+1)*p:][:len(r0)], g[(f+2)*p:][:len(r0)], g[(f+3)*p:][:len(r0)]
+		r4, r5, r6, r7 := g[(f+4)*p:][:len(r0)], g[(f+5)*p:][:len(r0)], g[(f+6)*p:][:len(r0)], g[(f+7)*p:][:len(r0)]
+		var s0, s1, s2, s3, s4, s5, s6, s7 float64
+		for j, v := range r0 {
+			s0 += float64(v)
 			s1 += float64(r1[j])
 			s2 += float64(r2[j])
 			s3 += float64(r3[j])
+			s4 += float64(r4[j])
+			s5 += float64(r5[j])
+			s6 += float64(r6[j])
+			s7 += float64(r7[j])
 		}
 		sums[f] += s0
 		sums[f+1] += s1
 		sums[f+2] += s2
 		sums[f+3] += s3
+		sums[f+4] += s4
+		sums[f+5] += s5
+		sums[f+6] += s6
+		sums[f+7] += s7
 	}
 	for ; f < len(sums); f++ {
 		var s float64
