@@ -104,6 +104,32 @@ func BenchmarkTrainStep(b *testing.B) {
 	}
 }
 
+// mnistCNN is the CNN of configs/cnn.toml.
+func mnistCNN(tb testing.TB) []nn.Layer {
+	specs := []nn.Spec{
+		{Type: "conv2d", Channels: 32, Kernel: 3, Padding: 1, Init: nn.TorchDefault}, {Type: "relu"}, {Type: "maxpool2d", Kernel: 2},
+		{Type: "conv2d", Channels: 64, Kernel: 3, Padding: 1, Init: nn.TorchDefault}, {Type: "relu"}, {Type: "maxpool2d", Kernel: 2},
+		{Type: "flatten"}, {Type: "linear", Units: 128, Init: nn.TorchDefault}, {Type: "relu"},
+		{Type: "linear", Units: 10, Init: nn.TorchDefault},
+	}
+	layers, err := nn.BuildShape(specs, []int{1, 28, 28}, 1, tensor.Float32, 0, len(specs))
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return layers
+}
+
+// BenchmarkMNISTCNNStep times one step of configs/cnn.toml's CNN at batch
+// 128 as one stage: GOMAXPROCS=1 go test -run '^$' -bench MNISTCNNStep ./pipeline/
+func BenchmarkMNISTCNNStep(b *testing.B) {
+	eng, step := engineOn(b, mnistCNN(b), actors.Sequential, 1, 1)
+	defer eng.Close()
+	for b.Loop() {
+		step()
+	}
+	b.ReportMetric(128*float64(b.N)/b.Elapsed().Seconds(), "samples/s")
+}
+
 // BenchmarkCNNStep is BenchmarkTrainStep for smallCNN.
 func BenchmarkCNNStep(b *testing.B) {
 	for _, c := range []struct {
