@@ -12,7 +12,7 @@ const module = "github.com/pipetrain/pipetrain"
 
 // allowed lists, for each package of ours, the packages of ours it may import
 // (directly or not): the layers of the stack, each importing only those below
-// it (README, "How it works"). internal/... is open to all, as internalUsers says.
+// it (docs/design.md). internal/... is open to all, as internalUsers says.
 var allowed = map[string][]string{
 	"tensor":    {},
 	"ops":       {"tensor"},

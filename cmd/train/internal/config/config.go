@@ -16,7 +16,7 @@ import (
 // Config is a whole training run: what to learn from, the model, how to
 // optimise it, how to pipeline it, and where to write logs and checkpoints.
 // The toml tags are the key names, which users and scripts rely on: the
-// README's config reference lists them all.
+// docs/config.md lists them all.
 type Config struct {
 	Seed      uint64    `toml:"seed" json:"seed"`
 	Data      Data      `toml:"data" json:"data"`
@@ -150,7 +150,7 @@ func (a Auto) String() string {
 	return fmt.Sprint(int(a))
 }
 
-// Default returns the defaults of every key (the README's config reference). The
+// Default returns the defaults of every key (docs/config.md). The
 // model has no layers: a config must give at least one.
 func Default() *Config {
 	return &Config{

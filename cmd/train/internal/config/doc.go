@@ -1,5 +1,5 @@
 // Package config reads, overrides and validates the TOML config of a
-// training run, whose keys and defaults the README's config reference lists.
+// training run, whose keys and defaults docs/config.md lists.
 //
 // # Layers of a config
 //
