@@ -85,9 +85,9 @@ type Status struct {
 // note is what describe needs of a message, copied out of it: senders reuse
 // their messages, so none is kept.
 type note struct {
-	typ                     reflect.Type
-	kind                    byte
-	step, micro, part, from int
+	typ                      reflect.Type
+	kind                     byte
+	step, micro, shard, from int
 }
 
 // Pending returns how many messages wait in the actor's mailbox.
@@ -384,9 +384,9 @@ func Describe(m any) string {
 func noteOf(m any) note {
 	switch m := m.(type) {
 	case *Forward:
-		return note{kind: 'F', step: m.Step, micro: m.Micro, part: m.Part}
+		return note{kind: 'F', step: m.Step, micro: m.Micro, shard: m.Shard}
 	case *Backward:
-		return note{kind: 'B', step: m.Step, micro: m.Micro, part: m.Part}
+		return note{kind: 'B', step: m.Step, micro: m.Micro, shard: m.Shard}
 	case *GradNorm:
 		return note{kind: 'G', step: m.Step, from: m.Actor}
 	case *Update:
@@ -398,9 +398,9 @@ func noteOf(m any) note {
 func (n note) String() string {
 	switch n.kind {
 	case 'F':
-		return fmt.Sprintf("Forward step %d micro-batch %d part %d", n.step, n.micro, n.part)
+		return fmt.Sprintf("Forward step %d micro-batch %d shard %d", n.step, n.micro, n.shard)
 	case 'B':
-		return fmt.Sprintf("Backward step %d micro-batch %d part %d", n.step, n.micro, n.part)
+		return fmt.Sprintf("Backward step %d micro-batch %d shard %d", n.step, n.micro, n.shard)
 	case 'G':
 		return fmt.Sprintf("GradNorm step %d from actor %d", n.step, n.from)
 	case 'U':

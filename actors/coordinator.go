@@ -30,7 +30,7 @@ func (e *LostError) Error() string {
 type Hang struct{ Err error }
 
 // Coordinator is the actor that runs steps: it splits a mini-batch into
-// micro-batches, feeds the first node as the schedule allows, and answers the
+// micro-batches, feeds the first position as the schedule allows, and answers the
 // step when the loss is known and every parameter-owning actor has applied its
 // update. The first failure ends the pipeline.
 type Coordinator struct {
@@ -48,7 +48,7 @@ type Coordinator struct {
 	seq      int // training steps run, counting this one
 	spans    []nn.Span
 	sent     int
-	bwd      map[int]int // micro-batch to first-node actors done with it
+	bwd      map[int]int // micro-batch to first-position actors done with it
 	finished int         // micro-batches whose backward is done
 	stepLoss float64
 	haveLoss bool
@@ -70,7 +70,7 @@ type Coordinator struct {
 	evalLabel bool
 }
 
-// NewCoordinator returns the coordinator of a pipeline whose first node is
+// NewCoordinator returns the coordinator of a pipeline whose first position is
 // first, with paramActors actors that take part in updates.
 func NewCoordinator(id int, g *Graph, s Schedule, micro int, first []*actor.PID, loss, opt *actor.PID, paramActors int) *Coordinator {
 	c := &Coordinator{base: newBase(id, "coordinator", g), schedule: s, micro: micro, first: first,
@@ -159,7 +159,7 @@ func (c *Coordinator) runStep(ctx actor.Context, m *RunStep) {
 	}
 }
 
-// sendForward feeds micro-batch k to every actor of the first node; its rows
+// sendForward feeds micro-batch k to every actor of the first position; its rows
 // are shared read-only among them.
 func (c *Coordinator) sendForward(ctx actor.Context, k int) {
 	f := c.fwds.at(k)

@@ -21,7 +21,7 @@
 // Every message is a plain struct sent as a pointer and declared in
 // messages.go, with its ownership written on it: once sent, a message and its
 // tensors belong to the receiver until its step is over. The one exception is
-// Forward.X, which the actors of one node share read-only. A step starts only
+// Forward.X, which the actors of one position share read-only. A step starts only
 // when every actor is done with the previous one, so senders reuse their step
 // messages and stages their layers' outputs (nn.Arena) from one step to the
 // next: a steady step allocates nothing of pipetrain's.

@@ -9,7 +9,7 @@ import (
 	"github.com/pipetrain/pipetrain/tensor"
 )
 
-// Loss is the actor after the last node: it compares each micro-batch's output
+// Loss is the actor after the last position: it compares each micro-batch's output
 // with its target, sends the scaled loss gradient back, and sums the step's
 // loss in micro-batch order, as nn.Sequential does. Under GPipe it holds every
 // backward until the step's last forward has arrived (the flush).
@@ -54,7 +54,7 @@ func (l *Loss) Receive(ctx actor.Context) {
 	case *Forward:
 		l.newStep(m.Seq, m.Eval)
 		k := partKey{m.Eval, m.Micro}
-		out, ok := gather(l.parts, k, l.w.InParts, m.Part, m.X)
+		out, ok := gather(l.parts, k, l.w.InShards, m.Shard, m.X)
 		if !ok {
 			return
 		}
@@ -131,7 +131,7 @@ func (l *Loss) train(ctx actor.Context, t *Target, out *tensor.Tensor) error {
 	return nil
 }
 
-// sendBack splits the output gradient by the last node's column blocks; b,
+// sendBack splits the output gradient by the last position's column blocks; b,
 // one of bwdOut, goes itself to the first block's actor.
 func (l *Loss) sendBack(ctx actor.Context, b *Backward) {
 	if len(l.w.PrevSplit) <= 2 {

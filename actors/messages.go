@@ -16,7 +16,7 @@ import (
 // actor is done with the last one.
 
 // Forward carries one micro-batch's activations downstream, from one actor of a
-// node to every actor of the next node (or to the loss actor). X is shared
+// position to every actor of the next position (or to the loss actor). X is shared
 // read-only by all receivers of one send: none may write it, any may keep it.
 type Forward struct {
 	Step, Micro int
@@ -24,17 +24,17 @@ type Forward struct {
 	Total       int  // rows of the mini-batch
 	Seq         int  // the engine's count of training steps, whatever Step says
 	Micros      int  // micro-batches in this step
-	Part        int  // index of the sending actor within its node: X is that column block
+	Shard       int  // the sending actor's index within its position: X is that column block
 	Eval        bool // evaluation: no caching, no backward
 	X           *tensor.Tensor
 }
 
 // Backward carries the loss gradient with respect to the receiver's output
-// block, from one actor of the next node (or from the loss actor). Partial
-// gradients from several senders are summed in Part order. DY belongs to the receiver.
+// block, from one actor of the next position (or from the loss actor). Partial
+// gradients from several senders are summed in Shard order. DY belongs to the receiver.
 type Backward struct {
 	Step, Micro int
-	Part        int // index of the sending actor within its node
+	Shard       int // the sending actor's index within its position
 	DY          *tensor.Tensor
 }
 
@@ -49,8 +49,8 @@ type Target struct {
 	Row                 int // the micro-batch's first row in the mini-batch
 }
 
-// BackwardDone reports that an actor of the first node finished a micro-batch's
-// backward. First-node actor to coordinator.
+// BackwardDone reports that an actor of the first position finished a micro-batch's
+// backward. First-position actor to coordinator.
 type BackwardDone struct {
 	Step, Micro int
 	Actor       int
@@ -188,11 +188,11 @@ type kick struct{}
 // gets, before any work.
 type Wire struct {
 	Coordinator, Optimizer *actor.PID
-	Next                   []*actor.PID // actors of the next node, or the loss actor
-	Prev                   []*actor.PID // actors of the previous node; none for the first node
-	PrevSplit              []int        // column bounds of the previous node's output, len(Prev)+1
-	InParts                int          // forward parts to gather: actors of the previous node, or 1
-	OutParts               int          // backward parts to gather: actors of the next node, or 1
+	Next                   []*actor.PID // actors of the next position, or the loss actor
+	Prev                   []*actor.PID // actors of the previous position; none for the first position
+	PrevSplit              []int        // column bounds of the previous position's output, len(Prev)+1
+	InShards               int          // forward blocks to gather: actors of the previous position, or 1
+	OutShards              int          // backward blocks to gather: actors of the next position, or 1
 	Limit                  int          // micro-batches admitted at once
 	SplitBackward          bool         // send dX upstream before computing dW
 	NextNames, PrevNames   []string     // the stage names of Next and Prev, for reports

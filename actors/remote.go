@@ -151,9 +151,9 @@ func Encode(msg any, run Run, from string) (proto.Message, error) {
 	switch m := msg.(type) {
 	case *Forward:
 		return &wire.Forward{Run: r, Step: int64(m.Step), Micro: int64(m.Micro), Row: int64(m.Row), Total: int64(m.Total),
-			Seq: int64(m.Seq), Micros: int64(m.Micros), Part: int64(m.Part), Eval: m.Eval, X: wire.FromTensor(m.X)}, nil
+			Seq: int64(m.Seq), Micros: int64(m.Micros), Shard: int64(m.Shard), Eval: m.Eval, X: wire.FromTensor(m.X)}, nil
 	case *Backward:
-		return &wire.Backward{Run: r, Step: int64(m.Step), Micro: int64(m.Micro), Part: int64(m.Part), Dy: wire.FromTensor(m.DY)}, nil
+		return &wire.Backward{Run: r, Step: int64(m.Step), Micro: int64(m.Micro), Shard: int64(m.Shard), Dy: wire.FromTensor(m.DY)}, nil
 	case *BackwardDone:
 		return &wire.BackwardDone{Run: r, Step: int64(m.Step), Micro: int64(m.Micro), Actor: int64(m.Actor)}, nil
 	case *GradNorm:
@@ -166,7 +166,7 @@ func Encode(msg any, run Run, from string) (proto.Message, error) {
 		return &wire.Failed{Run: r, Actor: int64(m.Actor), Err: toErr(m.Err)}, nil
 	case *Wire:
 		return &wire.Links{Run: r, Coordinator: ToPid(m.Coordinator), Optimizer: ToPid(m.Optimizer), Next: toPids(m.Next),
-			Prev: toPids(m.Prev), PrevSplit: wire.Int64s(m.PrevSplit), InParts: int64(m.InParts), OutParts: int64(m.OutParts),
+			Prev: toPids(m.Prev), PrevSplit: wire.Int64s(m.PrevSplit), InShards: int64(m.InShards), OutShards: int64(m.OutShards),
 			Limit: int64(m.Limit), SplitBackward: m.SplitBackward, NextNames: m.NextNames, PrevNames: m.PrevNames}, nil
 	case *Lost:
 		return &wire.Lost{Run: r, Host: m.Host, Stages: m.Stages, Why: m.Why}, nil
@@ -205,13 +205,13 @@ func Decode(msg any) (any, Run, error) {
 			return nil, Run{}, fmt.Errorf("actors: forward step %d micro-batch %d: %w", m.Step, m.Micro, err)
 		}
 		return &Forward{Step: int(m.Step), Micro: int(m.Micro), Row: int(m.Row), Total: int(m.Total), Seq: int(m.Seq),
-			Micros: int(m.Micros), Part: int(m.Part), Eval: m.Eval, X: x}, runOf(m.Run), nil
+			Micros: int(m.Micros), Shard: int(m.Shard), Eval: m.Eval, X: x}, runOf(m.Run), nil
 	case *wire.Backward:
 		dy, err := m.Dy.ToTensor()
 		if err != nil {
 			return nil, Run{}, fmt.Errorf("actors: backward step %d micro-batch %d: %w", m.Step, m.Micro, err)
 		}
-		return &Backward{Step: int(m.Step), Micro: int(m.Micro), Part: int(m.Part), DY: dy}, runOf(m.Run), nil
+		return &Backward{Step: int(m.Step), Micro: int(m.Micro), Shard: int(m.Shard), DY: dy}, runOf(m.Run), nil
 	case *wire.BackwardDone:
 		return &BackwardDone{Step: int(m.Step), Micro: int(m.Micro), Actor: int(m.Actor)}, runOf(m.Run), nil
 	case *wire.GradNorm:
@@ -224,7 +224,7 @@ func Decode(msg any) (any, Run, error) {
 		return &Failed{Actor: int(m.Actor), Err: m.Err.Err()}, runOf(m.Run), nil
 	case *wire.Links:
 		return &Wire{Coordinator: FromPid(m.Coordinator), Optimizer: FromPid(m.Optimizer), Next: fromPids(m.Next),
-			Prev: fromPids(m.Prev), PrevSplit: wire.Ints(m.PrevSplit), InParts: int(m.InParts), OutParts: int(m.OutParts),
+			Prev: fromPids(m.Prev), PrevSplit: wire.Ints(m.PrevSplit), InShards: int(m.InShards), OutShards: int(m.OutShards),
 			Limit: int(m.Limit), SplitBackward: m.SplitBackward, NextNames: m.NextNames, PrevNames: m.PrevNames}, runOf(m.Run), nil
 	case *wire.Lost:
 		return &Lost{Host: m.Host, Stages: m.Stages, Why: m.Why}, runOf(m.Run), nil

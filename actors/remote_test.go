@@ -22,15 +22,15 @@ func TestWireRoundTrip(t *testing.T) {
 	pid := actor.NewPID("127.0.0.1:7101", "stage-1")
 	run := Run{ID: "r1", Gen: 7}
 	for _, msg := range []any{
-		&Forward{Step: 1, Micro: 2, Row: 32, Total: 256, Seq: 4, Micros: 8, Part: 1, Eval: true, X: x},
-		&Backward{Step: 1, Micro: 2, Part: 1, DY: x},
+		&Forward{Step: 1, Micro: 2, Row: 32, Total: 256, Seq: 4, Micros: 8, Shard: 1, Eval: true, X: x},
+		&Backward{Step: 1, Micro: 2, Shard: 1, DY: x},
 		&BackwardDone{Step: 1, Micro: 2, Actor: 3},
 		&GradNorm{Step: 1, Actor: 2, Sums: []float64{1, 2}},
 		&Update{Step: 1, LR: 0.1, Scale: 0.5},
 		&UpdateApplied{Step: 1, Actor: 2},
 		&Failed{Actor: 2, Err: &nn.NonFiniteError{Layer: 3, Kind: "relu", Step: 5, Where: "forward"}},
 		&Wire{Coordinator: pid, Optimizer: pid, Next: []*actor.PID{pid}, Prev: []*actor.PID{pid, pid}, PrevSplit: []int{0, 3, 6},
-			InParts: 2, OutParts: 1, Limit: 3, SplitBackward: true, NextNames: []string{"stage 2"}, PrevNames: []string{"stage 0 shard 0", "stage 0 shard 1"}},
+			InShards: 2, OutShards: 1, Limit: 3, SplitBackward: true, NextNames: []string{"stage 2"}, PrevNames: []string{"stage 0 shard 0", "stage 0 shard 1"}},
 		&Lost{Host: "10.0.0.3:7101", Stages: []string{"stage 2"}, Why: "the connection from stage 1 on 10.0.0.2:7101 was lost"},
 		&GetParams{NamesOnly: true},
 		&Params{Actor: 1, Names: []string{"0.weight"}, Values: []*tensor.Tensor{x}, State: st},
@@ -111,7 +111,7 @@ func TestStaleRunDropped(t *testing.T) {
 		t.Fatalf("%d drops reported, want 3: %+v", len(drops), drops)
 	}
 	for i, d := range drops {
-		if d.From != "stage 9" || d.To != "stage 0" || d.Type != "Forward step 1 micro-batch 0 part 0" || d.Reason == "" {
+		if d.From != "stage 9" || d.To != "stage 0" || d.Type != "Forward step 1 micro-batch 0 shard 0" || d.Reason == "" {
 			t.Errorf("drop %d: %+v; want one from stage 9 to stage 0 naming the forward and why", i, d)
 		}
 	}

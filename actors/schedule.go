@@ -35,7 +35,7 @@ func ParseSchedule(name string) (Schedule, error) {
 
 func (s Schedule) String() string { return scheduleNames[s] }
 
-// Limit returns how many micro-batches node i of p may hold at once under s.
+// Limit returns how many micro-batches position i of p may hold at once under s.
 func (s Schedule) Limit(i, p, micros int) int {
 	switch s {
 	case Sequential:

@@ -38,8 +38,8 @@ func TestDescribe(t *testing.T) {
 		m    any
 		want string
 	}{
-		{&Forward{Step: 3, Micro: 1, Part: 2}, "Forward step 3 micro-batch 1 part 2"},
-		{&Backward{Step: 4, Micro: 0}, "Backward step 4 micro-batch 0 part 0"},
+		{&Forward{Step: 3, Micro: 1, Shard: 2}, "Forward step 3 micro-batch 1 shard 2"},
+		{&Backward{Step: 4, Micro: 0}, "Backward step 4 micro-batch 0 shard 0"},
 		{&BeginStep{}, "BeginStep"},
 		{nil, "nil"},
 	}

@@ -23,8 +23,8 @@ import (
 type Stage struct {
 	base
 	layers []nn.Layer
-	needDX bool // the first layer's input gradient is wanted (false on the first node)
-	part   int  // index within its node
+	needDX bool // the first layer's input gradient is wanted (false on the first position)
+	shard  int  // its index within its position
 
 	w Wire
 
@@ -81,10 +81,10 @@ type partKey struct {
 }
 
 // NewStage returns a stage actor running layers, whose global indices start at
-// first; part is its index within its node. u updates its weights: a stage
+// first; shard is its index within its position. u updates its weights: a stage
 // with parameters needs an optimizer of its own.
-func NewStage(id int, name string, g *Graph, layers []nn.Layer, first, part int, needDX bool, u Updater) *Stage {
-	s := &Stage{base: newBase(id, name, g), layers: layers, needDX: needDX, part: part, updater: u,
+func NewStage(id int, name string, g *Graph, layers []nn.Layer, first, shard int, needDX bool, u Updater) *Stage {
+	s := &Stage{base: newBase(id, name, g), layers: layers, needDX: needDX, shard: shard, updater: u,
 		fwdParts: map[partKey][]*tensor.Tensor{}, bwdParts: map[int][]*tensor.Tensor{}}
 	s.base.where = s.where
 	for i, l := range layers {
@@ -144,12 +144,12 @@ func (s *Stage) Receive(ctx actor.Context) {
 // gatherForward collects the parts of a micro-batch's input, joins them by
 // columns in part order, and queues it.
 func (s *Stage) gatherForward(ctx actor.Context, m *Forward) {
-	x, ok := gather(s.fwdParts, partKey{m.Eval, m.Micro}, s.w.InParts, m.Part, m.X)
+	x, ok := gather(s.fwdParts, partKey{m.Eval, m.Micro}, s.w.InShards, m.Shard, m.X)
 	if !ok {
 		return
 	}
 	f := m
-	if s.w.InParts > 1 {
+	if s.w.InShards > 1 {
 		if m.Eval {
 			f = &Forward{}
 		} else {
@@ -229,9 +229,9 @@ func (s *Stage) forward(ctx actor.Context, f *Forward) {
 	} else {
 		out = s.fwdOut.at(f.Micro)
 	}
-	*out = Forward{Step: f.Step, Micro: f.Micro, Row: f.Row, Total: f.Total, Seq: f.Seq, Micros: f.Micros, Part: s.part, Eval: f.Eval, X: y}
+	*out = Forward{Step: f.Step, Micro: f.Micro, Row: f.Row, Total: f.Total, Seq: f.Seq, Micros: f.Micros, Shard: s.shard, Eval: f.Eval, X: y}
 	for _, pid := range s.w.Next {
-		s.send(ctx, pid, out) // y is shared read-only by the next node's actors
+		s.send(ctx, pid, out) // y is shared read-only by the next position's actors
 	}
 }
 
@@ -274,16 +274,16 @@ func (s *Stage) where(kind SpanKind, step, micro int) string {
 // gatherBackward sums the partial gradients of a micro-batch in part order and
 // runs its backward.
 func (s *Stage) gatherBackward(ctx actor.Context, m *Backward) {
-	if s.w.OutParts == 1 {
+	if s.w.OutShards == 1 {
 		s.backward(ctx, m.Step, m.Micro, m.DY)
 		s.maybeKick(ctx)
 		return
 	}
 	parts := s.bwdParts[m.Micro]
 	if parts == nil {
-		parts = make([]*tensor.Tensor, s.w.OutParts)
+		parts = make([]*tensor.Tensor, s.w.OutShards)
 	}
-	parts[m.Part] = m.DY
+	parts[m.Shard] = m.DY
 	for _, p := range parts {
 		if p == nil {
 			s.bwdParts[m.Micro] = parts
@@ -388,19 +388,19 @@ func (s *Stage) weightGrads(ctx actor.Context, step int) bool {
 	})
 }
 
-// sendBack splits dx by the previous node's column blocks and sends each block
+// sendBack splits dx by the previous position's column blocks and sends each block
 // to the actor that produced it.
 func (s *Stage) sendBack(ctx actor.Context, step, micro int, dx *tensor.Tensor) {
 	if len(s.w.PrevSplit) <= 2 { // one producer: dx goes whole
 		b := s.bwdOut.at(micro)
-		*b = Backward{Step: step, Micro: micro, Part: s.part, DY: dx}
+		*b = Backward{Step: step, Micro: micro, Shard: s.shard, DY: dx}
 		s.send(ctx, s.w.Prev[0], b)
 		return
 	}
 	blocks := splitCols(dx, s.w.PrevSplit)
 	for k, block := range blocks {
 		b := s.bwdOut.at(micro*len(blocks) + k)
-		*b = Backward{Step: step, Micro: micro, Part: s.part, DY: block}
+		*b = Backward{Step: step, Micro: micro, Shard: s.shard, DY: block}
 		s.send(ctx, s.w.Prev[k], b)
 	}
 }

@@ -1,23 +1,47 @@
 // Package pipeline builds a graph of actors from nn layers and runs training
 // steps through it under the sequential, GPipe and 1F1B schedules.
 //
-// # Stages, nodes and actors
+// # Words
 //
-// Config.Stages = 0 makes every layer its own stage; N groups consecutive
-// layers into N stages balanced by their measured cost (each layer's forward
-// and backward is timed on a sample, and the split minimises the costliest
-// stage). A stage is one actor, and so runs on one goroutine at a time; the Go
-// scheduler spreads the actors over the cores.
+// One word per thing, in the code and the logs alike:
 //
-// Config.Shards[i] = K splits layer i's units over K actors (an nn.Sharder:
-// a linear layer's output features, a convolution's filters), each owning its
-// rows of W and b. A sharded layer is a node of its own in the
-// chain: the next node joins the K output blocks by columns, and the K partial
-// input gradients are summed in shard order. So the chain is a list of nodes,
-// each one stage actor or K shard actors; the p of the schedules is the number
-// of nodes (Engine.Nodes). Sharded results agree with the unsharded layer to
-// rounding (within 1e-6 relative for the tests' MLP, 1e-5 for their CNN), not bit for bit, since dX sums in a
-// different order.
+//   - a layer is an nn.Layer, numbered from 0 in the model;
+//   - a position is a place in the chain, what the schedules count ("stage
+//     i of p"): consecutive layers, or one layer split into shards;
+//   - a stage actor runs the layers of one position, or one shard of the
+//     layer at a position; stage actors are numbered by id in chain order,
+//     and a stage event's "stage" is that id, its "position" the place;
+//   - a shard is a block of a layer's output columns (a linear layer's
+//     features, a convolution's filters) with its rows of W and b;
+//   - a slot is a stage actor to be, in the Plan;
+//   - a host is a process that runs stage actors for a coordinator elsewhere
+//     (a worker, `train worker`); this process is not one;
+//   - a replica is a copy of the whole chain working on its share of a
+//     mini-batch (not built yet).
+//
+// # Positions and stage actors
+//
+// Config.Stages = 0 makes every layer a position of its own; N groups
+// consecutive layers into N positions balanced by their measured cost (each
+// layer's forward and backward is timed on a sample, and the split minimises
+// the costliest). A position's stage actor runs on one goroutine at a time;
+// the Go scheduler spreads the actors over the cores.
+//
+// Config.Shards[i] = K splits layer i's units over K stage actors (an
+// nn.Sharder), each owning its rows of W and b. A sharded layer is a
+// position of its own: the next position joins the K output blocks by
+// columns, and the K partial input gradients are summed in shard order. The
+// p of the schedules is the number of positions (Engine.Positions). Sharded
+// results agree with the unsharded layer to rounding (within 1e-6 relative
+// for the tests' MLP, 1e-5 for their CNN), not bit for bit, since dX sums
+// in a different order.
+//
+// # The plan
+//
+// New works out what will run before any actor exists: a Plan, a plain
+// value with the positions, one Slot per stage actor (its layers, position,
+// shard, name and host) and the thread budget of the stage actors here.
+// start then spawns and wires the actors from it, and Engine.Plan returns it.
 //
 // # Equivalence
 //

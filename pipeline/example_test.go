@@ -23,7 +23,7 @@ func Example() {
 		panic(err)
 	}
 	defer eng.Close()
-	fmt.Println("nodes:", eng.Nodes())
+	fmt.Println("positions:", eng.Positions())
 
 	x := tensor.RandNormal(rng, tensor.Float32, 0, 1, 16, 4)
 	labels := make([]int, 16)
@@ -39,6 +39,6 @@ func Example() {
 	}
 	fmt.Println("loss fell:", last < first/2)
 	// Output:
-	// nodes: 3
+	// positions: 3
 	// loss fell: true
 }

@@ -14,7 +14,7 @@ func (e *Engine) Misroute(i int) error {
 	for k, pid := range w.Next {
 		w.Next[k] = actor.NewPID(pid.Address, pid.Id+"-gone")
 	}
-	for _, id := range e.nodes[i].actors {
+	for _, id := range e.plan.Positions[i].Slots {
 		res, err := e.request(e.stages[id], &w)
 		if err != nil {
 			return err

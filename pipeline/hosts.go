@@ -87,20 +87,9 @@ func (hs *hostSet) hostIndex(addr string) int {
 	return -1
 }
 
-// hostOf returns the host that runs stage actor id of units, placed in
-// contiguous blocks: host h runs stages [h·S/H, (h+1)·S/H).
-func hostOf(id, units, hosts int) int {
-	for h := range hosts {
-		if id < (h+1)*units/hosts {
-			return h
-		}
-	}
-	return hosts - 1
-}
-
 // startHosts makes this process reachable by the workers, checks each one
 // (protocol and token) and opens a session of this engine's run on it.
-func (e *Engine) startHosts(units []unit) error {
+func (e *Engine) startHosts() error {
 	cfg := e.cfg
 	if len(cfg.Specs) == 0 {
 		return errors.New("pipeline: stages on hosts are built from the model's specs: Config.Specs is empty")
@@ -147,9 +136,8 @@ func (e *Engine) startHosts(units []unit) error {
 		hs.waiting[h] = map[*actor.Future]bool{}
 	}
 	e.hostSet = hs
-	for id := range units {
-		h := hostOf(id, len(units), len(cfg.Hosts))
-		hs.stagesOf[h] = append(hs.stagesOf[h], id)
+	for id, s := range e.plan.Slots {
+		hs.stagesOf[s.Host] = append(hs.stagesOf[s.Host], id)
 	}
 	for h, host := range cfg.Hosts {
 		if err := e.openSession(h, host, at[h]); err != nil {
@@ -175,7 +163,7 @@ func (e *Engine) openSession(h int, host, at string) error {
 			return &HandshakeError{host, fmt.Errorf("spawning the run's session: status %d", res.StatusCode)}
 		}
 		ans, err := e.root.RequestFuture(res.Pid, &wire.Open{Run: e.runWire(), Coordinator: actors.ToPid(e.coordPID()),
-			Stages: int64(len(hs.stagesOf[h])), Threads: int64(e.cfg.GEMMThreads), OneBusy: e.oneBusy()}, spawnTimeout).Result()
+			Stages: int64(len(hs.stagesOf[h])), Threads: int64(e.cfg.GEMMThreads), OneBusy: e.plan.OneBusy()}, spawnTimeout).Result()
 		if err != nil {
 			return &HandshakeError{host, fmt.Errorf("opening the run: %v", err)}
 		}
@@ -208,20 +196,20 @@ func (e *Engine) coordPID() *actor.PID { return actor.NewPID(e.system.Address(),
 // process's endpoint, so each name carries the engine's generation.
 func (e *Engine) coordinatorName() string { return fmt.Sprintf("coordinator-%x", e.run.Gen) }
 
-// buildRemote asks unit id's host to build it, and returns its address and
-// thread budget.
-func (e *Engine) buildRemote(u unit, id int, name string, layers []int, dt tensor.DType) (*actor.PID, int, error) {
-	hs := e.hostSet
-	h := hostOf(id, len(e.units), len(hs.hosts))
+// buildRemote asks slot id's host to build its stage actor, and returns its
+// address and thread budget.
+func (e *Engine) buildRemote(id int, s Slot) (*actor.PID, int, error) {
+	hs, h, name := e.hostSet, s.Host, s.Name
+	pos := e.plan.Positions[s.Position]
 	b := &wire.Build{Run: e.runWire(), Id: int64(id), Name: name, Model: wireSpecs(e.cfg.Specs), Features: int64(e.cfg.Features),
-		Seed: e.cfg.Seed, Lo: int64(u.first), Hi: int64(u.first + len(u.layers)), Part: int64(u.part),
-		NeedDx: u.node > 0, Optimizer: wireOptim(e.cfg.Optimizer), ClipValue: e.cfg.ClipValue, ClipNorm: e.cfg.ClipNorm > 0,
-		Node: int64(u.node), Layers: wire.Int64s(layers), Sample: wire.Int64s(e.cfg.Sample)}
-	if dt == tensor.Float64 {
+		Seed: e.cfg.Seed, Lo: int64(s.First), Hi: int64(s.First + len(s.Layers)), Shard: int64(s.Shard),
+		NeedDx: s.Position > 0, Optimizer: wireOptim(e.cfg.Optimizer), ClipValue: e.cfg.ClipValue, ClipNorm: e.cfg.ClipNorm > 0,
+		Position: int64(s.Position), Layers: wire.Int64s(pos.Layers), Sample: wire.Int64s(e.cfg.Sample)}
+	if paramDType(s.Layers) == tensor.Float64 {
 		b.Dtype = wire.DType_FLOAT64
 	}
-	if n := e.nodes[u.node]; len(n.actors) > 1 {
-		b.Sharded, b.ColLo, b.ColHi = true, int64(n.units[u.part]), int64(n.units[u.part+1])
+	if len(pos.Slots) > 1 {
+		b.Sharded, b.ColLo, b.ColHi = true, int64(pos.Units[s.Shard]), int64(pos.Units[s.Shard+1])
 	}
 	ans, err := e.root.RequestFuture(hs.sessions[h], b, spawnTimeout).Result()
 	if err != nil {

@@ -143,8 +143,8 @@ func TestEveryShapeCompletes(t *testing.T) {
 			for m := 1; m <= 8; m++ {
 				layers, _ := passModel(t, 5)
 				eng := newEngine(t, layers, pipeline.Config{Schedule: sched, Stages: p, MicroBatches: m, Hang: 5 * time.Second})
-				if eng.Nodes() != p {
-					t.Errorf("stages=%d built %d nodes", p, eng.Nodes())
+				if eng.Positions() != p {
+					t.Errorf("stages=%d built %d positions", p, eng.Positions())
 				}
 				for step := 1; step <= 2; step++ {
 					x, tg := batch(step)
@@ -182,16 +182,16 @@ func TestOneFOneBMemory(t *testing.T) {
 				t.Fatal(err)
 			}
 			for _, info := range eng.Stages() {
-				if info.Node == 0 {
+				if info.Position == 0 {
 					continue // the linear layer caches; pass layers count for the others
 				}
 				got := stats[info.Actor].MaxInFlight
-				want := min(p-info.Node, m)
+				want := min(p-info.Position, m)
 				if sched == actors.GPipe {
 					want = m
 				}
 				if got > want || sched == actors.GPipe && got != want {
-					t.Errorf("%v m=%d: stage %d held %d micro-batches at once, want at most %d", sched, m, info.Node, got, want)
+					t.Errorf("%v m=%d: stage %d held %d micro-batches at once, want at most %d", sched, m, info.Position, got, want)
 				}
 			}
 			eng.Close()

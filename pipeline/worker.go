@@ -184,11 +184,12 @@ type session struct {
 }
 
 type hosted struct {
-	pid     *actor.PID
-	node    int
-	layers  []int
-	threads int
-	status  *actors.Status
+	pid      *actor.PID
+	id       int // the stage actor's id
+	position int
+	layers   []int
+	threads  int
+	status   *actors.Status
 }
 
 func (s *session) Receive(ctx actor.Context) {
@@ -311,7 +312,7 @@ func (s *session) build(ctx actor.Context, m *wire.Build) *wire.Built {
 		return fail(err)
 	}
 	s.graph.Register(pid, st.Status())
-	s.hosted = append(s.hosted, hosted{pid: pid, node: int(m.Node), layers: wire.Ints(m.Layers), threads: threads, status: st.Status()})
+	s.hosted = append(s.hosted, hosted{pid: pid, id: int(m.Id), position: int(m.Position), layers: wire.Ints(m.Layers), threads: threads, status: st.Status()})
 	s.w.mu.Lock()
 	s.w.stages[st.Status()] = m.Name
 	s.w.mu.Unlock()
@@ -332,7 +333,7 @@ func (s *session) end(ctx actor.Context, why string) {
 		if err != nil || !ok {
 			continue
 		}
-		s.w.log.Info().Str("event", "stage").Str("run", s.run.ID).Int("stage", h.node).Ints("layers", h.layers).
+		s.w.log.Info().Str("event", "stage").Str("run", s.run.ID).Int("stage", h.id).Int("position", h.position).Ints("layers", h.layers).
 			Float64("busy_fraction", st.Busy.Seconds()/wall).Int("messages", st.Messages).
 			Int("max_in_flight", st.MaxInFlight).Int("threads", h.threads).Msg("")
 	}
@@ -378,7 +379,7 @@ func buildStage(m *wire.Build, threads int, g *actors.Graph) (*actors.Stage, int
 			return nil, 0, err
 		}
 	}
-	return actors.NewStage(int(m.Id), m.Name, g, layers, int(m.Lo), int(m.Part), m.NeedDx, up), threads, nil
+	return actors.NewStage(int(m.Id), m.Name, g, layers, int(m.Lo), int(m.Shard), m.NeedDx, up), threads, nil
 }
 
 func wireSpecs(specs []nn.Spec) []*wire.Layer {

@@ -69,10 +69,10 @@ func (r *trainRun) logStages() {
 	}
 	for _, info := range r.eng.Stages() {
 		s := stats[info.Actor]
-		ev := r.log.event("stage").Int("stage", info.Node).Ints("layers", info.Layers).
+		ev := r.log.event("stage").Int("stage", info.Actor).Int("position", info.Position).Ints("layers", info.Layers).
 			Float64("busy_fraction", s.Busy.Seconds()/wall).Int("messages", s.Messages).Int("max_in_flight", s.MaxInFlight).
 			Int("threads", info.Threads)
-		if len(r.eng.Stages()) > r.eng.Nodes() {
+		if len(r.eng.Stages()) > r.eng.Positions() {
 			ev = ev.Int("shard", info.Shard)
 		}
 		if info.Host != "" {

@@ -1,0 +1,199 @@
+package pipeline
+
+import (
+	"fmt"
+	"runtime"
+
+	"github.com/pipetrain/pipetrain/actors"
+	"github.com/pipetrain/pipetrain/nn"
+	"github.com/pipetrain/pipetrain/tensor"
+)
+
+// Plan is what an engine will run, worked out as a plain value before any
+// actor exists: the chain's positions, one slot per stage actor with its
+// layers, name, host and thread budget, and the schedule's rules. New makes
+// it and start only follows it.
+type Plan struct {
+	Schedule  actors.Schedule
+	Micro     int        // micro-batches a mini-batch
+	Positions []Position // the chain, in order
+	Slots     []Slot     // the stage actors, by id
+	Hosts     []string   // the workers the slots run on; none: all here
+	Threads   int        // the thread budget of each stage actor here
+}
+
+// Position is a place in the chain, what the schedules count ("i of p"):
+// consecutive layers run by one stage actor, or one layer split over the
+// shard actors of its output columns.
+type Position struct {
+	Layers []int // global layer indices
+	Slots  []int // its stage actors' ids
+	Split  []int // column bounds of its output over its stage actors, len(Slots)+1; nil for one
+	Units  []int // the same bounds in units, the rows of the shards' parameters; nil for one
+}
+
+// Slot is one stage actor to be.
+type Slot struct {
+	Layers   []nn.Layer // its layers, or its shard of one
+	First    int        // the global index of its first layer
+	Position int
+	Shard    int    // its index within its position
+	Name     string // "stage 2", or "stage 1 shard 0"
+	Host     int    // its worker, an index into Plan.Hosts; -1: this process
+}
+
+// Sharded reports whether position i splits a layer over several actors.
+func (p *Plan) Sharded(i int) bool { return len(p.Positions[i].Slots) > 1 }
+
+// OneBusy reports whether one stage actor at a time is busy: under the
+// sequential schedule, or with a single micro-batch and no shards (the
+// shards of a layer run together).
+func (p *Plan) OneBusy() bool {
+	return p.Schedule == actors.Sequential || p.Micro == 1 && len(p.Slots) == len(p.Positions)
+}
+
+// HostName returns the worker slot id runs on, or "" for this process.
+func (p *Plan) HostName(id int) string {
+	if h := p.Slots[id].Host; h >= 0 {
+		return p.Hosts[h]
+	}
+	return ""
+}
+
+// makePlan decides the chain for layers under cfg: the positions (layers
+// grouped into cfg.Stages balanced by measured cost, or one a layer; a
+// sharded layer alone at a position of its own), the slots and their names,
+// their hosts (contiguous blocks over cfg.Hosts, in order) and the threads
+// each stage actor here may use.
+func makePlan(layers []nn.Layer, cfg Config) (*Plan, error) {
+	bounds, err := group(layers, cfg)
+	if err != nil {
+		return nil, err
+	}
+	p := &Plan{Schedule: cfg.Schedule, Micro: cfg.MicroBatches, Hosts: cfg.Hosts}
+	if err := p.place(layers, bounds, cfg.Shards); err != nil {
+		return nil, err
+	}
+	for id := range p.Slots {
+		s := &p.Slots[id]
+		s.Name = fmt.Sprintf("stage %d", s.Position)
+		if p.Sharded(s.Position) {
+			s.Name = fmt.Sprintf("stage %d shard %d", s.Position, s.Shard)
+		}
+		s.Host = -1
+		if len(p.Hosts) > 0 {
+			s.Host = hostOf(id, len(p.Slots), len(p.Hosts))
+		}
+	}
+	p.Threads = p.budget(cfg.GEMMThreads)
+	return p, nil
+}
+
+// budget is each stage actor's thread budget (nn.Pass.Threads and its
+// optimizer's), so that kernels and stages do not oversubscribe the cores:
+// stage actors that run at once share GOMAXPROCS, so each gets its share
+// unless a single actor is busy at a time. No process-wide setting is made.
+func (p *Plan) budget(threads int) int {
+	if threads > 0 {
+		return threads
+	}
+	if len(p.Slots) == 1 || p.OneBusy() {
+		return runtime.GOMAXPROCS(0)
+	}
+	return max(1, runtime.GOMAXPROCS(0)/len(p.Slots))
+}
+
+// group partitions the layers into stages: one per layer, or cfg.Stages
+// groups balanced by measured cost. It returns the groups' bounds.
+func group(layers []nn.Layer, cfg Config) ([]int, error) {
+	if cfg.Stages == 0 || cfg.Stages >= len(layers) {
+		return Partition(make([]float64, len(layers)), len(layers)), nil
+	}
+	if cfg.Stages == 1 {
+		return []int{0, len(layers)}, nil
+	}
+	// one goroutine each: the costs are compared, and each stage of several
+	// gets about one core
+	costs, err := MeasureCosts(layers, cfg.Features, max(1, cfg.SampleRows), 3, 1, paramDType(layers))
+	if err != nil {
+		return nil, err
+	}
+	for i, k := range cfg.Shards {
+		if k > 1 && i < len(costs) {
+			costs[i] /= float64(k)
+		}
+	}
+	return Partition(costs, cfg.Stages), nil
+}
+
+func paramDType(layers []nn.Layer) tensor.DType {
+	for _, l := range layers {
+		for _, p := range l.Params() {
+			return p.Value.DType()
+		}
+	}
+	return tensor.Float32
+}
+
+// place turns the groups of layers into positions and slots, a sharded
+// layer into a position of its own with one slot per shard.
+func (p *Plan) place(layers []nn.Layer, bounds, shards []int) error {
+	whole := func(ls []nn.Layer, first int) {
+		pos := Position{Slots: []int{len(p.Slots)}}
+		for i := range ls {
+			pos.Layers = append(pos.Layers, first+i)
+		}
+		p.Slots = append(p.Slots, Slot{Layers: ls, First: first, Position: len(p.Positions)})
+		p.Positions = append(p.Positions, pos)
+	}
+	for g := 0; g+1 < len(bounds); g++ {
+		run := bounds[g]
+		for i := bounds[g]; i < bounds[g+1]; i++ {
+			k := 1
+			if i < len(shards) {
+				k = max(1, shards[i])
+			}
+			if k == 1 {
+				continue
+			}
+			sh, ok := layers[i].(nn.Sharder)
+			nu, cols := 0, 0
+			if ok {
+				nu, cols = sh.ShardUnits()
+			}
+			if nu == 0 {
+				return fmt.Errorf("pipeline: layer %d (%s) cannot be sharded: only linear and conv2d layers can", i, layers[i].Kind())
+			}
+			if k > nu {
+				return fmt.Errorf("pipeline: layer %d (%s): %d shards for %d units", i, layers[i].Kind(), k, nu)
+			}
+			if run < i {
+				whole(layers[run:i], run)
+			}
+			pos := Position{Layers: []int{i}, Split: []int{0}, Units: []int{0}}
+			for part, sp := range nn.SplitEven(nu, k) {
+				p.Slots = append(p.Slots, Slot{Layers: []nn.Layer{sh.Shard(sp.Lo, sp.Hi)}, First: i, Position: len(p.Positions), Shard: part})
+				pos.Slots = append(pos.Slots, len(p.Slots)-1)
+				pos.Split = append(pos.Split, sp.Hi*cols)
+				pos.Units = append(pos.Units, sp.Hi)
+			}
+			p.Positions = append(p.Positions, pos)
+			run = i + 1
+		}
+		if run < bounds[g+1] {
+			whole(layers[run:bounds[g+1]], run)
+		}
+	}
+	return nil
+}
+
+// hostOf returns the host that runs stage actor id of slots, placed in
+// contiguous blocks: host h runs stage actors [h·S/H, (h+1)·S/H).
+func hostOf(id, slots, hosts int) int {
+	for h := range hosts {
+		if id < (h+1)*slots/hosts {
+			return h
+		}
+	}
+	return hosts - 1
+}

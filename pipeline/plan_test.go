@@ -1,0 +1,74 @@
+package pipeline
+
+import (
+	"math/rand/v2"
+	"runtime"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/pipetrain/pipetrain/actors"
+	"github.com/pipetrain/pipetrain/nn"
+	"github.com/pipetrain/pipetrain/tensor"
+)
+
+// TestPlan: the plan is a plain value, made without an actor system: the
+// positions, the slots with their names, shards and hosts, and the thread
+// budgets follow the config.
+func TestPlan(t *testing.T) {
+	layers := func() []nn.Layer { // 8 -> 6 -> relu -> 4 -> relu
+		l1, _ := nn.NewLinear(tensor.Float32, 8, 6, nn.XavierUniform, rand.New(rand.NewPCG(1, 1)))
+		l2, _ := nn.NewLinear(tensor.Float32, 6, 4, nn.XavierUniform, rand.New(rand.NewPCG(1, 2)))
+		return []nn.Layer{l1, nn.NewReLU(), l2, nn.NewReLU()}
+	}
+	cores := runtime.GOMAXPROCS(0)
+	for _, c := range []struct {
+		name      string
+		cfg       Config
+		positions [][]int // each position's layers
+		names     []string
+		hosts     []int
+		threads   int
+	}{
+		{"an actor per layer, sequential", Config{Schedule: actors.Sequential, MicroBatches: 4},
+			[][]int{{0}, {1}, {2}, {3}}, []string{"stage 0", "stage 1", "stage 2", "stage 3"}, []int{-1, -1, -1, -1}, cores},
+		{"one stage", Config{Schedule: actors.OneFOneB, MicroBatches: 4, Stages: 1},
+			[][]int{{0, 1, 2, 3}}, []string{"stage 0"}, []int{-1}, cores},
+		{"1f1b over an actor per layer shares the cores", Config{Schedule: actors.OneFOneB, MicroBatches: 4},
+			[][]int{{0}, {1}, {2}, {3}}, []string{"stage 0", "stage 1", "stage 2", "stage 3"}, []int{-1, -1, -1, -1}, max(1, cores/4)},
+		{"one micro-batch: one actor busy at a time", Config{Schedule: actors.OneFOneB, MicroBatches: 1},
+			[][]int{{0}, {1}, {2}, {3}}, []string{"stage 0", "stage 1", "stage 2", "stage 3"}, []int{-1, -1, -1, -1}, cores},
+		{"a sharded layer", Config{Schedule: actors.GPipe, MicroBatches: 2, Shards: []int{2}, GEMMThreads: 3},
+			[][]int{{0}, {1}, {2}, {3}}, []string{"stage 0 shard 0", "stage 0 shard 1", "stage 1", "stage 2", "stage 3"}, []int{-1, -1, -1, -1, -1}, 3},
+		{"hosts in contiguous blocks", Config{Schedule: actors.OneFOneB, MicroBatches: 2, Hosts: []string{"a:1", "b:2"}},
+			[][]int{{0}, {1}, {2}, {3}}, []string{"stage 0", "stage 1", "stage 2", "stage 3"}, []int{0, 0, 1, 1}, max(1, cores/4)},
+	} {
+		p, err := makePlan(layers(), c.cfg)
+		if err != nil {
+			t.Fatalf("%s: %v", c.name, err)
+		}
+		var positions [][]int
+		for _, pos := range p.Positions {
+			positions = append(positions, pos.Layers)
+		}
+		var names []string
+		var hosts []int
+		for id, s := range p.Slots {
+			names, hosts = append(names, s.Name), append(hosts, s.Host)
+			if !slices.Contains(p.Positions[s.Position].Slots, id) {
+				t.Errorf("%s: slot %d is not among its position's %v", c.name, id, p.Positions[s.Position].Slots)
+			}
+		}
+		if !slices.EqualFunc(positions, c.positions, slices.Equal) || !slices.Equal(names, c.names) || !slices.Equal(hosts, c.hosts) || p.Threads != c.threads {
+			t.Errorf("%s: positions %v, names %q, hosts %v, threads %d; want %v, %q, %v, %d",
+				c.name, positions, names, hosts, p.Threads, c.positions, c.names, c.hosts, c.threads)
+		}
+	}
+	sharded, _ := makePlan(layers(), Config{Schedule: actors.GPipe, MicroBatches: 2, Shards: []int{2}})
+	if pos := sharded.Positions[0]; !slices.Equal(pos.Units, []int{0, 3, 6}) || !slices.Equal(pos.Split, []int{0, 3, 6}) || !sharded.Sharded(0) || sharded.Sharded(1) {
+		t.Errorf("a linear layer of 6 units over 2 shards: units %v, split %v", pos.Units, pos.Split)
+	}
+	if _, err := makePlan(layers(), Config{Schedule: actors.GPipe, MicroBatches: 2, Shards: []int{1, 2}}); err == nil || !strings.Contains(err.Error(), "layer 1 (relu) cannot be sharded") {
+		t.Errorf("shards on a relu layer: %v", err)
+	}
+}
