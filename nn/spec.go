@@ -36,9 +36,15 @@ type layerType struct {
 	name   string
 	keys   []string
 	shards bool // takes "shards" too: the layer is a Sharder
-	check  func(c *checker)
-	shape  func(s Spec, in []int) ([]int, error)
-	build  func(s Spec, b built) (Layer, error)
+	// perMicroBatch: its results depend on how a mini-batch is split into
+	// micro-batches (batch norm's statistics)
+	perMicroBatch bool
+	// width, if set, is the features the layer's output has whatever its
+	// input (a linear layer's units)
+	width func(s Spec) int
+	check func(c *checker)
+	shape func(s Spec, in []int) ([]int, error)
+	build func(s Spec, b built) (Layer, error)
 }
 
 // built is what a constructor may use: the layer's place in the model, its
@@ -107,7 +113,7 @@ func poolType(name string, newPool func(kernel, stride int) (shaper, error)) lay
 var layerTypes = []layerType{
 	// A linear layer takes the flattened sample, so that an MLP reads
 	// images as it always has; flatten says so explicitly.
-	{name: "linear", keys: []string{"units", "init"}, shards: true,
+	{name: "linear", keys: []string{"units", "init"}, shards: true, width: func(s Spec) int { return s.Units },
 		check: func(c *checker) {
 			c.required("units", c.s.Units)
 			c.atLeast("units", c.s.Units, 1)
@@ -170,7 +176,7 @@ var layerTypes = []layerType{
 	poolType("maxpool2d", func(k, s int) (shaper, error) { return NewMaxPool2d(k, s) }),
 	poolType("avgpool2d", func(k, s int) (shaper, error) { return NewAvgPool2d(k, s) }),
 	// Over the channels of [C, H, W] samples, or the features of flat ones.
-	{name: "batchnorm", keys: []string{"eps", "momentum"}, shape: anyShape,
+	{name: "batchnorm", keys: []string{"eps", "momentum"}, shape: anyShape, perMicroBatch: true,
 		check: func(c *checker) {
 			c.float("eps", c.s.Eps, func(e float64) bool { return e > 0 }, "must be > 0")
 			c.float("momentum", c.s.Momentum, func(m float64) bool { return m > 0 && m <= 1 }, "must be in (0, 1]") // 0 means the default in a Spec
@@ -195,6 +201,24 @@ var layerTypes = []layerType{
 	// shape the next layers see, not the data.
 	{name: "flatten", shape: func(_ Spec, in []int) ([]int, error) { return []int{tensor.SizeOf(in)}, nil },
 		build: func(Spec, built) (Layer, error) { return NewFlatten(), nil }},
+}
+
+// Width returns the features of the layer's output that the spec sets
+// whatever its input (a linear layer's units), and false for a layer whose
+// output width follows its input.
+func (s Spec) Width() (int, bool) {
+	t, ok := lookup(s.Type)
+	if !ok || t.width == nil {
+		return 0, false
+	}
+	return t.width(s), true
+}
+
+// PerMicroBatch reports whether the layer's results depend on how a
+// mini-batch is split into micro-batches (batch norm's statistics).
+func (s Spec) PerMicroBatch() bool {
+	t, _ := lookup(s.Type)
+	return t.perMicroBatch
 }
 
 // LayerTypes lists the layer types.

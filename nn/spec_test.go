@@ -279,3 +279,26 @@ func TestCheckSpec(t *testing.T) {
 		}
 	}
 }
+
+// TestSpecColumns: the table answers what callers used to learn from type
+// names: the output width a layer sets, and whether its results depend on
+// the micro-batches.
+func TestSpecColumns(t *testing.T) {
+	for _, c := range []struct {
+		s              nn.Spec
+		width          int
+		sets, perBatch bool
+	}{
+		{nn.Spec{Type: "linear", Units: 7}, 7, true, false},
+		{nn.Spec{Type: "relu"}, 0, false, false},
+		{nn.Spec{Type: "conv2d", Channels: 8, Kernel: 3}, 0, false, false},
+		{nn.Spec{Type: "batchnorm"}, 0, false, true},
+		{nn.Spec{Type: "flatten"}, 0, false, false},
+		{nn.Spec{Type: "no such type"}, 0, false, false},
+	} {
+		w, ok := c.s.Width()
+		if w != c.width || ok != c.sets || c.s.PerMicroBatch() != c.perBatch {
+			t.Errorf("%+v: Width() = %d, %v; PerMicroBatch() = %v; want %d, %v, %v", c.s, w, ok, c.s.PerMicroBatch(), c.width, c.sets, c.perBatch)
+		}
+	}
+}

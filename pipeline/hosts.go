@@ -3,6 +3,7 @@ package pipeline
 import (
 	"crypto/rand"
 	"encoding/binary"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"sync"
@@ -201,9 +202,17 @@ func (e *Engine) coordinatorName() string { return fmt.Sprintf("coordinator-%x",
 func (e *Engine) buildRemote(id int, s Slot) (*actor.PID, int, error) {
 	hs, h, name := e.hostSet, s.Host, s.Name
 	pos := e.plan.Positions[s.Position]
-	b := &wire.Build{Run: e.runWire(), Id: int64(id), Name: name, Model: wireSpecs(e.cfg.Specs), Features: int64(e.cfg.Features),
+	model, err := json.Marshal(e.cfg.Specs)
+	if err != nil {
+		return nil, 0, err
+	}
+	opt, err := json.Marshal(e.cfg.Optimizer)
+	if err != nil {
+		return nil, 0, err
+	}
+	b := &wire.Build{Run: e.runWire(), Id: int64(id), Name: name, Model: model, Features: int64(e.cfg.Features),
 		Seed: e.cfg.Seed, Lo: int64(s.First), Hi: int64(s.First + len(s.Layers)), Shard: int64(s.Shard),
-		NeedDx: s.Position > 0, Optimizer: wireOptim(e.cfg.Optimizer), ClipValue: e.cfg.ClipValue, ClipNorm: e.cfg.ClipNorm > 0,
+		NeedDx: s.Position > 0, Optimizer: opt, ClipValue: e.cfg.ClipValue, ClipNorm: e.cfg.ClipNorm > 0,
 		Position: int64(s.Position), Layers: wire.Int64s(pos.Layers), Sample: wire.Int64s(e.cfg.Sample)}
 	if paramDType(s.Layers) == tensor.Float64 {
 		b.Dtype = wire.DType_FLOAT64

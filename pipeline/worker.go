@@ -1,6 +1,7 @@
 package pipeline
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -343,10 +344,9 @@ func (s *session) end(ctx actor.Context, why string) {
 // buildStage makes the stage a Build describes, as an engine in one
 // process would: the same layers, weights and optimizer, bit for bit.
 func buildStage(m *wire.Build, threads int, g *actors.Graph) (*actors.Stage, int, error) {
-	specs := make([]nn.Spec, len(m.Model))
-	for i, l := range m.Model {
-		specs[i] = nn.Spec{Type: l.Type, Units: int(l.Units), Init: nn.Init(l.Init), Alpha: l.Alpha, P: l.P, Approximate: l.Approximate,
-			Channels: int(l.Channels), Kernel: int(l.Kernel), Stride: int(l.Stride), Padding: int(l.Padding), Eps: l.Eps, Momentum: l.Momentum}
+	var specs []nn.Spec
+	if err := json.Unmarshal(m.Model, &specs); err != nil {
+		return nil, 0, fmt.Errorf("the model's specs: %v", err)
 	}
 	dt := tensor.Float32
 	if m.Dtype == wire.DType_FLOAT64 {
@@ -373,33 +373,16 @@ func buildStage(m *wire.Build, threads int, g *actors.Graph) (*actors.Stage, int
 	}
 	up := actors.Updater{ClipValue: m.ClipValue, ClipNorm: m.ClipNorm, Threads: threads}
 	if hasParams(layers) {
-		spec := optimSpec(m.Optimizer)
+		var spec optim.Spec
+		if err := json.Unmarshal(m.Optimizer, &spec); err != nil {
+			return nil, 0, fmt.Errorf("the optimizer's spec: %v", err)
+		}
 		spec.Threads = threads
 		if up.Optimizer, err = spec.New(); err != nil {
 			return nil, 0, err
 		}
 	}
 	return actors.NewStage(int(m.Id), m.Name, g, layers, int(m.Lo), int(m.Shard), m.NeedDx, up), threads, nil
-}
-
-func wireSpecs(specs []nn.Spec) []*wire.Layer {
-	out := make([]*wire.Layer, len(specs))
-	for i, s := range specs {
-		out[i] = &wire.Layer{Type: s.Type, Units: int64(s.Units), Init: string(s.Init), Alpha: s.Alpha, P: s.P, Approximate: s.Approximate,
-			Channels: int64(s.Channels), Kernel: int64(s.Kernel), Stride: int64(s.Stride), Padding: int64(s.Padding), Eps: s.Eps, Momentum: s.Momentum}
-	}
-	return out
-}
-
-func wireOptim(s optim.Spec) *wire.Optimizer {
-	return &wire.Optimizer{Kind: s.Kind, Momentum: s.Momentum, Nesterov: s.Nesterov, WeightDecay: s.WeightDecay,
-		Betas: s.Betas[:], Eps: s.Eps}
-}
-
-func optimSpec(w *wire.Optimizer) optim.Spec {
-	s := optim.Spec{Kind: w.GetKind(), Momentum: w.GetMomentum(), Nesterov: w.GetNesterov(), WeightDecay: w.GetWeightDecay(), Eps: w.GetEps()}
-	copy(s.Betas[:], w.GetBetas())
-	return s
 }
 
 // newActorSystem returns an actor system that logs protoactor's warnings to

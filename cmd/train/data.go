@@ -134,11 +134,12 @@ func isRegression(c *config.Config, s *dataset.Set) bool {
 	return c.Loss.Type == string(nn.MSE) && s.Targets != nil && lastUnits(c) == 1
 }
 
-// lastUnits returns the units of the model's last linear layer.
+// lastUnits returns the output width the model's last layer that sets one
+// (a linear layer's units) gives it.
 func lastUnits(c *config.Config) int {
 	for i := len(c.Model.Layers) - 1; i >= 0; i-- {
-		if c.Model.Layers[i].Type == "linear" {
-			return c.Model.Layers[i].Units
+		if w, ok := c.Model.Layers[i].Spec().Width(); ok {
+			return w
 		}
 	}
 	return 0

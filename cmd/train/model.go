@@ -32,8 +32,8 @@ func modelSpecs(c *config.Config) []nn.Spec {
 func describeModel(c *config.Config, features int) string {
 	s := fmt.Sprint(features)
 	for _, l := range c.Model.Layers {
-		if l.Type == "linear" {
-			s += fmt.Sprintf("-%d", l.Units)
+		if w, ok := l.Spec().Width(); ok {
+			s += fmt.Sprintf("-%d", w)
 		}
 	}
 	return s

@@ -25,11 +25,11 @@ func (l layout) String() string {
 	return fmt.Sprintf("%s, stages %d, micro_batches %d, split_backward %v", l.Schedule, l.Stages, l.Micro, l.Split)
 }
 
-// hasBatchNorm reports whether the model has a layer whose results depend
+// perMicroBatch reports whether the model has a layer whose results depend
 // on the number of micro-batches.
-func hasBatchNorm(c *config.Config) bool {
+func perMicroBatch(c *config.Config) bool {
 	for _, l := range c.Model.Layers {
-		if l.Type == "batchnorm" {
+		if l.Spec().PerMicroBatch() {
 			return true
 		}
 	}
@@ -45,7 +45,7 @@ func candidates(c *config.Config) []layout {
 	most := (c.Data.BatchSize + nn.ChunkRows - 1) / nn.ChunkRows
 	micros := []int{int(p.MicroBatches)}
 	switch {
-	case p.MicroBatches.IsAuto() && hasBatchNorm(c):
+	case p.MicroBatches.IsAuto() && perMicroBatch(c):
 		// batch norm's statistics are per micro-batch: their count changes
 		// the results, so auto may not choose it
 		micros = []int{1}

@@ -368,8 +368,8 @@ func (c *Config) CheckData(features, classes int) error {
 	}
 	width, last := features, -1
 	for i, l := range c.Model.Layers {
-		if l.Type == "linear" {
-			width, last = l.Units, i
+		if w, ok := l.Spec().Width(); ok {
+			width, last = w, i
 		}
 	}
 	if classes == 0 {
