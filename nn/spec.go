@@ -13,19 +13,19 @@ import (
 // its layers anywhere from them (a stage on another host builds its own),
 // with the same weights bit for bit, since layer i draws from its own stream.
 type Spec struct {
-	Type        string  `json:"type"`
-	Units       int     `json:"units,omitempty"`       // linear: output features
-	Init        Init    `json:"init,omitempty"`        // linear, conv2d
-	Alpha       float64 `json:"alpha,omitempty"`       // leaky_relu
-	P           float64 `json:"p,omitempty"`           // dropout
-	Approximate bool    `json:"approximate,omitempty"` // gelu: the tanh form
-	Channels    int     `json:"channels,omitempty"`    // conv2d: output channels
-	Kernel      int     `json:"kernel,omitempty"`      // conv2d, maxpool2d, avgpool2d: the square window's side
-	Stride      int     `json:"stride,omitempty"`      // conv2d (0 means 1), pools (0 means kernel)
-	Padding     int     `json:"padding,omitempty"`     // conv2d: zeros on each side
-	Eps         float64 `json:"eps,omitempty"`         // batchnorm (0 means 1e-5)
-	Momentum    float64 `json:"momentum,omitempty"`    // batchnorm: of the running statistics (0 means 0.1)
-	Shards      int     `json:"shards,omitempty"`      // linear, conv2d: actors a pipeline splits the units over; Build ignores it
+	Type        string  `json:"type" toml:"type"`
+	Units       int     `json:"units,omitempty" toml:"units"`             // linear: output features
+	Init        Init    `json:"init,omitempty" toml:"init"`               // linear, conv2d
+	Alpha       float64 `json:"alpha,omitempty" toml:"alpha"`             // leaky_relu
+	P           float64 `json:"p,omitempty" toml:"p"`                     // dropout
+	Approximate bool    `json:"approximate,omitempty" toml:"approximate"` // gelu: the tanh form
+	Channels    int     `json:"channels,omitempty" toml:"channels"`       // conv2d: output channels
+	Kernel      int     `json:"kernel,omitempty" toml:"kernel"`           // conv2d, maxpool2d, avgpool2d: the square window's side
+	Stride      int     `json:"stride,omitempty" toml:"stride"`           // conv2d (0 means 1), pools (0 means kernel)
+	Padding     int     `json:"padding,omitempty" toml:"padding"`         // conv2d: zeros on each side
+	Eps         float64 `json:"eps,omitempty" toml:"eps"`                 // batchnorm (0 means 1e-5)
+	Momentum    float64 `json:"momentum,omitempty" toml:"momentum"`       // batchnorm: of the running statistics (0 means 0.1)
+	Shards      int     `json:"shards,omitempty" toml:"shards"`           // linear, conv2d: actors a pipeline splits the units over; Build ignores it
 }
 
 // layerType is one row of the table of layer types: the keys the type takes

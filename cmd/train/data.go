@@ -138,7 +138,7 @@ func isRegression(c *config.Config, s *dataset.Set) bool {
 // (a linear layer's units) gives it.
 func lastUnits(c *config.Config) int {
 	for i := len(c.Model.Layers) - 1; i >= 0; i-- {
-		if w, ok := c.Model.Layers[i].Spec().Width(); ok {
+		if w, ok := c.Model.Layers[i].Spec.Width(); ok {
 			return w
 		}
 	}

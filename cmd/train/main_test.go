@@ -12,6 +12,8 @@ import (
 	"strings"
 	"sync"
 	"testing"
+
+	"github.com/pipetrain/pipetrain/cmd/train/internal/config"
 )
 
 // baseConfig is a small digits model that trains in well under a second.
@@ -387,5 +389,45 @@ func TestBadInputExitsTwo(t *testing.T) {
 				t.Errorf("stderr holds a stack trace:\n%s", stderr.String())
 			}
 		})
+	}
+}
+
+// TestConfigHashStable: the hash checkpoints record of a config is what it
+// was when the layer keys lived in config.Layer itself, so that older
+// checkpoints still resume (the value was computed by that code).
+func TestConfigHashStable(t *testing.T) {
+	cfg := `seed = 3
+[data]
+name = "digits"
+batch_size = 32
+[[model.layers]]
+type = "conv2d"
+channels = 4
+kernel = 3
+padding = 1
+[[model.layers]]
+type = "batchnorm"
+[[model.layers]]
+type = "leaky_relu"
+alpha = 0.2
+[[model.layers]]
+type = "maxpool2d"
+kernel = 2
+[[model.layers]]
+type = "flatten"
+[[model.layers]]
+type = "dropout"
+p = 0.2
+[[model.layers]]
+type = "linear"
+units = 10
+init = "he_normal"
+`
+	c, err := config.Parse("hash.toml", []byte(cfg), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := configHash(c), "d6723ceb7d24ce67"; got != want {
+		t.Errorf("configHash = %s, want %s", got, want)
 	}
 }

@@ -23,7 +23,7 @@ func buildModel(c *config.Config, sample []int) ([]nn.Layer, error) {
 func modelSpecs(c *config.Config) []nn.Spec {
 	specs := make([]nn.Spec, len(c.Model.Layers))
 	for i, l := range c.Model.Layers {
-		specs[i] = l.Spec()
+		specs[i] = l.Spec
 	}
 	return specs
 }
@@ -32,7 +32,7 @@ func modelSpecs(c *config.Config) []nn.Spec {
 func describeModel(c *config.Config, features int) string {
 	s := fmt.Sprint(features)
 	for _, l := range c.Model.Layers {
-		if w, ok := l.Spec().Width(); ok {
+		if w, ok := l.Spec.Width(); ok {
 			s += fmt.Sprintf("-%d", w)
 		}
 	}

@@ -29,7 +29,7 @@ func (l layout) String() string {
 // on the number of micro-batches.
 func perMicroBatch(c *config.Config) bool {
 	for _, l := range c.Model.Layers {
-		if l.Spec().PerMicroBatch() {
+		if l.Spec.PerMicroBatch() {
 			return true
 		}
 	}

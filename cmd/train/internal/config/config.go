@@ -55,19 +55,9 @@ type Model struct {
 //
 // Build layers in Go with NewLayer, which fills in the per-layer defaults.
 type Layer struct {
-	Type        string  `toml:"type" json:"type"`               // linear | relu | ... | conv2d | maxpool2d | avgpool2d | flatten (nn.LayerTypes)
-	Units       int     `toml:"units" json:"units"`             // linear: output features, required
-	Init        string  `toml:"init" json:"init"`               // linear: one of nn.Inits
-	Shards      int     `toml:"shards" json:"shards"`           // linear, conv2d: split the units over this many actors
-	Alpha       float64 `toml:"alpha" json:"alpha"`             // leaky_relu: the negative slope
-	P           float64 `toml:"p" json:"p"`                     // dropout: the drop probability
-	Approximate bool    `toml:"approximate" json:"approximate"` // gelu: the tanh form
-	Channels    int     `toml:"channels" json:"channels"`       // conv2d: output channels, required
-	Kernel      int     `toml:"kernel" json:"kernel"`           // conv2d, maxpool2d, avgpool2d: the square window's side, required
-	Stride      int     `toml:"stride" json:"stride"`           // conv2d: default 1; pools: default kernel
-	Padding     int     `toml:"padding" json:"padding"`         // conv2d: zeros on each side
-	Eps         float64 `toml:"eps" json:"eps"`                 // batchnorm: added to the variance
-	Momentum    float64 `toml:"momentum" json:"momentum"`       // batchnorm: of the running statistics
+	// Spec holds the keys: nn's table of layer types owns what each means,
+	// which types take it and its checks; a Layer only carries it from TOML.
+	nn.Spec
 
 	// given names the keys the config file or a --set gave this layer (once
 	// tracked), so that Validate can reject keys that do not belong to the
@@ -180,10 +170,8 @@ func Default() *Config {
 // (nn.DefaultSpec): init "xavier_uniform", shards 1, alpha 0.01, p 0.1,
 // eps 1e-5, momentum 0.1. A linear layer still needs its Units.
 func NewLayer(typ string) Layer {
-	s := nn.DefaultSpec()
-	s.Type = typ
-	var l Layer
-	l.setSpec(s)
+	l := Layer{Spec: nn.DefaultSpec()}
+	l.Type = typ
 	return l
 }
 

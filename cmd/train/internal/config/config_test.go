@@ -12,6 +12,8 @@ import (
 	"testing"
 
 	"github.com/BurntSushi/toml"
+
+	"github.com/pipetrain/pipetrain/nn"
 )
 
 // base is a small valid config that the tests change with --set.
@@ -59,7 +61,7 @@ func TestDefault(t *testing.T) {
 	if got := Default(); !reflect.DeepEqual(got, want) {
 		t.Errorf("Default():\ngot  %+v\nwant %+v", got, want)
 	}
-	wantLayer := Layer{Type: "linear", Init: "xavier_uniform", Shards: 1, Alpha: 0.01, P: 0.1, Approximate: false, Eps: 1e-5, Momentum: 0.1}
+	wantLayer := Layer{Spec: nn.Spec{Type: "linear", Init: nn.XavierUniform, Shards: 1, Alpha: 0.01, P: 0.1, Approximate: false, Eps: 1e-5, Momentum: 0.1}}
 	if got := NewLayer("linear"); !reflect.DeepEqual(got, wantLayer) {
 		t.Errorf("NewLayer(%q): got %+v, want %+v", "linear", got, wantLayer)
 	}
@@ -155,9 +157,9 @@ func TestParseFull(t *testing.T) {
 		}
 	}
 	walk(reflect.TypeFor[Config](), nil)
-	for i := range layerType.NumField() {
-		k := key(layerType.Field(i))
-		if k != "" && !slices.ContainsFunc(c.Model.Layers, func(l Layer) bool { return l.isGiven(k) }) {
+	for _, f := range keyFields(layerType) {
+		k := f.key
+		if !slices.ContainsFunc(c.Model.Layers, func(l Layer) bool { return l.isGiven(k) }) {
 			missing = append(missing, "model.layers[*]."+k)
 		}
 	}
@@ -236,13 +238,13 @@ func TestOverrides(t *testing.T) {
 		{[]string{"model.layers.0.units=64"}, func(c *Config) any {
 			return []int{c.Model.Layers[0].Units, c.Model.Layers[2].Units}
 		}, []int{64, 10}},
-		{[]string{"model.layers.0.init=he_normal"}, func(c *Config) any { return c.Model.Layers[0].Init }, "he_normal"},
-		{[]string{"model.layers.0.init=torch_default"}, func(c *Config) any { return c.Model.Layers[0].Init }, "torch_default"},
+		{[]string{"model.layers.0.init=he_normal"}, func(c *Config) any { return c.Model.Layers[0].Init }, nn.HeNormal},
+		{[]string{"model.layers.0.init=torch_default"}, func(c *Config) any { return c.Model.Layers[0].Init }, nn.TorchDefault},
 		{[]string{`model.layers.1={type="leaky_relu", alpha=0.3}`}, func(c *Config) any { return plain(c).Model.Layers[1] },
-			Layer{Type: "leaky_relu", Init: "xavier_uniform", Shards: 1, Alpha: 0.3, P: 0.1, Eps: 1e-5, Momentum: 0.1}},
+			Layer{Spec: nn.Spec{Type: "leaky_relu", Init: nn.XavierUniform, Shards: 1, Alpha: 0.3, P: 0.1, Eps: 1e-5, Momentum: 0.1}}},
 		{[]string{`model.layers.1.type=tanh`}, func(c *Config) any { return c.Model.Layers[1].Type }, "tanh"},
 		{[]string{`model.layers=[{type="linear", units=10}]`}, func(c *Config) any { return plain(c).Model.Layers },
-			[]Layer{{Type: "linear", Units: 10, Init: "xavier_uniform", Shards: 1, Alpha: 0.01, P: 0.1, Eps: 1e-5, Momentum: 0.1}}},
+			[]Layer{{Spec: nn.Spec{Type: "linear", Units: 10, Init: nn.XavierUniform, Shards: 1, Alpha: 0.01, P: 0.1, Eps: 1e-5, Momentum: 0.1}}}},
 		{[]string{"pipeline.micro_batches=64"}, func(c *Config) any { return c.Pipeline.MicroBatches }, Auto(64)},
 		{[]string{`pipeline.micro_batches="auto"`}, func(c *Config) any { return c.Pipeline.MicroBatches.IsAuto() }, true},
 		{[]string{"pipeline.micro_batches=auto"}, func(c *Config) any { return c.Pipeline.MicroBatches.IsAuto() }, true},
@@ -294,12 +296,12 @@ func TestGoLayers(t *testing.T) {
 		want  string
 	}{
 		{NewLayer("relu"), ""},
-		{Layer{Type: "relu"}, ""},
-		{Layer{Type: "relu", Units: 5}, `config: model.layers[0].units = 5: not a key of a relu layer (it takes only type)`},
-		{Layer{Type: "tanh", P: 0.3}, `config: model.layers[0].p = 0.3: not a key of a tanh layer (it takes only type)`},
+		{Layer{Spec: nn.Spec{Type: "relu"}}, ""},
+		{Layer{Spec: nn.Spec{Type: "relu", Units: 5}}, `config: model.layers[0].units = 5: not a key of a relu layer (it takes only type)`},
+		{Layer{Spec: nn.Spec{Type: "tanh", P: 0.3}}, `config: model.layers[0].p = 0.3: not a key of a tanh layer (it takes only type)`},
 		{lin, ""},
-		{Layer{Type: "linear", Units: 10}, `config: model.layers[0].init = "": want one of xavier_uniform, xavier_normal, he_uniform, he_normal, torch_default`},
-		{Layer{Type: "linear"}, `config: model.layers[0].units: required for a linear layer`},
+		{Layer{Spec: nn.Spec{Type: "linear", Units: 10}}, `config: model.layers[0].init = "": want one of xavier_uniform, xavier_normal, he_uniform, he_normal, torch_default`},
+		{Layer{Spec: nn.Spec{Type: "linear"}}, `config: model.layers[0].units: required for a linear layer`},
 	} {
 		c := Default()
 		c.Pipeline.Schedule = "sequential"

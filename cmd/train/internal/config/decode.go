@@ -36,13 +36,13 @@ func key(f reflect.StructField) string {
 }
 
 // field returns the index of the field of struct type t named k in TOML.
-func field(t reflect.Type, k string) (int, bool) {
-	for i := range t.NumField() {
-		if key(t.Field(i)) == k {
-			return i, true
+func field(t reflect.Type, k string) ([]int, bool) {
+	for _, f := range keyFields(t) {
+		if f.key == k {
+			return f.index, true
 		}
 	}
-	return 0, false
+	return nil, false
 }
 
 func configValue(c *Config) reflect.Value { return reflect.ValueOf(c).Elem() }
@@ -86,7 +86,7 @@ func decodeTable(rv reflect.Value, m map[string]any, path string) error {
 		if !ok {
 			return unknownKey(join(path, k))
 		}
-		if err := decodeValue(rv.Field(i), m[k], join(path, k)); err != nil {
+		if err := decodeValue(rv.FieldByIndex(i), m[k], join(path, k)); err != nil {
 			return err
 		}
 		if layer != nil {
@@ -301,7 +301,7 @@ func (c *Config) set(s string) error {
 			if rv.Type() == layerType {
 				layer, layerKey = rv.Addr().Interface().(*Layer), seg
 			}
-			rv, path = rv.Field(f), join(path, seg)
+			rv, path = rv.FieldByIndex(f), join(path, seg)
 		case reflect.Slice, reflect.Array:
 			n, err := strconv.Atoi(seg)
 			if err != nil || n < 0 || strings.TrimLeft(seg, "0123456789") != "" {

@@ -1,52 +1,74 @@
 package config
 
 import (
+	"bytes"
+	"encoding/json"
 	"reflect"
-	"strings"
-
-	"github.com/pipetrain/pipetrain/nn"
+	"slices"
 )
 
-// specFields maps each key of a Layer to its field in nn.Spec, whose json
-// names are the same keys: nn's table of layer types owns what each key
-// means, and a Layer only carries it from TOML.
-var specFields = func() map[string]int {
-	st := reflect.TypeFor[nn.Spec]()
-	m := map[string]int{}
-	for j := range st.NumField() {
-		name, _, _ := strings.Cut(st.Field(j).Tag.Get("json"), ",")
-		m[name] = j
+// keyField is a key of a TOML table and the index of its field in the
+// struct, through embedded structs (a Layer's keys are its nn.Spec's).
+type keyField struct {
+	key   string
+	index []int
+}
+
+// keyFields lists the keys of struct type t in field order, embedded
+// structs' keys in their place.
+func keyFields(t reflect.Type) []keyField {
+	var out []keyField
+	for i := range t.NumField() {
+		f := t.Field(i)
+		if f.Anonymous && f.Type.Kind() == reflect.Struct {
+			for _, k := range keyFields(f.Type) {
+				out = append(out, keyField{k.key, append([]int{i}, k.index...)})
+			}
+			continue
+		}
+		if k := key(f); k != "" {
+			out = append(out, keyField{k, []int{i}})
+		}
 	}
-	for i := range layerType.NumField() {
-		if k := key(layerType.Field(i)); k != "" {
-			if _, ok := m[k]; !ok {
-				panic("config: nn.Spec has no key " + k)
+	return out
+}
+
+// hashKeys are the keys a layer had when checkpoints began to record a hash
+// of their config, in the order its JSON gave them then.
+var hashKeys = []string{"type", "units", "init", "shards", "alpha", "p", "approximate", "channels", "kernel", "stride", "padding", "eps", "momentum"}
+
+// MarshalJSON gives the layer's every key in the form checkpoints hash
+// (hashKeys, then any later key that is set), so that a checkpoint written
+// before a key existed still resumes.
+func (l Layer) MarshalJSON() ([]byte, error) {
+	rv := reflect.ValueOf(l)
+	fields := keyFields(layerType)
+	var b bytes.Buffer
+	b.WriteByte('{')
+	write := func(k string, v reflect.Value) error {
+		if b.Len() > 1 {
+			b.WriteByte(',')
+		}
+		kb, _ := json.Marshal(k)
+		vb, err := json.Marshal(v.Interface())
+		b.Write(kb)
+		b.WriteByte(':')
+		b.Write(vb)
+		return err
+	}
+	for _, k := range hashKeys {
+		i, _ := field(layerType, k)
+		if err := write(k, rv.FieldByIndex(i)); err != nil {
+			return nil, err
+		}
+	}
+	for _, f := range fields {
+		if v := rv.FieldByIndex(f.index); !slices.Contains(hashKeys, f.key) && !v.IsZero() {
+			if err := write(f.key, v); err != nil {
+				return nil, err
 			}
 		}
 	}
-	return m
-}()
-
-// Spec returns the layer as nn's spec.
-func (l Layer) Spec() nn.Spec {
-	var s nn.Spec
-	sv, lv := reflect.ValueOf(&s).Elem(), reflect.ValueOf(l)
-	for i := range layerType.NumField() {
-		if k := key(layerType.Field(i)); k != "" {
-			f := sv.Field(specFields[k])
-			f.Set(lv.Field(i).Convert(f.Type()))
-		}
-	}
-	return s
-}
-
-// setSpec sets the layer's keys from s.
-func (l *Layer) setSpec(s nn.Spec) {
-	sv, lv := reflect.ValueOf(s), reflect.ValueOf(l).Elem()
-	for i := range layerType.NumField() {
-		if k := key(layerType.Field(i)); k != "" {
-			f := lv.Field(i)
-			f.Set(sv.Field(specFields[k]).Convert(f.Type()))
-		}
-	}
+	b.WriteByte('}')
+	return b.Bytes(), nil
 }

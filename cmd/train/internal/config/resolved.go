@@ -25,12 +25,11 @@ func resolve(rv reflect.Value) any {
 			keys = layerKeys[rv.Interface().(Layer).Type]
 		}
 		m := map[string]any{}
-		for i := range rv.NumField() {
-			k := key(rv.Type().Field(i))
-			if k == "" || keys != nil && !slices.Contains(keys, k) {
+		for _, f := range keyFields(rv.Type()) {
+			if keys != nil && !slices.Contains(keys, f.key) {
 				continue
 			}
-			m[k] = resolve(rv.Field(i))
+			m[f.key] = resolve(rv.FieldByIndex(f.index))
 		}
 		return m
 	case reflect.Slice, reflect.Array:

@@ -135,9 +135,9 @@ func (l *Layer) validate(p string) error {
 	}
 	keys := layerKeys[l.Type]
 	rv := reflect.ValueOf(*l)
-	for i := range layerType.NumField() {
-		k := key(layerType.Field(i))
-		if k == "" || slices.Contains(keys, k) || !l.isGiven(k) {
+	for _, f := range keyFields(layerType) {
+		k := f.key
+		if slices.Contains(keys, k) || !l.isGiven(k) {
 			continue
 		}
 		which := "only type"
@@ -145,17 +145,16 @@ func (l *Layer) validate(p string) error {
 			which = "keys " + strings.Join(keys, ", ")
 		}
 		return errorf("%s.%s = %s: not a key of a %s layer (it takes %s)",
-			p, k, formatValue(tomlValue(rv.Field(i))), l.Type, which)
+			p, k, formatValue(tomlValue(rv.FieldByIndex(f.index))), l.Type, which)
 	}
-	s := l.Spec()
-	if err := nn.CheckSpec(&s, l.isGiven); err != nil {
+	// the check sets the defaults that depend on other keys
+	if err := nn.CheckSpec(&l.Spec, l.isGiven); err != nil {
 		var ke *nn.KeyError
 		if errors.As(err, &ke) && ke.Value != nil {
 			return errorf("%s.%s = %s: %s", p, ke.Key, formatValue(ke.Value), ke.Why)
 		}
 		return errorf("%s.%v", p, err)
 	}
-	l.setSpec(s) // the defaults that depend on other keys
 	return nil
 }
 
@@ -167,8 +166,8 @@ func (l *Layer) isGiven(k string) bool {
 		return slices.Contains(l.given, k)
 	}
 	i, _ := field(layerType, k)
-	v := reflect.ValueOf(*l).Field(i)
-	return !v.IsZero() && !v.Equal(reflect.ValueOf(NewLayer("")).Field(i))
+	v := reflect.ValueOf(*l).FieldByIndex(i)
+	return !v.IsZero() && !v.Equal(reflect.ValueOf(NewLayer("")).FieldByIndex(i))
 }
 
 // tomlValue returns a Go value as the TOML decoder would give it, for
@@ -179,6 +178,8 @@ func tomlValue(v reflect.Value) any {
 		return v.Int()
 	case reflect.Uint64:
 		return v.Uint()
+	case reflect.String: // a named string type (nn.Init) too
+		return v.String()
 	case reflect.Slice, reflect.Array:
 		a := make([]any, v.Len())
 		for i := range a {
@@ -368,7 +369,7 @@ func (c *Config) CheckData(features, classes int) error {
 	}
 	width, last := features, -1
 	for i, l := range c.Model.Layers {
-		if w, ok := l.Spec().Width(); ok {
+		if w, ok := l.Spec.Width(); ok {
 			width, last = w, i
 		}
 	}
