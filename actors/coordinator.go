@@ -92,7 +92,7 @@ func (c *Coordinator) Receive(ctx actor.Context) {
 		if c.bwd[m.Micro] == len(c.first) {
 			delete(c.bwd, m.Micro)
 			c.finished++
-			if c.schedule == Sequential && c.sent < len(c.spans) {
+			if c.schedule.OneAtATime() && c.sent < len(c.spans) {
 				c.sendForward(ctx, c.sent)
 			}
 		}
@@ -150,7 +150,7 @@ func (c *Coordinator) runStep(ctx actor.Context, m *RunStep) {
 		*t = Target{Step: m.Step, Micro: k, Seq: c.seq, Micros: len(c.spans), T: m.T.Slice(sp.Lo, sp.Hi), Rows: sp.Hi - sp.Lo, Total: n, Row: sp.Lo}
 		c.send(ctx, c.loss, t)
 	}
-	if c.schedule == Sequential {
+	if c.schedule.OneAtATime() {
 		c.sendForward(ctx, 0)
 		return
 	}

@@ -15,9 +15,9 @@ import (
 // backward until the step's last forward has arrived (the flush).
 type Loss struct {
 	base
-	loss  nn.Loss
-	gpipe bool
-	w     Wire
+	loss          nn.Loss
+	holdBackwards bool // the schedule's backwards wait for every forward of the step
+	w             Wire
 
 	seq     int // the training step in progress (Forward.Seq)
 	parts   map[partKey][]*tensor.Tensor
@@ -34,8 +34,8 @@ type Loss struct {
 }
 
 // NewLoss returns the loss actor.
-func NewLoss(id int, g *Graph, loss nn.Loss, gpipe bool) *Loss {
-	return &Loss{base: newBase(id, "loss", g), loss: loss, gpipe: gpipe,
+func NewLoss(id int, g *Graph, loss nn.Loss, holdBackwards bool) *Loss {
+	return &Loss{base: newBase(id, "loss", g), loss: loss, holdBackwards: holdBackwards,
 		parts: map[partKey][]*tensor.Tensor{}, outs: map[partKey]*tensor.Tensor{}, targets: map[partKey]*Target{}}
 }
 
@@ -111,7 +111,7 @@ func (l *Loss) train(ctx actor.Context, t *Target, out *tensor.Tensor) error {
 	}
 	b := l.bwdOut.at(t.Micro * len(l.w.Prev))
 	*b = Backward{Step: t.Step, Micro: t.Micro, DY: grad}
-	if l.gpipe {
+	if l.holdBackwards {
 		l.held = append(l.held, b)
 	} else {
 		l.sendBack(ctx, b)

@@ -35,6 +35,14 @@ func ParseSchedule(name string) (Schedule, error) {
 
 func (s Schedule) String() string { return scheduleNames[s] }
 
+// OneAtATime reports whether the coordinator sends a micro-batch only when
+// the one before it is done (sequential): one stage actor is busy at a time.
+func (s Schedule) OneAtATime() bool { return s == Sequential }
+
+// BackwardsWait reports whether the backwards wait for every forward of the
+// step (GPipe): the loss actor holds the output gradients until then.
+func (s Schedule) BackwardsWait() bool { return s == GPipe }
+
 // Limit returns how many micro-batches position i of p may hold at once under s.
 func (s Schedule) Limit(i, p, micros int) int {
 	switch s {

@@ -49,7 +49,7 @@ func (p *Plan) Sharded(i int) bool { return len(p.Positions[i].Slots) > 1 }
 // sequential schedule, or with a single micro-batch and no shards (the
 // shards of a layer run together).
 func (p *Plan) OneBusy() bool {
-	return p.Schedule == actors.Sequential || p.Micro == 1 && len(p.Slots) == len(p.Positions)
+	return p.Schedule.OneAtATime() || p.Micro == 1 && len(p.Slots) == len(p.Positions)
 }
 
 // HostName returns the worker slot id runs on, or "" for this process.
