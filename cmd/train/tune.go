@@ -6,6 +6,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/pipetrain/pipetrain/actors"
 	"github.com/pipetrain/pipetrain/cmd/train/internal/config"
 	"github.com/pipetrain/pipetrain/nn"
 	"github.com/pipetrain/pipetrain/pipeline"
@@ -63,14 +64,15 @@ func candidates(c *config.Config) []layout {
 	}
 	var out []layout
 	for _, s := range scheds {
+		sched, _ := actors.ParseSchedule(s) // validated
 		for _, m := range micros {
 			switch {
-			case p.Schedule == "auto" && s == "sequential":
+			case p.Schedule == "auto" && sched.OneAtATime():
 				// one actor with every core in each GEMM: micro-batches only cost
 				if m == micros[0] {
 					out = append(out, layout{s, 1, m, p.SplitBackward})
 				}
-			case p.MicroBatches.IsAuto() && s != "sequential" && m == 1 && len(micros) > 1:
+			case p.MicroBatches.IsAuto() && !sched.OneAtATime() && m == 1 && len(micros) > 1:
 				// a pipeline of one micro-batch overlaps nothing
 			case p.Schedule == "auto":
 				// dX goes upstream at once and each layer's weight gradient
