@@ -207,21 +207,7 @@ func (w *workspace) run(ks *kernelSet, g *sgemmArgs, i0, i1, j0, j1 int, apre []
 			}
 			for jc := j0; jc < j1; jc += ncb {
 				nc := min(ncb, j1-jc)
-				// With a packing kernel, B's full panels are packed by their
-				// first use (ir == 0) rather than in a pass of their own.
-				fused := ks.kernPack != nil && !g.transB && g.bpre == nil
-				bpk := w.bp
-				switch {
-				case g.bpre != nil:
-					bpk = g.bpre.data[pc*g.bpre.width+jc*kc:]
-				case fused:
-					if tail := nc % nr; tail != 0 {
-						jr := nc - tail
-						ks.copyPanel(w.bp[jr*kc:], g.b[pc*g.ldb+jc+jr:], g.ldb, kc, tail, roundUp(tail, vec))
-					}
-				default:
-					ks.packB(w.bp, g.b, g.ldb, g.transB, jc, nc, pc, kc)
-				}
+				bpk, fused := w.blockB(ks, g, pc, kc, jc, nc)
 				var pf []float32
 				if prefetch {
 					pf = g.bpre.nextBlock(pc, kcb, jc, ncb, j0, j1)
@@ -247,23 +233,47 @@ func (w *workspace) run(ks *kernelSet, g *sgemmArgs, i0, i1, j0, j1 int, apre []
 							ks.segment(g.chunked, kern, kc, a[ir*kc:], bp, pw, &c[ci], ldc, alpha, beta, bsrc, g.ldb, pfp)
 							continue
 						}
-						// An edge tile: run the same kernel on a full tile of
-						// scratch, so every element of C sees the same arithmetic
-						// wherever the tile boundaries fall.
-						t := w.tile[:mr*pw]
-						if beta != 0 {
-							for r := range mm {
-								copy(t[r*pw:r*pw+nn], c[ci+r*ldc:ci+r*ldc+nn])
-							}
-						}
-						ks.segment(g.chunked, kern, kc, a[ir*kc:], bp, pw, &t[0], pw, alpha, beta, bsrc, g.ldb, nil)
-						for r := range mm {
-							copy(c[ci+r*ldc:ci+r*ldc+nn], t[r*pw:r*pw+nn])
-						}
+						w.edgeTile(ks, g, kern, kc, a[ir*kc:], bp, pw, c[ci:], mm, nn, beta, bsrc)
 					}
 				}
 			}
 		}
+	}
+}
+
+// blockB returns the packed kc×nc block of op(B) at (pc, jc): packed in
+// advance, packed here, or, with a packing kernel (fused), to be packed by
+// the kernel at its first use (ir == 0), all but the last narrow panel.
+func (w *workspace) blockB(ks *kernelSet, g *sgemmArgs, pc, kc, jc, nc int) (bpk []float32, fused bool) {
+	fused = ks.kernPack != nil && !g.transB && g.bpre == nil
+	switch {
+	case g.bpre != nil:
+		return g.bpre.data[pc*g.bpre.width+jc*kc:], false
+	case fused:
+		if tail := nc % ks.nr(); tail != 0 {
+			jr := nc - tail
+			ks.copyPanel(w.bp[jr*kc:], g.b[pc*g.ldb+jc+jr:], g.ldb, kc, tail, roundUp(tail, ks.vec))
+		}
+	default:
+		ks.packB(w.bp, g.b, g.ldb, g.transB, jc, nc, pc, kc)
+	}
+	return w.bp, fused
+}
+
+// edgeTile computes an edge tile of mm×nn elements of C at c: the same
+// kernel runs on a full tile of scratch, so every element of C sees the
+// same arithmetic wherever the tile boundaries fall.
+func (w *workspace) edgeTile(ks *kernelSet, g *sgemmArgs, kern microKernel, kc int, a, bp []float32, pw int, c []float32, mm, nn int, beta float32, bsrc []float32) {
+	mr, ldc := ks.mr, g.ldc
+	t := w.tile[:mr*pw]
+	if beta != 0 {
+		for r := range mm {
+			copy(t[r*pw:r*pw+nn], c[r*ldc:r*ldc+nn])
+		}
+	}
+	ks.segment(g.chunked, kern, kc, a, bp, pw, &t[0], pw, g.alpha, beta, bsrc, g.ldb, nil)
+	for r := range mm {
+		copy(c[r*ldc:r*ldc+nn], t[r*pw:r*pw+nn])
 	}
 }
 
