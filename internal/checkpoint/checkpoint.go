@@ -136,53 +136,69 @@ func Save(root string, meta Meta, model, optim map[string]*tensor.Tensor) (dir s
 		}
 	}()
 
+	if err := writeFiles(tmp, meta, model, optim); err != nil {
+		return "", err
+	}
+	if err := install(root, tmp, final, name); err != nil {
+		return "", err
+	}
+	return final, nil
+}
+
+// writeFiles writes the checkpoint's files into dir, durably: the tensors,
+// then state.json with their checksums.
+func writeFiles(dir string, meta Meta, model, optim map[string]*tensor.Tensor) error {
 	state := stateFile{Meta: meta, Files: make(map[string]fileRecord)}
 	for _, f := range []struct {
 		name    string
 		tensors map[string]*tensor.Tensor
 	}{{ModelFile, model}, {OptimizerFile, optim}} {
-		path := filepath.Join(tmp, f.name)
+		path := filepath.Join(dir, f.name)
 		rec, err := writeFileSync(path, func(w io.Writer) error { return Encode(w, f.tensors, nil) })
 		if err != nil {
-			return "", fmt.Errorf("checkpoint: %s: %w", path, err)
+			return fmt.Errorf("checkpoint: %s: %w", path, err)
 		}
 		state.Files[f.name] = rec
 	}
 	js, err := json.MarshalIndent(state, "", "  ")
 	if err != nil {
-		return "", fmt.Errorf("checkpoint: %w", err)
+		return fmt.Errorf("checkpoint: %w", err)
 	}
 	js = append(js, '\n')
-	statePath := filepath.Join(tmp, StateFile)
+	statePath := filepath.Join(dir, StateFile)
 	if _, err := writeFileSync(statePath, func(w io.Writer) error { _, err := w.Write(js); return err }); err != nil {
-		return "", fmt.Errorf("checkpoint: %s: %w", statePath, err)
+		return fmt.Errorf("checkpoint: %s: %w", statePath, err)
 	}
-	if err := syncDir(tmp); err != nil {
-		return "", fmt.Errorf("checkpoint: %w", err)
+	if err := syncDir(dir); err != nil {
+		return fmt.Errorf("checkpoint: %w", err)
 	}
+	return nil
+}
 
-	// Install: move an existing checkpoint of this step aside, rename the new one
-	// into place, make the renames durable, then drop the old one.
+// install moves the finished checkpoint tmp to final (named name) under
+// root: an existing checkpoint of this step is moved aside, the new one
+// renamed into place, the renames made durable, then the old one dropped.
+func install(root, tmp, final, name string) error {
 	old := ""
 	if _, err := os.Lstat(final); err == nil {
 		old, err = tempName(root, oldPrefix+name+"-")
 		if err != nil {
-			return "", fmt.Errorf("checkpoint: %w", err)
+			return fmt.Errorf("checkpoint: %w", err)
 		}
 		if err := os.Rename(final, old); err != nil {
-			return "", fmt.Errorf("checkpoint: moving the previous %s aside: %w", name, err)
+			return fmt.Errorf("checkpoint: moving the previous %s aside: %w", name, err)
 		}
 	} else if !errors.Is(err, fs.ErrNotExist) {
-		return "", fmt.Errorf("checkpoint: %w", err)
+		return fmt.Errorf("checkpoint: %w", err)
 	}
 	if err := os.Rename(tmp, final); err != nil {
 		if old != "" {
 			os.Rename(old, final) // put the previous checkpoint back
 		}
-		return "", fmt.Errorf("checkpoint: %w", err)
+		return fmt.Errorf("checkpoint: %w", err)
 	}
 	if err := syncDir(root); err != nil {
-		return "", fmt.Errorf("checkpoint: %w", err)
+		return fmt.Errorf("checkpoint: %w", err)
 	}
 	if old != "" {
 		// Best effort: a leftover .old- directory is removed by the next Save.
@@ -190,7 +206,7 @@ func Save(root string, meta Meta, model, optim map[string]*tensor.Tensor) (dir s
 			syncDir(root)
 		}
 	}
-	return final, nil
+	return nil
 }
 
 // makeRoot creates root if it does not exist, durably.
