@@ -51,7 +51,8 @@ type trainRun struct {
 	layout layout
 	tuner  *tuner
 
-	reason string // why the run ended well: "completed" or "max_steps"
+	reason string    // why the run ended well: "completed" or "max_steps"
+	rate   rateClock // samples since the last step event
 
 	// position: the next batch is (epoch, batch); step optimizer steps are done.
 	step, epoch, batch int
@@ -220,12 +221,8 @@ func (r *trainRun) loop(ctx context.Context) error {
 	nb := r.loader.BatchesPerEpoch()
 	r.progress = newProgress(r.log, c.Train.Epochs*nb, r.epoch*nb+r.batch, c.Train.Epochs)
 	defer r.progress.finish()
-	lastTime, lastSamples := time.Now(), 0
-	// One set of batch buffers for the whole run: a step is over when Step
-	// returns, and nothing of its input is kept.
-	bs, features := r.loader.BatchSize(), r.loader.Set().Features
-	xbuf, lbuf, tbuf := make([]float32, bs*features), make([]int, bs), make([]float32, bs)
-	var x *tensor.Tensor // over xbuf: the same tensor while the batch size is the same
+	b := r.newBatches()
+	r.rate = rateClock{since: time.Now()}
 	for ; r.epoch < c.Train.Epochs; r.epoch, r.batch = r.epoch+1, 0 {
 		for r.batch < nb {
 			if ctx.Err() != nil {
@@ -235,17 +232,7 @@ func (r *trainRun) loop(ctx context.Context) error {
 				r.reason = "max_steps"
 				return r.finish()
 			}
-			rows := r.loader.BatchInto(r.epoch, r.batch, xbuf, lbuf, tbuf)
-			if x == nil || x.Dim(0) != rows {
-				x = tensor.Wrap32(xbuf[:rows*features], rows, features)
-			}
-			var t nn.Target
-			if r.loader.Set().Labels != nil {
-				t.Labels = lbuf[:rows]
-			}
-			if r.regression {
-				t = nn.Target{Values: tensor.Wrap32(tbuf[:rows], rows, 1)}
-			}
+			x, t := b.next(r.epoch, r.batch)
 			lr := r.sched.LR(r.step + 1)
 			if err := r.beforeStep(); err != nil {
 				return r.failed(err)
@@ -255,56 +242,123 @@ func (r *trainRun) loop(ctx context.Context) error {
 			if err != nil {
 				return r.failed(err)
 			}
-			r.afterStep(rows, time.Since(began))
-			r.step++
-			r.batch++
-			r.metrics.steps.Store(int64(r.step))
-			r.metrics.loss.Store(loss)
-			r.metrics.lr.Store(lr)
-			lastSamples += x.Shape()[0]
-			r.stepLosses = append(r.stepLosses, point{float64(r.step), loss})
-			r.progress.step(r.epoch, loss, rows)
-			r.epochSum.add(loss, rows)
-			if r.step%c.Log.Every == 0 {
-				now := time.Now()
-				rate := float64(lastSamples) / now.Sub(lastTime).Seconds()
-				r.metrics.rate.Store(rate)
-				r.log.event("step").Int("epoch", r.epoch+1).Int("step", r.step).Float64("loss", loss).
-					Float64("lr", lr).Float64("samples_per_sec", rate).Msg("")
-				lastTime, lastSamples = now, 0
-			}
-			if c.Train.EvalEvery > 0 && r.step%c.Train.EvalEvery == 0 {
-				if err := r.evaluate(true); err != nil {
-					return err
-				}
-				if r.stopEarly() {
-					return r.finish()
-				}
-			}
-			if c.Train.CheckpointEvery > 0 && r.step%c.Train.CheckpointEvery == 0 {
-				if err := r.checkpoint(); err != nil {
-					return err
-				}
-			}
-		}
-		if c.Train.EvalEvery == 0 {
-			if err := r.evaluate(true); err != nil {
+			r.afterStep(x.Dim(0), time.Since(began))
+			r.record(loss, lr, x.Dim(0))
+			if stop, err := r.everyFewSteps(); stop || err != nil {
 				return err
 			}
 		}
-		r.logStages()
-		if c.Train.CheckpointEvery == 0 {
-			if err := r.checkpoint(); err != nil {
-				return err
-			}
-		}
-		r.epochSummary()
-		if r.stopEarly() {
-			return r.finish()
+		if stop, err := r.endEpoch(); stop || err != nil {
+			return err
 		}
 	}
 	r.reason = "completed"
 	return r.finish()
+}
+
+// batches holds one set of batch buffers for the whole run: a step is over
+// when Step returns, and nothing of its input is kept.
+type batches struct {
+	r          *trainRun
+	features   int
+	xbuf, tbuf []float32
+	lbuf       []int
+	x          *tensor.Tensor // over xbuf: the same tensor while the batch size is the same
+}
+
+func (r *trainRun) newBatches() *batches {
+	bs, features := r.loader.BatchSize(), r.loader.Set().Features
+	return &batches{r: r, features: features, xbuf: make([]float32, bs*features), lbuf: make([]int, bs), tbuf: make([]float32, bs)}
+}
+
+// next returns batch of epoch: its inputs and targets.
+func (b *batches) next(epoch, batch int) (*tensor.Tensor, nn.Target) {
+	r := b.r
+	rows := r.loader.BatchInto(epoch, batch, b.xbuf, b.lbuf, b.tbuf)
+	if b.x == nil || b.x.Dim(0) != rows {
+		b.x = tensor.Wrap32(b.xbuf[:rows*b.features], rows, b.features)
+	}
+	var t nn.Target
+	if r.loader.Set().Labels != nil {
+		t.Labels = b.lbuf[:rows]
+	}
+	if r.regression {
+		t = nn.Target{Values: tensor.Wrap32(b.tbuf[:rows], rows, 1)}
+	}
+	return b.x, t
+}
+
+// rateClock measures samples/s between step events.
+type rateClock struct {
+	since   time.Time
+	samples int
+}
+
+// record counts a step of rows samples with its loss and learning rate:
+// the position, the metrics, the curves and, every log.every steps, a step
+// event.
+func (r *trainRun) record(loss, lr float64, rows int) {
+	r.step++
+	r.batch++
+	r.metrics.steps.Store(int64(r.step))
+	r.metrics.loss.Store(loss)
+	r.metrics.lr.Store(lr)
+	r.rate.samples += rows
+	r.stepLosses = append(r.stepLosses, point{float64(r.step), loss})
+	r.progress.step(r.epoch, loss, rows)
+	r.epochSum.add(loss, rows)
+	if r.step%r.cfg.Log.Every == 0 {
+		now := time.Now()
+		rate := float64(r.rate.samples) / now.Sub(r.rate.since).Seconds()
+		r.metrics.rate.Store(rate)
+		r.log.event("step").Int("epoch", r.epoch+1).Int("step", r.step).Float64("loss", loss).
+			Float64("lr", lr).Float64("samples_per_sec", rate).Msg("")
+		r.rate = rateClock{since: now}
+	}
+}
+
+// everyFewSteps evaluates and checkpoints when train.eval_every and
+// train.checkpoint_every say; stop reports that the run ended (early
+// stopping), with finish's error.
+func (r *trainRun) everyFewSteps() (stop bool, err error) {
+	c := r.cfg
+	if c.Train.EvalEvery > 0 && r.step%c.Train.EvalEvery == 0 {
+		if err := r.evaluate(true); err != nil {
+			return true, err
+		}
+		if r.stopEarly() {
+			return true, r.finish()
+		}
+	}
+	if c.Train.CheckpointEvery > 0 && r.step%c.Train.CheckpointEvery == 0 {
+		if err := r.checkpoint(); err != nil {
+			return true, err
+		}
+	}
+	return false, nil
+}
+
+// endEpoch evaluates, logs the stages and checkpoints at an epoch's end
+// unless the keys say every few steps, and logs the epoch's summary; stop
+// reports that the run ended (early stopping), with finish's error.
+func (r *trainRun) endEpoch() (stop bool, err error) {
+	c := r.cfg
+	if c.Train.EvalEvery == 0 {
+		if err := r.evaluate(true); err != nil {
+			return true, err
+		}
+	}
+	r.logStages()
+	if c.Train.CheckpointEvery == 0 {
+		if err := r.checkpoint(); err != nil {
+			return true, err
+		}
+	}
+	r.epochSummary()
+	if r.stopEarly() {
+		return true, r.finish()
+	}
+	return false, nil
 }
 
 // finish evaluates and checkpoints the final state unless that was just
