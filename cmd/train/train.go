@@ -88,40 +88,12 @@ func runTrain(ctx context.Context, o *options, stderr io.Writer) (err error) {
 	}
 	start := time.Now()
 	r := &trainRun{cfg: cfg, log: log, token: token, tls: o.tls}
-	ev := log.event("run_start").Interface("config", cfg.Resolved()).
-		Str("go_version", runtime.Version()).Int("cpus", runtime.NumCPU()).
-		Int("gomaxprocs", runtime.GOMAXPROCS(0)).Str("log_file", log.path)
-	// a built-in set's shape is known before it loads; a CSV file's only after
-	if sample := dataset.SampleShapeOf(cfg.Data.Name); sample != nil {
-		if shapes, err := nn.OutShapes(modelSpecs(cfg), sample); err == nil {
-			ev = ev.Ints("sample_shape", sample).Interface("layer_shapes", shapes)
-		}
-	}
-	ev.Msg("run started")
+	r.logStart()
 	defer func() {
 		if p := recover(); p != nil {
 			err = fmt.Errorf("internal error: %v", p)
 		}
-		pipeline.CloseRemote() // every engine is closed; its last words reach the log
-		ev := log.event("run_end").Int("steps", r.step).Float64("wall_seconds", time.Since(start).Seconds())
-		switch {
-		case errors.Is(err, errInterrupted):
-			ev = ev.Str("status", "failed").Str("error", err.Error()).Str("reason", "interrupted")
-		case err != nil:
-			ev = ev.Str("status", "failed").Str("error", err.Error()).Str("reason", "failed")
-		default:
-			ev = ev.Str("status", "ok").Str("reason", r.reason)
-		}
-		ev.Msg("run ended")
-		if perr := r.writePlot(); perr != nil {
-			log.Warn().Str("event", "plot").Err(perr).Msg("could not write the plot")
-		}
-		if cerr := log.Close(); cerr != nil && err == nil {
-			err = cerr
-		}
-		if errors.Is(err, errInterrupted) {
-			err = &exitError{exitInterrupted, err}
-		}
+		err = r.end(start, err)
 	}()
 	r.metrics.testLoss.Store(math.NaN())
 	r.metrics.testAcc.Store(math.NaN())
@@ -151,6 +123,49 @@ func runTrain(ctx context.Context, o *options, stderr io.Writer) (err error) {
 	}
 	if cerr := r.eng.Close(); cerr != nil && err == nil {
 		err = cerr
+	}
+	return err
+}
+
+// logStart logs run_start: the resolved config, the Go runtime and, for a
+// built-in set, whose shape is known before it loads, the layers' shapes.
+func (r *trainRun) logStart() {
+	cfg, log := r.cfg, r.log
+	ev := log.event("run_start").Interface("config", cfg.Resolved()).
+		Str("go_version", runtime.Version()).Int("cpus", runtime.NumCPU()).
+		Int("gomaxprocs", runtime.GOMAXPROCS(0)).Str("log_file", log.path)
+	if sample := dataset.SampleShapeOf(cfg.Data.Name); sample != nil {
+		if shapes, err := nn.OutShapes(modelSpecs(cfg), sample); err == nil {
+			ev = ev.Ints("sample_shape", sample).Interface("layer_shapes", shapes)
+		}
+	}
+	ev.Msg("run started")
+}
+
+// end closes the run that began at start and ended with err: it stops the
+// endpoint for workers, logs run_end, writes the plot and closes the log,
+// and returns the run's error, an interruption as its own exit status.
+func (r *trainRun) end(start time.Time, err error) error {
+	log := r.log
+	pipeline.CloseRemote() // every engine is closed; its last words reach the log
+	ev := log.event("run_end").Int("steps", r.step).Float64("wall_seconds", time.Since(start).Seconds())
+	switch {
+	case errors.Is(err, errInterrupted):
+		ev = ev.Str("status", "failed").Str("error", err.Error()).Str("reason", "interrupted")
+	case err != nil:
+		ev = ev.Str("status", "failed").Str("error", err.Error()).Str("reason", "failed")
+	default:
+		ev = ev.Str("status", "ok").Str("reason", r.reason)
+	}
+	ev.Msg("run ended")
+	if perr := r.writePlot(); perr != nil {
+		log.Warn().Str("event", "plot").Err(perr).Msg("could not write the plot")
+	}
+	if cerr := log.Close(); cerr != nil && err == nil {
+		err = cerr
+	}
+	if errors.Is(err, errInterrupted) {
+		err = &exitError{exitInterrupted, err}
 	}
 	return err
 }
