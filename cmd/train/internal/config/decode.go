@@ -110,20 +110,7 @@ func newElem(t reflect.Type) reflect.Value {
 // into a struct; an array replaces a slice or array.
 func decodeValue(rv reflect.Value, v any, path string) error {
 	if rv.Type() == autoType {
-		switch n := v.(type) {
-		case string:
-			if n == "auto" {
-				rv.SetInt(0)
-				return nil
-			}
-		case int64:
-			if n >= 1 && !rv.OverflowInt(n) {
-				rv.SetInt(n)
-				return nil
-			}
-			return fmt.Errorf("%s = %d: must be at least 1, or \"auto\"", path, n)
-		}
-		return typeError(path, v, `an integer or "auto"`)
+		return decodeAuto(rv, v, path)
 	}
 	switch rv.Kind() {
 	case reflect.Struct:
@@ -133,37 +120,7 @@ func decodeValue(rv reflect.Value, v any, path string) error {
 		}
 		return decodeTable(rv, m, path)
 	case reflect.Slice:
-		et := rv.Type().Elem()
-		if et.Kind() == reflect.Struct {
-			tables, ok := asTables(v)
-			if !ok {
-				return typeError(path, v, "an array of tables")
-			}
-			s := reflect.Zero(rv.Type())
-			for i, m := range tables {
-				e := newElem(et)
-				if err := decodeTable(e, m, index(path, i)); err != nil {
-					return err
-				}
-				s = reflect.Append(s, e)
-			}
-			rv.Set(s)
-			return nil
-		}
-		a, ok := v.([]any)
-		if !ok {
-			return typeError(path, v, "an array of "+plural(et))
-		}
-		s := reflect.Zero(rv.Type())
-		for i, x := range a {
-			e := newElem(et)
-			if err := decodeValue(e, x, index(path, i)); err != nil {
-				return err
-			}
-			s = reflect.Append(s, e)
-		}
-		rv.Set(s)
-		return nil
+		return decodeSlice(rv, v, path)
 	case reflect.Array:
 		want := fmt.Sprintf("an array of %d %s", rv.Len(), plural(rv.Type().Elem()))
 		a, ok := v.([]any)
@@ -178,39 +135,100 @@ func decodeValue(rv reflect.Value, v any, path string) error {
 		}
 		rv.Set(e)
 		return nil
+	}
+	if decodeScalar(rv, v, path) {
+		return nil
+	}
+	return typeError(path, v, singular(rv.Type()))
+}
+
+// decodeAuto sets an Auto count: "auto", or an integer of at least 1.
+func decodeAuto(rv reflect.Value, v any, path string) error {
+	switch n := v.(type) {
+	case string:
+		if n == "auto" {
+			rv.SetInt(0)
+			return nil
+		}
+	case int64:
+		if n >= 1 && !rv.OverflowInt(n) {
+			rv.SetInt(n)
+			return nil
+		}
+		return fmt.Errorf("%s = %d: must be at least 1, or \"auto\"", path, n)
+	}
+	return typeError(path, v, `an integer or "auto"`)
+}
+
+// decodeSlice replaces a slice: of tables for a slice of structs, of
+// values otherwise.
+func decodeSlice(rv reflect.Value, v any, path string) error {
+	et := rv.Type().Elem()
+	var items []any
+	if et.Kind() == reflect.Struct {
+		tables, ok := asTables(v)
+		if !ok {
+			return typeError(path, v, "an array of tables")
+		}
+		for _, m := range tables {
+			items = append(items, m)
+		}
+	} else {
+		a, ok := v.([]any)
+		if !ok {
+			return typeError(path, v, "an array of "+plural(et))
+		}
+		items = a
+	}
+	s := reflect.Zero(rv.Type())
+	for i, x := range items {
+		e := newElem(et)
+		if err := decodeValue(e, x, index(path, i)); err != nil {
+			return err
+		}
+		s = reflect.Append(s, e)
+	}
+	rv.Set(s)
+	return nil
+}
+
+// decodeScalar sets a string, bool or number from v, reporting whether v
+// has a fitting type.
+func decodeScalar(rv reflect.Value, v any, path string) bool {
+	switch rv.Kind() {
 	case reflect.String:
 		if s, ok := v.(string); ok {
 			rv.SetString(s)
-			return nil
+			return true
 		}
 	case reflect.Bool:
 		if b, ok := v.(bool); ok {
 			rv.SetBool(b)
-			return nil
+			return true
 		}
 	case reflect.Int, reflect.Int64:
 		if n, ok := v.(int64); ok && !rv.OverflowInt(n) {
 			rv.SetInt(n)
-			return nil
+			return true
 		}
 	case reflect.Uint64:
 		if n, ok := v.(int64); ok && n >= 0 {
 			rv.SetUint(uint64(n))
-			return nil
+			return true
 		}
 	case reflect.Float64:
 		switch n := v.(type) {
 		case float64:
 			rv.SetFloat(n)
-			return nil
+			return true
 		case int64:
 			rv.SetFloat(float64(n))
-			return nil
+			return true
 		}
 	default:
 		panic(fmt.Sprintf("config: field %s of type %s has no TOML decoding", path, rv.Type()))
 	}
-	return typeError(path, v, singular(rv.Type()))
+	return false
 }
 
 // asTables returns v as an array of tables: [[x]] tables decode as
