@@ -140,49 +140,57 @@ func (c Checker) Check(name string, inputs []*tensor.Tensor, f Func, backward Ba
 		}
 		return s
 	}
-
-	for i, in := range inputs {
-		g := grads[i]
-		if g == nil || in.DType() != tensor.Float64 {
-			continue
-		}
-		if gs := g.Shape(); !tensor.EqualShapes(gs, shapes[i]) {
-			errs = append(errs, fmt.Errorf("%s: gradient %d has shape %v, want the input's shape %v", where, i, gs, shapes[i]))
-			continue
-		}
-		if g.DType() != tensor.Float64 {
-			errs = append(errs, fmt.Errorf("%s: gradient %d is %v, want float64", where, i, g.DType()))
-			continue
-		}
-		work := make([]*tensor.Tensor, len(inputs))
-		for j := range inputs {
-			work[j] = inputs[j].Clone()
-		}
-		dst := work[i].Data64()
-		numeric := fd.Gradient(nil, func(x []float64) float64 {
-			copy(dst, x)
-			return loss(work)
-		}, in.Float64s(), &fd.Settings{Formula: fd.Central, Step: step})
-		analytic := g.Float64s()
-
-		worst, worstRatio, bad := -1, 0.0, 0
-		for j := range numeric {
-			r := mismatch(analytic[j], numeric[j])
-			if r > tol {
-				bad++
-			}
-			if worst < 0 || r > worstRatio || math.IsNaN(r) {
-				worst, worstRatio = j, r
-			}
-		}
-		if bad > 0 {
-			errs = append(errs, fmt.Errorf(
-				"%s: gradient %d: %d of %d elements differ; worst at %v: analytic %v, numeric %v (|diff| %.3g > tol %g * max(1, |numeric|))",
-				where, i, bad, len(numeric), coords(worst, shapes[i]), analytic[worst], numeric[worst],
-				math.Abs(analytic[worst]-numeric[worst]), tol))
+	for i := range inputs {
+		if err := compareGrad(where, i, inputs, shapes[i], grads[i], loss, step, tol); err != nil {
+			errs = append(errs, err)
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// compareGrad compares g, the analytic gradient of input i, with central
+// finite differences of loss, and returns an error naming the worst
+// element, or nil. Inputs that are not float64, and nil gradients, are
+// skipped.
+func compareGrad(where string, i int, inputs []*tensor.Tensor, shape []int, g *tensor.Tensor, loss func([]*tensor.Tensor) float64, step, tol float64) error {
+	in := inputs[i]
+	if g == nil || in.DType() != tensor.Float64 {
+		return nil
+	}
+	if gs := g.Shape(); !tensor.EqualShapes(gs, shape) {
+		return fmt.Errorf("%s: gradient %d has shape %v, want the input's shape %v", where, i, gs, shape)
+	}
+	if g.DType() != tensor.Float64 {
+		return fmt.Errorf("%s: gradient %d is %v, want float64", where, i, g.DType())
+	}
+	work := make([]*tensor.Tensor, len(inputs))
+	for j := range inputs {
+		work[j] = inputs[j].Clone()
+	}
+	dst := work[i].Data64()
+	numeric := fd.Gradient(nil, func(x []float64) float64 {
+		copy(dst, x)
+		return loss(work)
+	}, in.Float64s(), &fd.Settings{Formula: fd.Central, Step: step})
+	analytic := g.Float64s()
+
+	worst, worstRatio, bad := -1, 0.0, 0
+	for j := range numeric {
+		r := mismatch(analytic[j], numeric[j])
+		if r > tol {
+			bad++
+		}
+		if worst < 0 || r > worstRatio || math.IsNaN(r) {
+			worst, worstRatio = j, r
+		}
+	}
+	if bad == 0 {
+		return nil
+	}
+	return fmt.Errorf(
+		"%s: gradient %d: %d of %d elements differ; worst at %v: analytic %v, numeric %v (|diff| %.3g > tol %g * max(1, |numeric|))",
+		where, i, bad, len(numeric), coords(worst, shape), analytic[worst], numeric[worst],
+		math.Abs(analytic[worst]-numeric[worst]), tol)
 }
 
 // NumericGrad returns central finite-difference estimates of ∂L/∂input for
