@@ -39,7 +39,6 @@ type Stage struct {
 	arenas    arenas             // the layers' outputs, reused every step
 	ps        []nn.Param         // the layers' parameters, in order
 	bufs      []namedBuffer      // the layers' buffers (batch norm's statistics), saved after the parameters
-	ops       []optim.Param      // the same, for the optimizer
 	split     []nn.SplitBackward // per layer, the layer if it can split its backward, else nil
 	updater   Updater
 	weights   uint64 // nn.Pass.Weights: changed by every update and restore
@@ -90,8 +89,8 @@ func NewStage(id int, name string, g *Graph, layers []nn.Layer, first, shard int
 	for i, l := range layers {
 		s.layerIDs = append(s.layerIDs, first+i)
 		for _, p := range l.Params() {
+			p.Name = nn.ParamName(first+i, p.Name) // as checkpoints name it
 			s.ps = append(s.ps, p)
-			s.ops = append(s.ops, optim.Param{Name: nn.ParamName(first+i, p.Name), Value: p.Value, Grad: p.Grad})
 		}
 		for _, b := range nn.BuffersOf(l) {
 			s.bufs = append(s.bufs, namedBuffer{nn.ParamName(first+i, b.Name), b.Value})
@@ -412,10 +411,10 @@ func (s *Stage) gradsReady(ctx actor.Context, step int) {
 		return
 	}
 	if s.updater.ClipValue > 0 {
-		optim.ClipGradValue(s.ops, s.updater.ClipValue)
+		optim.ClipGradValue(s.ps, s.updater.ClipValue)
 	}
 	if s.updater.ClipNorm {
-		for i, p := range s.ops {
+		for i, p := range s.ps {
 			s.norm.Sums[i] = optim.SumSquares(p)
 		}
 		s.norm.Step, s.norm.Actor = step, s.id
@@ -435,10 +434,10 @@ func (s *Stage) maybeApply(ctx actor.Context) {
 	m := s.upd
 	ok := s.work(ctx, SpanUpdate, m.Step, -1, func() error {
 		if m.Scale != 1 {
-			optim.ScaleGrads(s.ops, m.Scale)
+			optim.ScaleGrads(s.ps, m.Scale)
 		}
 		s.weights++ // even a failed step may have written some
-		if err := s.updater.Optimizer.Step(s.ops, m.LR); err != nil {
+		if err := s.updater.Optimizer.Step(s.ps, m.LR); err != nil {
 			return err
 		}
 		s.zeroGrads()
@@ -537,7 +536,7 @@ func (s *Stage) snapshot(m *GetParams) *Params {
 		}
 		k++
 	}
-	for _, p := range s.ops { // named "<layer>.<param>"
+	for _, p := range s.ps { // named "<layer>.<param>"
 		add(p.Name, p.Value)
 	}
 	for _, b := range s.bufs { // after every parameter: optimizer state indexes the parameters

@@ -109,7 +109,7 @@ func NewPReLU(dt tensor.DType) *PReLU {
 }
 
 func (l *PReLU) Kind() string    { return "prelu" }
-func (l *PReLU) Params() []Param { return []Param{{"alpha", l.Alpha, l.GAlpha}} }
+func (l *PReLU) Params() []Param { return []Param{{Name: "alpha", Value: l.Alpha, Grad: l.GAlpha}} }
 func (l *PReLU) ZeroGrad()       { zeroGrads(l.Params()) }
 func (l *PReLU) InFlight() int   { return len(l.x) }
 func (l *PReLU) Reset()          { clear(l.x) }

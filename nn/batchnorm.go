@@ -76,7 +76,7 @@ func (l *BatchNorm) Kind() string { return "batchnorm" }
 
 // Params returns gamma and beta; the running statistics are Buffers.
 func (l *BatchNorm) Params() []Param {
-	return []Param{{"weight", l.Gamma, l.GGamma}, {"bias", l.Beta, l.GBeta}}
+	return []Param{{Name: "weight", Value: l.Gamma, Grad: l.GGamma}, {Name: "bias", Value: l.Beta, Grad: l.GBeta}}
 }
 
 // Buffers returns the running statistics, under PyTorch's names; the same

@@ -50,7 +50,7 @@ func NewConv2d(dt tensor.DType, c, f, kh, kw, stride, padding int, init Init, rn
 func (l *Conv2d) Kind() string { return "conv2d" }
 
 func (l *Conv2d) Params() []Param {
-	return []Param{{"weight", l.W, l.GW}, {"bias", l.B, l.GB}}
+	return []Param{{Name: "weight", Value: l.W, Grad: l.GW}, {Name: "bias", Value: l.B, Grad: l.GB}}
 }
 
 func (l *Conv2d) ZeroGrad()     { zeroGrads(l.Params()) }

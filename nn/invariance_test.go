@@ -33,10 +33,7 @@ func invariantRun(t *testing.T, loss nn.Loss, batch, micro int) ([]float64, []*t
 	if err != nil {
 		t.Fatal(err)
 	}
-	var ps []optim.Param
-	for _, p := range model.Params() {
-		ps = append(ps, optim.Param{Name: p.Name, Value: p.Value, Grad: p.Grad})
-	}
+	ps := model.Params() // optimizers take the layers' parameters as they are
 	var losses []float64
 	for step := 1; step <= steps; step++ {
 		rng := rand.New(rand.NewPCG(7, uint64(step)))

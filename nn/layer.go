@@ -29,12 +29,9 @@ type Pass struct {
 	Threads int
 }
 
-// Param is a parameter and its accumulated gradient, of the same dtype and shape.
-type Param struct {
-	Name  string
-	Value *tensor.Tensor
-	Grad  *tensor.Tensor
-}
+// Param is a parameter and its accumulated gradient, of the same dtype and
+// shape: the type optimizers update (optim.Param is the same).
+type Param = tensor.Param
 
 // Layer is a differentiable function that owns its parameters and gradients.
 //

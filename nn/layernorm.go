@@ -36,7 +36,7 @@ func NewLayerNorm(dt tensor.DType, f int) *LayerNorm {
 
 func (l *LayerNorm) Kind() string { return "layernorm" }
 func (l *LayerNorm) Params() []Param {
-	return []Param{{"weight", l.Gain, l.GGain}, {"bias", l.Bias, l.GBias}}
+	return []Param{{Name: "weight", Value: l.Gain, Grad: l.GGain}, {Name: "bias", Value: l.Bias, Grad: l.GBias}}
 }
 func (l *LayerNorm) ZeroGrad()     { zeroGrads(l.Params()) }
 func (l *LayerNorm) InFlight() int { return len(l.saved) }

@@ -79,7 +79,7 @@ func LinearFrom(w, b *tensor.Tensor) *Linear {
 func (l *Linear) Kind() string { return "linear" }
 
 func (l *Linear) Params() []Param {
-	return []Param{{"weight", l.W, l.GW}, {"bias", l.B, l.GB}}
+	return []Param{{Name: "weight", Value: l.W, Grad: l.GW}, {Name: "bias", Value: l.B, Grad: l.GB}}
 }
 
 func (l *Linear) ZeroGrad() { zeroGrads(l.Params()) }

@@ -11,15 +11,10 @@ import (
 	"github.com/pipetrain/pipetrain/tensor"
 )
 
-// Param is one trainable tensor and the gradient accumulated for it.
-//
-// Value and Grad must have the same dtype (Float32 or Float64) and the same shape.
-// Name is used only in error messages.
-type Param struct {
-	Name  string
-	Value *tensor.Tensor
-	Grad  *tensor.Tensor
-}
+// Param is one trainable tensor and the gradient accumulated for it, the
+// type layers hand out (nn.Param is the same). Value and Grad must have the
+// same dtype (Float32 or Float64) and the same shape.
+type Param = tensor.Param
 
 // ZeroGrad sets every gradient in params to zero. Gradients accumulate (backward adds
 // into Grad), so a trainer zeroes them explicitly after each update. Params whose Grad

@@ -81,10 +81,7 @@ func reference(t testing.TB, micro int) ([]float64, map[string][]float32) {
 func referenceOn(t testing.TB, layers []nn.Layer, batchOf func(step int) (*tensor.Tensor, nn.Target), micro int) ([]float64, map[string][]float32) {
 	seq := &nn.Sequential{Layers: layers, Loss: nn.CrossEntropy}
 	opt := newSGD(t)
-	var ps []optim.Param
-	for _, p := range seq.Params() {
-		ps = append(ps, optim.Param{Name: p.Name, Value: p.Value, Grad: p.Grad})
-	}
+	ps := seq.Params() // optimizers take the layers' parameters as they are
 	var losses []float64
 	for step := 1; step <= steps; step++ {
 		seq.ZeroGrad()
@@ -245,10 +242,7 @@ func TestOptimizerStateGathered(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var ps []optim.Param
-	for _, p := range seq.Params() {
-		ps = append(ps, optim.Param{Name: p.Name, Value: p.Value, Grad: p.Grad})
-	}
+	ps := seq.Params() // optimizers take the layers' parameters as they are
 	refStep := func(step int) float64 {
 		seq.ZeroGrad()
 		x, tg := batch(step)

@@ -49,10 +49,7 @@ func trainDigits(t *testing.T, dir string) *dataset.Set {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var ps []optim.Param
-	for _, p := range seq.Params() {
-		ps = append(ps, optim.Param{Name: p.Name, Value: p.Value, Grad: p.Grad})
-	}
+	ps := seq.Params() // optimizers take the layers' parameters as they are
 	loader := dataset.NewLoader(train, 32, true, 1)
 	step := 0
 	for epoch := range 10 {
