@@ -58,7 +58,7 @@ func exportONNX(d *Description, weights map[string]*tensor.Tensor) (*onnx.ModelP
 	for i, s := range d.Layers {
 		g.layer = i
 		g.prefix = fmt.Sprintf("%d.%s", i, s.Type)
-		if err := g.add(s); err != nil {
+		if err := s.ONNX(g); err != nil {
 			return nil, fmt.Errorf("model: layer %d (%s): %w", i, s.Type, err)
 		}
 		g.rank = 1 + len(shapes[i])
@@ -68,18 +68,18 @@ func exportONNX(d *Description, weights map[string]*tensor.Tensor) (*onnx.ModelP
 	}
 	// Predict's rows are flat and its head is over them: so is the output.
 	g.prefix = "predict"
-	g.flatten()
+	g.Flatten()
 	if !d.Regression() {
 		if d.Loss == nn.BCEWithLogits {
 			g.apply("Sigmoid", nil)
 		} else {
-			g.apply("Softmax", nil, attrInt("axis", 1))
+			g.apply("Softmax", nil, nn.AttrInt("axis", 1))
 		}
 	}
-	if len(g.Node) == 0 {
+	if len(g.GraphProto.Node) == 0 {
 		g.apply("Identity", nil) // only dropouts: the graph still needs a node
 	}
-	g.Node[len(g.Node)-1].Output[0] = "output"
+	g.GraphProto.Node[len(g.GraphProto.Node)-1].Output[0] = "output"
 
 	out := 1
 	if n := len(shapes); n > 0 {
@@ -121,114 +121,29 @@ func newGraph(weights map[string]*tensor.Tensor, rank int) *graph {
 		x: "input", rank: rank, names: map[string]int{}, consts: map[float32]string{}}
 }
 
-// add appends the nodes of layer s. The defaults of the keys are those of
-// nn's layer table, which Build applies.
-func (g *graph) add(s nn.Spec) error {
-	switch s.Type {
-	case "linear":
-		g.flatten() // a linear layer takes the flattened sample
-		g.apply("Gemm", []string{g.param("weight"), g.param("bias")}, attrInt("transB", 1))
-	case "relu":
-		g.apply("Relu", nil)
-	case "leaky_relu":
-		g.apply("LeakyRelu", nil, attrFloat("alpha", s.Alpha))
-	case "prelu":
-		g.apply("PRelu", []string{g.param("alpha")})
-	case "sigmoid":
-		g.apply("Sigmoid", nil)
-	case "tanh":
-		g.apply("Tanh", nil)
-	case "gelu":
-		g.gelu(s.Approximate)
-	case "softmax":
-		g.apply("Softmax", nil, attrInt("axis", 1))
-	case "dropout":
-		// the identity in inference: no node
-	case "layernorm":
-		g.layerNorm(1e-5) // nn.LayerNorm's eps, which no key sets
-	case "conv2d":
-		k, p := int64(s.Kernel), int64(s.Padding)
-		g.apply("Conv", []string{g.param("weight"), g.param("bias")}, attrInts("kernel_shape", k, k),
-			attrInts("strides", repeat(int64(max(1, s.Stride)), 2)...), attrInts("pads", repeat(p, 4)...))
-	case "maxpool2d":
-		g.pool("MaxPool", s)
-	case "avgpool2d":
-		g.pool("AveragePool", s) // unpadded: every window is whole, count_include_pad does not matter
-	case "batchnorm":
-		eps := s.Eps
-		if eps == 0 {
-			eps = 1e-5
-		}
-		// in inference, with the running statistics; the momentum plays no part
-		g.apply("BatchNormalization", []string{g.param("weight"), g.param("bias"), g.param("running_mean"), g.param("running_var")},
-			attrFloat("epsilon", eps))
-	case "flatten":
-		g.flatten()
-	default:
-		return fmt.Errorf("no ONNX form for this layer type")
-	}
-	return nil
-}
+// X, SetX, Node, Param, Const and Flatten make graph an nn.ONNXGraph: the
+// layer table writes each layer's nodes.
+func (g *graph) X() string     { return g.x }
+func (g *graph) SetX(v string) { g.x = v }
 
-// pool appends a MaxPool or AveragePool node; stride 0 means the kernel.
-func (g *graph) pool(op string, s nn.Spec) {
-	stride := s.Stride
-	if stride == 0 {
-		stride = s.Kernel
-	}
-	k, st := int64(s.Kernel), int64(stride)
-	g.apply(op, nil, attrInts("kernel_shape", k, k), attrInts("strides", st, st))
-}
-
-// gelu appends x·Φ(x) as ops.GELU computes it: 0.5·x·(1 + erf(x/√2)), or
-// with the tanh approximation 0.5·x·(1 + tanh(√(2/π)·(x + 0.044715·x³))).
-func (g *graph) gelu(approximate bool) {
-	x := g.x
-	if approximate {
-		cube := g.node("Mul", []string{g.node("Mul", []string{x, x}), x})
-		inner := g.node("Add", []string{x, g.node("Mul", []string{cube, g.constant(0.044715)})})
-		g.x = g.node("Mul", []string{inner, g.constant(math.Sqrt(2 / math.Pi))})
-		g.apply("Tanh", nil)
-	} else {
-		g.x = g.node("Mul", []string{x, g.constant(1 / math.Sqrt2)})
-		g.apply("Erf", nil)
-	}
-	g.apply("Add", []string{g.constant(1)})
-	g.x = g.node("Mul", []string{x, g.x})
-	g.apply("Mul", []string{g.constant(0.5)})
-}
-
-// layerNorm appends nn.LayerNorm over axis 1: (x − mean)/√(var + eps)·weight
-// + bias, with the biased variance.
-func (g *graph) layerNorm(eps float64) {
-	x := g.x
-	mean := g.node("ReduceMean", []string{x}, attrInts("axes", 1), attrInt("keepdims", 1))
-	d := g.node("Sub", []string{x, mean})
-	v := g.node("ReduceMean", []string{g.node("Mul", []string{d, d})}, attrInts("axes", 1), attrInt("keepdims", 1))
-	std := g.node("Sqrt", []string{g.node("Add", []string{v, g.constant(eps)})})
-	g.x = g.node("Div", []string{d, std})
-	g.apply("Mul", []string{g.param("weight")})
-	g.apply("Add", []string{g.param("bias")})
-}
-
-// flatten makes an image [N, C, H, W] the flat rows [N, C·H·W] it is to
+// Flatten makes an image [N, C, H, W] the flat rows [N, C·H·W] it is to
 // the layers.
-func (g *graph) flatten() {
+func (g *graph) Flatten() {
 	if g.rank > 2 {
-		g.apply("Flatten", nil, attrInt("axis", 1))
+		g.apply("Flatten", nil, nn.AttrInt("axis", 1))
 		g.rank = 2
 	}
 }
 
 // apply appends op on the current value and more inputs, and makes its
 // output the current value.
-func (g *graph) apply(op string, more []string, attrs ...*onnx.AttributeProto) {
-	g.x = g.node(op, append([]string{g.x}, more...), attrs...)
+func (g *graph) apply(op string, more []string, attrs ...nn.ONNXAttr) {
+	g.x = g.Node(op, append([]string{g.x}, more...), attrs...)
 }
 
-// node appends op on inputs and returns its output, named as the node:
+// Node appends op on inputs and returns its output, named as the node:
 // "<layer>.<type>/<op>", with "_<n>" after the first of a layer's same ops.
-func (g *graph) node(op string, inputs []string, attrs ...*onnx.AttributeProto) string {
+func (g *graph) Node(op string, inputs []string, attrs ...nn.ONNXAttr) string {
 	name := g.prefix + "/" + op
 	if n := g.names[name]; n > 0 {
 		g.names[name]++
@@ -236,14 +151,18 @@ func (g *graph) node(op string, inputs []string, attrs ...*onnx.AttributeProto) 
 	} else {
 		g.names[name] = 1
 	}
-	g.Node = append(g.Node, &onnx.NodeProto{Name: proto.String(name), OpType: proto.String(op),
-		Input: inputs, Output: []string{name}, Attribute: attrs})
+	var as []*onnx.AttributeProto
+	for _, a := range attrs {
+		as = append(as, attribute(a))
+	}
+	g.GraphProto.Node = append(g.GraphProto.Node, &onnx.NodeProto{Name: proto.String(name), OpType: proto.String(op),
+		Input: inputs, Output: []string{name}, Attribute: as})
 	return name
 }
 
-// param returns the initializer of the current layer's tensor named name,
+// Param returns the initializer of the current layer's tensor named name,
 // adding it on first use.
-func (g *graph) param(name string) string {
+func (g *graph) Param(name string) string {
 	name = nn.ParamName(g.layer, name)
 	for _, t := range g.Initializer {
 		if t.GetName() == name {
@@ -261,8 +180,8 @@ func (g *graph) param(name string) string {
 	return name
 }
 
-// constant returns a shared float32 scalar initializer of value v.
-func (g *graph) constant(v float64) string {
+// Const returns a shared float32 scalar initializer of value v.
+func (g *graph) Const(v float64) string {
 	f := float32(v)
 	if name, ok := g.consts[f]; ok {
 		return name
@@ -297,22 +216,14 @@ func valueInfo(name string, sample []int) *onnx.ValueInfoProto {
 		TensorType: &onnx.TypeProto_Tensor{ElemType: proto.Int32(int32(onnx.TensorProto_FLOAT)), Shape: &onnx.TensorShapeProto{Dim: dims}}}}}
 }
 
-func attrInt(name string, v int64) *onnx.AttributeProto {
-	return &onnx.AttributeProto{Name: proto.String(name), Type: onnx.AttributeProto_INT.Enum(), I: proto.Int64(v)}
-}
-
-func attrInts(name string, v ...int64) *onnx.AttributeProto {
-	return &onnx.AttributeProto{Name: proto.String(name), Type: onnx.AttributeProto_INTS.Enum(), Ints: v}
-}
-
-func attrFloat(name string, v float64) *onnx.AttributeProto {
-	return &onnx.AttributeProto{Name: proto.String(name), Type: onnx.AttributeProto_FLOAT.Enum(), F: proto.Float32(float32(v))}
-}
-
-func repeat(v int64, n int) []int64 {
-	out := make([]int64, n)
-	for i := range out {
-		out[i] = v
+// attribute is a as ONNX keeps it.
+func attribute(a nn.ONNXAttr) *onnx.AttributeProto {
+	switch a.Kind {
+	case nn.ONNXInt:
+		return &onnx.AttributeProto{Name: proto.String(a.Name), Type: onnx.AttributeProto_INT.Enum(), I: proto.Int64(a.Ints[0])}
+	case nn.ONNXInts:
+		return &onnx.AttributeProto{Name: proto.String(a.Name), Type: onnx.AttributeProto_INTS.Enum(), Ints: a.Ints}
+	default:
+		return &onnx.AttributeProto{Name: proto.String(a.Name), Type: onnx.AttributeProto_FLOAT.Enum(), F: proto.Float32(float32(a.Float))}
 	}
-	return out
 }

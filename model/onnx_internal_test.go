@@ -12,12 +12,12 @@ import (
 // ONNX form fails here, not in a user's export.
 func TestEveryLayerTypeExports(t *testing.T) {
 	for _, typ := range nn.LayerTypes() {
-		if err := newGraph(nil, 4).add(nn.Spec{Type: typ, Kernel: 1, Units: 1, Channels: 1}); err != nil {
+		if err := (nn.Spec{Type: typ, Kernel: 1, Units: 1, Channels: 1}).ONNX(newGraph(nil, 4)); err != nil {
 			t.Errorf("layer type %s: %v", typ, err)
 		}
 	}
-	if err := newGraph(nil, 4).add(nn.Spec{Type: "swish"}); err == nil || !strings.Contains(err.Error(), "no ONNX form") {
-		t.Errorf("layer type swish: %v, want no ONNX form", err)
+	if err := (nn.Spec{Type: "swish"}).ONNX(newGraph(nil, 4)); err == nil || !strings.Contains(err.Error(), "unknown layer type") {
+		t.Errorf("layer type swish: %v, want unknown layer type", err)
 	}
 }
 

@@ -185,7 +185,7 @@ func TestONNXGraph(t *testing.T) {
 				"Gemm 0.weight 0.bias transB=1",
 				"LeakyRelu alpha=0.1",
 				"PRelu 2.alpha",
-				"ReduceMean axes=[1] keepdims=1", "Sub", "Mul", "ReduceMean axes=[1] keepdims=1", "Add const/1e-05", "Sqrt", "Div",
+				"ReduceMean axes=[-1] keepdims=1", "Sub", "Mul", "ReduceMean axes=[-1] keepdims=1", "Add const/1e-05", "Sqrt", "Div",
 				"Mul 3.weight", "Add 3.bias",
 				"Mul const/0.70710677", "Erf", "Add const/1", "Mul", "Mul const/0.5",
 				"Gemm 5.weight 5.bias transB=1",

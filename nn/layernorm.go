@@ -7,6 +7,9 @@ import (
 	"github.com/pipetrain/pipetrain/tensor"
 )
 
+// layerNormEps is torch.nn.LayerNorm's eps, which no key sets.
+const layerNormEps = 1e-5
+
 // LayerNorm normalises each row of x [N, F] to zero mean and unit variance
 // (biased variance, eps 1e-5, as torch.nn.LayerNorm) and applies a learnable
 // gain (init 1) and bias (init 0). Statistics are computed in float64.
@@ -27,7 +30,7 @@ type lnSaved struct {
 // NewLayerNorm returns a LayerNorm over f features.
 func NewLayerNorm(dt tensor.DType, f int) *LayerNorm {
 	return &LayerNorm{
-		F: f, Eps: 1e-5,
+		F: f, Eps: layerNormEps,
 		Gain: tensor.Full(dt, 1, f), Bias: tensor.Zeros(dt, f),
 		GGain: tensor.Zeros(dt, f), GBias: tensor.Zeros(dt, f),
 		saved: cache[lnSaved]{},

@@ -45,6 +45,8 @@ type layerType struct {
 	check func(c *checker)
 	shape func(s Spec, in []int) ([]int, error)
 	build func(s Spec, b built) (Layer, error)
+	// onnx writes the layer's inference form; nil: it has none
+	onnx func(s Spec, g ONNXGraph)
 }
 
 // built is what a constructor may use: the layer's place in the model, its
@@ -84,7 +86,7 @@ type shaper interface {
 }
 
 // poolType is the row of a pooling layer type made by newPool(kernel, stride).
-func poolType(name string, newPool func(kernel, stride int) (shaper, error)) layerType {
+func poolType(name, op string, newPool func(kernel, stride int) (shaper, error)) layerType {
 	return layerType{name: name, keys: []string{"kernel", "stride"},
 		check: func(c *checker) {
 			c.required("kernel", c.s.Kernel)
@@ -99,6 +101,7 @@ func poolType(name string, newPool func(kernel, stride int) (shaper, error)) lay
 			}
 			return l.OutShape(in)
 		},
+		onnx: onnxPool(op),
 		build: func(s Spec, b built) (Layer, error) {
 			l, err := newPool(s.Kernel, s.Stride)
 			if err != nil {
@@ -122,25 +125,33 @@ var layerTypes = []layerType{
 		shape: func(s Spec, _ []int) ([]int, error) { return []int{s.Units}, nil },
 		build: func(s Spec, b built) (Layer, error) {
 			return NewLinear(b.dt, tensor.SizeOf(b.in), s.Units, s.Init, b.rng())
+		},
+		onnx: func(_ Spec, g ONNXGraph) {
+			g.Flatten()
+			onnxApply(g, "Gemm", []string{g.Param("weight"), g.Param("bias")}, AttrInt("transB", 1))
 		}},
-	{name: "relu", shape: anyShape, build: func(Spec, built) (Layer, error) { return NewReLU(), nil }},
+	{name: "relu", shape: anyShape, build: func(Spec, built) (Layer, error) { return NewReLU(), nil }, onnx: onnxOp("Relu")},
 	{name: "leaky_relu", keys: []string{"alpha"}, shape: anyShape,
 		check: func(c *checker) {
 			c.float("alpha", c.s.Alpha, func(a float64) bool { return a >= 0 }, "must be >= 0")
 		},
-		build: func(s Spec, _ built) (Layer, error) { return NewLeakyReLU(s.Alpha), nil }},
-	{name: "prelu", shape: anyShape, build: func(_ Spec, b built) (Layer, error) { return NewPReLU(b.dt), nil }},
-	{name: "sigmoid", shape: anyShape, build: func(Spec, built) (Layer, error) { return NewSigmoid(), nil }},
-	{name: "tanh", shape: anyShape, build: func(Spec, built) (Layer, error) { return NewTanh(), nil }},
+		build: func(s Spec, _ built) (Layer, error) { return NewLeakyReLU(s.Alpha), nil },
+		onnx:  func(s Spec, g ONNXGraph) { onnxApply(g, "LeakyRelu", nil, AttrFloat("alpha", s.Alpha)) }},
+	{name: "prelu", shape: anyShape, build: func(_ Spec, b built) (Layer, error) { return NewPReLU(b.dt), nil }, onnx: onnxOp("PRelu", "alpha")},
+	{name: "sigmoid", shape: anyShape, build: func(Spec, built) (Layer, error) { return NewSigmoid(), nil }, onnx: onnxOp("Sigmoid")},
+	{name: "tanh", shape: anyShape, build: func(Spec, built) (Layer, error) { return NewTanh(), nil }, onnx: onnxOp("Tanh")},
 	{name: "gelu", keys: []string{"approximate"}, shape: anyShape,
-		build: func(s Spec, _ built) (Layer, error) { return NewGELU(s.Approximate), nil }},
-	{name: "softmax", shape: flatOnly, build: func(Spec, built) (Layer, error) { return NewSoftmax(), nil }},
+		build: func(s Spec, _ built) (Layer, error) { return NewGELU(s.Approximate), nil }, onnx: onnxGELU},
+	{name: "softmax", shape: flatOnly, build: func(Spec, built) (Layer, error) { return NewSoftmax(), nil },
+		onnx: func(_ Spec, g ONNXGraph) { onnxApply(g, "Softmax", nil, AttrInt("axis", 1)) }},
 	{name: "dropout", keys: []string{"p"}, shape: anyShape,
 		check: func(c *checker) {
 			c.float("p", c.s.P, func(p float64) bool { return p >= 0 && p < 1 }, "must be in [0, 1)")
 		},
-		build: func(s Spec, b built) (Layer, error) { return NewDropout(s.P, b.seed, b.index) }},
-	{name: "layernorm", shape: flatOnly, build: func(_ Spec, b built) (Layer, error) { return NewLayerNorm(b.dt, b.in[0]), nil }},
+		build: func(s Spec, b built) (Layer, error) { return NewDropout(s.P, b.seed, b.index) },
+		onnx:  func(Spec, ONNXGraph) {}}, // the identity in inference
+	{name: "layernorm", shape: flatOnly, build: func(_ Spec, b built) (Layer, error) { return NewLayerNorm(b.dt, b.in[0]), nil },
+		onnx: onnxLayerNorm(layerNormEps)},
 	{name: "conv2d", keys: []string{"channels", "kernel", "stride", "padding", "init"}, shards: true,
 		check: func(c *checker) {
 			c.required("channels", c.s.Channels)
@@ -172,9 +183,15 @@ var layerTypes = []layerType{
 				return nil, err
 			}
 			return image(l, b), nil
+		},
+		onnx: func(s Spec, g ONNXGraph) {
+			k, p := int64(s.Kernel), int64(s.Padding)
+			st := int64(max(1, s.Stride))
+			onnxApply(g, "Conv", []string{g.Param("weight"), g.Param("bias")}, AttrInts("kernel_shape", k, k),
+				AttrInts("strides", st, st), AttrInts("pads", p, p, p, p))
 		}},
-	poolType("maxpool2d", func(k, s int) (shaper, error) { return NewMaxPool2d(k, s) }),
-	poolType("avgpool2d", func(k, s int) (shaper, error) { return NewAvgPool2d(k, s) }),
+	poolType("maxpool2d", "MaxPool", func(k, s int) (shaper, error) { return NewMaxPool2d(k, s) }),
+	poolType("avgpool2d", "AveragePool", func(k, s int) (shaper, error) { return NewAvgPool2d(k, s) }),
 	// Over the channels of [C, H, W] samples, or the features of flat ones.
 	{name: "batchnorm", keys: []string{"eps", "momentum"}, shape: anyShape, perMicroBatch: true,
 		check: func(c *checker) {
@@ -196,11 +213,21 @@ var layerTypes = []layerType{
 				return image(l, b), nil
 			}
 			return l, nil
+		},
+		// in inference, with the running statistics; the momentum plays no part
+		onnx: func(s Spec, g ONNXGraph) {
+			eps := s.Eps
+			if eps == 0 {
+				eps = 1e-5
+			}
+			onnxApply(g, "BatchNormalization", []string{g.Param("weight"), g.Param("bias"), g.Param("running_mean"), g.Param("running_var")},
+				AttrFloat("epsilon", eps))
 		}},
 	// The rows layers pass are flat already, so flatten changes the sample
 	// shape the next layers see, not the data.
 	{name: "flatten", shape: func(_ Spec, in []int) ([]int, error) { return []int{tensor.SizeOf(in)}, nil },
-		build: func(Spec, built) (Layer, error) { return NewFlatten(), nil }},
+		build: func(Spec, built) (Layer, error) { return NewFlatten(), nil },
+		onnx:  func(_ Spec, g ONNXGraph) { g.Flatten() }},
 }
 
 // Width returns the features of the layer's output that the spec sets
