@@ -16,55 +16,42 @@ import (
 )
 
 // mnistMLP is 784-512-256-10 with ReLU, the MNIST recipe.
-func mnistMLP(tb testing.TB) []nn.Layer { return mlp(tb, 512, 256, 10) }
+func mnistMLP() pipeline.Model { return mlp(512, 256, 10) }
 
 // mlp is a float32 MLP on 784 inputs with the given widths and a ReLU after
-// each hidden layer, its weights drawn from fixed streams.
-func mlp(tb testing.TB, widths ...int) []nn.Layer {
-	var layers []nn.Layer
-	in := 784
+// each hidden layer.
+func mlp(widths ...int) pipeline.Model {
+	m := pipeline.Model{Sample: []int{784}, Seed: 1}
 	for i, out := range widths {
-		l, err := nn.NewLinear(tensor.Float32, in, out, nn.XavierUniform, rand.New(rand.NewPCG(1, uint64(i))))
-		if err != nil {
-			tb.Fatal(err)
-		}
-		layers = append(layers, l)
+		m.Specs = append(m.Specs, nn.Spec{Type: "linear", Units: out, Init: nn.XavierUniform})
 		if i+1 < len(widths) {
-			layers = append(layers, nn.NewReLU())
+			m.Specs = append(m.Specs, nn.Spec{Type: "relu"})
 		}
-		in = out
 	}
-	return layers
+	return m
 }
 
-// smallCNN is a float32 CNN on 1×28×28 images as 784 features:
+// smallCNN is a float32 CNN on 1×28×28 images:
 // conv(1→8)-ReLU-maxpool-conv(8→16)-batchnorm-ReLU-avgpool-flatten-linear.
-func smallCNN(tb testing.TB) []nn.Layer {
-	specs := []nn.Spec{
-		{Type: "conv2d", Channels: 8, Kernel: 3, Padding: 1, Init: nn.HeUniform}, {Type: "relu"},
-		{Type: "maxpool2d", Kernel: 2},
-		{Type: "conv2d", Channels: 16, Kernel: 3, Padding: 1, Init: nn.HeUniform}, {Type: "batchnorm"}, {Type: "relu"},
-		{Type: "avgpool2d", Kernel: 2},
-		{Type: "flatten"}, {Type: "linear", Units: 10, Init: nn.XavierUniform},
-	}
-	layers, err := nn.BuildShape(specs, []int{1, 28, 28}, 1, tensor.Float32, 0, len(specs))
-	if err != nil {
-		tb.Fatal(err)
-	}
-	return layers
-}
+var smallCNN = pipeline.Model{Specs: []nn.Spec{
+	{Type: "conv2d", Channels: 8, Kernel: 3, Padding: 1, Init: nn.HeUniform}, {Type: "relu"},
+	{Type: "maxpool2d", Kernel: 2},
+	{Type: "conv2d", Channels: 16, Kernel: 3, Padding: 1, Init: nn.HeUniform}, {Type: "batchnorm"}, {Type: "relu"},
+	{Type: "avgpool2d", Kernel: 2},
+	{Type: "flatten"}, {Type: "linear", Units: 10, Init: nn.XavierUniform},
+}, Sample: []int{1, 28, 28}, Seed: 1}
 
 // mnistEngine builds the MNIST MLP pipeline and returns it with a step
 // function that trains on one fixed random mini-batch of 128 rows.
 func mnistEngine(tb testing.TB, sched actors.Schedule, micro, stages int) (*pipeline.Engine, func()) {
-	return engineOn(tb, mnistMLP(tb), sched, micro, stages)
+	return engineOn(tb, mnistMLP(), sched, micro, stages)
 }
 
-// engineOn is mnistEngine for other layers taking 784 features.
-func engineOn(tb testing.TB, layers []nn.Layer, sched actors.Schedule, micro, stages int, split ...bool) (*pipeline.Engine, func()) {
+// engineOn is mnistEngine for other models taking 784 features.
+func engineOn(tb testing.TB, m pipeline.Model, sched actors.Schedule, micro, stages int, split ...bool) (*pipeline.Engine, func()) {
 	opt := optim.Spec{Kind: "sgd", Momentum: 0.9}
-	eng, err := pipeline.New(layers, pipeline.Config{Schedule: sched, MicroBatches: micro, Stages: stages, SplitBackward: len(split) > 0 && split[0],
-		Loss: nn.CrossEntropy, Optimizer: opt, Features: 784})
+	eng, err := pipeline.New(m, pipeline.Config{Schedule: sched, MicroBatches: micro, Stages: stages, SplitBackward: len(split) > 0 && split[0],
+		Loss: nn.CrossEntropy, Optimizer: opt})
 	if err != nil {
 		tb.Fatal(err)
 	}
@@ -105,24 +92,17 @@ func BenchmarkTrainStep(b *testing.B) {
 }
 
 // mnistCNN is the CNN of configs/cnn.toml.
-func mnistCNN(tb testing.TB) []nn.Layer {
-	specs := []nn.Spec{
-		{Type: "conv2d", Channels: 32, Kernel: 3, Padding: 1, Init: nn.TorchDefault}, {Type: "relu"}, {Type: "maxpool2d", Kernel: 2},
-		{Type: "conv2d", Channels: 64, Kernel: 3, Padding: 1, Init: nn.TorchDefault}, {Type: "relu"}, {Type: "maxpool2d", Kernel: 2},
-		{Type: "flatten"}, {Type: "linear", Units: 128, Init: nn.TorchDefault}, {Type: "relu"},
-		{Type: "linear", Units: 10, Init: nn.TorchDefault},
-	}
-	layers, err := nn.BuildShape(specs, []int{1, 28, 28}, 1, tensor.Float32, 0, len(specs))
-	if err != nil {
-		tb.Fatal(err)
-	}
-	return layers
-}
+var mnistCNN = pipeline.Model{Specs: []nn.Spec{
+	{Type: "conv2d", Channels: 32, Kernel: 3, Padding: 1, Init: nn.TorchDefault}, {Type: "relu"}, {Type: "maxpool2d", Kernel: 2},
+	{Type: "conv2d", Channels: 64, Kernel: 3, Padding: 1, Init: nn.TorchDefault}, {Type: "relu"}, {Type: "maxpool2d", Kernel: 2},
+	{Type: "flatten"}, {Type: "linear", Units: 128, Init: nn.TorchDefault}, {Type: "relu"},
+	{Type: "linear", Units: 10, Init: nn.TorchDefault},
+}, Sample: []int{1, 28, 28}, Seed: 1}
 
 // BenchmarkMNISTCNNStep times one step of configs/cnn.toml's CNN at batch
 // 128 as one stage: GOMAXPROCS=1 go test -run '^$' -bench MNISTCNNStep ./pipeline/
 func BenchmarkMNISTCNNStep(b *testing.B) {
-	eng, step := engineOn(b, mnistCNN(b), actors.Sequential, 1, 1)
+	eng, step := engineOn(b, mnistCNN, actors.Sequential, 1, 1)
 	defer eng.Close()
 	for b.Loop() {
 		step()
@@ -138,7 +118,7 @@ func BenchmarkCNNStep(b *testing.B) {
 		split         bool
 	}{{actors.Sequential, 1, 1, false}, {actors.OneFOneB, 2, 0, false}, {actors.GPipe, 4, 3, false}, {actors.OneFOneB, 4, 0, true}} {
 		b.Run(fmt.Sprintf("%v/micro=%d/stages=%d/split=%v", c.sched, c.micro, c.stages, c.split), func(b *testing.B) {
-			eng, step := engineOn(b, smallCNN(b), c.sched, c.micro, c.stages, c.split)
+			eng, step := engineOn(b, smallCNN, c.sched, c.micro, c.stages, c.split)
 			defer eng.Close()
 			b.ReportAllocs()
 			for b.Loop() {
@@ -184,16 +164,16 @@ func TestStepAllocations(t *testing.T) {
 			model = "cnn"
 		}
 		t.Run(fmt.Sprintf("%s/%v/micro=%d/stages=%d/dropout=%v/split=%v", model, c.sched, c.micro, c.stages, c.dropout, c.split), func(t *testing.T) {
-			layers := mnistMLP(t)
+			m := mnistMLP()
 			if c.cnn {
-				layers = smallCNN(t)
+				m = smallCNN
 			}
 			if c.dropout { // 784-512-ReLU-Dropout-256-ReLU-Dropout-10
-				d1, _ := nn.NewDropout(0.2, 1, 2)
-				d2, _ := nn.NewDropout(0.2, 1, 5)
-				layers = []nn.Layer{layers[0], layers[1], d1, layers[2], layers[3], d2, layers[4]}
+				d := nn.Spec{Type: "dropout", P: 0.2}
+				l := m.Specs
+				m.Specs = []nn.Spec{l[0], l[1], d, l[2], l[3], d, l[4]}
 			}
-			eng, step := engineOn(t, layers, c.sched, c.micro, c.stages, c.split)
+			eng, step := engineOn(t, m, c.sched, c.micro, c.stages, c.split)
 			defer eng.Close()
 			for range 5 { // warm up: arenas, buffers and helpers reach their steady size
 				step()
@@ -282,8 +262,8 @@ func TestRepeatedStepNumbers(t *testing.T) {
 	}{{actors.Sequential, 1, 1}, {actors.OneFOneB, 2, 0}, {actors.GPipe, 4, 2}} {
 		t.Run(fmt.Sprintf("%v/micro=%d/stages=%d", c.sched, c.micro, c.stages), func(t *testing.T) {
 			opt := optim.Spec{Kind: "sgd", Momentum: 0.9}
-			eng, err := pipeline.New(mnistMLP(t), pipeline.Config{Schedule: c.sched, MicroBatches: c.micro, Stages: c.stages,
-				Loss: nn.CrossEntropy, Optimizer: opt, Features: 784, Hang: 5 * time.Second})
+			eng, err := pipeline.New(mnistMLP(), pipeline.Config{Schedule: c.sched, MicroBatches: c.micro, Stages: c.stages,
+				Loss: nn.CrossEntropy, Optimizer: opt, Hang: 5 * time.Second})
 			if err != nil {
 				t.Fatal(err)
 			}

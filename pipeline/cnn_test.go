@@ -28,13 +28,8 @@ func cnnSpecs(batchNorm bool) []nn.Spec {
 		nn.Spec{Type: "linear", Units: classes, Init: nn.TorchDefault})
 }
 
-func cnnLayers(t testing.TB, specs []nn.Spec) []nn.Layer {
-	t.Helper()
-	layers, err := nn.BuildShape(specs, cnnSample, seed, tensor.Float32, 0, len(specs))
-	if err != nil {
-		t.Fatal(err)
-	}
-	return layers
+func cnnModel(specs []nn.Spec) pipeline.Model {
+	return pipeline.Model{Specs: specs, Sample: cnnSample, Seed: seed}
 }
 
 // cnnBatch returns the mini-batch of a step: 128 images.
@@ -51,14 +46,14 @@ func cnnBatch(step int) (*tensor.Tensor, nn.Target) {
 // cnnReference trains the CNN with nn.Sequential and returns the losses and
 // the final parameters and buffers.
 func cnnReference(t testing.TB, specs []nn.Spec, micro int) ([]float64, map[string][]float32) {
-	return referenceOn(t, cnnLayers(t, specs), cnnBatch, micro)
+	return referenceOn(t, layersOf(t, cnnModel(specs)), cnnBatch, micro)
 }
 
 func runCNN(t testing.TB, specs []nn.Spec, sched actors.Schedule, stages, micro int, shards []int, split bool) ([]float64, map[string][]float32) {
 	t.Helper()
-	return trainEngineOn(t, cnnLayers(t, specs), pipeline.Config{
+	return trainEngineOn(t, cnnModel(specs), pipeline.Config{
 		Schedule: sched, MicroBatches: micro, Stages: stages, Shards: shards, SplitBackward: split,
-		Loss: nn.CrossEntropy, Optimizer: sgd, ClipNorm: clipNorm, Features: tensor.SizeOf(cnnSample),
+		Loss: nn.CrossEntropy, Optimizer: sgd, ClipNorm: clipNorm,
 	}, cnnBatch)
 }
 

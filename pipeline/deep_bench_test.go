@@ -13,7 +13,7 @@ import (
 )
 
 // deepMLP is 784-1024-1024-1024-10 with ReLU, the model of bench/scaling.
-func deepMLP(tb testing.TB) []nn.Layer { return mlp(tb, 1024, 1024, 1024, 10) }
+func deepMLP() pipeline.Model { return mlp(1024, 1024, 1024, 10) }
 
 // BenchmarkDeep times one step of the deep MLP at batch 256 in the layouts
 // worth comparing; run it under GOMAXPROCS=1 too, for the one-core figures.
@@ -26,8 +26,8 @@ func BenchmarkDeep(b *testing.B) {
 	}{{actors.Sequential, 1, 1, 0, false}, {actors.Sequential, 8, 1, 0, false}, {actors.Sequential, 8, 1, 0, true}, {actors.OneFOneB, 8, 0, 0, false}, {actors.OneFOneB, 8, 0, 0, true},
 		{actors.OneFOneB, 4, 0, 0, false}, {actors.OneFOneB, 8, 2, 0, false}, {actors.OneFOneB, 8, 2, 2, false}, {actors.OneFOneB, 8, 0, 2, false}} {
 		b.Run(fmt.Sprintf("%v/micro=%d/stages=%d/threads=%d/split=%v", c.sched, c.micro, c.stages, c.threads, c.split), func(b *testing.B) {
-			eng, err := pipeline.New(deepMLP(b), pipeline.Config{Schedule: c.sched, MicroBatches: c.micro, Stages: c.stages, GEMMThreads: c.threads, SplitBackward: c.split,
-				Loss: nn.CrossEntropy, Optimizer: optim.Spec{Kind: "sgd", Momentum: 0.9}, Features: 784})
+			eng, err := pipeline.New(deepMLP(), pipeline.Config{Schedule: c.sched, MicroBatches: c.micro, Stages: c.stages, GEMMThreads: c.threads, SplitBackward: c.split,
+				Loss: nn.CrossEntropy, Optimizer: optim.Spec{Kind: "sgd", Momentum: 0.9}})
 			if err != nil {
 				b.Fatal(err)
 			}

@@ -1,5 +1,6 @@
-// Package pipeline builds a graph of actors from nn layers and runs training
-// steps through it under the sequential, GPipe and 1F1B schedules.
+// Package pipeline builds a graph of actors from a Model (nn layer specs, a
+// sample shape, a seed) and runs training steps through it under the
+// sequential, GPipe and 1F1B schedules.
 //
 // # Words
 //
@@ -90,7 +91,7 @@
 // worker`) in contiguous blocks over the hosts, and the coordinator, loss and
 // optimizer actors stay here. Each stage is spawned through a protoactor
 // remote kind (a session per engine on each worker) and builds its own layers
-// from Config.Specs and Config.Seed, so its weights are those of the
+// from the Model (specs, sample shape, seed), so its weights are those of the
 // in-process stage bit for bit; its optimizer state stays with it, and only
 // activations, their gradients and scalars cross each step. A handshake
 // checks the protocol and the token before anything is spawned

@@ -28,7 +28,6 @@ type Config struct {
 	ClipNorm     float64    // 0: off
 	ClipValue    float64    // 0: off
 
-	Features      int           // input width, for measuring layer costs
 	SampleRows    int           // rows of the cost sample (default 64)
 	GEMMThreads   int           // goroutines each stage actor's kernels may use; 0: all cores for one busy actor, else a share each
 	SplitBackward bool          // send dX upstream before computing dW (the zero-bubble idea)
@@ -38,23 +37,31 @@ type Config struct {
 
 	// Hosts, when not empty, are the workers (`train worker`) that run the
 	// stage actors, in contiguous blocks in order; the coordinator, loss and
-	// optimizer actors stay here. Each stage builds its own layers there from
-	// Specs, Features and Seed, which must be what the layers given to New
-	// were built from (nn.Build), and only activations, their gradients and
-	// scalars cross each step.
-	Hosts  []string
+	// optimizer actors stay here. Each stage builds its own layers there
+	// from the Model, and only activations, their gradients and scalars
+	// cross each step.
+	Hosts []string
+	Token string // shared with the workers; required beyond loopback
+	TLS   TLS    // secures the links to the workers; empty: plaintext
+	RunID string // names the run on the workers; required with Hosts
+}
+
+// Model is what a pipeline trains: its layers as specs, a sample's shape
+// ([F] flat, [C, H, W] images) and the seed of their first weights. Every
+// stage actor's layers are built from it (nn.BuildShape), in this process
+// or on a worker, with the same weights bit for bit.
+type Model struct {
 	Specs  []nn.Spec
-	Sample []int // a sample's shape for Specs (nn.BuildShape); nil: [Features]
+	Sample []int
 	Seed   uint64
-	Token  string // shared with the workers; required beyond loopback
-	TLS    TLS    // secures the links to the workers; empty: plaintext
-	RunID  string // names the run on the workers; required with Hosts
+	DType  tensor.DType // of the weights; the zero value is Float32
 }
 
 // Engine is a running pipeline of actors. Its methods are for one goroutine, the
 // training loop; the actors do the work.
 type Engine struct {
 	cfg    Config
+	model  Model
 	system *actor.ActorSystem
 	root   *actor.RootContext
 	graph  *actors.Graph
@@ -98,12 +105,21 @@ type StageInfo struct {
 	Host     string // the worker it runs on; empty: this process
 }
 
-// New builds the actor graph for layers and starts it. The layers belong to the
-// engine from then on: only its actors touch them.
-func New(layers []nn.Layer, cfg Config) (*Engine, error) {
-	if len(layers) == 0 {
-		return nil, errors.New("pipeline: no layers")
+// New builds m's layers, the actor graph that runs them, and starts it.
+func New(m Model, cfg Config) (*Engine, error) {
+	if len(m.Specs) == 0 {
+		return nil, errors.New("pipeline: the model has no layers")
 	}
+	layers, err := nn.BuildShape(m.Specs, m.Sample, m.Seed, m.DType, 0, len(m.Specs))
+	if err != nil {
+		return nil, fmt.Errorf("pipeline: %w", err)
+	}
+	return newEngine(layers, m, cfg)
+}
+
+// newEngine starts the graph for layers, built from m. The layers belong to
+// the engine from then on: only its actors touch them.
+func newEngine(layers []nn.Layer, m Model, cfg Config) (*Engine, error) {
 	if cfg.MicroBatches < 1 {
 		return nil, fmt.Errorf("pipeline: micro_batches = %d must be at least 1", cfg.MicroBatches)
 	}
@@ -116,7 +132,7 @@ func New(layers []nn.Layer, cfg Config) (*Engine, error) {
 	if cfg.SampleRows <= 0 {
 		cfg.SampleRows = 64
 	}
-	e := &Engine{cfg: cfg, graph: actors.NewGraph(cfg.Trace), stop: make(chan struct{}),
+	e := &Engine{cfg: cfg, model: m, graph: actors.NewGraph(cfg.Trace), stop: make(chan struct{}),
 		shapes: map[string][]int{}, global: map[string]int{}, spans: map[int][]actors.Span{}, names: map[int]string{}}
 	e.log = zerolog.Nop()
 	if cfg.Logger != nil {
@@ -132,7 +148,7 @@ func New(layers []nn.Layer, cfg Config) (*Engine, error) {
 			e.shapes[nn.ParamName(i, b.Name)] = b.Value.Shape()
 		}
 	}
-	plan, err := makePlan(layers, cfg)
+	plan, err := makePlan(layers, tensor.SizeOf(m.Sample), cfg)
 	if err != nil {
 		return nil, err
 	}

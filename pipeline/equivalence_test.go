@@ -23,24 +23,22 @@ const (
 	seed     = 11
 )
 
-// model returns a fresh copy of the test model: linear, relu, dropout, linear,
-// tanh, linear, with weights drawn from fixed streams.
-func model(t testing.TB) []nn.Layer {
+// testModel is the model of the tests: linear, relu, dropout, linear, tanh,
+// linear. Torch's default init draws non-zero biases, so that their
+// gradients and updates show.
+var testModel = pipeline.Model{Specs: []nn.Spec{
+	{Type: "linear", Units: 16, Init: nn.TorchDefault}, {Type: "relu"}, {Type: "dropout", P: 0.25},
+	{Type: "linear", Units: 12, Init: nn.TorchDefault}, {Type: "tanh"}, {Type: "linear", Units: classes, Init: nn.TorchDefault},
+}, Sample: []int{features}, Seed: seed}
+
+// layersOf builds m's layers, as the engine does, for nn.Sequential.
+func layersOf(t testing.TB, m pipeline.Model) []nn.Layer {
 	t.Helper()
-	lin := func(i, in, out int) *nn.Linear {
-		l, err := nn.NewLinear(tensor.Float32, in, out, nn.XavierUniform, rand.New(rand.NewPCG(seed, uint64(i))))
-		if err != nil {
-			t.Fatal(err)
-		}
-		// non-zero biases, so their gradients and updates show
-		l.B.FillUniform(rand.New(rand.NewPCG(seed, 100+uint64(i))), -0.1, 0.1)
-		return l
-	}
-	drop, err := nn.NewDropout(0.25, seed, 2)
+	layers, err := nn.BuildShape(m.Specs, m.Sample, m.Seed, m.DType, 0, len(m.Specs))
 	if err != nil {
 		t.Fatal(err)
 	}
-	return []nn.Layer{lin(0, features, 16), nn.NewReLU(), drop, lin(3, 16, 12), nn.NewTanh(), lin(5, 12, classes)}
+	return layers
 }
 
 // batch returns the mini-batch of a step.
@@ -72,7 +70,7 @@ const clipNorm = 0.5
 
 // reference trains the model with nn.Sequential on one goroutine.
 func reference(t testing.TB, micro int) ([]float64, map[string][]float32) {
-	return referenceOn(t, model(t), batch, micro)
+	return referenceOn(t, layersOf(t, testModel), batch, micro)
 }
 
 // referenceOn trains layers with nn.Sequential on one goroutine on the
@@ -109,23 +107,23 @@ func referenceOn(t testing.TB, layers []nn.Layer, batchOf func(step int) (*tenso
 }
 
 func runPipeline(t testing.TB, sched actors.Schedule, stages, micro int, shards []int, split ...bool) ([]float64, map[string][]float32) {
-	return trainEngine(t, model(t), pipeline.Config{
+	return trainEngine(t, testModel, pipeline.Config{
 		Schedule: sched, MicroBatches: micro, Stages: stages, Shards: shards, SplitBackward: len(split) > 0 && split[0],
-		Loss: nn.CrossEntropy, Optimizer: sgd, ClipNorm: clipNorm, Features: features,
+		Loss: nn.CrossEntropy, Optimizer: sgd, ClipNorm: clipNorm,
 	})
 }
 
-// trainEngine runs the test's steps on an engine of layers and cfg and
-// returns the losses and final weights.
-func trainEngine(t testing.TB, layers []nn.Layer, cfg pipeline.Config) ([]float64, map[string][]float32) {
+// trainEngine runs the test's steps on an engine of m and cfg and returns
+// the losses and final weights.
+func trainEngine(t testing.TB, m pipeline.Model, cfg pipeline.Config) ([]float64, map[string][]float32) {
 	t.Helper()
-	return trainEngineOn(t, layers, cfg, batch)
+	return trainEngineOn(t, m, cfg, batch)
 }
 
 // trainEngineOn is trainEngine on the mini-batches batchOf gives.
-func trainEngineOn(t testing.TB, layers []nn.Layer, cfg pipeline.Config, batchOf func(step int) (*tensor.Tensor, nn.Target)) ([]float64, map[string][]float32) {
+func trainEngineOn(t testing.TB, m pipeline.Model, cfg pipeline.Config, batchOf func(step int) (*tensor.Tensor, nn.Target)) ([]float64, map[string][]float32) {
 	t.Helper()
-	eng, err := pipeline.New(layers, cfg)
+	eng, err := pipeline.New(m, cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -237,7 +235,7 @@ func TestShards(t *testing.T) {
 // exactly as nn.Sequential does.
 func TestOptimizerStateGathered(t *testing.T) {
 	adam := optim.Spec{Kind: "adam", Betas: [2]float64{0.9, 0.999}, Eps: 1e-8, WeightDecay: 1e-3}
-	seq := &nn.Sequential{Layers: model(t), Loss: nn.CrossEntropy}
+	seq := &nn.Sequential{Layers: layersOf(t, testModel), Loss: nn.CrossEntropy}
 	opt, err := adam.New()
 	if err != nil {
 		t.Fatal(err)
@@ -256,8 +254,8 @@ func TestOptimizerStateGathered(t *testing.T) {
 		}
 		return loss
 	}
-	cfg := pipeline.Config{Schedule: actors.OneFOneB, MicroBatches: 2, Loss: nn.CrossEntropy, Optimizer: adam, ClipNorm: clipNorm, Features: features}
-	a, err := pipeline.New(model(t), cfg)
+	cfg := pipeline.Config{Schedule: actors.OneFOneB, MicroBatches: 2, Loss: nn.CrossEntropy, Optimizer: adam, ClipNorm: clipNorm}
+	a, err := pipeline.New(testModel, cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -285,7 +283,7 @@ func TestOptimizerStateGathered(t *testing.T) {
 		}
 	}
 	cfg.Stages = 2
-	b, err := pipeline.New(model(t), cfg)
+	b, err := pipeline.New(testModel, cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -322,8 +320,8 @@ func TestMoveToContinues(t *testing.T) {
 		{Schedule: actors.OneFOneB, MicroBatches: 2, SplitBackward: true},
 		{Schedule: actors.GPipe, MicroBatches: 4, Stages: 2},
 	} {
-		c.Loss, c.Optimizer, c.ClipNorm, c.Features = nn.CrossEntropy, sgd, clipNorm, features
-		e, err := pipeline.New(model(t), c)
+		c.Loss, c.Optimizer, c.ClipNorm = nn.CrossEntropy, sgd, clipNorm
+		e, err := pipeline.New(testModel, c)
 		if err != nil {
 			t.Fatal(err)
 		}

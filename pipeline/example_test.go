@@ -12,12 +12,14 @@ import (
 )
 
 func Example() {
-	rng := rand.New(rand.NewPCG(1, 1))
-	l1, _ := nn.NewLinear(tensor.Float32, 4, 8, nn.HeUniform, rng)
-	l2, _ := nn.NewLinear(tensor.Float32, 8, 2, nn.XavierUniform, rng)
+	// 4 features -> 8 -> ReLU -> 2 classes; layer i's weights come from
+	// the stream (seed, i), wherever it runs
+	m := pipeline.Model{Specs: []nn.Spec{
+		{Type: "linear", Units: 8, Init: nn.HeUniform}, {Type: "relu"}, {Type: "linear", Units: 2, Init: nn.XavierUniform},
+	}, Sample: []int{4}, Seed: 1}
 	opt := optim.Spec{Kind: "sgd", Momentum: 0.9}
-	eng, err := pipeline.New([]nn.Layer{l1, nn.NewReLU(), l2}, pipeline.Config{
-		Schedule: actors.OneFOneB, MicroBatches: 4, Loss: nn.CrossEntropy, Optimizer: opt, Features: 4,
+	eng, err := pipeline.New(m, pipeline.Config{
+		Schedule: actors.OneFOneB, MicroBatches: 4, Loss: nn.CrossEntropy, Optimizer: opt,
 	})
 	if err != nil {
 		panic(err)
@@ -25,6 +27,7 @@ func Example() {
 	defer eng.Close()
 	fmt.Println("positions:", eng.Positions())
 
+	rng := rand.New(rand.NewPCG(1, 1))
 	x := tensor.RandNormal(rng, tensor.Float32, 0, 1, 16, 4)
 	labels := make([]int, 16)
 	for i := range labels {

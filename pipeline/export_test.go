@@ -4,7 +4,14 @@ import (
 	"github.com/asynkron/protoactor-go/actor"
 
 	"github.com/pipetrain/pipetrain/actors"
+	"github.com/pipetrain/pipetrain/nn"
 )
+
+// NewWithLayers is New for layers built by hand (instrumented ones, for
+// tests of the engine itself) taking samples of features values.
+func NewWithLayers(layers []nn.Layer, features int, cfg Config) (*Engine, error) {
+	return newEngine(layers, Model{Sample: []int{features}}, cfg)
+}
 
 // Misroute points the stage actor at position i to a next neighbour that
 // does not exist, on the host where its real one runs, for tests of

@@ -92,9 +92,6 @@ func (hs *hostSet) hostIndex(addr string) int {
 // (protocol and token) and opens a session of this engine's run on it.
 func (e *Engine) startHosts() error {
 	cfg := e.cfg
-	if len(cfg.Specs) == 0 {
-		return errors.New("pipeline: stages on hosts are built from the model's specs: Config.Specs is empty")
-	}
 	if cfg.RunID == "" {
 		return errors.New("pipeline: stages on hosts need Config.RunID")
 	}
@@ -202,7 +199,7 @@ func (e *Engine) coordinatorName() string { return fmt.Sprintf("coordinator-%x",
 func (e *Engine) buildRemote(id int, s Slot) (*actor.PID, int, error) {
 	hs, h, name := e.hostSet, s.Host, s.Name
 	pos := e.plan.Positions[s.Position]
-	model, err := json.Marshal(e.cfg.Specs)
+	model, err := json.Marshal(e.model.Specs)
 	if err != nil {
 		return nil, 0, err
 	}
@@ -210,11 +207,11 @@ func (e *Engine) buildRemote(id int, s Slot) (*actor.PID, int, error) {
 	if err != nil {
 		return nil, 0, err
 	}
-	b := &wire.Build{Run: e.runWire(), Id: int64(id), Name: name, Model: model, Features: int64(e.cfg.Features),
-		Seed: e.cfg.Seed, Lo: int64(s.First), Hi: int64(s.First + len(s.Layers)), Shard: int64(s.Shard),
+	b := &wire.Build{Run: e.runWire(), Id: int64(id), Name: name, Model: model, Features: int64(tensor.SizeOf(e.model.Sample)),
+		Seed: e.model.Seed, Lo: int64(s.First), Hi: int64(s.First + len(s.Layers)), Shard: int64(s.Shard),
 		NeedDx: s.Position > 0, Optimizer: opt, ClipValue: e.cfg.ClipValue, ClipNorm: e.cfg.ClipNorm > 0,
-		Position: int64(s.Position), Layers: wire.Int64s(pos.Layers), Sample: wire.Int64s(e.cfg.Sample)}
-	if paramDType(s.Layers) == tensor.Float64 {
+		Position: int64(s.Position), Layers: wire.Int64s(pos.Layers), Sample: wire.Int64s(e.model.Sample)}
+	if e.model.DType == tensor.Float64 {
 		b.Dtype = wire.DType_FLOAT64
 	}
 	if len(pos.Slots) > 1 {

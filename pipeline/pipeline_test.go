@@ -122,17 +122,36 @@ func passModel(t testing.TB, n int) ([]nn.Layer, []*passLayer) {
 	return layers, passes
 }
 
-func newEngine(t testing.TB, layers []nn.Layer, cfg pipeline.Config) *pipeline.Engine {
+// newEngine starts an engine of m, with the tests' loss and optimizer
+// unless cfg names one.
+func newEngine(t testing.TB, m pipeline.Model, cfg pipeline.Config) *pipeline.Engine {
 	t.Helper()
+	return started(t)(pipeline.New(m, testConfig(cfg)))
+}
+
+// newPassEngine is newEngine for layers built by hand.
+func newPassEngine(t testing.TB, layers []nn.Layer, cfg pipeline.Config) *pipeline.Engine {
+	t.Helper()
+	return started(t)(pipeline.NewWithLayers(layers, features, testConfig(cfg)))
+}
+
+func testConfig(cfg pipeline.Config) pipeline.Config {
 	if cfg.Optimizer.Kind == "" {
 		cfg.Optimizer = sgd
 	}
-	cfg.Loss, cfg.Features = nn.CrossEntropy, features
-	eng, err := pipeline.New(layers, cfg)
-	if err != nil {
-		t.Fatal(err)
+	cfg.Loss = nn.CrossEntropy
+	return cfg
+}
+
+// started fails the test when an engine did not start.
+func started(t testing.TB) func(*pipeline.Engine, error) *pipeline.Engine {
+	return func(eng *pipeline.Engine, err error) *pipeline.Engine {
+		t.Helper()
+		if err != nil {
+			t.Fatal(err)
+		}
+		return eng
 	}
-	return eng
 }
 
 // TestEveryShapeCompletes runs every (stages, micro-batches) pair with p <= 6
@@ -142,7 +161,7 @@ func TestEveryShapeCompletes(t *testing.T) {
 		for p := 1; p <= 6; p++ {
 			for m := 1; m <= 8; m++ {
 				layers, _ := passModel(t, 5)
-				eng := newEngine(t, layers, pipeline.Config{Schedule: sched, Stages: p, MicroBatches: m, Hang: 5 * time.Second})
+				eng := newPassEngine(t, layers, pipeline.Config{Schedule: sched, Stages: p, MicroBatches: m, Hang: 5 * time.Second})
 				if eng.Positions() != p {
 					t.Errorf("stages=%d built %d positions", p, eng.Positions())
 				}
@@ -170,7 +189,7 @@ func TestOneFOneBMemory(t *testing.T) {
 			for _, l := range passes {
 				l.fwd = 200 * time.Microsecond // let micro-batches pile up if they can
 			}
-			eng := newEngine(t, layers, pipeline.Config{Schedule: sched, MicroBatches: m})
+			eng := newPassEngine(t, layers, pipeline.Config{Schedule: sched, MicroBatches: m})
 			for step := 1; step <= 3; step++ {
 				x, tg := batch(step)
 				if _, err := eng.Step(step, 0.01, x, tg); err != nil {
@@ -214,7 +233,7 @@ func TestFailureStopsCleanly(t *testing.T) {
 		for _, sched := range []actors.Schedule{actors.Sequential, actors.GPipe, actors.OneFOneB} {
 			layers, passes := passModel(t, 3)
 			tc.set(passes[1])
-			eng := newEngine(t, layers, pipeline.Config{Schedule: sched, MicroBatches: 4})
+			eng := newPassEngine(t, layers, pipeline.Config{Schedule: sched, MicroBatches: 4})
 			var err error
 			for step := 1; step <= 3 && err == nil; step++ {
 				x, tg := batch(step)
@@ -249,7 +268,7 @@ func TestFailureStopsCleanly(t *testing.T) {
 func TestWatchdog(t *testing.T) {
 	layers, passes := passModel(t, 2)
 	passes[0].block, passes[0].blockAt = make(chan struct{}), 2
-	eng := newEngine(t, layers, pipeline.Config{Schedule: actors.OneFOneB, MicroBatches: 2, Hang: 200 * time.Millisecond})
+	eng := newPassEngine(t, layers, pipeline.Config{Schedule: actors.OneFOneB, MicroBatches: 2, Hang: 200 * time.Millisecond})
 	x, tg := batch(1)
 	if _, err := eng.Step(1, 0.01, x, tg); err != nil {
 		t.Fatal(err)
@@ -272,11 +291,11 @@ func TestWatchdog(t *testing.T) {
 // TestEvaluateMatchesSequential compares evaluation through the actors with
 // nn.Sequential.Evaluate, chunked the same way.
 func TestEvaluateMatchesSequential(t *testing.T) {
-	seq := &nn.Sequential{Layers: model(t), Loss: nn.CrossEntropy}
+	seq := &nn.Sequential{Layers: layersOf(t, testModel), Loss: nn.CrossEntropy}
 	x, tg := batch(9)
 	wantLoss, wantAcc := seq.Evaluate(x, tg, 5)
 	for _, stages := range []int{0, 2} {
-		eng := newEngine(t, model(t), pipeline.Config{Schedule: actors.OneFOneB, Stages: stages, MicroBatches: 2})
+		eng := newEngine(t, testModel, pipeline.Config{Schedule: actors.OneFOneB, Stages: stages, MicroBatches: 2})
 		loss, acc, err := eng.Evaluate(x, tg, 5)
 		if err != nil {
 			t.Fatal(err)
@@ -291,7 +310,7 @@ func TestEvaluateMatchesSequential(t *testing.T) {
 // TestSnapshotRestoreContinues restores a snapshot into a fresh engine and
 // checks that it continues exactly as the original.
 func TestSnapshotRestoreContinues(t *testing.T) {
-	a := newEngine(t, model(t), pipeline.Config{Schedule: actors.OneFOneB, MicroBatches: 3, Shards: []int{2}})
+	a := newEngine(t, testModel, pipeline.Config{Schedule: actors.OneFOneB, MicroBatches: 3, Shards: []int{2}})
 	defer a.Close()
 	for step := 1; step <= 3; step++ {
 		x, tg := batch(step)
@@ -306,7 +325,7 @@ func TestSnapshotRestoreContinues(t *testing.T) {
 	if got := w["0.weight"].Shape(); got[0] != 16 || got[1] != features {
 		t.Fatalf("snapshot joins the shards of 0.weight into shape %v, want [16 %d]", got, features)
 	}
-	b := newEngine(t, model(t), pipeline.Config{Schedule: actors.OneFOneB, MicroBatches: 3, Shards: []int{2}})
+	b := newEngine(t, testModel, pipeline.Config{Schedule: actors.OneFOneB, MicroBatches: 3, Shards: []int{2}})
 	defer b.Close()
 	if err := b.Restore(w, st); err != nil {
 		t.Fatal(err)
@@ -343,7 +362,7 @@ func TestBubble(t *testing.T) {
 				l.fwd, l.bwd, l.sleep = 1500*time.Microsecond, 3000*time.Microsecond, true
 			}
 			// the linear layer shares the first stage; it costs microseconds
-			eng := newEngine(t, layers, pipeline.Config{Schedule: sched, Stages: p, MicroBatches: m, Trace: true})
+			eng := newPassEngine(t, layers, pipeline.Config{Schedule: sched, Stages: p, MicroBatches: m, Trace: true})
 			// Outside load can only lengthen a bubble: take the best of up to three
 			// trials, each the median of five steps, as the schedule's own bubble.
 			got, step := math.Inf(1), 0
@@ -380,7 +399,7 @@ func TestBubble(t *testing.T) {
 // TestActorsCounters: after steps every actor has taken messages, none has
 // any left waiting, and the stages were busy.
 func TestActorsCounters(t *testing.T) {
-	eng := newEngine(t, model(t), pipeline.Config{Schedule: actors.OneFOneB, MicroBatches: 2})
+	eng := newEngine(t, testModel, pipeline.Config{Schedule: actors.OneFOneB, MicroBatches: 2})
 	defer eng.Close()
 	for step := 1; step <= 3; step++ {
 		x, tg := batch(step)
@@ -420,8 +439,8 @@ func TestGEMMBudgets(t *testing.T) {
 		{"one micro-batch", actors.OneFOneB, 1, 0, []int{2, 2, 2}},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			eng, err := pipeline.New(mlp(t, 1024, 10), pipeline.Config{Schedule: c.sched, MicroBatches: c.micro, Stages: 0,
-				GEMMThreads: c.threads, Loss: nn.CrossEntropy, Optimizer: optim.Spec{Kind: "sgd"}, Features: 784})
+			eng, err := pipeline.New(mlp(1024, 10), pipeline.Config{Schedule: c.sched, MicroBatches: c.micro, Stages: 0,
+				GEMMThreads: c.threads, Loss: nn.CrossEntropy, Optimizer: optim.Spec{Kind: "sgd"}})
 			if err != nil {
 				t.Fatal(err)
 			}

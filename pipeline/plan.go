@@ -65,8 +65,8 @@ func (p *Plan) HostName(id int) string {
 // sharded layer alone at a position of its own), the slots and their names,
 // their hosts (contiguous blocks over cfg.Hosts, in order) and the threads
 // each stage actor here may use.
-func makePlan(layers []nn.Layer, cfg Config) (*Plan, error) {
-	bounds, err := group(layers, cfg)
+func makePlan(layers []nn.Layer, features int, cfg Config) (*Plan, error) {
+	bounds, err := group(layers, features, cfg)
 	if err != nil {
 		return nil, err
 	}
@@ -105,7 +105,7 @@ func (p *Plan) budget(threads int) int {
 
 // group partitions the layers into stages: one per layer, or cfg.Stages
 // groups balanced by measured cost. It returns the groups' bounds.
-func group(layers []nn.Layer, cfg Config) ([]int, error) {
+func group(layers []nn.Layer, features int, cfg Config) ([]int, error) {
 	if cfg.Stages == 0 || cfg.Stages >= len(layers) {
 		return Partition(make([]float64, len(layers)), len(layers)), nil
 	}
@@ -114,7 +114,7 @@ func group(layers []nn.Layer, cfg Config) ([]int, error) {
 	}
 	// one goroutine each: the costs are compared, and each stage of several
 	// gets about one core
-	costs, err := MeasureCosts(layers, cfg.Features, max(1, cfg.SampleRows), 3, 1, paramDType(layers))
+	costs, err := MeasureCosts(layers, features, max(1, cfg.SampleRows), 3, 1, paramDType(layers))
 	if err != nil {
 		return nil, err
 	}

@@ -24,21 +24,6 @@ import (
 	"github.com/pipetrain/pipetrain/tensor"
 )
 
-// specs is a model as data, for stages built on workers.
-var specs = []nn.Spec{
-	{Type: "linear", Units: 16, Init: nn.XavierUniform}, {Type: "relu"}, {Type: "dropout", P: 0.25},
-	{Type: "linear", Units: 12, Init: "torch_default"}, {Type: "tanh"}, {Type: "linear", Units: classes, Init: "torch_default"},
-}
-
-func specModel(t testing.TB) []nn.Layer {
-	t.Helper()
-	layers, err := nn.Build(specs, features, seed, tensor.Float32, 0, len(specs))
-	if err != nil {
-		t.Fatal(err)
-	}
-	return layers
-}
-
 // The test binary runs as a worker when workerEnv names the address to
 // listen on: one process per worker, as in use (and protoactor's remote,
 // which sets gRPC's process-wide logger when it starts, is started once
@@ -128,9 +113,8 @@ func workers(t testing.TB, n int, token string) []string {
 // train runs the test's steps on an engine of cfg over the spec model.
 func train(t testing.TB, cfg pipeline.Config) ([]float64, map[string][]float32) {
 	t.Helper()
-	cfg.Loss, cfg.Optimizer, cfg.ClipNorm, cfg.Features = nn.CrossEntropy, sgd, clipNorm, features
-	cfg.Specs, cfg.Seed, cfg.RunID = specs, seed, "test-run"
-	return trainEngine(t, specModel(t), cfg)
+	cfg.Loss, cfg.Optimizer, cfg.ClipNorm, cfg.RunID = nn.CrossEntropy, sgd, clipNorm, "test-run"
+	return trainEngine(t, testModel, cfg)
 }
 
 // TestRemoteEquivalence: stages on two workers give the losses and weights
@@ -171,10 +155,10 @@ func TestRemoteEquivalence(t *testing.T) {
 func TestRemoteToken(t *testing.T) {
 	hosts := workers(t, 1, "s3cret")
 	cfg := pipeline.Config{Schedule: actors.OneFOneB, MicroBatches: 2, Stages: 2, Hosts: hosts,
-		Loss: nn.CrossEntropy, Optimizer: sgd, Features: features, Specs: specs, Seed: seed, RunID: "r"}
+		Loss: nn.CrossEntropy, Optimizer: sgd, RunID: "r"}
 	for _, token := range []string{"", "wrong"} {
 		cfg.Token = token
-		_, err := pipeline.New(specModel(t), cfg)
+		_, err := pipeline.New(testModel, cfg)
 		var he *pipeline.HandshakeError
 		if !errors.As(err, &he) || he.Host != hosts[0] || !strings.Contains(err.Error(), "token") {
 			t.Fatalf("token %q: got %v, want a handshake error naming %s and the token", token, err, hosts[0])
@@ -200,13 +184,9 @@ func TestRemoteLargeActivation(t *testing.T) {
 	hosts := workers(t, 2, "")
 	var losses []float64
 	for _, h := range [][]string{nil, hosts} {
-		layers, err := nn.Build(big, features, seed, tensor.Float32, 0, len(big))
-		if err != nil {
-			t.Fatal(err)
-		}
 		// stage 0 (the 1024-wide linear) on the first worker, the rest on the second
-		eng, err := pipeline.New(layers, pipeline.Config{Schedule: actors.OneFOneB, MicroBatches: 1, Loss: nn.CrossEntropy,
-			Optimizer: sgd, Features: features, Hosts: h, Specs: big, Seed: seed, RunID: "big", Hang: time.Minute})
+		eng, err := pipeline.New(pipeline.Model{Specs: big, Sample: []int{features}, Seed: seed}, pipeline.Config{Schedule: actors.OneFOneB, MicroBatches: 1, Loss: nn.CrossEntropy,
+			Optimizer: sgd, Hosts: h, RunID: "big", Hang: time.Minute})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -304,8 +284,8 @@ func TestRemoteCutLink(t *testing.T) {
 	rl := startRelay(t, real)
 	w := startWorker(t, "", real, rl.l.Addr().String())
 	cfg := pipeline.Config{Schedule: actors.OneFOneB, MicroBatches: 2, Stages: 2, Loss: nn.CrossEntropy, Optimizer: sgd,
-		Features: features, Hosts: []string{w.addr}, Specs: specs, Seed: seed, RunID: "cut", Hang: time.Minute}
-	eng, err := pipeline.New(specModel(t), cfg)
+		Hosts: []string{w.addr}, RunID: "cut", Hang: time.Minute}
+	eng, err := pipeline.New(testModel, cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -387,8 +367,8 @@ func TestUndelivered(t *testing.T) {
 		var log lockedBuffer
 		logger := zerolog.New(&log)
 		cfg := pipeline.Config{Schedule: actors.OneFOneB, MicroBatches: 2, Stages: 0, Hosts: hosts, Loss: nn.CrossEntropy,
-			Optimizer: sgd, Features: features, Specs: specs, Seed: seed, RunID: "undelivered", Logger: &logger}
-		eng, err := pipeline.New(specModel(t), cfg)
+			Optimizer: sgd, RunID: "undelivered", Logger: &logger}
+		eng, err := pipeline.New(testModel, cfg)
 		if err != nil {
 			t.Fatal(err)
 		}

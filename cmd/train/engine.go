@@ -21,7 +21,7 @@ const hangAfter = 2 * time.Minute
 
 // newEngine builds the actor pipeline in layout lay, for every schedule,
 // sequential included.
-func newEngine(c *config.Config, layers []nn.Layer, features int, log *runLog, lay layout, r *trainRun) (*pipeline.Engine, error) {
+func newEngine(c *config.Config, log *runLog, lay layout, r *trainRun) (*pipeline.Engine, error) {
 	opt := optimizerSpec(c)
 	if _, err := opt.New(); err != nil {
 		return nil, badInput(err)
@@ -34,13 +34,13 @@ func newEngine(c *config.Config, layers []nn.Layer, features int, log *runLog, l
 	for i, l := range c.Model.Layers {
 		shards[i] = max(1, l.Shards)
 	}
-	eng, err := pipeline.New(layers, pipeline.Config{
+	eng, err := pipeline.New(pipelineModel(c, r.sample), pipeline.Config{
 		Schedule: sched, MicroBatches: lay.Micro, Stages: lay.Stages, Shards: shards,
 		Loss: nn.Loss(c.Loss.Type), Optimizer: opt, ClipNorm: c.Optimizer.ClipNorm, ClipValue: c.Optimizer.ClipValue,
-		Features: features, SampleRows: max(1, c.Data.BatchSize/lay.Micro),
-		Trace: c.Log.Trace != "", Hang: hangAfter, Logger: &log.Logger,
+		SampleRows: max(1, c.Data.BatchSize/lay.Micro),
+		Trace:      c.Log.Trace != "", Hang: hangAfter, Logger: &log.Logger,
 		GEMMThreads: c.Pipeline.GEMMThreads, SplitBackward: lay.Split,
-		Hosts: c.Pipeline.Hosts, Specs: modelSpecs(c), Sample: r.sample, Seed: c.Seed, Token: r.token, TLS: r.tls, RunID: log.id,
+		Hosts: c.Pipeline.Hosts, Token: r.token, TLS: r.tls, RunID: log.id,
 	})
 	if err != nil {
 		return nil, badInputf("pipeline: %v", strings.TrimPrefix(err.Error(), "pipeline: "))

@@ -5,18 +5,15 @@ import (
 
 	"github.com/pipetrain/pipetrain/cmd/train/internal/config"
 	"github.com/pipetrain/pipetrain/nn"
-	"github.com/pipetrain/pipetrain/tensor"
+	"github.com/pipetrain/pipetrain/pipeline"
 )
 
-// buildModel makes the config's layers for samples of the given shape, from
-// their specs (nn.Build): layer i draws its weights from the PCG stream
-// (seed, i), so a layer's initial weights do not depend on the layers before it.
-func buildModel(c *config.Config, sample []int) ([]nn.Layer, error) {
-	layers, err := nn.BuildShape(modelSpecs(c), sample, c.Seed, tensor.Float32, 0, len(c.Model.Layers))
-	if err != nil {
-		return nil, badInputf("model.layers: %v", err)
-	}
-	return layers, nil
+// pipelineModel is what the pipeline builds the layers from: the
+// [[model.layers]] table for samples of the given shape, layer i drawing its
+// weights from the PCG stream (seed, i), so that a layer's first weights do
+// not depend on the layers before it.
+func pipelineModel(c *config.Config, sample []int) pipeline.Model {
+	return pipeline.Model{Specs: modelSpecs(c), Sample: sample, Seed: c.Seed}
 }
 
 // modelSpecs is the [[model.layers]] table as layer specs.

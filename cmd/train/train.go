@@ -192,15 +192,13 @@ func (r *trainRun) setup(ctx context.Context, resume bool) error {
 	if !r.regression {
 		r.desc.Classes = train.Classes
 	}
-	layers, err := buildModel(c, r.sample)
-	if err != nil {
-		return err
+	if r.shapes, err = nn.OutShapes(modelSpecs(c), r.sample); err != nil {
+		return badInputf("model.layers: %v", err)
 	}
-	r.shapes, _ = nn.OutShapes(modelSpecs(c), r.sample) // buildModel checked them
 	r.features = train.Features
 	cands := candidates(c)
 	r.layout, r.tuner = cands[0], newTuner(cands)
-	if r.eng, err = newEngine(c, layers, train.Features, r.log, r.layout, r); err != nil {
+	if r.eng, err = newEngine(c, r.log, r.layout, r); err != nil {
 		return err
 	}
 	if r.tuner != nil {

@@ -179,11 +179,8 @@ func (r *trainRun) moveTo(i int) error {
 		return nil
 	}
 	if e == nil {
-		layers, err := buildModel(r.cfg, r.sample)
-		if err != nil {
-			return err
-		}
-		if e, err = newEngine(r.cfg, layers, r.features, r.log, t.cands[i], r); err != nil {
+		var err error
+		if e, err = newEngine(r.cfg, r.log, t.cands[i], r); err != nil {
 			return err
 		}
 		t.engines[i] = e
