@@ -84,6 +84,8 @@ func consoleWriter(out io.Writer) zerolog.ConsoleWriter {
 			for k, v := range ev {
 				if s, ok := readable(k, v); ok {
 					ev[k] = s
+				} else {
+					roundNested(v)
 				}
 			}
 			return nil
@@ -111,6 +113,33 @@ func readable(k string, v any) (string, bool) {
 		return strconv.FormatFloat(f, 'f', 2, 64), true
 	}
 	return strconv.FormatFloat(f, 'g', 4, 64), true
+}
+
+// roundNested rounds, in place, the numbers inside a field that is an
+// object or a list (a tune event's candidates) as readable rounds fields.
+func roundNested(v any) {
+	set := func(k string, x any, put func(any)) {
+		s, ok := readable(k, x)
+		if !ok {
+			roundNested(x)
+			return
+		}
+		if json.Valid([]byte(s)) {
+			put(json.Number(s)) // printed as the number it is
+		} else {
+			put(s)
+		}
+	}
+	switch v := v.(type) {
+	case map[string]any:
+		for k, x := range v {
+			set(k, x, func(y any) { v[k] = y })
+		}
+	case []any:
+		for i, x := range v {
+			set("", x, func(y any) { v[i] = y })
+		}
+	}
 }
 
 // progress keeps the bar of a run on a terminal up to date: the epoch,
