@@ -87,11 +87,17 @@ func main() {
 	for s := range *reps {
 		pass(s+4, true)
 	}
+	fmt.Printf("batch %d, %d thread(s), medians of %d passes, ms\n\n", *batch, *threads, *reps)
+	report(layers, fwd, bwd, *batch)
+}
+
+// report prints each layer's median forward and backward times, then their
+// sums by layer type and their shares of the step.
+func report(layers []nn.Layer, fwd, bwd [][]time.Duration, batch int) {
 	type sum struct{ f, b time.Duration }
 	byType := map[string]*sum{}
 	var order []string
 	var total time.Duration
-	fmt.Printf("batch %d, %d thread(s), medians of %d passes, ms\n\n", *batch, *threads, *reps)
 	fmt.Printf("| layer | type | forward | backward |\n| ---: | --- | ---: | ---: |\n")
 	for i, l := range layers {
 		f, b := median(fwd[i]), median(bwd[i])
@@ -109,7 +115,7 @@ func main() {
 		s := byType[k]
 		fmt.Printf("| %s | %.2f | %.2f | %.1f%% |\n", k, ms(s.f), ms(s.b), 100*float64(s.f+s.b)/float64(total))
 	}
-	fmt.Printf("| all | | | %.2f ms: %.0f samples/s without the update |\n", ms(total), float64(*batch)/total.Seconds())
+	fmt.Printf("| all | | | %.2f ms: %.0f samples/s without the update |\n", ms(total), float64(batch)/total.Seconds())
 }
 
 func median(d []time.Duration) time.Duration {

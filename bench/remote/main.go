@@ -64,31 +64,12 @@ func main() {
 	dir, err := os.MkdirTemp("", "remote")
 	check(err)
 	defer os.RemoveAll(dir)
+	atExit = append(atExit, func() { os.RemoveAll(dir) })
 	cfg := filepath.Join(dir, "deep.toml")
 	check(os.WriteFile(cfg, []byte(deepmlp.Model), 0o644))
 
-	var hosts []string
-	for i := range 2 {
-		w := exec.Command(*train, "worker", "--listen", "127.0.0.1:0", "--log-dir", filepath.Join(dir, fmt.Sprint("worker", i)))
-		out, err := w.StdoutPipe()
-		check(err)
-		check(w.Start())
-		defer func() { _ = w.Process.Kill(); _ = w.Wait() }()
-		line := make(chan string, 1)
-		go func() {
-			s, _ := bufio.NewReader(out).ReadString('\n')
-			line <- strings.TrimSpace(strings.TrimPrefix(s, "listening on "))
-		}()
-		select {
-		case h := <-line:
-			if _, _, err := net.SplitHostPort(h); err != nil {
-				check(fmt.Errorf("worker %d printed %q", i, h))
-			}
-			hosts = append(hosts, fmt.Sprintf("%q", h))
-		case <-time.After(20 * time.Second):
-			check(fmt.Errorf("worker %d did not start within 20 s", i))
-		}
-	}
+	hosts, stop := startWorkers(*train, dir)
+	defer stop()
 
 	runs := make([][]float64, len(variants))
 	wire := make([]float64, len(variants)) // bytes the stages sent per step, last round
@@ -115,7 +96,13 @@ func main() {
 			fmt.Fprintf(os.Stderr, "round %d/%d: %-46s %8.0f samples/s\n", r+1, *rounds, v.name, deepmlp.Median(tput))
 		}
 	}
-	fmt.Printf("784-1024-1024-1024-10, batch 256, MNIST, %d steps a run, medians of %d rounds; workers %s\n\n", *steps, *rounds, strings.Join(hosts, ", "))
+	report(*steps, *rounds, hosts, runs, wire)
+}
+
+// report prints each configuration's median, the two-worker rows against
+// the one-process row above them.
+func report(steps, rounds int, hosts []string, runs [][]float64, wire []float64) {
+	fmt.Printf("784-1024-1024-1024-10, batch 256, MNIST, %d steps a run, medians of %d rounds; workers %s\n\n", steps, rounds, strings.Join(hosts, ", "))
 	fmt.Printf("| %-46s | %9s | %12s | %-24s | %s |\n", "configuration", "samples/s", "/ one process", "rounds", "stage bytes sent per step")
 	fmt.Printf("| %s | %s:| %s:| %s | %s:|\n", strings.Repeat("-", 46), strings.Repeat("-", 9), strings.Repeat("-", 12), strings.Repeat("-", 24), strings.Repeat("-", 24))
 	for i, v := range variants {
@@ -132,6 +119,43 @@ func main() {
 		}
 		fmt.Printf("| %-46s | %9.0f | %11.2fx | %-24s | %24.0f |\n", v.name, deepmlp.Median(runs[i]), deepmlp.Median(runs[i])/base, strings.Join(rs, " "), wire[i])
 	}
+}
+
+// startWorkers starts two `train worker` processes on free loopback ports
+// and returns their addresses, quoted for a TOML list, and what stops them.
+func startWorkers(train, dir string) ([]string, func()) {
+	var hosts []string
+	var procs []*exec.Cmd
+	stop := func() {
+		for _, w := range procs {
+			_ = w.Process.Kill()
+			_ = w.Wait()
+		}
+		procs = nil
+	}
+	atExit = append(atExit, stop)
+	for i := range 2 {
+		w := exec.Command(train, "worker", "--listen", "127.0.0.1:0", "--log-dir", filepath.Join(dir, fmt.Sprint("worker", i)))
+		out, err := w.StdoutPipe()
+		check(err)
+		check(w.Start())
+		procs = append(procs, w)
+		line := make(chan string, 1)
+		go func() {
+			s, _ := bufio.NewReader(out).ReadString('\n')
+			line <- strings.TrimSpace(strings.TrimPrefix(s, "listening on "))
+		}()
+		select {
+		case h := <-line:
+			if _, _, err := net.SplitHostPort(h); err != nil {
+				check(fmt.Errorf("worker %d printed %q", i, h))
+			}
+			hosts = append(hosts, fmt.Sprintf("%q", h))
+		case <-time.After(20 * time.Second):
+			check(fmt.Errorf("worker %d did not start within 20 s", i))
+		}
+	}
+	return hosts, stop
 }
 
 // readLog returns a run's step throughputs after the first warmup step
@@ -166,9 +190,16 @@ func readLog(dir string, warmup int) ([]float64, float64) {
 	return tput[warmup:], bytes
 }
 
+// atExit is what check runs before it exits: os.Exit skips deferred calls,
+// and no worker may outlive the command.
+var atExit []func()
+
 func check(err error) {
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "remote:", err)
+		for i := len(atExit) - 1; i >= 0; i-- { // as defers run
+			atExit[i]()
+		}
 		os.Exit(1)
 	}
 }

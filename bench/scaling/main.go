@@ -90,7 +90,51 @@ var allVariants = []variant{
 
 const twoCoreSeq = 3 // index in allVariants
 
+// options are the command's flags, checked.
+type options struct {
+	train, data           string // the binary; the MNIST folder, absolute
+	rounds, steps, warmup int
+	only                  *regexp.Regexp
+}
+
 func main() {
+	o := parseOptions()
+	variants, seq2 := pick(o.only)
+	if runtime.NumCPU() < 2 {
+		fmt.Fprintf(os.Stderr, "scaling: warning: %d CPU; the two-core rows share it\n", runtime.NumCPU())
+	}
+	if o.rounds < 3 {
+		fmt.Fprintf(os.Stderr, "scaling: warning: %d rounds; report medians of at least 3\n", o.rounds)
+	}
+	dir, err := os.MkdirTemp("", "scaling")
+	if err != nil {
+		fail(err)
+	}
+	defer os.RemoveAll(dir)
+	cfg := filepath.Join(dir, "deep.toml")
+	if err := os.WriteFile(cfg, []byte(deepmlp.Model), 0o644); err != nil {
+		fail(err)
+	}
+
+	loadBefore := loadavg()
+	runs := make([][]float64, len(variants)) // samples/s of each round
+	busy := make([]string, len(variants))    // of the last round
+	for r := range o.rounds {
+		for j := range variants {
+			i := (j + r) % len(variants)
+			v := variants[i]
+			var sum float64
+			sum, busy[i] = run(o, v, cfg, filepath.Join(dir, fmt.Sprintf("logs-%d-%d", i, r)), filepath.Join(dir, "ck"))
+			runs[i] = append(runs[i], sum)
+			fmt.Fprintf(os.Stderr, "round %d/%d: %-44s %8.0f samples/s\n", r+1, o.rounds, v.name, sum)
+		}
+	}
+	report(o, variants, seq2, runs, busy, loadBefore)
+}
+
+// parseOptions reads and checks the flags, exiting with a usage message
+// when one is wrong.
+func parseOptions() options {
 	train := flag.String("train", "/tmp/train", "the train binary (go build -o /tmp/train ./cmd/train)")
 	data := flag.String("data", "", "folder with the four MNIST IDX .gz files (required)")
 	rounds := flag.Int("rounds", 3, "rounds; each runs every configuration once")
@@ -101,16 +145,6 @@ func main() {
 	match, err := regexp.Compile(*only)
 	if err != nil {
 		usage(fmt.Sprintf("-only: %v", err))
-	}
-	var variants []variant
-	seq2 := 0 // two-core sequential's index in variants
-	for i, v := range allVariants {
-		if i == twoCoreSeq {
-			seq2 = len(variants)
-		}
-		if i == 0 || i == twoCoreSeq || match.MatchString(v.name) {
-			variants = append(variants, v)
-		}
 	}
 	if *data == "" {
 		usage("-data DIR is required: the folder of the MNIST IDX files")
@@ -129,73 +163,72 @@ func main() {
 			usage(fmt.Sprintf("MNIST not found: %v (point -data at a folder with the four IDX .gz files)", err))
 		}
 	}
-	data2, err := filepath.Abs(*data)
+	abs, err := filepath.Abs(*data)
 	if err != nil {
 		fail(err)
 	}
-	if runtime.NumCPU() < 2 {
-		fmt.Fprintf(os.Stderr, "scaling: warning: %d CPU; the two-core rows share it\n", runtime.NumCPU())
-	}
-	if *rounds < 3 {
-		fmt.Fprintf(os.Stderr, "scaling: warning: %d rounds; report medians of at least 3\n", *rounds)
-	}
+	return options{train: *train, data: abs, rounds: *rounds, steps: *steps, warmup: *warmup, only: match}
+}
 
-	dir, err := os.MkdirTemp("", "scaling")
-	if err != nil {
-		fail(err)
-	}
-	defer os.RemoveAll(dir)
-	cfg := filepath.Join(dir, "deep.toml")
-	if err := os.WriteFile(cfg, []byte(deepmlp.Model), 0o644); err != nil {
-		fail(err)
-	}
-
-	loadBefore := loadavg()
-	runs := make([][]float64, len(variants)) // samples/s of each round
-	busy := make([]string, len(variants))    // of the last round
-	for r := range *rounds {
-		for j := range variants {
-			i := (j + r) % len(variants)
-			v := variants[i]
-			logDir := filepath.Join(dir, fmt.Sprintf("logs-%d-%d", i, r))
-			copies := 1
-			if v.pair {
-				copies = 2
-			}
-			errs := make(chan error, copies)
-			for c := range copies {
-				// Each copy logs and checkpoints into a folder of its own.
-				args := append([]string{"--config", cfg, "--log-format", "json",
-					"--set", "data.path=" + data2, "--set", fmt.Sprintf("train.max_steps=%d", *steps),
-					"--set", fmt.Sprintf("log.dir=%s/%d", logDir, c),
-					"--set", fmt.Sprintf("train.checkpoint_dir=%s/%d", filepath.Join(dir, "ck"), c)},
-					v.args()...)
-				cmd := exec.Command(*train, args...)
-				cmd.Env = append(os.Environ(), fmt.Sprintf("GOMAXPROCS=%d", v.gomaxprocs))
-				go func() {
-					out, err := cmd.CombinedOutput()
-					if err != nil {
-						err = fmt.Errorf("%s: %v\n%s", v.name, err, out)
-					}
-					errs <- err
-				}()
-			}
-			for range copies {
-				if err := <-errs; err != nil {
-					fail(err)
-				}
-			}
-			sum := 0.0
-			for c := range copies {
-				tput, b := readLog(filepath.Join(logDir, fmt.Sprint(c)), *warmup)
-				sum += deepmlp.Median(tput)
-				busy[i] = b
-			}
-			runs[i] = append(runs[i], sum)
-			fmt.Fprintf(os.Stderr, "round %d/%d: %-44s %8.0f samples/s\n", r+1, *rounds, v.name, sum)
+// pick returns the configurations to run, the baseline and two-core
+// sequential always among them, and two-core sequential's index.
+func pick(match *regexp.Regexp) ([]variant, int) {
+	var variants []variant
+	seq2 := 0
+	for i, v := range allVariants {
+		if i == twoCoreSeq {
+			seq2 = len(variants)
+		}
+		if i == 0 || i == twoCoreSeq || match.MatchString(v.name) {
+			variants = append(variants, v)
 		}
 	}
+	return variants, seq2
+}
 
+// run trains once in configuration v (twice at once for a pair), logging
+// under logDir, and returns the samples/s (added over a pair) and the
+// stage busy fractions.
+func run(o options, v variant, cfg, logDir, ckDir string) (float64, string) {
+	copies := 1
+	if v.pair {
+		copies = 2
+	}
+	errs := make(chan error, copies)
+	for c := range copies {
+		// Each copy logs and checkpoints into a folder of its own.
+		args := append([]string{"--config", cfg, "--log-format", "json",
+			"--set", "data.path=" + o.data, "--set", fmt.Sprintf("train.max_steps=%d", o.steps),
+			"--set", fmt.Sprintf("log.dir=%s/%d", logDir, c),
+			"--set", fmt.Sprintf("train.checkpoint_dir=%s/%d", ckDir, c)},
+			v.args()...)
+		cmd := exec.Command(o.train, args...)
+		cmd.Env = append(os.Environ(), fmt.Sprintf("GOMAXPROCS=%d", v.gomaxprocs))
+		go func() {
+			out, err := cmd.CombinedOutput()
+			if err != nil {
+				err = fmt.Errorf("%s: %v\n%s", v.name, err, out)
+			}
+			errs <- err
+		}()
+	}
+	for range copies {
+		if err := <-errs; err != nil {
+			fail(err)
+		}
+	}
+	sum, busy := 0.0, ""
+	for c := range copies {
+		tput, b := readLog(filepath.Join(logDir, fmt.Sprint(c)), o.warmup)
+		sum += deepmlp.Median(tput)
+		busy = b
+	}
+	return sum, busy
+}
+
+// report prints the table: each configuration's median against the best
+// one-core row and two-core sequential.
+func report(o options, variants []variant, seq2 int, runs [][]float64, busy []string, loadBefore string) {
 	meds := make([]float64, len(variants))
 	best1 := 0 // the fastest one-core row
 	for i, v := range variants {
@@ -204,7 +237,7 @@ func main() {
 			best1 = i
 		}
 	}
-	fmt.Printf("784-1024-1024-1024-10, batch 256, MNIST, %d steps a run, medians of %d rounds\n", *steps, *rounds)
+	fmt.Printf("784-1024-1024-1024-10, batch 256, MNIST, %d steps a run, medians of %d rounds\n", o.steps, o.rounds)
 	fmt.Printf("best one-core: %s; two-core sequential: %s\n", variants[best1].name, variants[seq2].name)
 	// Other work on the machine falls hardest on the two-core rows.
 	fmt.Printf("1-minute load average before: %s, after: %s\n\n", loadBefore, loadavg())
