@@ -25,6 +25,10 @@
 //     iris (string classes) or wine quality (a numeric score, usable for regression
 //     through Targets or for classification through Labels).
 //   - Spirals: the seeded synthetic 2-D spirals of CS231n, for quick experiments.
+//   - LoadText: a text file for a character-level language model, such as tiny
+//     Shakespeare (about 40,000 lines of the plays, 1,115,394 characters, public
+//     domain), which DownloadShakespeare fetches from karpathy/char-rnn on GitHub and
+//     verifies as Download does (see Text).
 //
 // A trained model's inputs load the same ways, without labels: LoadInputs reads rows
 // of features as LoadCSV reads them (a label column may be there, and is dropped), and
@@ -35,6 +39,25 @@
 // with the training split's statistics only, so nothing about the test split leaks
 // into training.
 //
+// # Text
+//
+// A character-level language model (nanoGPT's shakespeare_char) reads a Text: a whole
+// file encoded as token ids under a Vocab. Under "chars" the vocabulary is the file's
+// distinct Unicode characters sorted by code point (tiny Shakespeare has 65), and the
+// file must be UTF-8; under "bytes" it is the 256 byte values, and any file reads. A
+// checkpoint keeps Vocab.Kind and Vocab.Tokens, from which VocabFrom rebuilds the
+// vocabulary without the file, so a trained model can encode prompts and decode its
+// samples.
+//
+// Text.Split cuts the ids, in order, into training, validation and test parts, rounding
+// as nanoGPT does: tiny Shakespeare (LoadText of the file DownloadShakespeare fetches)
+// at a test fraction of 0.1 gives 1,003,854 training and 111,540 test tokens. Training
+// batches are windows of block_size tokens at random offsets, drawn by a TextSampler;
+// evaluation reads every non-overlapping window once (TextWindows). A window's targets
+// are its inputs shifted by one token, so a split needs block_size+1 tokens, which
+// CheckBlock checks. The ids travel as float32 values in x (exact below 2^24) and as
+// int labels.
+//
 // # Determinism
 //
 // Every random choice is keyed by an explicit seed, never by time or by the order in
@@ -44,6 +67,10 @@
 // of the unbroken run, with no random state to save. Split and Spirals draw from their
 // own PCG streams of the same seed, so they are independent of the epoch orders. A
 // golden test pins the orders, so a change in them cannot go unnoticed.
+//
+// A TextSampler has no epochs: the batch of step s draws its offsets from
+// rand.New(rand.NewPCG(seed, uint64(s))), so it too is a pure function of (seed, s)
+// and is pinned by a golden test.
 //
 // # Errors
 //

@@ -15,13 +15,13 @@ import (
 	"time"
 )
 
-// DownloadOptions tune Download. The zero value fetches from the canonical mirrors into
-// the user's cache folder.
+// DownloadOptions tune Download and DownloadShakespeare. The zero value fetches from the
+// canonical mirrors into the user's cache folder.
 type DownloadOptions struct {
 	// Dir is the folder to fetch into; empty means os.UserCacheDir()/pipetrain/<name>.
 	Dir string
-	// BaseURLs are the mirrors to try, in order, each a folder URL holding the four
-	// files; empty means the canonical mirrors (see Download).
+	// BaseURLs are the mirrors to try, in order, each a folder URL holding the set's
+	// files; empty means the canonical mirrors (see Download and DownloadShakespeare).
 	BaseURLs []string
 	// Client makes the requests; nil means a client with a 10-minute timeout per file.
 	Client *http.Client
@@ -44,7 +44,7 @@ type remoteFile struct {
 
 type remoteSet struct {
 	mirrors []string
-	files   [4]remoteFile
+	files   []remoteFile
 }
 
 // remoteSets are the data sets Download knows, with the published sizes and SHA-256
@@ -55,7 +55,7 @@ var remoteSets = map[string]remoteSet{
 			"https://ossci-datasets.s3.amazonaws.com/mnist/",
 			"https://storage.googleapis.com/cvdf-datasets/mnist/",
 		},
-		files: [4]remoteFile{
+		files: []remoteFile{
 			{TrainImagesFile, 9912422, "440fcabf73cc546fa21475e81ea370265605f56be210a4024d2ca8f203523609"},
 			{TrainLabelsFile, 28881, "3552534a0a558bbed6aed32b30c495cca23d567ec52cac8be1a0730e8010255c"},
 			{TestImagesFile, 1648877, "8d422c7b0a1c1c79245a5bcf07fe86e33eeafee792b84584aec276f5a2dbc4e6"},
@@ -66,13 +66,21 @@ var remoteSets = map[string]remoteSet{
 		mirrors: []string{
 			"http://fashion-mnist.s3-website.eu-central-1.amazonaws.com/",
 		},
-		files: [4]remoteFile{
+		files: []remoteFile{
 			{TrainImagesFile, 26421880, "3aede38d61863908ad78613f6a32ed271626dd12800ba2636569512369268a84"},
 			{TrainLabelsFile, 29515, "a04f17134ac03560a47e3764e11b92fc97de4d1bfaf8ba1a3aa29af54cc90845"},
 			{TestImagesFile, 4422102, "346e55b948d973a97e58d2351dde16a484bd415d4595297633bb08f03db6a073"},
 			{TestLabelsFile, 5148, "67da17c76eaffca5446c3361aaab5c3cd6d1c2608764d35dfb1850b086bf8dd5"},
 		},
 	},
+}
+
+// shakespeareSet is tiny Shakespeare, karpathy/char-rnn's data/tinyshakespeare/input.txt
+// (the file of nanoGPT's shakespeare_char). It is not in remoteSets: Download returns a
+// folder for LoadIDX, DownloadShakespeare a file for LoadText.
+var shakespeareSet = remoteSet{
+	mirrors: []string{"https://raw.githubusercontent.com/karpathy/char-rnn/master/data/tinyshakespeare/"},
+	files:   []remoteFile{{ShakespeareFile, 1115394, "86c4e6aa9db7c042ec79f339dcb96d42b0075e16b8fc2e86bf0ca57e2dc565ed"}},
 }
 
 var defaultClient = &http.Client{Timeout: 10 * time.Minute}
@@ -105,6 +113,25 @@ func Download(ctx context.Context, name string, opts DownloadOptions) (dir strin
 	if !ok {
 		return "", fmt.Errorf("dataset: cannot download %q: want mnist or fashion-mnist", name)
 	}
+	return download(ctx, name, rs, opts)
+}
+
+// DownloadShakespeare fetches tiny Shakespeare (ShakespeareFile, 1,115,394 bytes of
+// ASCII) into a folder, by default os.UserCacheDir()/pipetrain/tinyshakespeare, and
+// returns the file's path, ready for LoadText. The canonical source is
+// https://raw.githubusercontent.com/karpathy/char-rnn/master/data/tinyshakespeare/;
+// opts.BaseURLs replaces it with folder URLs holding input.txt. The size and SHA-256
+// checks, the cache, the atomic write and the retries are Download's.
+func DownloadShakespeare(ctx context.Context, opts DownloadOptions) (path string, err error) {
+	dir, err := download(ctx, ShakespeareName, shakespeareSet, opts)
+	if err != nil {
+		return "", err
+	}
+	return filepath.Join(dir, ShakespeareFile), nil
+}
+
+// download fetches rs's files into opts.Dir, or the cache folder of name.
+func download(ctx context.Context, name string, rs remoteSet, opts DownloadOptions) (dir string, err error) {
 	dir = opts.Dir
 	if dir == "" {
 		if dir, err = CacheDir(name); err != nil {

@@ -3,6 +3,7 @@ package dataset_test
 import (
 	"fmt"
 	"log"
+	"strings"
 
 	"github.com/pipetrain/pipetrain/dataset"
 )
@@ -43,4 +44,38 @@ func ExampleSpirals() {
 	// Output:
 	// [300 2] [0 1 2]
 	// 240 60
+}
+
+func ExampleNewText() {
+	text, err := dataset.NewText("poem", []byte("to be or not to be\n"), "chars")
+	if err != nil {
+		log.Fatal(err)
+	}
+	v := text.Vocab
+	fmt.Printf("%d characters: %q\n", v.Size(), strings.Join(v.Tokens(), ""))
+	ids, err := v.Encode("not to")
+	fmt.Println(ids, v.Decode(ids), err)
+	_, err = v.Encode("to go")
+	fmt.Println(err)
+
+	train, val, test, err := text.Split(0.1, 0)
+	if err != nil {
+		log.Fatal(err)
+	}
+	fmt.Println(len(train), len(val), len(test), "tokens")
+	x, labels := dataset.TextWindows(train, 4)
+	fmt.Println("windows", x.Shape(), "with", len(labels), "targets")
+	fmt.Println(dataset.CheckBlock("test", test, 4))
+
+	sampler := dataset.NewTextSampler(train, 4, 3, 1)
+	xb, yb := sampler.Batch(0)
+	fmt.Println("batch", xb.Shape(), "with", len(yb), "targets; steps per epoch:", sampler.StepsPerEpoch())
+	// Output:
+	// 8 characters: "\n benort"
+	// [4 5 7 1 7 5] not to <nil>
+	// dataset: character 'g' (U+0067) at 3 is not in the vocabulary
+	// 17 0 2 tokens
+	// windows [4 4] with 16 targets
+	// dataset: block_size 4 is longer than the test split (2 tokens)
+	// batch [3 4] with 12 targets; steps per epoch: 1
 }
