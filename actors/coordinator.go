@@ -37,6 +37,7 @@ type Coordinator struct {
 	base
 	schedule    Schedule
 	micro       int
+	granule     int // rows of a chunk of the mini-batch (nn.Granule)
 	first       []*actor.PID
 	loss, opt   *actor.PID
 	paramActors int
@@ -63,17 +64,17 @@ type Coordinator struct {
 	result  StepResult
 
 	// the evaluation in progress
-	evalReq   *actor.PID
-	evalRows  []int
-	evalParts []*EvalPart
-	evalGot   int
-	evalLabel bool
+	evalReq    *actor.PID
+	evalRows   []int
+	evalParts  []*EvalPart
+	evalGot    int
+	evalLabels int
 }
 
 // NewCoordinator returns the coordinator of a pipeline whose first position is
 // first, with paramActors actors that take part in updates.
-func NewCoordinator(id int, g *Graph, s Schedule, micro int, first []*actor.PID, loss, opt *actor.PID, paramActors int) *Coordinator {
-	c := &Coordinator{base: newBase(id, "coordinator", g), schedule: s, micro: micro, first: first,
+func NewCoordinator(id int, g *Graph, s Schedule, micro, granule int, first []*actor.PID, loss, opt *actor.PID, paramActors int) *Coordinator {
+	c := &Coordinator{base: newBase(id, "coordinator", g), schedule: s, micro: micro, granule: granule, first: first,
 		loss: loss, opt: opt, paramActors: paramActors}
 	c.stops = true
 	return c
@@ -133,7 +134,7 @@ func (c *Coordinator) runStep(ctx actor.Context, m *RunStep) {
 		return
 	}
 	if len(c.spans) == 0 || c.spans[len(c.spans)-1].Hi != n {
-		c.spans = nn.SplitRows(n, c.micro)
+		c.spans = nn.SplitRowsBy(n, c.micro, c.granule)
 	}
 	c.req, c.step = ctx.Sender(), m.Step
 	c.seq++
@@ -203,7 +204,7 @@ func (c *Coordinator) runEval(ctx actor.Context, m *RunEval) {
 		c.respond(ctx, &EvalResult{Loss: math.NaN(), Accuracy: math.NaN()})
 		return
 	}
-	c.evalReq, c.evalGot, c.evalLabel = ctx.Sender(), 0, m.T.Labels != nil
+	c.evalReq, c.evalGot, c.evalLabels = ctx.Sender(), 0, m.T.Labeled()
 	c.evalRows = c.evalRows[:0]
 	chunks := (n + m.Rows - 1) / m.Rows
 	c.evalParts = make([]*EvalPart, chunks)
@@ -230,8 +231,8 @@ func (c *Coordinator) answerEval(ctx actor.Context) {
 		correct += p.Correct
 	}
 	acc := math.NaN()
-	if c.evalLabel {
-		acc = float64(correct) / float64(n)
+	if c.evalLabels > 0 {
+		acc = float64(correct) / float64(c.evalLabels)
 	}
 	c.send(ctx, c.evalReq, &EvalResult{Loss: loss, Accuracy: acc})
 	c.evalReq = nil

@@ -151,15 +151,11 @@ func (l *Loss) sendBack(ctx actor.Context, b *Backward) {
 func (l *Loss) evaluate(ctx actor.Context, t *Target, out *tensor.Tensor) error {
 	part := &EvalPart{Chunk: t.Micro, Rows: t.Rows}
 	part.Loss, _ = l.loss.Compute(out, t.T, 0)
-	if t.T.Labels != nil {
-		for i, p := range nn.Predict(out) {
-			if p == t.T.Labels[i] {
-				part.Correct++
-			}
-		}
-	}
-	if t.T.Labels != nil && len(t.T.Labels) != t.Rows {
+	if t.T.Labels != nil && t.T.Rows() != t.Rows {
 		return fmt.Errorf("actors: evaluation chunk %d has %d labels for %d rows", t.Micro, len(t.T.Labels), t.Rows)
+	}
+	if t.T.Labels != nil {
+		part.Correct = t.T.Correct(out)
 	}
 	l.send(ctx, l.coord, part)
 	return nil

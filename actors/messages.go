@@ -68,7 +68,7 @@ type StepLoss struct {
 type EvalPart struct {
 	Chunk   int
 	Loss    float64 // the chunk's mean loss
-	Correct int     // rows whose largest output is the label
+	Correct int     // labels that are the largest of their outputs
 	Rows    int
 }
 
@@ -196,4 +196,25 @@ type Wire struct {
 	Limit                  int          // micro-batches admitted at once
 	SplitBackward          bool         // send dX upstream before computing dW
 	NextNames, PrevNames   []string     // the stage names of Next and Prev, for reports
+	Tied                   []TiedLink   // the stage's weights that another copy shares
+}
+
+// TiedLink is a stage's copy of a tied weight (a head sharing its
+// embedding's token weights, nn.Tie): before each update the stages of the
+// two copies swap their gradients, and both update with the sum, so the
+// copies stay equal.
+type TiedLink struct {
+	Tie   int        // the tie's index in the model (nn.Ties)
+	Param int        // the copy's index among the stage's parameters
+	Head  bool       // the head's copy: the gradient norm counts the embedding's only
+	Peer  *actor.PID // the stage holding the other copy; nil: this one, at Other
+	Other int        // with Peer nil, the other copy's index here
+}
+
+// TiedGrad is a stage's gradient of its copy of a tied weight, for the
+// stage holding the other copy. Stage to stage.
+type TiedGrad struct {
+	Step int
+	Tie  int
+	G    *tensor.Tensor
 }

@@ -128,6 +128,30 @@ func fromTensors(ws []*wire.Tensor) ([]*tensor.Tensor, error) {
 	return out, nil
 }
 
+func toTied(ls []TiedLink) []*wire.TiedLink {
+	var out []*wire.TiedLink
+	for _, l := range ls {
+		w := &wire.TiedLink{Tie: int64(l.Tie), Param: int64(l.Param), Head: l.Head, Other: int64(l.Other)}
+		if l.Peer != nil {
+			w.Peer = ToPid(l.Peer)
+		}
+		out = append(out, w)
+	}
+	return out
+}
+
+func fromTied(ws []*wire.TiedLink) []TiedLink {
+	var out []TiedLink
+	for _, w := range ws {
+		l := TiedLink{Tie: int(w.Tie), Param: int(w.Param), Head: w.Head, Other: int(w.Other)}
+		if w.Peer != nil {
+			l.Peer = FromPid(w.Peer)
+		}
+		out = append(out, l)
+	}
+	return out
+}
+
 func toErr(err error) *wire.Error {
 	if err == nil {
 		return nil
@@ -156,6 +180,8 @@ func Encode(msg any, run Run, from string) (proto.Message, error) {
 		return &wire.Backward{Run: r, Step: int64(m.Step), Micro: int64(m.Micro), Shard: int64(m.Shard), Dy: wire.FromTensor(m.DY)}, nil
 	case *BackwardDone:
 		return &wire.BackwardDone{Run: r, Step: int64(m.Step), Micro: int64(m.Micro), Actor: int64(m.Actor)}, nil
+	case *TiedGrad:
+		return &wire.TiedGrad{Run: r, Step: int64(m.Step), Tie: int64(m.Tie), G: wire.FromTensor(m.G)}, nil
 	case *GradNorm:
 		return &wire.GradNorm{Run: r, Step: int64(m.Step), Actor: int64(m.Actor), Sums: append([]float64(nil), m.Sums...)}, nil
 	case *Update:
@@ -167,7 +193,7 @@ func Encode(msg any, run Run, from string) (proto.Message, error) {
 	case *Wire:
 		return &wire.Links{Run: r, Coordinator: ToPid(m.Coordinator), Optimizer: ToPid(m.Optimizer), Next: toPids(m.Next),
 			Prev: toPids(m.Prev), PrevSplit: wire.Int64s(m.PrevSplit), InShards: int64(m.InShards), OutShards: int64(m.OutShards),
-			Limit: int64(m.Limit), SplitBackward: m.SplitBackward, NextNames: m.NextNames, PrevNames: m.PrevNames}, nil
+			Limit: int64(m.Limit), SplitBackward: m.SplitBackward, NextNames: m.NextNames, PrevNames: m.PrevNames, Tied: toTied(m.Tied)}, nil
 	case *Lost:
 		return &wire.Lost{Run: r, Host: m.Host, Stages: m.Stages, Why: m.Why}, nil
 	case *GetParams:
@@ -214,6 +240,12 @@ func Decode(msg any) (any, Run, error) {
 		return &Backward{Step: int(m.Step), Micro: int(m.Micro), Shard: int(m.Shard), DY: dy}, runOf(m.Run), nil
 	case *wire.BackwardDone:
 		return &BackwardDone{Step: int(m.Step), Micro: int(m.Micro), Actor: int(m.Actor)}, runOf(m.Run), nil
+	case *wire.TiedGrad:
+		g, err := m.G.ToTensor()
+		if err != nil {
+			return nil, Run{}, fmt.Errorf("actors: tied gradient %d of step %d: %w", m.Tie, m.Step, err)
+		}
+		return &TiedGrad{Step: int(m.Step), Tie: int(m.Tie), G: g}, runOf(m.Run), nil
 	case *wire.GradNorm:
 		return &GradNorm{Step: int(m.Step), Actor: int(m.Actor), Sums: m.Sums}, runOf(m.Run), nil
 	case *wire.Update:
@@ -225,7 +257,7 @@ func Decode(msg any) (any, Run, error) {
 	case *wire.Links:
 		return &Wire{Coordinator: FromPid(m.Coordinator), Optimizer: FromPid(m.Optimizer), Next: fromPids(m.Next),
 			Prev: fromPids(m.Prev), PrevSplit: wire.Ints(m.PrevSplit), InShards: int(m.InShards), OutShards: int(m.OutShards),
-			Limit: int(m.Limit), SplitBackward: m.SplitBackward, NextNames: m.NextNames, PrevNames: m.PrevNames}, runOf(m.Run), nil
+			Limit: int(m.Limit), SplitBackward: m.SplitBackward, NextNames: m.NextNames, PrevNames: m.PrevNames, Tied: fromTied(m.Tied)}, runOf(m.Run), nil
 	case *wire.Lost:
 		return &Lost{Host: m.Host, Stages: m.Stages, Why: m.Why}, runOf(m.Run), nil
 	case *wire.GetParams:

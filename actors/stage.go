@@ -57,6 +57,11 @@ type Stage struct {
 	bwdDone reused[BackwardDone]
 	norm    GradNorm
 	applied UpdateApplied
+
+	// tied weights: the peers' gradients of the step, by tie, and the step
+	// whose own gradients went out (0: none yet)
+	tiedIn   map[int]*TiedGrad
+	tiedSent int
 }
 
 // Updater is how a stage updates its own weights: its own optimizer, whose
@@ -131,6 +136,14 @@ func (s *Stage) Receive(ctx actor.Context) {
 	case *Update:
 		s.upd, s.haveUpd = *m, true
 		s.maybeApply(ctx)
+	case *TiedGrad:
+		if s.tiedIn == nil {
+			s.tiedIn = map[int]*TiedGrad{}
+		}
+		s.tiedIn[m.Tie] = m
+		if s.tiedSent == m.Step {
+			s.gradsReady(ctx, m.Step) // was waiting for it
+		}
 	case *GetParams:
 		s.respond(ctx, s.snapshot(m))
 	case *SetParams:
@@ -407,7 +420,7 @@ func (s *Stage) sendBack(ctx actor.Context, step, micro int, dx *tensor.Tensor) 
 // gradsReady starts the update once the step's gradients are complete: value
 // clipping is local; the global norm needs every stage's sums of squares.
 func (s *Stage) gradsReady(ctx actor.Context, step int) {
-	if len(s.ps) == 0 {
+	if len(s.ps) == 0 || !s.sumTied(ctx, step) {
 		return
 	}
 	if s.updater.ClipValue > 0 {
@@ -417,11 +430,67 @@ func (s *Stage) gradsReady(ctx actor.Context, step int) {
 		for i, p := range s.ps {
 			s.norm.Sums[i] = optim.SumSquares(p)
 		}
+		for _, l := range s.w.Tied {
+			if l.Head {
+				s.norm.Sums[l.Param] = 0 // counted once, as the embedding's
+			}
+		}
 		s.norm.Step, s.norm.Actor = step, s.id
 		s.send(ctx, s.w.Optimizer, &s.norm)
 	}
 	s.gradsDone = true
 	s.maybeApply(ctx)
+}
+
+// sumTied gives each copy of a tied weight the sum of both copies'
+// gradients: it sends this stage's copies to their peers once the step's
+// gradients are complete, and reports false until every peer's has come.
+// The sum is the same on both sides: addition of two numbers commutes.
+func (s *Stage) sumTied(ctx actor.Context, step int) bool {
+	if len(s.w.Tied) == 0 {
+		return true
+	}
+	if s.tiedSent != step {
+		s.tiedSent = step
+		for _, l := range s.w.Tied {
+			if l.Peer != nil {
+				s.send(ctx, l.Peer, &TiedGrad{Step: step, Tie: l.Tie, G: s.ps[l.Param].Grad.Clone()})
+			}
+		}
+	}
+	for _, l := range s.w.Tied {
+		if m := s.tiedIn[l.Tie]; l.Peer != nil && (m == nil || m.Step != step) {
+			return false
+		}
+	}
+	s.tiedSent = 0
+	for _, l := range s.w.Tied {
+		g := s.ps[l.Param].Grad
+		switch {
+		case l.Peer != nil:
+			addInto(g, s.tiedIn[l.Tie].G)
+			delete(s.tiedIn, l.Tie)
+		case !l.Head: // both copies here: the embedding's link does it
+			addInto(g, s.ps[l.Other].Grad)
+			s.ps[l.Other].Grad.CopyFrom(g)
+		}
+	}
+	return true
+}
+
+// addInto adds b into a, element by element.
+func addInto(a, b *tensor.Tensor) {
+	if a.DType() == tensor.Float32 {
+		x, y := a.Data32(), b.Data32()
+		for i := range x {
+			x[i] += y[i]
+		}
+		return
+	}
+	x, y := a.Data64(), b.Data64()
+	for i := range x {
+		x[i] += y[i]
+	}
 }
 
 // maybeApply updates the weights once both the gradients and the step's

@@ -27,8 +27,11 @@ type Description struct {
 	Sample  []int     `json:"sample_shape"` // [C, H, W] for images, [F] for features
 	Seed    uint64    `json:"seed"`         // the layers' random streams (dropout); the weights come from the file
 	Loss    nn.Loss   `json:"loss"`
-	Classes []string  `json:"classes,omitempty"` // the class of each output; empty for regression
-	Input   Input     `json:"input"`
+	Classes []string  `json:"classes,omitempty"` // the class of each output; empty for regression; a text model's tokens
+	// Vocab is a text model's vocabulary kind, "chars" or "bytes" (its
+	// tokens are the Classes); empty for other models.
+	Vocab string `json:"vocab,omitempty"`
+	Input Input  `json:"input"`
 	// Data is the data set the model was trained on, from which `train eval`
 	// loads the same test split again; nil in checkpoints written before
 	// pipetrain recorded it.
@@ -48,6 +51,8 @@ type Data struct {
 	// ValidationFraction was held out of the training split for validation;
 	// a CSV set's standardization was fitted on the rest.
 	ValidationFraction float64 `json:"validation_fraction,omitempty"`
+	Vocab              string  `json:"vocab,omitempty"`      // text, shakespeare: chars or bytes
+	BlockSize          int     `json:"block_size,omitempty"` // text, shakespeare: the context length
 }
 
 // Input says how a raw input becomes the model's features, as the data set
@@ -62,6 +67,10 @@ type Input struct {
 
 // Features returns the model's input width.
 func (d *Description) Features() int { return tensor.SizeOf(d.Sample) }
+
+// IsText reports whether the model is a language model over a vocabulary of
+// tokens.
+func (d *Description) IsText() bool { return d.Vocab != "" }
 
 // Regression reports whether the model predicts values rather than classes.
 func (d *Description) Regression() bool { return len(d.Classes) == 0 }

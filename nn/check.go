@@ -78,8 +78,16 @@ func (c *checker) fail(key string, value any, why string) {
 // required fails when an integer key was neither given nor set.
 func (c *checker) required(key string, v int) {
 	if v == 0 && !c.given(key) {
-		c.fail(key, nil, "required for a "+c.typ+" layer")
+		c.fail(key, nil, "required for "+article(c.typ)+" "+c.typ+" layer")
 	}
+}
+
+// article is "an" before a vowel, else "a".
+func article(word string) string {
+	if word != "" && strings.ContainsRune("aeiou", rune(word[0])) {
+		return "an"
+	}
+	return "a"
 }
 
 func (c *checker) atLeast(key string, v, lo int) {

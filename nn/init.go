@@ -20,10 +20,17 @@ const (
 	// with a = √5, U(-a, a) with a = 1/sqrt(fan_in), and the bias from the
 	// same range (FillBias); the other inits leave biases at zero.
 	TorchDefault Init = "torch_default"
+	// GPT is GPT-2's and nanoGPT's: N(0, 0.02) weights and embeddings, zero
+	// biases; a transformer block's residual projections draw from
+	// N(0, 0.02/√(2·blocks)).
+	GPT Init = "gpt"
 )
 
 // Inits lists the valid initializer names.
-var Inits = []Init{XavierUniform, XavierNormal, HeUniform, HeNormal, TorchDefault}
+var Inits = []Init{XavierUniform, XavierNormal, HeUniform, HeNormal, TorchDefault, GPT}
+
+// gptStd is GPT-2's weight standard deviation.
+const gptStd = 0.02
 
 // Fill draws w, a weight of shape [fan_out, fan_in], from the initializer with
 // PyTorch's formulas (gain 1 for Xavier, sqrt(2) for He), using rng.
@@ -55,6 +62,8 @@ func (in Init) fill(w *tensor.Tensor, fanInN, fanOutN int, rng *rand.Rand) error
 		// gain sqrt(2/(1+a²)) = sqrt(1/3) at a = √5, bound sqrt(3)·gain/sqrt(fan_in)
 		a := 1 / math.Sqrt(fanIn)
 		w.FillUniform(rng, -a, a)
+	case GPT:
+		w.FillNormal(rng, 0, gptStd)
 	default:
 		return fmt.Errorf("nn: unknown init %q (want one of %v)", string(in), Inits)
 	}

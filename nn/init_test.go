@@ -28,6 +28,7 @@ func TestInitStatistics(t *testing.T) {
 		{nn.HeNormal, math.Sqrt(2.0 / fanIn), 0},
 		// kaiming_uniform_(a=√5): U(-1/sqrt(fan_in), 1/sqrt(fan_in)), std bound/√3
 		{nn.TorchDefault, 1 / math.Sqrt(3*fanIn), 1 / math.Sqrt(fanIn)},
+		{nn.GPT, 0.02, 0}, // whatever the fans
 	} {
 		for _, dt := range []tensor.DType{tensor.Float32, tensor.Float64} {
 			w := tensor.Zeros(dt, fanOut, fanIn)

@@ -13,21 +13,28 @@ import (
 type Target struct {
 	Labels []int
 	Values *tensor.Tensor
+	// PerRow is how many labels each row has, row after row: a sequence
+	// model's tokens, whose outputs the row holds one after another
+	// (0 means 1).
+	PerRow int
 }
+
+// per is the labels of a row.
+func (t Target) per() int { return max(1, t.PerRow) }
 
 // Rows returns the number of samples in the target.
 func (t Target) Rows() int {
 	if t.Values != nil {
 		return t.Values.Shape()[0]
 	}
-	return len(t.Labels)
+	return len(t.Labels) / t.per()
 }
 
 // Slice returns the target of rows [lo, hi).
 func (t Target) Slice(lo, hi int) Target {
-	var s Target
+	s := Target{PerRow: t.PerRow}
 	if t.Labels != nil {
-		s.Labels = t.Labels[lo:hi]
+		s.Labels = t.Labels[lo*t.per() : hi*t.per()]
 	}
 	if t.Values != nil {
 		s.Values = SliceRows(t.Values, lo, hi)
@@ -56,7 +63,7 @@ func (l Loss) Compute(out *tensor.Tensor, t Target, scale float64) (loss float64
 			panic(fmt.Errorf("nn: cross_entropy needs class labels"))
 		}
 		grad = tensor.Zeros(out.DType(), out.Shape()...)
-		return ops.CrossEntropyInto(grad, out, t.Labels, scale), grad
+		return ops.CrossEntropyInto(perLabel(grad, t), perLabel(out, t), t.Labels, scale), grad
 	}
 	g := tensor.Full(out.DType(), scale)
 	switch l {
@@ -96,8 +103,8 @@ func (s *LossSum) Add(a *Arena, out *tensor.Tensor, t Target) *tensor.Tensor {
 		if t.Labels == nil {
 			panic(fmt.Errorf("nn: cross_entropy needs class labels"))
 		}
-		s.terms = s.Total
-		s.sum = ops.CrossEntropySumInto(grad, out, t.Labels, 1/float64(s.terms), s.sum)
+		s.terms = s.Total * t.per()
+		s.sum = ops.CrossEntropySumInto(perLabel(grad, t), perLabel(out, t), t.Labels, 1/float64(s.terms), s.sum)
 		return grad
 	}
 	s.terms = s.Total * (out.Size() / max(1, out.Dim(0)))
@@ -122,6 +129,38 @@ func (s *LossSum) Mean() float64 {
 		m = float64(float32(m))
 	}
 	return m
+}
+
+// perLabel views out [rows, per·C] as the rows of its labels [rows·per, C],
+// without a copy.
+func perLabel(out *tensor.Tensor, t Target) *tensor.Tensor {
+	per := t.per()
+	if per == 1 {
+		return out
+	}
+	rows, cols := out.Dim(0), out.Size()/max(1, out.Dim(0))
+	if cols%per != 0 {
+		panic(fmt.Errorf("nn: outputs of %d values a row do not split into %d labels", cols, per))
+	}
+	if out.DType() == tensor.Float32 {
+		return tensor.Wrap32(out.Data32(), rows*per, cols/per)
+	}
+	return tensor.Wrap64(out.Data64(), rows*per, cols/per)
+}
+
+// Labeled returns how many labels t has: a label a row, or PerRow.
+func (t Target) Labeled() int { return len(t.Labels) }
+
+// Correct counts the labels of t that are the largest of their outputs
+// in out.
+func (t Target) Correct(out *tensor.Tensor) int {
+	n := 0
+	for i, p := range Predict(perLabel(out, t)) {
+		if p == t.Labels[i] {
+			n++
+		}
+	}
+	return n
 }
 
 // Valid reports whether l names a loss.

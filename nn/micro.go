@@ -23,15 +23,31 @@ const ChunkRows = gemm.KChunk
 // possible, earlier micro-batches taking one more where they do not divide.
 // Every trainer splits with it, so the pipeline and the sequential trainer
 // see the same micro-batches.
-func SplitRows(n, m int) []Span {
-	if m <= 0 {
-		panic(fmt.Errorf("nn.SplitRows: %d micro-batches", m))
+func SplitRows(n, m int) []Span { return SplitRowsBy(n, m, ChunkRows) }
+
+// SplitRowsBy is SplitRows in chunks of granule rows (Granule).
+func SplitRowsBy(n, m, granule int) []Span {
+	if m <= 0 || granule <= 0 {
+		panic(fmt.Errorf("nn.SplitRows: %d micro-batches of %d-row chunks", m, granule))
 	}
-	spans := SplitEven((n+ChunkRows-1)/ChunkRows, m) // in chunks
+	spans := SplitEven((n+granule-1)/granule, m) // in chunks
 	for i := range spans {
-		spans[i] = Span{spans[i].Lo * ChunkRows, min(n, spans[i].Hi*ChunkRows)}
+		spans[i] = Span{spans[i].Lo * granule, min(n, spans[i].Hi*granule)}
 	}
 	return spans
+}
+
+// Granule returns the rows (samples) of a chunk of a mini-batch for a
+// model whose samples each give tokens rows to its kernels (a sequence
+// model's tokens; 1 otherwise): the fewest samples whose rows are a whole
+// number of ChunkRows, so that the kernels' sums over rows, cut in chunks of
+// ChunkRows, fall the same however the mini-batch is cut.
+func Granule(tokens int) int {
+	a, b := max(1, tokens), ChunkRows
+	for b != 0 {
+		a, b = b, a%b
+	}
+	return ChunkRows / a
 }
 
 // SplitEven splits [0, n) into min(m, n) ranges of near-equal size, the first

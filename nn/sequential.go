@@ -1,6 +1,7 @@
 package nn
 
 import (
+	"cmp"
 	"fmt"
 	"math"
 
@@ -14,6 +15,9 @@ type Sequential struct {
 	Layers  []Layer
 	Loss    Loss
 	Threads int // goroutines each kernel may use (Pass.Threads); 0: all the Go runtime has
+	// Granule is the rows of a mini-batch's chunks (nn.Granule); 0 means
+	// ChunkRows, for models of one token a sample.
+	Granule int
 
 	weights uint64 // Pass.Weights: the weights may change between any two calls
 }
@@ -72,7 +76,7 @@ func (s *Sequential) TrainStep(step int, x *tensor.Tensor, t Target, micro int) 
 	}
 	sum := LossSum{Loss: s.Loss, Total: n}
 	s.weights++
-	spans := SplitRows(n, micro)
+	spans := SplitRowsBy(n, micro, cmp.Or(s.Granule, ChunkRows))
 	for m, sp := range spans {
 		p := Pass{Step: step, Micro: m, Row: sp.Lo, Train: true, Weights: s.weights, Micros: len(spans), Threads: s.Threads}
 		h := Rows(x, sp.Lo, sp.Hi)
@@ -126,15 +130,11 @@ func (s *Sequential) Evaluate(x *tensor.Tensor, t Target, batch int) (loss, accu
 		l, _ := s.Loss.Compute(out, tt, 0)
 		loss += l * float64(hi-lo) / float64(n)
 		if tt.Labels != nil {
-			for i, p := range Predict(out) {
-				if p == tt.Labels[i] {
-					correct++
-				}
-			}
+			correct += tt.Correct(out)
 		}
 	}
 	if t.Labels == nil {
 		return loss, math.NaN()
 	}
-	return loss, float64(correct) / float64(n)
+	return loss, float64(correct) / float64(t.Labeled())
 }

@@ -1,6 +1,7 @@
 package nn
 
 import (
+	"cmp"
 	"fmt"
 	"math/rand/v2"
 	"slices"
@@ -26,6 +27,14 @@ type Spec struct {
 	Eps         float64 `json:"eps,omitempty" toml:"eps"`                 // batchnorm (0 means 1e-5)
 	Momentum    float64 `json:"momentum,omitempty" toml:"momentum"`       // batchnorm: of the running statistics (0 means 0.1)
 	Shards      int     `json:"shards,omitempty" toml:"shards"`           // linear, conv2d: actors a pipeline splits the units over; Build ignores it
+	Dim         int     `json:"dim,omitempty" toml:"dim"`                 // embedding: a token's width
+	Heads       int     `json:"heads,omitempty" toml:"heads"`             // transformer_block: attention heads
+	Hidden      int     `json:"hidden,omitempty" toml:"hidden"`           // transformer_block: the MLP's width (0 means 4·width)
+	Dropout     float64 `json:"dropout,omitempty" toml:"dropout"`         // transformer_block: on both residual branches
+	Tie         bool    `json:"tie,omitempty" toml:"tie"`                 // linear: the embedding's token weights, shared
+	// Vocab is the embedding's number of tokens: the data's vocabulary,
+	// which the trainer sets (no config key).
+	Vocab int `json:"vocab,omitempty" toml:"-"`
 }
 
 // layerType is one row of the table of layer types: the keys the type takes
@@ -42,6 +51,8 @@ type layerType struct {
 	// width, if set, is the features the layer's output has whatever its
 	// input (a linear layer's units)
 	width func(s Spec) int
+	// vocab: the layer takes the data's vocabulary (Spec.Vocab)
+	vocab bool
 	check func(c *checker)
 	shape func(s Spec, in []int) ([]int, error)
 	build func(s Spec, b built) (Layer, error)
@@ -56,6 +67,9 @@ type built struct {
 	in, out []int
 	seed    uint64
 	dt      tensor.DType
+	blocks  int    // transformer blocks in the model
+	specs   []Spec // the whole model's
+	tiedTo  int    // the embedding a tied head shares
 }
 
 // rng is layer i's random stream: its weights do not depend on the layers
@@ -70,6 +84,15 @@ func anyShape(_ Spec, in []int) ([]int, error) { return in, nil }
 func flatOnly(_ Spec, in []int) ([]int, error) {
 	if len(in) != 1 {
 		return nil, fmt.Errorf("needs flat samples [F], got %v: add a flatten layer before it", in)
+	}
+	return in, nil
+}
+
+// tokensOrFlat keeps a flat sample's or a sequence's shape and refuses an
+// image: the layer works on the last axis of features.
+func tokensOrFlat(_ Spec, in []int) ([]int, error) {
+	if len(in) > 2 {
+		return nil, fmt.Errorf("needs flat samples [F] or tokens [T, D], got %v: add a flatten layer before it", in)
 	}
 	return in, nil
 }
@@ -116,14 +139,35 @@ func poolType(name, op string, newPool func(kernel, stride int) (shaper, error))
 var layerTypes = []layerType{
 	// A linear layer takes the flattened sample, so that an MLP reads
 	// images as it always has; flatten says so explicitly.
-	{name: "linear", keys: []string{"units", "init"}, shards: true, width: func(s Spec) int { return s.Units },
+	// On samples of tokens [T, D] it applies to every token, as PyTorch's
+	// Linear does to the last axis.
+	{name: "linear", keys: []string{"units", "init", "tie"}, shards: true, width: func(s Spec) int { return s.Units },
 		check: func(c *checker) {
 			c.required("units", c.s.Units)
 			c.atLeast("units", c.s.Units, 1)
 			c.init()
 		},
-		shape: func(s Spec, _ []int) ([]int, error) { return []int{s.Units}, nil },
+		shape: func(s Spec, in []int) ([]int, error) {
+			if len(in) == 2 {
+				return []int{in[0], s.Units}, nil
+			}
+			return []int{s.Units}, nil
+		},
 		build: func(s Spec, b built) (Layer, error) {
+			if len(b.in) == 2 {
+				l, err := NewLinear(b.dt, b.in[1], s.Units, s.Init, b.rng())
+				if err != nil {
+					return nil, err
+				}
+				if s.Tie { // the embedding's weights, as they start
+					w, err := tiedWeight(b.specs, b.tiedTo, b.in[0], b)
+					if err != nil {
+						return nil, err
+					}
+					l.W.CopyFrom(w)
+				}
+				return perToken(l, b.in[0], b.in[1], s.Units), nil
+			}
 			return NewLinear(b.dt, tensor.SizeOf(b.in), s.Units, s.Init, b.rng())
 		},
 		onnx: func(_ Spec, g ONNXGraph) {
@@ -150,7 +194,14 @@ var layerTypes = []layerType{
 		},
 		build: func(s Spec, b built) (Layer, error) { return NewDropout(s.P, b.seed, b.index) },
 		onnx:  func(Spec, ONNXGraph) {}}, // the identity in inference
-	{name: "layernorm", shape: flatOnly, build: func(_ Spec, b built) (Layer, error) { return NewLayerNorm(b.dt, b.in[0]), nil },
+	// Over the last axis: a flat sample's features, or each token's.
+	{name: "layernorm", shape: tokensOrFlat,
+		build: func(_ Spec, b built) (Layer, error) {
+			if len(b.in) == 2 {
+				return perToken(NewLayerNorm(b.dt, b.in[1]), b.in[0], b.in[1], b.in[1]), nil
+			}
+			return NewLayerNorm(b.dt, b.in[0]), nil
+		},
 		onnx: onnxLayerNorm(layerNormEps)},
 	{name: "conv2d", keys: []string{"channels", "kernel", "stride", "padding", "init"}, shards: true,
 		check: func(c *checker) {
@@ -223,6 +274,47 @@ var layerTypes = []layerType{
 			onnxApply(g, "BatchNormalization", []string{g.Param("weight"), g.Param("bias"), g.Param("running_mean"), g.Param("running_var")},
 				AttrFloat("epsilon", eps))
 		}},
+	// Samples of T token ids [T] become their vectors [T, dim]: the
+	// vocabulary comes from the data.
+	{name: "embedding", keys: []string{"dim", "init"}, vocab: true,
+		check: func(c *checker) {
+			c.required("dim", c.s.Dim)
+			c.atLeast("dim", c.s.Dim, 1)
+			c.init()
+		},
+		shape: func(s Spec, in []int) ([]int, error) {
+			if len(in) != 1 {
+				return nil, fmt.Errorf("needs samples of token ids [T], got %v: an embedding comes first", in)
+			}
+			if s.Vocab < 1 || s.Dim < 1 {
+				return nil, fmt.Errorf("vocabulary %d and dim %d must be at least 1", s.Vocab, s.Dim)
+			}
+			return []int{in[0], s.Dim}, nil
+		},
+		build: func(s Spec, b built) (Layer, error) {
+			return NewEmbedding(b.dt, s.Vocab, b.in[0], s.Dim, s.Init, b.rng())
+		}},
+	{name: "transformer_block", keys: []string{"heads", "hidden", "dropout", "init"},
+		check: func(c *checker) {
+			c.required("heads", c.s.Heads)
+			c.atLeast("heads", c.s.Heads, 1)
+			c.atLeast("hidden", c.s.Hidden, 0)
+			c.float("dropout", c.s.Dropout, func(p float64) bool { return p >= 0 && p < 1 }, "must be in [0, 1)")
+			c.init()
+		},
+		shape: func(s Spec, in []int) ([]int, error) {
+			if len(in) != 2 {
+				return nil, fmt.Errorf("needs samples of tokens [T, D], got %v: put an embedding before it", in)
+			}
+			if s.Heads < 1 || in[1]%s.Heads != 0 {
+				return nil, fmt.Errorf("heads = %d must divide the width %d", s.Heads, in[1])
+			}
+			return in, nil
+		},
+		build: func(s Spec, b built) (Layer, error) {
+			return newTransformerBlock(b.dt, blockConfig{tokens: b.in[0], dim: b.in[1], heads: s.Heads,
+				hidden: cmp.Or(s.Hidden, 4*b.in[1]), dropout: s.Dropout, init: s.Init, seed: b.seed, index: b.index, blocks: b.blocks}, b.rng())
+		}},
 	// The rows layers pass are flat already, so flatten changes the sample
 	// shape the next layers see, not the data.
 	{name: "flatten", shape: func(_ Spec, in []int) ([]int, error) { return []int{tensor.SizeOf(in)}, nil },
@@ -241,11 +333,33 @@ func (s Spec) Width() (int, bool) {
 	return t.width(s), true
 }
 
+// TakesVocab reports whether the layer's Vocab is the data's vocabulary,
+// which the trainer sets.
+func (s Spec) TakesVocab() bool {
+	t, _ := lookup(s.Type)
+	return t.vocab
+}
+
 // PerMicroBatch reports whether the layer's results depend on how a
 // mini-batch is split into micro-batches (batch norm's statistics).
 func (s Spec) PerMicroBatch() bool {
 	t, _ := lookup(s.Type)
 	return t.perMicroBatch
+}
+
+// Tokens returns how many tokens a sample of the model has: the first axis
+// of its layers' [T, D] samples for a sequence model, else 1.
+func Tokens(specs []Spec, sample []int) int {
+	shapes, err := OutShapes(specs, sample)
+	if err != nil {
+		return 1
+	}
+	for _, s := range shapes {
+		if len(s) == 2 {
+			return s[0]
+		}
+	}
+	return 1
 }
 
 // LayerTypes lists the layer types.
@@ -297,6 +411,12 @@ func BuildShape(specs []Spec, sample []int, seed uint64, dt tensor.DType, lo, hi
 	if err != nil {
 		return nil, err
 	}
+	blocks := 0
+	for _, s := range specs {
+		if s.Type == "transformer_block" {
+			blocks++
+		}
+	}
 	var out []Layer
 	for i := lo; i < hi; i++ {
 		s := specs[i]
@@ -305,7 +425,13 @@ func BuildShape(specs []Spec, sample []int, seed uint64, dt tensor.DType, lo, hi
 		if i > 0 {
 			in = shapes[i-1]
 		}
-		l, err := t.build(s, built{index: i, in: in, out: shapes[i], seed: seed, dt: dt})
+		b := built{index: i, in: in, out: shapes[i], seed: seed, dt: dt, blocks: blocks, specs: specs}
+		for _, tie := range Ties(specs) {
+			if tie.Head == i {
+				b.tiedTo = tie.Embedding
+			}
+		}
+		l, err := t.build(s, b)
 		if err != nil {
 			return nil, fmt.Errorf("nn: layer %d (%s): %w", i, s.Type, err)
 		}
@@ -330,6 +456,9 @@ func OutShapes(specs []Spec, sample []int) ([][]int, error) {
 			return nil, fmt.Errorf("nn: layer %d (%s): %w", i, s.Type, err)
 		}
 		out[i], in = slices.Clone(o), o
+	}
+	if err := checkTies(specs, sample, out); err != nil {
+		return nil, err
 	}
 	return out, nil
 }

@@ -84,7 +84,9 @@ func TestLayerKeys(t *testing.T) {
 		keys []string
 		ok   bool
 	}{
-		{"linear", []string{"units", "init", "shards"}, true},
+		{"linear", []string{"units", "init", "tie", "shards"}, true},
+		{"embedding", []string{"dim", "init"}, true},
+		{"transformer_block", []string{"heads", "hidden", "dropout", "init"}, true},
 		{"conv2d", []string{"channels", "kernel", "stride", "padding", "init", "shards"}, true},
 		{"maxpool2d", []string{"kernel", "stride"}, true},
 		{"relu", nil, true},
@@ -99,19 +101,30 @@ func TestLayerKeys(t *testing.T) {
 		}
 	}
 	// every type builds: on images after a convolution, on features after
-	// flatten and a linear layer
+	// flatten and a linear layer, or on tokens, first or after an embedding
 	conv := nn.Spec{Type: "conv2d", Channels: 2, Kernel: 3, Padding: 1, Init: nn.TorchDefault}
 	flat := []nn.Spec{{Type: "flatten"}, {Type: "linear", Units: 5, Init: nn.XavierUniform}}
+	emb := nn.Spec{Type: "embedding", Dim: 4, Vocab: 7, Init: nn.GPT}
 	for _, typ := range nn.LayerTypes() {
-		s := nn.Spec{Type: typ, Units: 3, Init: nn.XavierUniform, Alpha: 0.1, P: 0.1, Channels: 2, Kernel: 2}
-		prefix := []nn.Spec{conv}
-		if _, err := nn.OutShapes([]nn.Spec{conv, s}, []int{1, 6, 6}); err != nil {
-			prefix = append(prefix, flat...)
+		s := nn.Spec{Type: typ, Units: 3, Init: nn.XavierUniform, Alpha: 0.1, P: 0.1, Channels: 2, Kernel: 2, Dim: 4, Heads: 2, Vocab: 7}
+		built := false
+		for _, try := range []struct {
+			prefix []nn.Spec
+			sample []int
+		}{{[]nn.Spec{conv}, []int{1, 6, 6}}, {append([]nn.Spec{conv}, flat...), []int{1, 6, 6}}, {nil, []int{6}}, {[]nn.Spec{emb}, []int{6}}} {
+			specs := append(slices.Clone(try.prefix), s)
+			if _, err := nn.OutShapes(specs, try.sample); err != nil {
+				continue
+			}
+			ls, err := nn.BuildShape(specs, try.sample, 1, tensor.Float32, 0, len(specs))
+			if err != nil || len(ls) != len(specs) || ls[len(ls)-1].Kind() != typ {
+				t.Errorf("Build of a %s layer after %v: %v, %v", typ, try.prefix, ls, err)
+			}
+			built = true
+			break
 		}
-		specs := append(slices.Clone(prefix), s)
-		ls, err := nn.BuildShape(specs, []int{1, 6, 6}, 1, tensor.Float32, 0, len(specs))
-		if err != nil || len(ls) != len(specs) || ls[len(ls)-1].Kind() != typ {
-			t.Errorf("Build of a %s layer after %v: %v, %v", typ, prefix, ls, err)
+		if !built {
+			t.Errorf("a %s layer fits none of the models tried", typ)
 		}
 	}
 }
@@ -140,7 +153,7 @@ func TestOutShapes(t *testing.T) {
 	}{
 		{cnn, []int{64}, "layer 0 (conv2d): samples [64]: not [C H W]"},
 		{cnn, []int{1, 3, 3}, "layer 3 (conv2d): samples [3 1 1]: kernel 3×3 is larger than the padded input 1×1"},
-		{[]nn.Spec{{Type: "layernorm"}}, []int{1, 8, 8}, "layer 0 (layernorm): needs flat samples [F], got [1 8 8]: add a flatten layer"},
+		{[]nn.Spec{{Type: "layernorm"}}, []int{1, 8, 8}, "layer 0 (layernorm): needs flat samples [F] or tokens [T, D], got [1 8 8]: add a flatten layer"},
 		{[]nn.Spec{{Type: "maxpool2d", Kernel: 3}}, []int{1, 2, 2}, "layer 0 (maxpool2d)"},
 		{[]nn.Spec{{Type: "conv2d", Kernel: 3}}, []int{1, 8, 8}, "layer 0 (conv2d): channels 0 and kernel 3 must be at least 1"},
 		{[]nn.Spec{{Type: "softmax"}}, []int{1, 2, 2}, "layer 0 (softmax): needs flat samples"},
@@ -256,7 +269,7 @@ func TestCheckSpec(t *testing.T) {
 		{"conv negative padding", spec("conv2d", func(s *nn.Spec) { s.Channels, s.Kernel, s.Padding = 2, 3, -1 }), nil, "padding = -1: must be at least 0", 0},
 		{"conv too many shards", spec("conv2d", func(s *nn.Spec) { s.Channels, s.Kernel, s.Shards = 2, 3, 3 }), nil, "shards = 3: more than channels = 2", 0},
 		{"pool stride defaults to kernel", spec("maxpool2d", func(s *nn.Spec) { s.Kernel = 3 }), nil, "", 3},
-		{"pool without kernel", spec("avgpool2d", nil), nil, "kernel: required for a avgpool2d layer", 0},
+		{"pool without kernel", spec("avgpool2d", nil), nil, "kernel: required for an avgpool2d layer", 0},
 		{"batchnorm eps 0", spec("batchnorm", func(s *nn.Spec) { s.Eps = 0 }), nil, "eps = 0: must be > 0", 0},
 		{"batchnorm momentum nan", spec("batchnorm", func(s *nn.Spec) { s.Momentum = math.NaN() }), nil, "momentum = NaN: must be a finite number", 0},
 		{"dropout p 1", spec("dropout", func(s *nn.Spec) { s.P = 1 }), nil, "p = 1: must be in [0, 1)", 0},

@@ -80,16 +80,51 @@
 // channel of no elements (N·H·W = 0) has NaN statistics and gamma and beta
 // gradients of 0.
 //
+// LayerNorm normalises over the last axis of x (any rank ≥ 1; weight and
+// bias [F]), as torch.nn.functional.layer_norm, with the biased variance. It
+// returns mean and rstd = 1/sqrt(var+eps) per row (x's shape without its
+// last axis), summed in float64 in row order; out is computed in float64 and
+// rounded once. LayerNormBackward recomputes x̂ from that mean and rstd, as
+// PyTorch does. It sums the weight and bias gradients in float64 over each
+// chunk of LayerNormChunkRows (32) rows, counted from the call's first row,
+// and adds the chunks in order, so a batch cut at multiples of 32 rows gives
+// the same bits. With eps = 0 a constant row has rstd +Inf and a NaN output,
+// as in PyTorch.
+//
+// # Embeddings and attention
+//
+// Embedding picks rows of a weight [V, D] by token id, as
+// torch.nn.functional.embedding; an id outside [0, V) panics before anything
+// is written. EmbeddingBackward adds grad's rows into the rows their ids name
+// in the order of the ids, and EmbeddingBackwardInto adds them straight into
+// the caller's gradient in that order (not a sum made apart first, unlike
+// the other backward Into forms): so a mini-batch cut into micro-batches
+// gives the bits of the whole.
+//
+// CausalSelfAttention is the attention of nanoGPT's CausalSelfAttention
+// between c_attn and c_proj: qkv [B, T, 3D] holds q, k and v, each split
+// into heads of D/heads columns; probs [B, heads, T, T] is the causal softmax
+// of q·kᵀ/√(D/heads), masked entries exactly 0, and out [B, T, D] is probs·v
+// with the heads side by side. CausalSelfAttentionBackward takes probs
+// instead of recomputing them. Each (batch, head) pair is computed alone, in
+// blocks of 32 positions on and below the diagonal, its products on the
+// GEMM with q, k and v read in place: the bits depend neither on the thread
+// budget nor on the rest of the batch. The softmax subtracts the row's
+// maximum and sums in float64.
+//
 // # Destinations
 //
 // For a training step that allocates nothing, the kernels of a layer's path
 // have Into forms that write into tensors the caller keeps: ReLUInto,
-// MatMulInto, Conv2dInto, MaxPool2dArgInto, AvgPool2dInto, BatchNormInto
-// and their backwards. A backward Into writes the input gradient (nil skips
-// it) and adds the parameter gradients, each summed over its call from zero
-// first, into the destinations, as a layer accumulates them. Conv2dInto and
-// Conv2dBackwardInto keep their im2col matrices in a ConvWork the caller
-// owns. The allocating forms are these with new destinations: the same bits.
+// MatMulInto, Conv2dInto, MaxPool2dArgInto, AvgPool2dInto, BatchNormInto,
+// LayerNormInto, EmbeddingInto, CausalSelfAttentionInto and their backwards. A backward Into
+// writes the input gradient (nil skips it) and adds the parameter gradients,
+// each summed over its call from zero first, into the destinations, as a layer
+// accumulates them. Conv2dInto and Conv2dBackwardInto keep their im2col
+// matrices in a ConvWork the caller owns, and the layer norm's and the
+// attention's Into forms their scratch and thread budget in a LayerNormWork
+// and an AttentionWork; the bits do not depend on the thread budget. The allocating forms are these
+// with new destinations: the same bits.
 //
 // # Panics
 //

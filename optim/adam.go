@@ -13,6 +13,10 @@ type AdamConfig struct {
 	Betas       [2]float64 // optimizer.betas, each in [0, 1)
 	Eps         float64    // optimizer.eps, > 0
 	WeightDecay float64    // optimizer.weight_decay, >= 0
+	// MatricesOnly limits weight decay to parameters of 2 or more axes
+	// (weights and embeddings, not biases or norms): optimizer.decay =
+	// "matrices", as nanoGPT's configure_optimizers.
+	MatricesOnly bool
 }
 
 // DefaultAdamConfig returns betas (0.9, 0.999), eps 1e-8 and no weight decay, the
@@ -125,11 +129,17 @@ func (o *Adam) Step(params []Param, lr float64) error {
 		coupled:  o.kind == "adam" && wd != 0,
 		decouple: o.kind == "adamw" && wd != 0,
 	}
+	plain := s // for the parameters weight decay leaves out
+	plain.decay, plain.wd, plain.coupled, plain.decouple = 1, 0, false, false
 	for i, p := range params {
+		ps := &s
+		if !decays(o.cfg.MatricesOnly, p) {
+			ps = &plain
+		}
 		if p.Value.DType() == tensor.Float32 {
-			adam32(p.Value.Data32(), p.Grad.Data32(), o.expAvg[i].Data32(), o.expAvgQ[i].Data32(), &s)
+			adam32(p.Value.Data32(), p.Grad.Data32(), o.expAvg[i].Data32(), o.expAvgQ[i].Data32(), ps)
 		} else {
-			adam64(p.Value.Data64(), p.Grad.Data64(), o.expAvg[i].Data64(), o.expAvgQ[i].Data64(), &s)
+			adam64(p.Value.Data64(), p.Grad.Data64(), o.expAvg[i].Data64(), o.expAvgQ[i].Data64(), ps)
 		}
 	}
 	o.layout = o.layout.bind(params)

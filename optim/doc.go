@@ -7,7 +7,7 @@
 // Optimizer reads the gradients and updates the parameters in place:
 //
 //	opt, err := optim.NewAdamW(optim.DefaultAdamConfig())
-//	sched, err := optim.NewSchedule("cosine", 1e-3, 100, 0, 0, totalSteps)
+//	sched, err := optim.NewSchedule("cosine", 1e-3, 100, 0, 0, totalSteps, 1e-4)
 //	for step := 1; step <= totalSteps; step++ {
 //		// forward and backward: gradients accumulate into params[i].Grad
 //		optim.ClipGradNorm(params, 1.0)

@@ -21,7 +21,7 @@ func Example() {
 		log.Fatal(err)
 	}
 	const steps = 60
-	sched, err := optim.NewSchedule("cosine", 0.1, 5, 0, 0, steps)
+	sched, err := optim.NewSchedule("cosine", 0.1, 5, 0, 0, steps, 0)
 	if err != nil {
 		log.Fatal(err)
 	}

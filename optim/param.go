@@ -16,6 +16,10 @@ import (
 // same dtype (Float32 or Float64) and the same shape.
 type Param = tensor.Param
 
+// decays reports whether weight decay applies to p: to every parameter, or
+// with matricesOnly to those of 2 or more axes.
+func decays(matricesOnly bool, p Param) bool { return !matricesOnly || p.Value.Dims() >= 2 }
+
 // ZeroGrad sets every gradient in params to zero. Gradients accumulate (backward adds
 // into Grad), so a trainer zeroes them explicitly after each update. Params whose Grad
 // is nil are skipped.

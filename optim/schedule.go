@@ -52,16 +52,18 @@ func (s StepDecay) LR(step int) float64 {
 	return float64(s.Base * powInt(s.Gamma, n))
 }
 
-// Cosine anneals the learning rate from Base to 0 over the steps after Warmup steps
-// of linear warmup, reaching 0 at step Total and staying there.
+// Cosine anneals the learning rate from Base to Min over the steps after Warmup
+// steps of linear warmup, reaching Min at step Total and staying there.
 type Cosine struct {
 	Base   float64
 	Warmup int
-	Total  int // > Warmup
+	Total  int     // > Warmup
+	Min    float64 // schedule.min_lr, <= Base
 }
 
 // LR returns Base*step/Warmup for step <= Warmup, else
-// Base * 0.5 * (1 + cos(pi*(s-Warmup)/(Total-Warmup))) with s = min(step, Total).
+// Min + (Base-Min) * 0.5 * (1 + cos(pi*(s-Warmup)/(Total-Warmup))) with
+// s = min(step, Total), as nanoGPT's get_lr.
 func (s Cosine) LR(step int) float64 {
 	checkStep(step)
 	if step <= s.Warmup {
@@ -69,7 +71,9 @@ func (s Cosine) LR(step int) float64 {
 	}
 	k := min(step, s.Total)
 	x := float64(math.Pi*float64(k-s.Warmup)) / float64(s.Total-s.Warmup)
-	return float64(s.Base*0.5) * (1 + math.Cos(x))
+	// products rounded before the sum (no FMA): with Min 0, the bits of
+	// Base*0.5*(1+cos) as before min_lr existed
+	return s.Min + float64(float64(float64(s.Base-s.Min)*0.5)*(1+math.Cos(x)))
 }
 
 // warmupLR is the linear warmup base*step/warmup.
@@ -88,7 +92,7 @@ func checkStep(step int) {
 // schedule.warmup_steps, stepSize schedule.step_size, gamma schedule.gamma, and
 // totalSteps the number of optimizer steps in the run (used by "cosine" only).
 // Errors name the offending key.
-func NewSchedule(kind string, base float64, warmup, stepSize int, gamma float64, totalSteps int) (Schedule, error) {
+func NewSchedule(kind string, base float64, warmup, stepSize int, gamma float64, totalSteps int, minLR float64) (Schedule, error) {
 	if err := nonNegative("optimizer.lr", base); err != nil {
 		return nil, err
 	}
@@ -116,7 +120,10 @@ func NewSchedule(kind string, base float64, warmup, stepSize int, gamma float64,
 		if totalSteps <= warmup {
 			return nil, fmt.Errorf("optim: schedule.warmup_steps = %d: schedule.type = \"cosine\" needs more total steps than warmup steps, got %d total", warmup, totalSteps)
 		}
-		return Cosine{Base: base, Warmup: warmup, Total: totalSteps}, nil
+		if !(minLR >= 0 && minLR <= base) {
+			return nil, fmt.Errorf("optim: schedule.min_lr = %v must be in [0, optimizer.lr = %v]", minLR, base)
+		}
+		return Cosine{Base: base, Warmup: warmup, Total: totalSteps, Min: minLR}, nil
 	}
 	return nil, fmt.Errorf("optim: schedule.type = %q is not one of constant, step, cosine", kind)
 }

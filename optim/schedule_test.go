@@ -33,7 +33,7 @@ func TestSchedules(t *testing.T) {
 		{"cosine", 2, 2, 0, 0.1, 6, map[int]float64{1: 1, 2: 2, 3: 1 + math.Sqrt2/2, 4: 1, 5: 1 - math.Sqrt2/2, 6: 0, 7: 0}},
 	}
 	for _, c := range cases {
-		s, err := NewSchedule(c.kind, c.base, c.warmup, c.stepSize, c.gamma, c.total)
+		s, err := NewSchedule(c.kind, c.base, c.warmup, c.stepSize, c.gamma, c.total, 0)
 		inputs := fmt.Sprintf("NewSchedule(%q, base=%v, warmup=%d, step_size=%d, gamma=%v, total=%d)", c.kind, c.base, c.warmup, c.stepSize, c.gamma, c.total)
 		if err != nil {
 			t.Fatalf("%s: %v", inputs, err)
@@ -58,7 +58,7 @@ func TestScheduleTypes(t *testing.T) {
 		{"cosine", Cosine{Base: 0.1, Warmup: 3, Total: 50}},
 	}
 	for _, c := range cases {
-		got, err := NewSchedule(c.kind, 0.1, 3, 5, 0.5, 50)
+		got, err := NewSchedule(c.kind, 0.1, 3, 5, 0.5, 50, 0)
 		if err != nil || got != c.want {
 			t.Errorf("NewSchedule(%q, 0.1, 3, 5, 0.5, 50): got %#v, %v, want %#v, nil", c.kind, got, err, c.want)
 		}
@@ -106,7 +106,7 @@ func TestNewScheduleErrors(t *testing.T) {
 		{"cosine", 0.1, 10, 0, 0.1, 10, "schedule.warmup_steps = 10"},
 	}
 	for _, c := range cases {
-		s, err := NewSchedule(c.kind, c.base, c.warmup, c.stepSize, c.gamma, c.total)
+		s, err := NewSchedule(c.kind, c.base, c.warmup, c.stepSize, c.gamma, c.total, 0)
 		wantErr(t, err, c.want, fmt.Sprintf("NewSchedule(%q, base=%v, warmup=%d, step_size=%d, gamma=%v, total=%d)", c.kind, c.base, c.warmup, c.stepSize, c.gamma, c.total))
 		if s != nil {
 			t.Errorf("NewSchedule(%q, ...): got %v, want nil schedule", c.kind, s)

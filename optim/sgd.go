@@ -15,7 +15,9 @@ type SGDConfig struct {
 	Momentum    float64 // optimizer.momentum, >= 0; 0 disables the momentum buffer
 	Nesterov    bool    // optimizer.nesterov; needs Momentum > 0
 	WeightDecay float64 // optimizer.weight_decay, >= 0; L2 penalty added to the gradient
-	Threads     int     // goroutines a large update may use; 0: all the Go runtime has
+	// MatricesOnly limits weight decay to parameters of 2 or more axes.
+	MatricesOnly bool
+	Threads      int // goroutines a large update may use; 0: all the Go runtime has
 }
 
 // SGD is stochastic gradient descent with optional momentum, Nesterov momentum and
@@ -79,18 +81,22 @@ func (o *SGD) Step(params []Param, lr float64) error {
 		if mom {
 			buf = o.buf[i]
 		}
+		wd := o.cfg.WeightDecay
+		if !decays(o.cfg.MatricesOnly, p) {
+			wd = 0
+		}
 		if p.Value.DType() == tensor.Float32 {
 			var b []float32
 			if buf != nil {
 				b = buf.Data32()
 			}
-			sgd32(&o.task, o.cfg.Threads, p.Value.Data32(), p.Grad.Data32(), b, float32(lr), float32(o.cfg.Momentum), float32(o.cfg.WeightDecay), o.cfg.WeightDecay != 0, first, o.cfg.Nesterov)
+			sgd32(&o.task, o.cfg.Threads, p.Value.Data32(), p.Grad.Data32(), b, float32(lr), float32(o.cfg.Momentum), float32(wd), wd != 0, first, o.cfg.Nesterov)
 		} else {
 			var b []float64
 			if buf != nil {
 				b = buf.Data64()
 			}
-			sgd64(p.Value.Data64(), p.Grad.Data64(), b, lr, o.cfg.Momentum, o.cfg.WeightDecay, o.cfg.WeightDecay != 0, first, o.cfg.Nesterov)
+			sgd64(p.Value.Data64(), p.Grad.Data64(), b, lr, o.cfg.Momentum, wd, wd != 0, first, o.cfg.Nesterov)
 		}
 	}
 	o.layout = o.layout.bind(params)

@@ -11,6 +11,7 @@ type Spec struct {
 	Momentum    float64    // sgd
 	Nesterov    bool       // sgd
 	WeightDecay float64    // all: L2 added to the gradient (sgd, adam), decoupled (adamw)
+	Decay       string     // which parameters weight decay applies to: "all" (or "") or "matrices" (2 or more axes)
 	Betas       [2]float64 // adam, adamw
 	Eps         float64    // adam, adamw
 	// Threads is how many goroutines an update may use (0: all the Go
@@ -24,11 +25,15 @@ var Kinds = []string{"sgd", "adam", "adamw"}
 // New returns a fresh optimizer (no state) for the spec, or an error naming the
 // key that is out of range.
 func (s Spec) New() (Optimizer, error) {
+	matrices := s.Decay == "matrices"
+	if s.Decay != "" && s.Decay != "all" && !matrices {
+		return nil, fmt.Errorf("optim: optimizer.decay = %q: want \"all\" or \"matrices\"", s.Decay)
+	}
 	switch s.Kind {
 	case "sgd":
-		return NewSGD(SGDConfig{Momentum: s.Momentum, Nesterov: s.Nesterov, WeightDecay: s.WeightDecay, Threads: s.Threads})
+		return NewSGD(SGDConfig{Momentum: s.Momentum, Nesterov: s.Nesterov, WeightDecay: s.WeightDecay, MatricesOnly: matrices, Threads: s.Threads})
 	case "adam", "adamw":
-		c := AdamConfig{Betas: s.Betas, Eps: s.Eps, WeightDecay: s.WeightDecay}
+		c := AdamConfig{Betas: s.Betas, Eps: s.Eps, WeightDecay: s.WeightDecay, MatricesOnly: matrices}
 		if s.Kind == "adam" {
 			return NewAdam(c)
 		}

@@ -289,3 +289,51 @@ func TestRepeatedStepNumbers(t *testing.T) {
 		})
 	}
 }
+
+// gptModel is configs/shakespeare-char.toml's GPT: blocks transformer
+// blocks of width dim and heads heads over tokens characters of a
+// vocabulary of 65.
+func gptModel(blocks, dim, heads, tokens int) pipeline.Model {
+	specs := []nn.Spec{{Type: "embedding", Dim: dim, Vocab: 65, Init: nn.GPT}}
+	for range blocks {
+		specs = append(specs, nn.Spec{Type: "transformer_block", Heads: heads, Init: nn.GPT})
+	}
+	specs = append(specs, nn.Spec{Type: "layernorm"}, nn.Spec{Type: "linear", Units: 65, Init: nn.GPT})
+	return pipeline.Model{Specs: specs, Sample: []int{tokens}, Seed: 1}
+}
+
+// BenchmarkGPTStep times a training step of the recipe's GPT (4 blocks,
+// width 128, 4 heads, context 64, batch 12, AdamW) and of the larger one
+// (6 blocks, width 192, 6 heads, context 128, batch 32) as one stage:
+// GOMAXPROCS=1 go test -run '^$' -bench GPTStep ./pipeline/
+func BenchmarkGPTStep(b *testing.B) {
+	for _, c := range []struct {
+		name                              string
+		blocks, dim, heads, tokens, batch int
+	}{{"recipe", 4, 128, 4, 64, 12}, {"large", 6, 192, 6, 128, 32}} {
+		b.Run(c.name, func(b *testing.B) {
+			opt := optim.Spec{Kind: "adamw", Betas: [2]float64{0.9, 0.99}, Eps: 1e-8, WeightDecay: 0.1, Decay: "matrices"}
+			eng, err := pipeline.New(gptModel(c.blocks, c.dim, c.heads, c.tokens), pipeline.Config{Schedule: actors.Sequential, MicroBatches: 1, Stages: 1,
+				Loss: nn.CrossEntropy, Optimizer: opt, ClipNorm: 1})
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer eng.Close()
+			rng := rand.New(rand.NewPCG(2, 2))
+			x := tensor.Zeros(tensor.Float32, c.batch, c.tokens)
+			labels := make([]int, c.batch*c.tokens)
+			for i := range labels {
+				x.Data32()[i] = float32(rng.IntN(65))
+				labels[i] = rng.IntN(65)
+			}
+			step := 0
+			for b.Loop() {
+				step++
+				if _, err := eng.Step(step, 1e-3, x, nn.Target{Labels: labels, PerRow: c.tokens}); err != nil {
+					b.Fatal(err)
+				}
+			}
+			b.ReportMetric(float64(c.batch*c.tokens)*float64(b.N)/b.Elapsed().Seconds(), "tokens/s")
+		})
+	}
+}

@@ -60,12 +60,13 @@ type Model struct {
 // Engine is a running pipeline of actors. Its methods are for one goroutine, the
 // training loop; the actors do the work.
 type Engine struct {
-	cfg    Config
-	model  Model
-	system *actor.ActorSystem
-	root   *actor.RootContext
-	graph  *actors.Graph
-	log    zerolog.Logger
+	cfg     Config
+	model   Model
+	granule int // rows of a chunk of a mini-batch (nn.Granule)
+	system  *actor.ActorSystem
+	root    *actor.RootContext
+	graph   *actors.Graph
+	log     zerolog.Logger
 
 	plan      *Plan
 	stages    []*actor.PID // stage actors in id order
@@ -132,8 +133,11 @@ func newEngine(layers []nn.Layer, m Model, cfg Config) (*Engine, error) {
 	if cfg.SampleRows <= 0 {
 		cfg.SampleRows = 64
 	}
-	e := &Engine{cfg: cfg, model: m, graph: actors.NewGraph(cfg.Trace), stop: make(chan struct{}),
+	e := &Engine{cfg: cfg, model: m, granule: nn.ChunkRows, graph: actors.NewGraph(cfg.Trace), stop: make(chan struct{}),
 		shapes: map[string][]int{}, global: map[string]int{}, spans: map[int][]actors.Span{}, names: map[int]string{}}
+	if len(m.Specs) > 0 {
+		e.granule = nn.Granule(nn.Tokens(m.Specs, m.Sample))
+	}
 	e.log = zerolog.Nop()
 	if cfg.Logger != nil {
 		e.log = *cfg.Logger
@@ -196,7 +200,7 @@ func (e *Engine) start() error {
 	opt := actors.NewOptimizer(n+1, e.graph, e.cfg.ClipNorm, paramIDs, e.paramOf)
 	opt.SetRun(e.run)
 	e.opt = e.spawn(opt, opt.Status(), "")
-	coord := actors.NewCoordinator(n+2, e.graph, e.cfg.Schedule, e.cfg.MicroBatches, e.pids(e.plan.Positions[0].Slots), e.loss, e.opt, len(paramIDs))
+	coord := actors.NewCoordinator(n+2, e.graph, e.cfg.Schedule, e.cfg.MicroBatches, e.granule, e.pids(e.plan.Positions[0].Slots), e.loss, e.opt, len(paramIDs))
 	coord.SetRun(e.run)
 	name := ""
 	if e.hostSet != nil {
@@ -312,7 +316,51 @@ func (e *Engine) wiring(i int) actors.Wire {
 	} else {
 		w.Next, w.NextNames = []*actor.PID{e.loss}, []string{"loss"}
 	}
+	w.Tied = e.tiedLinks(i)
 	return w
+}
+
+// tiedLinks returns the copies of tied weights that position i's stage
+// holds (a tied head's position is one stage: checkTies refuses shards).
+func (e *Engine) tiedLinks(i int) []actors.TiedLink {
+	var out []actors.TiedLink
+	for k, t := range nn.Ties(e.model.Specs) {
+		emb, embAt := e.tiedCopy(t.Embedding)
+		head, headAt := e.tiedCopy(t.Head)
+		for _, c := range []struct {
+			slot, param, other, otherAt int
+			head                        bool
+		}{{emb, embAt, head, headAt, false}, {head, headAt, emb, embAt, true}} {
+			if e.plan.Slots[c.slot].Position != i {
+				continue
+			}
+			l := actors.TiedLink{Tie: k, Param: c.param, Head: c.head}
+			if c.other == c.slot {
+				l.Other = c.otherAt
+			} else {
+				l.Peer = e.stages[c.other]
+			}
+			out = append(out, l)
+		}
+	}
+	return out
+}
+
+// tiedCopy returns the slot holding layer's "weight" and its index among
+// that stage's parameters.
+func (e *Engine) tiedCopy(layer int) (slot, param int) {
+	for id, s := range e.plan.Slots {
+		param = 0
+		for j, l := range s.Layers {
+			for _, p := range l.Params() {
+				if s.First+j == layer && p.Name == "weight" {
+					return id, param
+				}
+				param++
+			}
+		}
+	}
+	panic(fmt.Errorf("pipeline: no stage holds layer %d's weight", layer))
 }
 
 // isRemote reports whether pid lives in another process.

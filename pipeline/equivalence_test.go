@@ -76,8 +76,11 @@ func reference(t testing.TB, micro int) ([]float64, map[string][]float32) {
 // referenceOn trains layers with nn.Sequential on one goroutine on the
 // mini-batches batchOf gives, and returns the step losses and the final
 // parameters and buffers.
-func referenceOn(t testing.TB, layers []nn.Layer, batchOf func(step int) (*tensor.Tensor, nn.Target), micro int) ([]float64, map[string][]float32) {
+func referenceOn(t testing.TB, layers []nn.Layer, batchOf func(step int) (*tensor.Tensor, nn.Target), micro int, granule ...int) ([]float64, map[string][]float32) {
 	seq := &nn.Sequential{Layers: layers, Loss: nn.CrossEntropy}
+	if len(granule) > 0 {
+		seq.Granule = granule[0]
+	}
 	opt := newSGD(t)
 	ps := seq.Params() // optimizers take the layers' parameters as they are
 	var losses []float64

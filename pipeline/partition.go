@@ -89,7 +89,7 @@ func MeasureCosts(layers []nn.Layer, features, rows, reps, threads int, dt tenso
 	for r := range reps + 1 {
 		arena.Reset()
 		p := nn.Pass{Step: 0, Micro: -1 - r, Train: true, Threads: threads, Arena: arena}
-		h := tensor.Full(dt, 0.5, rows, features)
+		h := tensor.Zeros(dt, rows, features) // zeros: token ids too, for an embedding
 		outs := make([]*tensor.Tensor, len(layers))
 		times := make([]time.Duration, len(layers))
 		for i, l := range layers {

@@ -411,3 +411,20 @@ func TestUndelivered(t *testing.T) {
 		}
 	}
 }
+
+// TestRemoteGPT: a GPT's blocks on two workers give the losses and weights
+// of the same pipeline in one process, bit for bit, with a head tied to the
+// embedding on the other worker.
+func TestRemoteGPT(t *testing.T) {
+	hosts := workers(t, 2, "")
+	for _, m := range []pipeline.Model{tinyGPT, tied} {
+		cfg := pipeline.Config{Schedule: actors.OneFOneB, MicroBatches: 2, Stages: 3, Loss: nn.CrossEntropy, Optimizer: sgd,
+			ClipNorm: clipNorm, RunID: "gpt", Hang: 5 * time.Second}
+		wantLoss, wantW := trainEngineOn(t, m, cfg, gptBatch)
+		cfg.Hosts = hosts
+		gotLoss, gotW := trainEngineOn(t, m, cfg, gptBatch)
+		if why := within(gotLoss, wantLoss, gotW, wantW, 0); why != "" {
+			t.Errorf("tie=%v on hosts: %s", m.Specs[len(m.Specs)-1].Tie, why)
+		}
+	}
+}

@@ -124,7 +124,7 @@ func TestCNNBadShapes(t *testing.T) {
 		name, cfg, want string
 	}{
 		{"conv on spirals", strings.Replace(strings.Replace(cnnConfig, `name = "digits"`, `name = "spirals"`, 1), "units = 10", "units = 3", 1), "model.layers: nn: layer 0 (conv2d): samples [2]: not [C H W]"},
-		{"layer norm on images", strings.Replace(cnnConfig, "type = \"flatten\"", "type = \"layernorm\"", 1), "layer 5 (layernorm): needs flat samples [F], got [8 2 2]: add a flatten layer before it"},
+		{"layer norm on images", strings.Replace(cnnConfig, "type = \"flatten\"", "type = \"layernorm\"", 1), "layer 5 (layernorm): needs flat samples [F] or tokens [T, D], got [8 2 2]: add a flatten layer before it"},
 		{"kernel too large", strings.Replace(cnnConfig, "kernel = 3\nstride = 2\npadding = 1", "kernel = 5\nstride = 2", 1), "layer 3 (conv2d): samples [4 4 4]: kernel 5×5 is larger than the padded input 4×4"},
 	} {
 		r := runCmd(t, t.TempDir(), c.cfg)

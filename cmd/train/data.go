@@ -36,6 +36,19 @@ func loadData(ctx context.Context, c *config.Config, log *runLog) (train, val, t
 	return train, val, test, in, nil
 }
 
+// load loads the data the config names: a set's splits, or a text's
+// (r.text then holds its training tokens).
+func (r *trainRun) load(ctx context.Context) (train, val, test *dataset.Set, in model.Input, err error) {
+	c := r.cfg
+	if !isText(c) {
+		return loadData(ctx, c, r.log)
+	}
+	if r.text, err = loadText(ctx, c, r.log); err != nil {
+		return nil, nil, nil, in, err
+	}
+	return r.text.meta, r.text.val, r.text.test, model.Input{Data: c.Data.Name, Divide: 1}, nil
+}
+
 // validationSeed sets the validation split's draw apart from the test
 // split's, which uses the config's seed itself.
 const validationSeed = 0x56414c // "VAL"
@@ -75,8 +88,12 @@ func dataRecord(c *config.Config) *model.Data {
 			d.Path = abs
 		}
 	}
-	return &model.Data{Seed: c.Seed, Name: d.Name, Path: d.Path, Download: d.Download, LabelColumn: d.LabelColumn,
+	md := &model.Data{Seed: c.Seed, Name: d.Name, Path: d.Path, Download: d.Download, LabelColumn: d.LabelColumn,
 		TestFraction: d.TestFraction, ValidationFraction: d.ValidationFraction}
+	if isText(c) {
+		md.Vocab, md.BlockSize = d.Vocab, d.BlockSize
+	}
+	return md
 }
 
 // loadSplits loads the data set's training and test splits, a CSV file's
@@ -126,7 +143,8 @@ func target(s *dataset.Set, regression bool) nn.Target {
 	if regression {
 		return nn.Target{Values: s.Targets}
 	}
-	return nn.Target{Labels: s.Labels}
+	// a text window's rows have a label a token
+	return nn.Target{Labels: s.Labels, PerRow: len(s.Labels) / max(1, s.Len())}
 }
 
 // isRegression reports whether the model regresses the set's numeric target.

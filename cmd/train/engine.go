@@ -8,13 +8,24 @@ import (
 
 	"github.com/pipetrain/pipetrain/actors"
 	"github.com/pipetrain/pipetrain/cmd/train/internal/config"
+	"github.com/pipetrain/pipetrain/dataset"
 	"github.com/pipetrain/pipetrain/nn"
 	"github.com/pipetrain/pipetrain/optim"
 	"github.com/pipetrain/pipetrain/pipeline"
 )
 
-// evalRows is how many rows evaluation runs through the model at once.
-const evalRows = 1024
+// evalValues is about how many input values (rows × their width: a text
+// window's tokens) evaluation runs through the model at once.
+const evalValues = 1 << 16
+
+// evalChunk is how many rows of set evaluation runs at once: 1024 rows of
+// features, fewer windows of text, whose every token makes activations.
+func evalChunk(set *dataset.Set) int {
+	if set.Len() > 0 && len(set.Labels) > set.Len() {
+		return max(1, evalValues/(8*set.Features))
+	}
+	return 1024
+}
 
 // hangAfter is how long no message may move before the watchdog fails a step.
 const hangAfter = 2 * time.Minute
@@ -52,7 +63,7 @@ func newEngine(c *config.Config, log *runLog, lay layout, r *trainRun) (*pipelin
 // own optimizer from.
 func optimizerSpec(c *config.Config) optim.Spec {
 	o := c.Optimizer
-	return optim.Spec{Kind: o.Type, Momentum: o.Momentum, Nesterov: o.Nesterov, WeightDecay: o.WeightDecay,
+	return optim.Spec{Kind: o.Type, Momentum: o.Momentum, Nesterov: o.Nesterov, WeightDecay: o.WeightDecay, Decay: o.Decay,
 		Betas: o.Betas, Eps: o.Eps}
 }
 

@@ -20,7 +20,8 @@ const evalUsage = "usage: train eval --checkpoint DIR [--set KEY=VALUE]... [--lo
 type evalResult struct {
 	Split      string   `json:"split"`
 	Loss       float64  `json:"loss"`
-	Accuracy   *float64 `json:"accuracy,omitempty"` // classifiers only
+	Accuracy   *float64 `json:"accuracy,omitempty"`      // classifiers only
+	BitsPerChr *float64 `json:"bits_per_char,omitempty"` // text models only
 	Rows       int      `json:"rows"`
 	Checkpoint string   `json:"checkpoint"`
 	Step       int      `json:"step"`
@@ -92,6 +93,9 @@ func dataConfig(d *model.Data, sets []string) (*config.Config, error) {
 	c.Seed = d.Seed
 	c.Data.Name, c.Data.Path, c.Data.Download = d.Name, d.Path, d.Download
 	c.Data.LabelColumn, c.Data.TestFraction, c.Data.ValidationFraction = d.LabelColumn, d.TestFraction, d.ValidationFraction
+	if d.Vocab != "" {
+		c.Data.Vocab, c.Data.BlockSize = d.Vocab, d.BlockSize
+	}
 	if err := c.SetData(sets); err != nil {
 		return nil, badInput(err)
 	}
@@ -106,8 +110,15 @@ func evaluateModel(ctx context.Context, m *model.Model, c *config.Config, log *r
 	if rawDivide(name) != m.Input.Divide || (name == "csv") != (m.Input.Mean != nil) {
 		return nil, badInputf("eval: data.name = %q: the model was trained on %q, whose raw values became features differently", name, m.Input.Data)
 	}
-	train, test, err := loadSplits(ctx, c, log)
-	if err != nil {
+	var train, test *dataset.Set
+	var err error
+	if isText(c) {
+		td, err := loadText(ctx, c, log)
+		if err != nil {
+			return nil, err
+		}
+		train, test = td.meta, td.test
+	} else if train, test, err = loadSplits(ctx, c, log); err != nil {
 		return nil, err
 	}
 	switch {
@@ -129,7 +140,7 @@ func evaluateModel(ctx context.Context, m *model.Model, c *config.Config, log *r
 		checkStandardizer(log, z, dataset.FitStandardizer(fit))
 		test = z.Apply(test) // the checkpoint's, as the run's, not refitted
 	}
-	loss, acc, err := m.Evaluate(test.X, target(test, m.Regression()), evalRows)
+	loss, acc, err := m.Evaluate(test.X, target(test, m.Regression()), evalChunk(test))
 	if err != nil {
 		return nil, fmt.Errorf("eval: %v", err)
 	}
@@ -142,6 +153,11 @@ func evaluateModel(ctx context.Context, m *model.Model, c *config.Config, log *r
 	if !math.IsNaN(acc) {
 		res.Accuracy = &acc
 		ev = ev.Float64("accuracy", acc)
+	}
+	if m.IsText() {
+		bpc := bitsPerChar(loss)
+		res.BitsPerChr = &bpc
+		ev = ev.Float64("bits_per_char", bpc)
 	}
 	ev.Int("rows", test.Len()).Str("checkpoint", ck.Dir).Str("data", name).Msg("")
 	return res, nil

@@ -144,6 +144,7 @@ var subcommands = map[string]func(ctx context.Context, args []string, stdout, st
 	"eval":    runEval,
 	"predict": runPredict,
 	"export":  runExport,
+	"sample":  runSample,
 }
 
 // run is the whole command, returning its exit status. The last line it writes

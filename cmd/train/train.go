@@ -34,7 +34,8 @@ type trainRun struct {
 	metrics    metrics           // what log.metrics serves
 	eng        *pipeline.Engine
 	statsSince time.Time
-	loader     *dataset.Loader
+	loader     batchSource
+	text       *textData // a language model's text; nil for other data
 	test       *dataset.Set
 	val        *dataset.Set // held out of the training rows; nil without data.validation_fraction
 	epochSum   epochSum     // the current epoch's steps, for its summary
@@ -172,9 +173,17 @@ func (r *trainRun) end(start time.Time, err error) error {
 
 // setup loads the data, builds the model and optimizer, and restores the newest
 // checkpoint when resuming.
+// batchSource gives a run's training batches: a set's shuffled rows
+// (dataset.Loader) or a text's random windows.
+type batchSource interface {
+	BatchSize() int
+	BatchesPerEpoch() int
+	BatchInto(epoch, i int, x []float32, labels []int, targets []float32) (rows int)
+}
+
 func (r *trainRun) setup(ctx context.Context, resume bool) error {
 	c := r.cfg
-	train, val, test, input, err := loadData(ctx, c, r.log)
+	train, val, test, input, err := r.load(ctx)
 	if err != nil {
 		return err
 	}
@@ -192,11 +201,14 @@ func (r *trainRun) setup(ctx context.Context, resume bool) error {
 	if !r.regression {
 		r.desc.Classes = train.Classes
 	}
+	if r.text != nil {
+		r.desc.Vocab = r.text.vocab.Kind()
+	}
 	if r.shapes, err = nn.OutShapes(modelSpecs(c), r.sample); err != nil {
 		return badInputf("model.layers: %v", err)
 	}
 	r.features = train.Features
-	cands := candidates(c)
+	cands := candidates(c, r.sample)
 	r.layout, r.tuner = cands[0], newTuner(cands)
 	if r.eng, err = newEngine(c, r.log, r.layout, r); err != nil {
 		return err
@@ -206,7 +218,12 @@ func (r *trainRun) setup(ctx context.Context, resume bool) error {
 	}
 	r.metrics.actors.setEngine(r.eng)
 	r.statsSince = time.Now()
-	r.loader = dataset.NewLoader(train, c.Data.BatchSize, c.Data.Shuffle, c.Seed)
+	if r.text != nil {
+		s := dataset.NewTextSampler(r.text.trainIDs, c.Data.BlockSize, c.Data.BatchSize, c.Seed)
+		r.loader = textBatches{s: s, epochs: s.StepsPerEpoch()}
+	} else {
+		r.loader = dataset.NewLoader(train, c.Data.BatchSize, c.Data.Shuffle, c.Seed)
+	}
 	r.test, r.val = test, val
 	r.early = early{best: math.Inf(1)}
 	total := c.Train.Epochs * r.loader.BatchesPerEpoch()
@@ -214,13 +231,19 @@ func (r *trainRun) setup(ctx context.Context, resume bool) error {
 		total = min(total, c.Train.MaxSteps)
 	}
 	s := c.Schedule
-	if r.sched, err = optim.NewSchedule(s.Type, c.Optimizer.LR, s.WarmupSteps, s.StepSize, s.Gamma, total); err != nil {
+	if r.sched, err = optim.NewSchedule(s.Type, c.Optimizer.LR, s.WarmupSteps, s.StepSize, s.Gamma, total, s.MinLR); err != nil {
 		return badInput(err)
 	}
-	r.log.event("data").Str("data", c.Data.Name).Int("train_rows", train.Len()).Int("validation_rows", val.Len()).Int("test_rows", test.Len()).
+	ev := r.log.event("data").Str("data", c.Data.Name).Int("train_rows", train.Len()).Int("validation_rows", val.Len()).Int("test_rows", test.Len()).
 		Int("features", train.Features).Int("classes", len(train.Classes)).
 		Str("model", describeModel(c, train.Features)).Ints("sample_shape", r.sample).Interface("layer_shapes", r.shapes).
-		Int("batches_per_epoch", r.loader.BatchesPerEpoch()).Msg("data loaded")
+		Int("batches_per_epoch", r.loader.BatchesPerEpoch())
+	msg := "data loaded"
+	if r.text != nil {
+		ev = ev.Int("train_tokens", len(r.text.trainIDs)).Int("vocab", r.text.vocab.Size())
+		msg += ": " + describeText(r.text)
+	}
+	ev.Msg(msg)
 	if resume {
 		return r.restore()
 	}
@@ -274,14 +297,18 @@ func (r *trainRun) loop(ctx context.Context) error {
 type batches struct {
 	r          *trainRun
 	features   int
+	perRow     int // labels a row: a text window's tokens, else 1
 	xbuf, tbuf []float32
 	lbuf       []int
 	x          *tensor.Tensor // over xbuf: the same tensor while the batch size is the same
 }
 
 func (r *trainRun) newBatches() *batches {
-	bs, features := r.loader.BatchSize(), r.loader.Set().Features
-	return &batches{r: r, features: features, xbuf: make([]float32, bs*features), lbuf: make([]int, bs), tbuf: make([]float32, bs)}
+	bs, per := r.loader.BatchSize(), 1
+	if r.text != nil {
+		per = r.features
+	}
+	return &batches{r: r, features: r.features, perRow: per, xbuf: make([]float32, bs*r.features), lbuf: make([]int, bs*per), tbuf: make([]float32, bs)}
 }
 
 // next returns batch of epoch: its inputs and targets.
@@ -292,8 +319,8 @@ func (b *batches) next(epoch, batch int) (*tensor.Tensor, nn.Target) {
 		b.x = tensor.Wrap32(b.xbuf[:rows*b.features], rows, b.features)
 	}
 	var t nn.Target
-	if r.loader.Set().Labels != nil {
-		t.Labels = b.lbuf[:rows]
+	if !r.regression {
+		t.Labels, t.PerRow = b.lbuf[:rows*b.perRow], b.perRow
 	}
 	if r.regression {
 		t = nn.Target{Values: tensor.Wrap32(b.tbuf[:rows], rows, 1)}
@@ -324,8 +351,12 @@ func (r *trainRun) record(loss, lr float64, rows int) {
 		now := time.Now()
 		rate := float64(r.rate.samples) / now.Sub(r.rate.since).Seconds()
 		r.metrics.rate.Store(rate)
-		r.log.event("step").Int("epoch", r.epoch+1).Int("step", r.step).Float64("loss", loss).
-			Float64("lr", lr).Float64("samples_per_sec", rate).Msg("")
+		ev := r.log.event("step").Int("epoch", r.epoch+1).Int("step", r.step).Float64("loss", loss).
+			Float64("lr", lr).Float64("samples_per_sec", rate)
+		if r.text != nil {
+			ev = ev.Float64("tokens_per_sec", rate*float64(r.features))
+		}
+		ev.Msg("")
 		r.rate = rateClock{since: now}
 	}
 }
@@ -435,7 +466,7 @@ func (r *trainRun) evalOn(set *dataset.Set, split string, more func(*zerolog.Eve
 	if set == nil || set.Len() == 0 {
 		return 0, 0, false
 	}
-	loss, acc, err := r.eng.Evaluate(set.X, target(set, r.regression), evalRows)
+	loss, acc, err := r.eng.Evaluate(set.X, target(set, r.regression), evalChunk(set))
 	if err != nil {
 		r.log.Warn().Str("event", "eval").Err(err).Msg("evaluation failed")
 		return 0, 0, false
@@ -447,6 +478,9 @@ func (r *trainRun) evalOn(set *dataset.Set, split string, more func(*zerolog.Eve
 	ev := r.log.event("eval").Int("epoch", r.epoch+1).Int("step", r.step).Str("split", split).Float64("loss", loss)
 	if !math.IsNaN(acc) {
 		ev = ev.Float64("accuracy", acc)
+	}
+	if r.text != nil {
+		ev = ev.Float64("bits_per_char", bitsPerChar(loss))
 	}
 	if more != nil {
 		ev = more(ev)
@@ -543,6 +577,9 @@ func dataKeys(c *config.Config) []any {
 	keys := []any{d.Name, d.BatchSize, d.Shuffle, d.TestFraction, d.LabelColumn}
 	if d.ValidationFraction != 0 {
 		keys = append(keys, d.ValidationFraction)
+	}
+	if isText(c) {
+		keys = append(keys, d.Vocab, d.BlockSize)
 	}
 	return keys
 }

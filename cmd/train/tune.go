@@ -37,13 +37,15 @@ func perMicroBatch(c *config.Config) bool {
 	return false
 }
 
-// candidates lists the layouts a run may use: one when the config fixes
+// candidates lists the layouts a run may use for samples of the given shape: one when the config fixes
 // both the schedule and the micro-batches, else those "auto" tries, first
 // the one a run starts with.
-func candidates(c *config.Config) []layout {
+func candidates(c *config.Config, sample []int) []layout {
 	p := c.Pipeline
-	// more micro-batches than 32-row chunks would be merged (nn.SplitRows)
-	most := (c.Data.BatchSize + nn.ChunkRows - 1) / nn.ChunkRows
+	// more micro-batches than chunks would be merged (nn.SplitRows): 32
+	// rows, or a sequence model's fewest whole sequences of 32·k tokens
+	g := nn.Granule(nn.Tokens(modelSpecs(c), sample))
+	most := (c.Data.BatchSize + g - 1) / g
 	micros := []int{int(p.MicroBatches)}
 	switch {
 	case p.MicroBatches.IsAuto() && perMicroBatch(c):

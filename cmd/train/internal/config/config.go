@@ -31,8 +31,10 @@ type Config struct {
 
 // Data is the [data] table: which data set, and how to batch it.
 type Data struct {
-	Name               string  `toml:"name" json:"name"`                 // digits | mnist | fashion-mnist | csv | spirals
-	Path               string  `toml:"path" json:"path"`                 // mnist/fashion-mnist: a folder; csv: the file
+	Name               string  `toml:"name" json:"name"`                 // digits | mnist | fashion-mnist | csv | spirals | text | shakespeare
+	Path               string  `toml:"path" json:"path"`                 // mnist/fashion-mnist: a folder; csv, text: the file; shakespeare: its input.txt
+	Vocab              string  `toml:"vocab" json:"vocab"`               // text, shakespeare: chars | bytes
+	BlockSize          int     `toml:"block_size" json:"block_size"`     // text, shakespeare: the context length in tokens
 	Download           bool    `toml:"download" json:"download"`         // mnist/fashion-mnist: fetch into the cache when path is empty
 	LabelColumn        int     `toml:"label_column" json:"label_column"` // csv: the label column; negative counts from the end
 	BatchSize          int     `toml:"batch_size" json:"batch_size"`
@@ -84,6 +86,7 @@ type Optimizer struct {
 	Momentum    float64    `toml:"momentum" json:"momentum"` // sgd
 	Nesterov    bool       `toml:"nesterov" json:"nesterov"` // sgd, with momentum > 0
 	WeightDecay float64    `toml:"weight_decay" json:"weight_decay"`
+	Decay       string     `toml:"decay" json:"decay"` // all | matrices: which parameters weight_decay applies to
 	Betas       [2]float64 `toml:"betas" json:"betas"` // adam, adamw
 	Eps         float64    `toml:"eps" json:"eps"`     // adam, adamw
 	ClipNorm    float64    `toml:"clip_norm" json:"clip_norm"`
@@ -96,6 +99,7 @@ type Schedule struct {
 	WarmupSteps int     `toml:"warmup_steps" json:"warmup_steps"`
 	StepSize    int     `toml:"step_size" json:"step_size"` // step: decay every step_size steps
 	Gamma       float64 `toml:"gamma" json:"gamma"`         // step: the decay factor
+	MinLR       float64 `toml:"min_lr" json:"min_lr"`       // cosine: the rate at the run's last step
 }
 
 // Pipeline is the [pipeline] table: how the layers are spread over actors.
@@ -147,6 +151,7 @@ func Default() *Config {
 		Seed: 1,
 		Data: Data{
 			Name:         "digits",
+			Vocab:        "chars",
 			LabelColumn:  -1,
 			BatchSize:    64,
 			Shuffle:      true,
@@ -156,6 +161,7 @@ func Default() *Config {
 		Optimizer: Optimizer{
 			Type:  "sgd",
 			LR:    0.05,
+			Decay: "all",
 			Betas: [2]float64{0.9, 0.999},
 			Eps:   1e-8,
 		},

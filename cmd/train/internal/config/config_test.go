@@ -47,11 +47,11 @@ func plain(c *Config) *Config {
 func TestDefault(t *testing.T) {
 	want := &Config{
 		Seed: 1,
-		Data: Data{Name: "digits", Path: "", Download: false, LabelColumn: -1, BatchSize: 64,
+		Data: Data{Name: "digits", Path: "", Vocab: "chars", Download: false, LabelColumn: -1, BatchSize: 64,
 			Shuffle: true, TestFraction: 0.2},
 		Model: Model{Layers: nil},
 		Loss:  Loss{Type: "cross_entropy"},
-		Optimizer: Optimizer{Type: "sgd", LR: 0.05, Momentum: 0, Nesterov: false, WeightDecay: 0,
+		Optimizer: Optimizer{Type: "sgd", LR: 0.05, Momentum: 0, Nesterov: false, WeightDecay: 0, Decay: "all",
 			Betas: [2]float64{0.9, 0.999}, Eps: 1e-8, ClipNorm: 0, ClipValue: 0},
 		Schedule: Schedule{Type: "constant", WarmupSteps: 0, StepSize: 0, Gamma: 0.1},
 		Pipeline: Pipeline{Schedule: "auto", MicroBatches: 0, Stages: 0, GEMMThreads: 0, SplitBackward: false, Hosts: nil},
@@ -104,7 +104,7 @@ func TestParseFull(t *testing.T) {
 	}
 	want := &Config{
 		Seed: 42,
-		Data: Data{Name: "csv", Path: "testdata/iris.csv", Download: true, LabelColumn: 4, BatchSize: 32,
+		Data: Data{Name: "text", Path: "testdata/iris.csv", Vocab: "bytes", BlockSize: 16, Download: true, LabelColumn: 4, BatchSize: 32,
 			Shuffle: false, TestFraction: 0.25, ValidationFraction: 0.1},
 		Model: Model{Layers: []Layer{
 			layer("conv2d", func(l *Layer) { l.Channels, l.Kernel, l.Stride, l.Padding, l.Init = 4, 3, 2, 1, "torch_default" }),
@@ -117,12 +117,14 @@ func TestParseFull(t *testing.T) {
 			layer("layernorm", func(*Layer) {}),
 			layer("linear", func(l *Layer) { l.Units, l.Init = 32, "xavier_normal" }),
 			layer("gelu", func(l *Layer) { l.Approximate = true }),
-			layer("linear", func(l *Layer) { l.Units, l.Init = 3, "he_uniform" }),
+			layer("embedding", func(l *Layer) { l.Dim, l.Init = 8, "gpt" }),
+			layer("transformer_block", func(l *Layer) { l.Heads, l.Hidden, l.Dropout = 2, 16, 0.1 }),
+			layer("linear", func(l *Layer) { l.Units, l.Init, l.Tie = 3, "he_uniform", true }),
 		}},
 		Loss: Loss{Type: "mse"},
-		Optimizer: Optimizer{Type: "sgd", LR: 0.1, Momentum: 0.9, Nesterov: true, WeightDecay: 1e-4,
+		Optimizer: Optimizer{Type: "sgd", LR: 0.1, Momentum: 0.9, Nesterov: true, WeightDecay: 1e-4, Decay: "matrices",
 			Betas: [2]float64{0.8, 0.99}, Eps: 1e-6, ClipNorm: 1, ClipValue: 5},
-		Schedule: Schedule{Type: "step", WarmupSteps: 100, StepSize: 1000, Gamma: 0.5},
+		Schedule: Schedule{Type: "cosine", WarmupSteps: 100, StepSize: 1000, Gamma: 0.5, MinLR: 0.01},
 		Pipeline: Pipeline{Schedule: "sequential", MicroBatches: 8, Stages: 3, GEMMThreads: 2, SplitBackward: true, Hosts: nil},
 		Train:    Train{Epochs: 10, MaxSteps: 5000, EvalEvery: 500, CheckpointDir: "ckpt", CheckpointEvery: 1000, EarlyStop: 3},
 		Log:      Log{Dir: "runs", Every: 25, Trace: "trace.json", Metrics: "127.0.0.1:0"},
@@ -234,7 +236,7 @@ func TestOverrides(t *testing.T) {
 		{[]string{"optimizer.betas=[0.8, 0.99]"}, func(c *Config) any { return c.Optimizer.Betas }, [2]float64{0.8, 0.99}},
 		{[]string{"optimizer.betas.1=0.95"}, func(c *Config) any { return c.Optimizer.Betas }, [2]float64{0.9, 0.95}},
 		{[]string{`optimizer={type="adam", lr=0.001}`}, func(c *Config) any { return c.Optimizer },
-			Optimizer{Type: "adam", LR: 0.001, Betas: [2]float64{0.9, 0.999}, Eps: 1e-8}},
+			Optimizer{Type: "adam", LR: 0.001, Decay: "all", Betas: [2]float64{0.9, 0.999}, Eps: 1e-8}},
 		{[]string{"model.layers.0.units=64"}, func(c *Config) any {
 			return []int{c.Model.Layers[0].Units, c.Model.Layers[2].Units}
 		}, []int{64, 10}},
@@ -272,7 +274,7 @@ func TestOverrideAfterFile(t *testing.T) {
 		t.Fatalf("Parse: got %v, want no error", err)
 	}
 	got := c.Optimizer
-	want := Optimizer{Type: "adam", LR: 0.02, Betas: [2]float64{0.7, 0.9}, Eps: 1e-8}
+	want := Optimizer{Type: "adam", LR: 0.02, Decay: "all", Betas: [2]float64{0.7, 0.9}, Eps: 1e-8}
 	if got != want {
 		t.Errorf("Parse(%q, sets): got %+v, want %+v", data, got, want)
 	}
@@ -300,7 +302,7 @@ func TestGoLayers(t *testing.T) {
 		{Layer{Spec: nn.Spec{Type: "relu", Units: 5}}, `config: model.layers[0].units = 5: not a key of a relu layer (it takes only type)`},
 		{Layer{Spec: nn.Spec{Type: "tanh", P: 0.3}}, `config: model.layers[0].p = 0.3: not a key of a tanh layer (it takes only type)`},
 		{lin, ""},
-		{Layer{Spec: nn.Spec{Type: "linear", Units: 10}}, `config: model.layers[0].init = "": want one of xavier_uniform, xavier_normal, he_uniform, he_normal, torch_default`},
+		{Layer{Spec: nn.Spec{Type: "linear", Units: 10}}, `config: model.layers[0].init = "": want one of xavier_uniform, xavier_normal, he_uniform, he_normal, torch_default, gpt`},
 		{Layer{Spec: nn.Spec{Type: "linear"}}, `config: model.layers[0].units: required for a linear layer`},
 	} {
 		c := Default()
@@ -351,10 +353,10 @@ func TestSetData(t *testing.T) {
 		want string // "" for no error
 		data Data   // the [data] table after, when no error
 	}{
-		{nil, "", Data{Name: "mnist", Path: "/d", LabelColumn: -1, BatchSize: 64, Shuffle: true, TestFraction: 0.2}},
+		{nil, "", Data{Name: "mnist", Path: "/d", Vocab: "chars", LabelColumn: -1, BatchSize: 64, Shuffle: true, TestFraction: 0.2}},
 		{[]string{"data.path=/e", "data.test_fraction=0.5", "seed=3", "log.dir=out"}, "",
-			Data{Name: "mnist", Path: "/e", LabelColumn: -1, BatchSize: 64, Shuffle: true, TestFraction: 0.5}},
-		{[]string{`data={name="csv", path="x.csv"}`}, "", Data{Name: "csv", Path: "x.csv", LabelColumn: -1, BatchSize: 64, Shuffle: true, TestFraction: 0.2}},
+			Data{Name: "mnist", Path: "/e", Vocab: "chars", LabelColumn: -1, BatchSize: 64, Shuffle: true, TestFraction: 0.5}},
+		{[]string{`data={name="csv", path="x.csv"}`}, "", Data{Name: "csv", Path: "x.csv", Vocab: "chars", LabelColumn: -1, BatchSize: 64, Shuffle: true, TestFraction: 0.2}},
 		{[]string{"optimizer.lr=0.1"}, `config: --set "optimizer.lr=0.1": only seed, data.* and log.dir apply here`, Data{}},
 		{[]string{"log.every=3"}, `config: --set "log.every=3": only seed, data.* and log.dir apply here`, Data{}},
 		{[]string{"data.bogus=1"}, `config: --set "data.bogus=1": unknown key "data.bogus"`, Data{}},
@@ -441,7 +443,7 @@ func TestResolvedRoundTrip(t *testing.T) {
 	layers := c.Resolved()["model"].(map[string]any)["layers"].([]any)
 	for i, want := range [][]string{{"channels", "init", "kernel", "padding", "shards", "stride", "type"}, {"kernel", "stride", "type"},
 		{"eps", "momentum", "type"}, {"type"},
-		{"init", "shards", "type", "units"}, {"alpha", "type"}, {"p", "type"}, {"type"}, nil, {"approximate", "type"}} {
+		{"init", "shards", "tie", "type", "units"}, {"alpha", "type"}, {"p", "type"}, {"type"}, nil, {"approximate", "type"}} {
 		if want == nil {
 			continue
 		}

@@ -16,7 +16,10 @@ import (
 
 // The valid names of the string-valued keys.
 var (
-	dataNames         = []string{"digits", "mnist", "fashion-mnist", "csv", "spirals"}
+	dataNames         = []string{"digits", "mnist", "fashion-mnist", "csv", "spirals", "text", "shakespeare"}
+	textData          = []string{"text", "shakespeare"}
+	vocabKinds        = []string{"chars", "bytes"}
+	decays            = []string{"all", "matrices"}
 	layerTypes        = nn.LayerTypes()
 	optimizerTypes    = []string{"sgd", "adam", "adamw"}
 	scheduleTypes     = []string{"constant", "step", "cosine"}
@@ -92,8 +95,17 @@ func (c *Config) validateData() error {
 	if err := oneOf("data.name", d.Name, dataNames); err != nil {
 		return err
 	}
-	if d.Name == "csv" && d.Path == "" {
-		return errorf(`data.path: required for data.name = "csv"`)
+	if (d.Name == "csv" || d.Name == "text") && d.Path == "" {
+		return errorf(`data.path: required for data.name = %q`, d.Name)
+	}
+	if err := oneOf("data.vocab", d.Vocab, vocabKinds); err != nil {
+		return err
+	}
+	switch text := slices.Contains(textData, d.Name); {
+	case text && d.BlockSize < 1:
+		return errorf("data.block_size = %d: required for data.name = %q, the context length in tokens (at least 1)", d.BlockSize, d.Name)
+	case !text && d.BlockSize != 0:
+		return errorf("data.block_size = %d: only for text data (data.name = \"text\" or \"shakespeare\"), not %q", d.BlockSize, d.Name)
 	}
 	if err := atLeast("data.batch_size", d.BatchSize, 1); err != nil {
 		return err
@@ -117,12 +129,25 @@ func (c *Config) validateModel() error {
 	if len(c.Model.Layers) == 0 {
 		return errorf("model.layers: at least one layer is required")
 	}
+	// each layer checked as a copy: the defaults the checks fill in stay
+	// out of the config (and of the hash checkpoints record of it)
 	for i, l := range c.Model.Layers {
-		if err := l.validate(fmt.Sprintf("model.layers[%d]", i)); err != nil {
+		p := fmt.Sprintf("model.layers[%d]", i)
+		if i == len(c.Model.Layers)-1 && l.unitsFromData() {
+			// the output width comes from the data (CheckData): check the rest
+			l.Units, l.given = 1, append(slices.Clone(l.given), "units")
+		}
+		if err := l.validate(p); err != nil {
 			return err
 		}
 	}
 	return nil
+}
+
+// unitsFromData reports whether the layer takes units and leaves it to the
+// data, which only the model's last layer may.
+func (l *Layer) unitsFromData() bool {
+	return slices.Contains(layerKeys[l.Type], "units") && !l.isGiven("units") && l.Units == 0
 }
 
 // validate checks one layer; p is its path, e.g. "model.layers[2]".
@@ -221,6 +246,9 @@ func (c *Config) validateOptimizer() error {
 	if o.Nesterov && o.Momentum == 0 {
 		return errorf("optimizer.nesterov = true: needs optimizer.momentum > 0")
 	}
+	if err := oneOf("optimizer.decay", o.Decay, decays); err != nil {
+		return err
+	}
 	if o.WeightDecay < 0 {
 		return errorf("optimizer.weight_decay = %s: must be >= 0", formatFloat(o.WeightDecay))
 	}
@@ -260,6 +288,15 @@ func (c *Config) validateSchedule() error {
 	}
 	if !(s.Gamma > 0 && s.Gamma <= 1) {
 		return errorf("schedule.gamma = %s: must be in (0, 1]", formatFloat(s.Gamma))
+	}
+	if err := finite("schedule.min_lr", s.MinLR); err != nil {
+		return err
+	}
+	if s.MinLR != 0 && s.Type != "cosine" {
+		return errorf(`schedule.min_lr = %s: only used by schedule.type = "cosine", not %q`, formatFloat(s.MinLR), s.Type)
+	}
+	if !(s.MinLR >= 0 && s.MinLR <= c.Optimizer.LR) {
+		return errorf("schedule.min_lr = %s: must be in [0, optimizer.lr = %s]", formatFloat(s.MinLR), formatFloat(c.Optimizer.LR))
 	}
 	return nil
 }
@@ -356,11 +393,22 @@ func (c *Config) validateLog() error {
 
 // CheckData checks the config against the data it will train on: features
 // inputs per sample, and classes classes (0 for a regression set with one
-// numeric target). The model's output width, the units of its last linear
-// layer, must be the number of classes (1 for regression), and
+// numeric target; a text's vocabulary). It first sets what the model takes
+// from the data: the units of a last layer that leaves them out, and an
+// embedding's vocabulary. The model's output width, the units of its last
+// linear layer, must be the number of classes (1 for regression), and
 // cross_entropy needs classes.
 func (c *Config) CheckData(features, classes int) error {
 	name := c.Data.Name
+	layers := c.Model.Layers
+	if n := len(layers); n > 0 && layers[n-1].unitsFromData() {
+		layers[n-1].Units = max(1, classes) // a regression's one output
+	}
+	for i := range layers {
+		if layers[i].TakesVocab() {
+			layers[i].Vocab = classes
+		}
+	}
 	if features < 1 {
 		return errorf("data %q has %d features per sample; want at least 1", name, features)
 	}

@@ -1,0 +1,106 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"slices"
+
+	"github.com/pipetrain/pipetrain/cmd/train/internal/config"
+	"github.com/pipetrain/pipetrain/dataset"
+)
+
+// textData is a text split for a language model: the training tokens,
+// which each step draws windows from, and the evaluation splits as their
+// non-overlapping windows.
+type textData struct {
+	vocab     dataset.Vocab
+	trainIDs  []int32
+	val, test *dataset.Set // windows; val nil without data.validation_fraction
+	meta      *dataset.Set // no rows: the vocabulary as classes and the block as features
+}
+
+// isText reports whether the config trains a language model on text.
+func isText(c *config.Config) bool {
+	return slices.Contains([]string{"text", "shakespeare"}, c.Data.Name)
+}
+
+// loadText reads the text the config names and splits it: the first
+// 1 − test_fraction of the tokens train, the rest test; validation comes
+// from the end of the training part.
+func loadText(ctx context.Context, c *config.Config, log *runLog) (*textData, error) {
+	d := c.Data
+	path := d.Path
+	if d.Name == "shakespeare" && path == "" {
+		if !d.Download {
+			return nil, badInputf("data.path is empty: give tiny Shakespeare's input.txt, or set data.download = true")
+		}
+		log.event("download").Str("data", d.Name).Msg("fetching data set into the cache")
+		var err error
+		if path, err = dataset.DownloadShakespeare(ctx, dataset.DownloadOptions{}); err != nil {
+			return nil, badInputf("data.download: %v", err)
+		}
+	}
+	text, err := dataset.LoadText(path, d.Vocab)
+	if err != nil {
+		return nil, badInput(err)
+	}
+	train, val, test, err := text.Split(d.TestFraction, d.ValidationFraction)
+	if err != nil {
+		return nil, badInput(err)
+	}
+	td := &textData{vocab: text.Vocab, trainIDs: train}
+	for _, s := range []struct {
+		name string
+		ids  []int32
+		set  **dataset.Set
+	}{{"training", train, nil}, {"validation", val, &td.val}, {"test", test, &td.test}} {
+		if s.set != nil && len(s.ids) == 0 {
+			continue // no such split
+		}
+		if err := dataset.CheckBlock(s.name, s.ids, d.BlockSize); err != nil {
+			return nil, badInputf("data.block_size = %d: %v", d.BlockSize, err)
+		}
+		if s.set != nil {
+			*s.set = textSet(text, s.ids, d.BlockSize)
+		}
+	}
+	td.meta = &dataset.Set{Name: text.Name, Classes: text.Vocab.Tokens(), Features: d.BlockSize}
+	return td, nil
+}
+
+// textSet is a split's non-overlapping windows as a set: each row a window
+// of token ids, its labels the next tokens, a label a token.
+func textSet(text *dataset.Text, ids []int32, block int) *dataset.Set {
+	x, labels := dataset.TextWindows(ids, block)
+	return &dataset.Set{Name: text.Name, X: x, Labels: labels, Classes: text.Vocab.Tokens(), Features: block}
+}
+
+// textBatches draws each training step's windows at random offsets, keyed
+// by the step's place in the run so that a resumed run draws the same.
+type textBatches struct {
+	s      *dataset.TextSampler
+	epochs int // batches an epoch
+}
+
+func (b textBatches) BatchSize() int       { return b.s.BatchSize() }
+func (b textBatches) BatchesPerEpoch() int { return b.epochs }
+
+func (b textBatches) BatchInto(epoch, i int, x []float32, labels []int, _ []float32) int {
+	b.s.BatchInto(epoch*b.epochs+i, x, labels)
+	return b.s.BatchSize()
+}
+
+// bitsPerChar is a text model's loss in bits per token.
+func bitsPerChar(loss float64) float64 { return loss / math.Ln2 }
+
+// describeText is the data event's account of a text: its tokens a split.
+func describeText(td *textData) string {
+	n := func(s *dataset.Set) int {
+		if s == nil {
+			return 0
+		}
+		return len(s.Labels)
+	}
+	return fmt.Sprintf("%d training, %d validation and %d test tokens (windows: their targets), vocabulary %d", len(td.trainIDs), n(td.val), n(td.test), td.vocab.Size())
+}

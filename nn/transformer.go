@@ -1,0 +1,223 @@
+package nn
+
+import (
+	"fmt"
+	"math"
+	"math/rand/v2"
+
+	"github.com/pipetrain/pipetrain/internal/vec"
+	"github.com/pipetrain/pipetrain/ops"
+	"github.com/pipetrain/pipetrain/tensor"
+)
+
+// TransformerBlock is GPT-2's pre-LN block on samples of Tokens tokens of
+// Dim features, [N, Tokens·Dim]:
+//
+//	x = x + drop(proj(attention(c_attn(ln_1(x)))))
+//	x = x + drop(mlp.c_proj(gelu(mlp.c_fc(ln_2(x)))))
+//
+// with causal multi-head self-attention of Heads heads and an MLP of Hidden
+// units, as nanoGPT's Block. Dropout, when P > 0, applies to the two
+// residual branches (nanoGPT's resid_dropout); the attention weights are
+// not dropped.
+type TransformerBlock struct {
+	Tokens, Dim, Heads, Hidden int
+
+	ln1, ln2     *LayerNorm
+	attn, proj   *Linear // attn.c_attn, attn.c_proj
+	fc, out      *Linear // mlp.c_fc, mlp.c_proj
+	gelu         *Activation
+	drop1, drop2 *Dropout // nil without dropout
+	saved        cache[blockSaved]
+	work         ops.AttentionWork
+	params       []Param
+}
+
+// blockSaved is what the backward needs beyond the sub-layers' own caches.
+type blockSaved struct {
+	qkv, probs *tensor.Tensor
+}
+
+// blockConfig is how to build a block: its place in the model (for dropout's
+// streams) and the number of blocks (for GPT's init).
+type blockConfig struct {
+	tokens, dim, heads, hidden int
+	dropout                    float64
+	init                       Init
+	seed                       uint64
+	index, blocks              int
+}
+
+// newTransformerBlock draws the block's weights from rng in the order
+// c_attn, attn.c_proj, mlp.c_fc, mlp.c_proj (weight, then bias for
+// TorchDefault, as each Linear draws them).
+func newTransformerBlock(dt tensor.DType, c blockConfig, rng *rand.Rand) (*TransformerBlock, error) {
+	d, h := c.dim, c.hidden
+	if c.tokens <= 0 || d <= 0 || h <= 0 || c.heads <= 0 || d%c.heads != 0 {
+		return nil, fmt.Errorf("nn: transformer block of %d tokens of width %d needs heads dividing the width, got %d heads and %d hidden", c.tokens, d, c.heads, h)
+	}
+	b := &TransformerBlock{Tokens: c.tokens, Dim: d, Heads: c.heads, Hidden: h,
+		ln1: NewLayerNorm(dt, d), ln2: NewLayerNorm(dt, d), gelu: NewGELU(false), saved: cache[blockSaved]{}}
+	linear := func(in, out int, residual bool) (*Linear, error) {
+		if c.init != GPT {
+			return NewLinear(dt, in, out, c.init, rng)
+		}
+		l, err := NewLinear(dt, in, out, c.init, rng)
+		if err == nil && residual {
+			// GPT-2's smaller init of the projections into the residual
+			// stream: N(0, 0.02) scaled to N(0, 0.02/√(2·blocks))
+			scale(l.W, 1/math.Sqrt(2*float64(max(1, c.blocks))))
+		}
+		return l, err
+	}
+	var err error
+	if b.attn, err = linear(d, 3*d, false); err != nil {
+		return nil, err
+	}
+	if b.proj, err = linear(d, d, true); err != nil {
+		return nil, err
+	}
+	if b.fc, err = linear(d, h, false); err != nil {
+		return nil, err
+	}
+	if b.out, err = linear(h, d, true); err != nil {
+		return nil, err
+	}
+	if c.dropout > 0 {
+		// streams apart from any dropout layer's: layer indices stay small
+		if b.drop1, err = NewDropout(c.dropout, c.seed, c.index<<20|1); err != nil {
+			return nil, err
+		}
+		b.drop2, _ = NewDropout(c.dropout, c.seed, c.index<<20|2)
+	}
+	return b, nil
+}
+
+func (b *TransformerBlock) Kind() string { return "transformer_block" }
+
+// Params returns the parameters named as nanoGPT's Block names them.
+func (b *TransformerBlock) Params() []Param {
+	if b.params != nil {
+		return b.params
+	}
+	for _, part := range []struct {
+		name string
+		l    Layer
+	}{{"ln_1", b.ln1}, {"attn.c_attn", b.attn}, {"attn.c_proj", b.proj}, {"ln_2", b.ln2}, {"mlp.c_fc", b.fc}, {"mlp.c_proj", b.out}} {
+		for _, p := range part.l.Params() {
+			p.Name = part.name + "." + p.Name
+			b.params = append(b.params, p)
+		}
+	}
+	return b.params
+}
+
+func (b *TransformerBlock) ZeroGrad() { zeroGrads(b.Params()) }
+
+func (b *TransformerBlock) InFlight() int { return len(b.saved) }
+
+func (b *TransformerBlock) Reset() {
+	clear(b.saved)
+	for _, l := range b.layers() {
+		l.Reset()
+	}
+}
+
+func (b *TransformerBlock) layers() []Layer {
+	ls := []Layer{b.ln1, b.attn, b.proj, b.ln2, b.fc, b.gelu, b.out}
+	if b.drop1 != nil {
+		ls = append(ls, b.drop1, b.drop2)
+	}
+	return ls
+}
+
+func (b *TransformerBlock) Forward(p Pass, x *tensor.Tensor) *tensor.Tensor {
+	if x.Dims() != 2 || x.Dim(1) != b.Tokens*b.Dim {
+		panic(fmt.Errorf("nn.TransformerBlock: input %v is not samples of %d tokens of width %d", x.Shape(), b.Tokens, b.Dim))
+	}
+	n := x.Dim(0)
+	xt := toTokens(p.Arena, x, b.Tokens, b.Dim)
+	qkv := b.attn.Forward(p, b.ln1.Forward(p, xt))
+	att := p.Arena.Tensor(x.DType(), n, b.Tokens, b.Dim)
+	probs := p.Arena.Tensor(x.DType(), n, b.Heads, b.Tokens, b.Tokens)
+	b.work.Threads = p.Threads
+	ops.CausalSelfAttentionInto(att, probs, p.Arena.view(qkv, 0, n, b.Tokens, 3*b.Dim), b.Heads, &b.work)
+	y := b.proj.Forward(p, p.Arena.view(att, 0, n*b.Tokens, b.Dim))
+	x2 := residual(p, xt, dropped(p, b.drop1, y, n))
+	z := b.out.Forward(p, b.gelu.Forward(p, b.fc.Forward(p, b.ln2.Forward(p, x2))))
+	o := residual(p, x2, dropped(p, b.drop2, z, n))
+	b.saved.put(p, blockSaved{qkv: qkv, probs: probs})
+	return toSamples(p.Arena, o, b.Tokens, b.Dim)
+}
+
+// Backward runs the sub-layers' backwards in reverse, adding the residual
+// stream's gradient to each branch's.
+func (b *TransformerBlock) Backward(p Pass, dy *tensor.Tensor, needDX bool) *tensor.Tensor {
+	s := b.saved.take("TransformerBlock", p)
+	n := s.qkv.Dim(0) / b.Tokens
+	if dy.Dims() != 2 || dy.Dim(0) != n || dy.Dim(1) != b.Tokens*b.Dim || dy.DType() != s.qkv.DType() {
+		panic(fmt.Errorf("nn.TransformerBlock: dy %v %v does not fit output [%d %d]", dy.DType(), dy.Shape(), n, b.Tokens*b.Dim))
+	}
+	dyt := toTokens(p.Arena, dy, b.Tokens, b.Dim)
+	dz := droppedBackward(p, b.drop2, dyt, n, b.Tokens, b.Dim)
+	dh2 := b.fc.Backward(p, b.gelu.Backward(p, b.out.Backward(p, dz, true), true), true)
+	dx2 := residual(p, dyt, b.ln2.Backward(p, dh2, true))
+	dyp := droppedBackward(p, b.drop1, dx2, n, b.Tokens, b.Dim)
+	datt := b.proj.Backward(p, dyp, true)
+	dqkv := p.Arena.Tensor(dy.DType(), n, b.Tokens, 3*b.Dim)
+	b.work.Threads = p.Threads
+	ops.CausalSelfAttentionBackwardInto(dqkv, p.Arena.view(datt, 0, n, b.Tokens, b.Dim), p.Arena.view(s.qkv, 0, n, b.Tokens, 3*b.Dim), s.probs, b.Heads, &b.work)
+	dh1 := b.attn.Backward(p, p.Arena.view(dqkv, 0, n*b.Tokens, 3*b.Dim), true)
+	dx1 := b.ln1.Backward(p, dh1, needDX)
+	if !needDX {
+		return nil
+	}
+	return toSamples(p.Arena, residual(p, dx2, dx1), b.Tokens, b.Dim)
+}
+
+// scale multiplies t by c in place.
+func scale(t *tensor.Tensor, c float64) {
+	if t.DType() == tensor.Float32 {
+		for i, v := range t.Data32() {
+			t.Data32()[i] = float32(float64(v) * c)
+		}
+		return
+	}
+	for i, v := range t.Data64() {
+		t.Data64()[i] = v * c
+	}
+}
+
+// residual returns a + b, from the pass's arena.
+func residual(p Pass, a, b *tensor.Tensor) *tensor.Tensor {
+	out := p.Arena.Like(a)
+	if a.DType() == tensor.Float32 {
+		o := out.Data32()
+		copy(o, a.Data32())
+		vec.Add(o, b.Data32())
+		return out
+	}
+	o, x, y := out.Data64(), a.Data64(), b.Data64()
+	for i := range o {
+		o[i] = x[i] + y[i]
+	}
+	return out
+}
+
+// dropped applies d, if any, to the rows of tokens y as the samples
+// [n, tokens·dim] they are, so that its masks follow the samples.
+func dropped(p Pass, d *Dropout, y *tensor.Tensor, n int) *tensor.Tensor {
+	if d == nil {
+		return y
+	}
+	f := y.Dim(1)
+	out := d.Forward(p, toSamples(p.Arena, y, y.Dim(0)/n, f))
+	return toTokens(p.Arena, out, y.Dim(0)/n, f)
+}
+
+func droppedBackward(p Pass, d *Dropout, dy *tensor.Tensor, n, tokens, dim int) *tensor.Tensor {
+	if d == nil {
+		return dy
+	}
+	return toTokens(p.Arena, d.Backward(p, toSamples(p.Arena, dy, tokens, dim), true), tokens, dim)
+}

@@ -1,0 +1,418 @@
+package ops
+
+import (
+	"math"
+
+	"github.com/pipetrain/pipetrain/internal/gemm"
+	"github.com/pipetrain/pipetrain/internal/par"
+	"github.com/pipetrain/pipetrain/internal/vec"
+	"github.com/pipetrain/pipetrain/tensor"
+)
+
+// attnPlan is the shape of one causal self-attention call.
+type attnPlan struct {
+	b, t, d   int // batch, positions, model width (qkv is [b, t, 3d])
+	heads, hd int // heads and head width d/heads
+	scale     float64
+}
+
+// planAttention checks qkv and heads and derives the shapes.
+func planAttention(op string, qkv *tensor.Tensor, heads int) attnPlan {
+	if qkv.Dims() != 3 {
+		fail(op, "qkv %v needs 3 axes [B T 3·D]", qkv.Shape())
+	}
+	if heads < 1 {
+		fail(op, "heads %d is not positive (qkv %v)", heads, qkv.Shape())
+	}
+	c := qkv.Dim(2)
+	if c == 0 || c%(3*heads) != 0 {
+		fail(op, "qkv %v does not split into q, k and v of %d heads: its last axis %d is not a positive multiple of 3·heads = %d",
+			qkv.Shape(), heads, c, 3*heads)
+	}
+	pl := attnPlan{b: qkv.Dim(0), t: qkv.Dim(1), d: c / 3, heads: heads, hd: c / 3 / heads}
+	if pl.t > 0 && pl.b*pl.heads > math.MaxInt/2/pl.t/pl.t {
+		fail(op, "qkv %v with %d heads gives probabilities [%d %d %d %d] too large to hold", qkv.Shape(), heads, pl.b, heads, pl.t, pl.t)
+	}
+	pl.scale = 1 / math.Sqrt(float64(pl.hd))
+	return pl
+}
+
+// checkAttn panics unless t has like's dtype and the given shape.
+func checkAttn(op, name string, t, like *tensor.Tensor, shape ...int) {
+	if t.DType() != like.DType() {
+		dtypeOf(op, like, t)
+	}
+	if !t.HasShape(shape...) {
+		fail(op, "%s %v is not %v for qkv %v", name, t.Shape(), append([]int(nil), shape...), like.Shape())
+	}
+}
+
+// AttentionWork is the scratch memory of CausalSelfAttentionInto and
+// CausalSelfAttentionBackwardInto, kept from call to call so that calls
+// after the first of their size allocate nothing. The zero value is ready;
+// an AttentionWork serves one call at a time.
+type AttentionWork struct {
+	// Threads is how many goroutines a call may use; 0 means GOMAXPROCS.
+	// The results do not depend on it.
+	Threads int
+
+	f32 attnWork[float32]
+	f64 attnWork[float64]
+}
+
+// attnWork is an AttentionWork's memory for one float type.
+type attnWork[T float] struct {
+	ds  []T // per part of the backward, one [T, T] score gradient
+	fwd attnForward[T]
+	bwd attnBackward[T]
+}
+
+// CausalSelfAttention is the attention of nanoGPT's CausalSelfAttention
+// between c_attn and c_proj. qkv [B, T, 3D] holds q, k and v side by side on
+// its last axis; head h reads columns [h·hd, (h+1)·hd) of each, hd = D/heads.
+// probs [B, heads, T, T] is softmax(q·kᵀ/√hd) over the last axis with the
+// causal mask (position t attends to s <= t; masked entries are 0), and out
+// [B, T, D] is probs·v with the heads side by side on the last axis, as
+// y.transpose(1, 2).view(B, T, C).
+func CausalSelfAttention(qkv *tensor.Tensor, heads int) (out, probs *tensor.Tensor) {
+	pl := planAttention("CausalSelfAttention", qkv, heads)
+	out = tensor.Zeros(qkv.DType(), pl.b, pl.t, pl.d)
+	probs = tensor.Zeros(qkv.DType(), pl.b, pl.heads, pl.t, pl.t)
+	attentionInto(&pl, out, probs, qkv, new(AttentionWork))
+	return out, probs
+}
+
+// CausalSelfAttentionInto writes CausalSelfAttention(qkv, heads) into out
+// [B, T, D] and probs [B, heads, T, T], which must have qkv's dtype and may
+// not overlap it. work keeps the scratch memory and the thread budget; nil
+// uses a new one.
+func CausalSelfAttentionInto(out, probs, qkv *tensor.Tensor, heads int, work *AttentionWork) {
+	const op = "CausalSelfAttentionInto"
+	pl := planAttention(op, qkv, heads)
+	checkAttn(op, "out", out, qkv, pl.b, pl.t, pl.d)
+	checkAttn(op, "probs", probs, qkv, pl.b, pl.heads, pl.t, pl.t)
+	if work == nil {
+		work = new(AttentionWork)
+	}
+	attentionInto(&pl, out, probs, qkv, work)
+}
+
+func attentionInto(pl *attnPlan, out, probs, qkv *tensor.Tensor, work *AttentionWork) {
+	if qkv.DType() == tensor.Float32 {
+		attention(pl, work.Threads, &work.f32, out.Data32(), probs.Data32(), qkv.Data32())
+	} else {
+		attention(pl, work.Threads, &work.f64, out.Data64(), probs.Data64(), qkv.Data64())
+	}
+}
+
+// attnSplit returns the goroutine budget, how many parts the (batch, head)
+// pairs are cut into and the GEMM budget of each part. Parts are claimed
+// as goroutines come free, so a few per goroutine keep one that runs late
+// (a busy CPU) from holding up the call by half of it.
+func attnSplit(pl *attnPlan, threads int) (budget, parts, inner int) {
+	budget = par.Budget(threads)
+	n := pl.b * pl.heads
+	parts = max(1, min(n, budget*attnPartsPerThread))
+	if budget == 1 {
+		parts = 1
+	}
+	return budget, parts, max(1, budget/parts)
+}
+
+// attnPartsPerThread is how many parts a call is cut into per goroutine.
+const attnPartsPerThread = 4
+
+// attention runs the (batch, head) pairs in parallel parts; a pair's
+// result does not depend on which part computes it, nor on the others.
+func attention[T float](pl *attnPlan, threads int, work *attnWork[T], out, probs, qkv []T) {
+	if pl.b*pl.t == 0 {
+		return
+	}
+	budget, parts, inner := attnSplit(pl, threads)
+	t := &work.fwd
+	*t = attnForward[T]{pl: *pl, out: out, probs: probs, qkv: qkv, parts: parts, threads: inner}
+	par.Do(budget, parts, t)
+	*t = attnForward[T]{} // holds no memory of the caller's
+}
+
+// attnBlock is the side of the blocks a pair's [T, T] matrices are cut
+// into, so that only blocks on or below the diagonal are computed: rows
+// [i0, i0+attnBlock) of the scores need keys [0, i0+attnBlock) only. It
+// is fixed, so a pair's bits depend on T alone.
+const attnBlock = 32
+
+type attnForward[T float] struct {
+	pl              attnPlan
+	out, probs, qkv []T
+	parts, threads  int // parts of the pairs; GEMM budget per part
+}
+
+func (f *attnForward[T]) Part(q int) {
+	pl := &f.pl
+	n, ld, tt := pl.b*pl.heads, 3*pl.d, pl.t
+	for p, end := par.Bound(q, f.parts, n, 1), par.Bound(q+1, f.parts, n, 1); p < end; p++ {
+		bi, h := p/pl.heads, p%pl.heads
+		base := bi*tt*ld + h*pl.hd
+		qm, km, vm := f.qkv[base:], f.qkv[base+pl.d:], f.qkv[base+2*pl.d:]
+		o := f.out[bi*tt*pl.d+h*pl.hd:]
+		pm := f.probs[p*tt*tt : (p+1)*tt*tt]
+		for i0 := 0; i0 < tt; i0 += attnBlock {
+			i1 := min(tt, i0+attnBlock)
+			attnGemm(f.threads, false, true, i1-i0, i1, pl.hd, pl.scale, qm[i0*ld:], ld, km, ld, pm[i0*tt:], tt)
+			for i := i0; i < i1; i++ {
+				softmaxCausal(pm[i*tt:(i+1)*tt], i+1)
+			}
+			attnGemm(f.threads, false, false, i1-i0, pl.hd, i1, 1, pm[i0*tt:], tt, vm, ld, o[i0*pl.d:], pl.d)
+		}
+	}
+}
+
+// softmaxCausal turns row, scores (scaled by the GEMM) in its first n
+// elements, into their softmax there and zeros after. The shift by the
+// maximum is exact or rounded once; the sum is taken in float64 and each
+// probability rounded once from it.
+func softmaxCausal[T float](row []T, n int) {
+	x := row[:n]
+	shift(x, rowMax(x))
+	expInPlace(x)
+	inv := 1 / rowSum(x)
+	for j, v := range x {
+		x[j] = T(float64(v) * inv)
+	}
+	clear(row[n:])
+}
+
+// shift subtracts m from every element of x, on the vector kernel in
+// float32 (x + (−m) has the bits of x − m).
+func shift[T float](x []T, m T) {
+	if x, ok := any(x).([]float32); ok {
+		vec.AddConst(x, -float32(m))
+		return
+	}
+	for j, v := range x {
+		x[j] = v - m
+	}
+}
+
+// rowMax returns the maximum of x (not empty), or a NaN of x (which spoils
+// the row through its exp anyway). It compares the floats' bits as
+// integers ordered like the floats (key32, key64), four running maxima at a
+// time: the integer max has no branch to mispredict, unlike a float
+// comparison (the forward at T = 64 takes 15% less time).
+func rowMax[T float](x []T) T {
+	if x, ok := any(x).([]float32); ok {
+		return T(rowMax32(x))
+	}
+	return T(rowMax64(any(x).([]float64)))
+}
+
+// key32 maps float32 bits to an int32 ordered as the floats (−0 < +0).
+func key32(v float32) int32 {
+	b := int32(math.Float32bits(v))
+	return b ^ (b >> 31 & math.MaxInt32)
+}
+
+// key64 maps float64 bits to an int64 ordered as the floats.
+func key64(v float64) int64 {
+	b := int64(math.Float64bits(v))
+	return b ^ (b >> 63 & math.MaxInt64)
+}
+
+func rowMax32(x []float32) float32 {
+	m0 := key32(x[0])
+	m1, m2, m3 := m0, m0, m0
+	j := 0
+	for ; j+4 <= len(x); j += 4 {
+		m0 = max(m0, key32(x[j]))
+		m1 = max(m1, key32(x[j+1]))
+		m2 = max(m2, key32(x[j+2]))
+		m3 = max(m3, key32(x[j+3]))
+	}
+	for ; j < len(x); j++ {
+		m0 = max(m0, key32(x[j]))
+	}
+	k := max(m0, m1, m2, m3)
+	return math.Float32frombits(uint32(k ^ (k >> 31 & math.MaxInt32))) // key32 is its own inverse
+}
+
+func rowMax64(x []float64) float64 {
+	m0 := key64(x[0])
+	m1, m2, m3 := m0, m0, m0
+	j := 0
+	for ; j+4 <= len(x); j += 4 {
+		m0 = max(m0, key64(x[j]))
+		m1 = max(m1, key64(x[j+1]))
+		m2 = max(m2, key64(x[j+2]))
+		m3 = max(m3, key64(x[j+3]))
+	}
+	for ; j < len(x); j++ {
+		m0 = max(m0, key64(x[j]))
+	}
+	k := max(m0, m1, m2, m3)
+	return math.Float64frombits(uint64(k ^ (k >> 63 & math.MaxInt64)))
+}
+
+// rowSum returns the sum of x in float64, in four interleaved partial sums
+// added in a fixed order.
+func rowSum[T float](x []T) float64 {
+	var s0, s1, s2, s3 float64
+	j := 0
+	for ; j+4 <= len(x); j += 4 {
+		s0 += float64(x[j])
+		s1 += float64(x[j+1])
+		s2 += float64(x[j+2])
+		s3 += float64(x[j+3])
+	}
+	for ; j < len(x); j++ {
+		s0 += float64(x[j])
+	}
+	return (s0 + s1) + (s2 + s3)
+}
+
+// rowDot returns the dot product of x and y in float64, as rowSum.
+func rowDot[T float](x, y []T) float64 {
+	y = y[:len(x)]
+	var s0, s1, s2, s3 float64
+	j := 0
+	for ; j+4 <= len(x); j += 4 {
+		s0 += float64(x[j]) * float64(y[j])
+		s1 += float64(x[j+1]) * float64(y[j+1])
+		s2 += float64(x[j+2]) * float64(y[j+2])
+		s3 += float64(x[j+3]) * float64(y[j+3])
+	}
+	for ; j < len(x); j++ {
+		s0 += float64(x[j]) * float64(y[j])
+	}
+	return (s0 + s1) + (s2 + s3)
+}
+
+// expInPlace sets x[i] = exp(x[i]) for the softmax, x[i] <= 0: about half
+// the forward's time, in math.Exp. A vectorised float32 exp over slices
+// replaces the float32 loop here.
+func expInPlace[T float](x []T) {
+	if x, ok := any(x).([]float32); ok {
+		for i, v := range x {
+			x[i] = float32(math.Exp(float64(v)))
+		}
+		return
+	}
+	for i, v := range x {
+		x[i] = T(math.Exp(float64(v)))
+	}
+}
+
+// CausalSelfAttentionBackward returns the gradient gqkv [B, T, 3D] of
+// CausalSelfAttention with respect to qkv, given grad [B, T, D] and the
+// forward's probs: dV = Pᵀ·dO, dP = dO·Vᵀ, dS = P⊙(dP − rowsum(dP⊙P))/√hd,
+// dQ = dS·K and dK = dSᵀ·Q.
+func CausalSelfAttentionBackward(grad, qkv, probs *tensor.Tensor, heads int) *tensor.Tensor {
+	const op = "CausalSelfAttentionBackward"
+	pl := planAttentionBackward(op, grad, qkv, probs, heads)
+	gqkv := tensor.Zeros(qkv.DType(), qkv.Shape()...)
+	attentionBackwardInto(&pl, gqkv, grad, qkv, probs, new(AttentionWork))
+	return gqkv
+}
+
+// CausalSelfAttentionBackwardInto writes CausalSelfAttentionBackward(grad,
+// qkv, probs, heads) into gqkv, of qkv's dtype and shape, which may not
+// overlap the inputs: it is an input gradient, written, not added. work
+// keeps the scratch memory and the thread budget; nil uses a new one.
+func CausalSelfAttentionBackwardInto(gqkv, grad, qkv, probs *tensor.Tensor, heads int, work *AttentionWork) {
+	const op = "CausalSelfAttentionBackwardInto"
+	pl := planAttentionBackward(op, grad, qkv, probs, heads)
+	checkAttn(op, "gqkv", gqkv, qkv, pl.b, pl.t, 3*pl.d)
+	if work == nil {
+		work = new(AttentionWork)
+	}
+	attentionBackwardInto(&pl, gqkv, grad, qkv, probs, work)
+}
+
+// planAttentionBackward checks a backward's arguments and plans it.
+func planAttentionBackward(op string, grad, qkv, probs *tensor.Tensor, heads int) attnPlan {
+	pl := planAttention(op, qkv, heads)
+	checkAttn(op, "grad", grad, qkv, pl.b, pl.t, pl.d)
+	checkAttn(op, "probs", probs, qkv, pl.b, pl.heads, pl.t, pl.t)
+	return pl
+}
+
+func attentionBackwardInto(pl *attnPlan, gqkv, grad, qkv, probs *tensor.Tensor, work *AttentionWork) {
+	if qkv.DType() == tensor.Float32 {
+		attentionBackward(pl, work.Threads, &work.f32, gqkv.Data32(), grad.Data32(), qkv.Data32(), probs.Data32())
+	} else {
+		attentionBackward(pl, work.Threads, &work.f64, gqkv.Data64(), grad.Data64(), qkv.Data64(), probs.Data64())
+	}
+}
+
+func attentionBackward[T float](pl *attnPlan, threads int, work *attnWork[T], gqkv, grad, qkv, probs []T) {
+	if pl.b*pl.t == 0 {
+		return
+	}
+	budget, parts, inner := attnSplit(pl, threads)
+	if cap(work.ds) < parts*pl.t*pl.t {
+		work.ds = make([]T, parts*pl.t*pl.t)
+	}
+	t := &work.bwd
+	*t = attnBackward[T]{pl: *pl, ds: work.ds, gqkv: gqkv, grad: grad, qkv: qkv, probs: probs, parts: parts, threads: inner}
+	par.Do(budget, parts, t)
+	*t = attnBackward[T]{}
+}
+
+type attnBackward[T float] struct {
+	pl                         attnPlan
+	ds, gqkv, grad, qkv, probs []T
+	parts, threads             int
+}
+
+func (b *attnBackward[T]) Part(q int) {
+	pl := &b.pl
+	n, ld, tt := pl.b*pl.heads, 3*pl.d, pl.t
+	ds := b.ds[q*tt*tt : (q+1)*tt*tt]
+	for p, end := par.Bound(q, b.parts, n, 1), par.Bound(q+1, b.parts, n, 1); p < end; p++ {
+		bi, h := p/pl.heads, p%pl.heads
+		base := bi*tt*ld + h*pl.hd
+		qm, km, vm := b.qkv[base:], b.qkv[base+pl.d:], b.qkv[base+2*pl.d:]
+		gq, gk, gv := b.gqkv[base:], b.gqkv[base+pl.d:], b.gqkv[base+2*pl.d:]
+		do := b.grad[bi*tt*pl.d+h*pl.hd:]
+		pm := b.probs[p*tt*tt : (p+1)*tt*tt]
+		// Row blocks: dP = dO·Vᵀ, dS from it, dQ = dS·K, on and below the
+		// diagonal. Row i of dS is written in columns [0, i1).
+		for i0 := 0; i0 < tt; i0 += attnBlock {
+			i1 := min(tt, i0+attnBlock)
+			attnGemm(b.threads, false, true, i1-i0, i1, pl.hd, 1, do[i0*pl.d:], pl.d, vm, ld, ds[i0*tt:], tt)
+			for i := i0; i < i1; i++ {
+				softmaxCausalBackward(ds[i*tt:i*tt+i1], pm[i*tt:], i+1, pl.scale)
+			}
+			attnGemm(b.threads, false, false, i1-i0, pl.hd, i1, 1, ds[i0*tt:], tt, km, ld, gq[i0*ld:], ld)
+		}
+		// Column blocks: key s gets contributions from queries t >= s, so
+		// block [j0, j1) reads rows [j0, T), which the row blocks wrote.
+		for j0 := 0; j0 < tt; j0 += attnBlock {
+			j1 := min(tt, j0+attnBlock)
+			attnGemm(b.threads, true, false, j1-j0, pl.hd, tt-j0, 1, pm[j0*tt+j0:], tt, do[j0*pl.d:], pl.d, gv[j0*ld:], ld)
+			attnGemm(b.threads, true, false, j1-j0, pl.hd, tt-j0, 1, ds[j0*tt+j0:], tt, qm[j0*ld:], ld, gk[j0*ld:], ld)
+		}
+	}
+}
+
+// softmaxCausalBackward turns d, dP in a row of the scores, into the
+// gradient of the raw scores, scale·p⊙(dP − Σ dP⊙p) in its first n
+// elements and zeros after, computed in float64 and rounded once.
+func softmaxCausalBackward[T float](d, p []T, n int, scale float64) {
+	x, y := d[:n], p[:n]
+	dot := rowDot(x, y)
+	for j, v := range x {
+		x[j] = T(scale * float64(y[j]) * (float64(v) - dot))
+	}
+	clear(d[n:])
+}
+
+// attnGemm is C = alpha·op(A)·op(B) on the project's GEMM for either float
+// type, C written without being read.
+func attnGemm[T float](threads int, transA, transB bool, m, n, k int, alpha float64, a []T, lda int, b []T, ldb int, c []T, ldc int) {
+	switch a := any(a).(type) {
+	case []float32:
+		gemm.Threads(threads).Sgemm(transA, transB, m, n, k, float32(alpha), a, lda, any(b).([]float32), ldb, 0, any(c).([]float32), ldc)
+	case []float64:
+		gemm.Dgemm(transA, transB, m, n, k, alpha, a, lda, any(b).([]float64), ldb, 0, any(c).([]float64), ldc)
+	}
+}

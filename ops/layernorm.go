@@ -1,0 +1,394 @@
+package ops
+
+import (
+	"math"
+
+	"github.com/pipetrain/pipetrain/internal/par"
+	"github.com/pipetrain/pipetrain/tensor"
+)
+
+// LayerNormChunkRows is the number of rows whose weight and bias gradients
+// LayerNormBackward sums apart before adding them in, chunk after chunk.
+const LayerNormChunkRows = 32
+
+// LayerNormWork is the scratch memory and thread budget of LayerNormInto and
+// LayerNormBackwardInto, kept from call to call so that calls after the first
+// of their size allocate nothing. The zero value is ready; a LayerNormWork
+// serves one call at a time.
+type LayerNormWork struct {
+	// Threads bounds the goroutines a call may use, the caller's included;
+	// 0 means runtime.GOMAXPROCS(0). Results do not depend on it.
+	Threads int
+
+	f32 lnWork[float32]
+	f64 lnWork[float64]
+}
+
+// lnWork is a LayerNormWork's memory for one float type.
+type lnWork[T float] struct {
+	wb     []float64 // weight and bias widened, read by every part
+	parts  []float64 // per part: a forward's rows widened, a backward's sums and row
+	chunks []T       // per chunk, its weight then bias gradient, when parts > 1
+	fwd    lnForward[T]
+	bwd    lnBackward[T]
+}
+
+// Rows of float64 scratch per part: a forward's four rows widened, or a
+// backward's chunk sums of the weight and bias gradients and the x̂ and
+// weight·grad of the row in hand.
+const lnPartRows = 4
+
+// Parallel parts get at least this many elements, so that starting a helper
+// pays off.
+const lnGrain = 1 << 14
+
+// lnParts cuts n units (rows or chunks) into one part per thread, each of
+// at least grain units.
+func lnParts(threads, n, grain int) int {
+	return max(1, min(par.Budget(threads), n/grain))
+}
+
+// lnFeatures checks x, weight and bias (nil in a backward) and mean and
+// rstd (nil in a forward) and returns the number of features F. Messages
+// are formatted only on failure: steady calls allocate nothing.
+func lnFeatures(op string, x, weight, bias, mean, rstd *tensor.Tensor) int {
+	var buf [5]*tensor.Tensor
+	all := buf[:0]
+	for _, t := range [...]*tensor.Tensor{x, weight, bias, mean, rstd} {
+		if t != nil {
+			all = append(all, t)
+		}
+	}
+	dtypeOf(op, all...)
+	if x.Dims() == 0 {
+		fail(op, "input shape [] has no last axis to normalise (shapes %s)", shapesOf(all...))
+	}
+	f := x.Dim(x.Dims() - 1)
+	if !weight.HasShape(f) || bias != nil && !bias.HasShape(f) {
+		fail(op, "weight and bias must be [%d], the last axis of input shape %v (shapes %s)", f, x.Shape(), shapesOf(all...))
+	}
+	if mean != nil && (!lnRowShaped(mean, x) || !lnRowShaped(rstd, x)) {
+		fail(op, "mean and rstd must be %v, input shape %v without its last axis (shapes %s)", x.Shape()[:x.Dims()-1], x.Shape(), shapesOf(all...))
+	}
+	return f
+}
+
+// lnRowShaped reports whether t has x's shape without its last axis.
+func lnRowShaped(t, x *tensor.Tensor) bool {
+	if t.Dims() != x.Dims()-1 {
+		return false
+	}
+	for i := range t.Dims() {
+		if t.Dim(i) != x.Dim(i) {
+			return false
+		}
+	}
+	return true
+}
+
+// LayerNorm normalises x over its last axis of F features, as
+// torch.nn.functional.layer_norm(x, [F], weight, bias, eps): per row,
+// mean and biased variance; rstd = 1/sqrt(var+eps);
+// out = (x−mean)·rstd·weight + bias. weight and bias are [F]; x has any rank
+// ≥ 1; mean and rstd are returned per row, shaped as x without its last axis,
+// for LayerNormBackward.
+//
+// The statistics are summed in float64, in order, and out is computed in
+// float64 from them and rounded once. With eps = 0 a constant row has rstd
+// +Inf and a NaN output, as in PyTorch; F = 0 gives NaN statistics.
+func LayerNorm(x, weight, bias *tensor.Tensor, eps float64) (out, mean, rstd *tensor.Tensor) {
+	lnFeatures("LayerNorm", x, weight, bias, nil, nil)
+	s := x.Shape()
+	dt := x.DType()
+	out, mean, rstd = tensor.Zeros(dt, s...), tensor.Zeros(dt, s[:len(s)-1]...), tensor.Zeros(dt, s[:len(s)-1]...)
+	layerNormInto(out, mean, rstd, x, weight, bias, eps, new(LayerNormWork))
+	return out, mean, rstd
+}
+
+// LayerNormInto is LayerNorm into out, of x's dtype and shape, and mean and
+// rstd, x's shape without its last axis; it returns out. work keeps the
+// scratch memory and says how many threads to use; nil uses a new one.
+func LayerNormInto(out, mean, rstd, x, weight, bias *tensor.Tensor, eps float64, work *LayerNormWork) *tensor.Tensor {
+	const op = "LayerNormInto"
+	lnFeatures(op, x, weight, bias, mean, rstd)
+	into(op, out, x)
+	if work == nil {
+		work = new(LayerNormWork)
+	}
+	layerNormInto(out, mean, rstd, x, weight, bias, eps, work)
+	return out
+}
+
+func layerNormInto(out, mean, rstd, x, weight, bias *tensor.Tensor, eps float64, work *LayerNormWork) {
+	if x.DType() == tensor.Float32 {
+		layerNorm(&work.f32, work.Threads, out.Data32(), mean.Data32(), rstd.Data32(), x.Data32(), weight.Data32(), bias.Data32(), x.Dim(x.Dims()-1), eps)
+	} else {
+		layerNorm(&work.f64, work.Threads, out.Data64(), mean.Data64(), rstd.Data64(), x.Data64(), weight.Data64(), bias.Data64(), x.Dim(x.Dims()-1), eps)
+	}
+}
+
+func layerNorm[T float](work *lnWork[T], threads int, out, mean, rstd, x, weight, bias []T, f int, eps float64) {
+	if f == 0 {
+		for i := range mean {
+			mean[i], rstd[i] = T(math.NaN()), T(math.NaN())
+		}
+		return
+	}
+	n := len(mean)
+	parts := lnParts(threads, n, max(1, lnGrain/f))
+	work.wb = grow(work.wb, 2*f)
+	lnWiden(work.wb[:f], weight)
+	lnWiden(work.wb[f:], bias)
+	work.parts = grow(work.parts, parts*lnPartRows*f)
+	t := &work.fwd
+	*t = lnForward[T]{out: out, mean: mean, rstd: rstd, x: x, w: work.wb[:f], b: work.wb[f:], scratch: work.parts, f: f, n: n, parts: parts, eps: eps}
+	par.Do(threads, parts, t)
+	*t = lnForward[T]{} // holds no memory of the caller's
+}
+
+// lnWiden sets dst[j] = float64(src[j]).
+func lnWiden[T float](dst []float64, src []T) {
+	for j, v := range src[:len(dst)] {
+		dst[j] = float64(v)
+	}
+}
+
+// lnForward is one forward call cut into parts of whole rows.
+type lnForward[T float] struct {
+	out, mean, rstd, x []T
+	w, b               []float64
+	scratch            []float64 // per part, lnPartRows·f
+	f, n, parts        int
+	eps                float64
+}
+
+// Part normalises four rows at a time: it widens them into the part's
+// scratch while summing them, each row in order in its own chain of
+// additions so that their latencies overlap, and then works on the wide
+// copies. A row's bits do not depend on its neighbours.
+func (t *lnForward[T]) Part(q int) {
+	f, ff := t.f, float64(t.f)
+	s := t.scratch[q*lnPartRows*f : (q+1)*lnPartRows*f]
+	lo, hi := par.Bound(q, t.parts, t.n, 1), par.Bound(q+1, t.parts, t.n, 1)
+	i := lo
+	for ; i+4 <= hi; i += 4 {
+		r0 := t.x[i*f : (i+1)*f]
+		r1, r2, r3 := t.x[(i+1)*f:][:len(r0)], t.x[(i+2)*f:][:len(r0)], t.x[(i+3)*f:][:len(r0)]
+		w0, w1, w2, w3 := s[:len(r0)], s[f:][:len(r0)], s[2*f:][:len(r0)], s[3*f:][:len(r0)]
+		var s0, s1, s2, s3 float64
+		for j, v := range r0 {
+			a0, a1, a2, a3 := float64(v), float64(r1[j]), float64(r2[j]), float64(r3[j])
+			s0 += a0
+			s1 += a1
+			s2 += a2
+			s3 += a3
+			w0[j], w1[j], w2[j], w3[j] = a0, a1, a2, a3
+		}
+		m0, m1, m2, m3 := s0/ff, s1/ff, s2/ff, s3/ff
+		var q0, q1, q2, q3 float64
+		for j, v := range w0 {
+			d0, d1, d2, d3 := v-m0, w1[j]-m1, w2[j]-m2, w3[j]-m3
+			q0 += d0 * d0
+			q1 += d1 * d1
+			q2 += d2 * d2
+			q3 += d3 * d3
+		}
+		t.finish(i, w0, m0, q0)
+		t.finish(i+1, w1, m1, q1)
+		t.finish(i+2, w2, m2, q2)
+		t.finish(i+3, w3, m3, q3)
+	}
+	for ; i < hi; i++ {
+		row := s[:f]
+		lnWiden(row, t.x[i*f:(i+1)*f])
+		var s0 float64
+		for _, v := range row {
+			s0 += v
+		}
+		m := s0 / ff
+		var q0 float64
+		for _, v := range row {
+			q0 += (v - m) * (v - m)
+		}
+		t.finish(i, row, m, q0)
+	}
+}
+
+// finish writes row i's statistics, given its mean and sum of squared
+// deviations, and its output from the row widened.
+func (t *lnForward[T]) finish(i int, row []float64, m, q float64) {
+	rs := 1 / math.Sqrt(q/float64(t.f)+t.eps)
+	t.mean[i], t.rstd[i] = T(m), T(rs)
+	out, w, b := t.out[i*t.f:][:len(row)], t.w[:len(row)], t.b[:len(row)]
+	for j, v := range row {
+		h := (v - m) * rs
+		out[j] = T(h*w[j] + b[j])
+	}
+}
+
+// LayerNormBackward returns the gradients of LayerNorm with respect to x,
+// weight and bias, given the mean and rstd it returned; per row of F
+// features, with x̂ = (x−mean)·rstd and ĝ = grad·weight,
+// gx = rstd/F·(F·ĝ − Σĝ − x̂·Σĝx̂), and over rows gweight = Σ grad·x̂ and
+// gbias = Σ grad.
+//
+// x̂ is recomputed from the mean and rstd given, in their dtype, as PyTorch
+// does. gweight and gbias are summed in float64 over each chunk of
+// LayerNormChunkRows rows, counted from the first, and each chunk's sum is
+// rounded and added in, in order: so rows [0, 64) at once give the bits of
+// rows [0, 32) and then [32, 64) added into the same gradients.
+func LayerNormBackward(grad, x, weight, mean, rstd *tensor.Tensor) (gx, gweight, gbias *tensor.Tensor) {
+	const op = "LayerNormBackward"
+	f := checkLayerNormBackward(op, grad, x, weight, mean, rstd)
+	dt := x.DType()
+	gx, gweight, gbias = tensor.Zeros(dt, x.Shape()...), tensor.Zeros(dt, f), tensor.Zeros(dt, f)
+	layerNormBackwardInto(gx, gweight, gbias, grad, x, weight, mean, rstd, new(LayerNormWork))
+	return gx, gweight, gbias
+}
+
+// LayerNormBackwardInto is LayerNormBackward into given tensors: it writes
+// the input gradient into gx (nil: not computed) and adds the weight and
+// bias gradients into gweight and gbias, as a layer accumulates its
+// gradients. work keeps the scratch memory and says how many threads to
+// use; nil uses a new one.
+func LayerNormBackwardInto(gx, gweight, gbias, grad, x, weight, mean, rstd *tensor.Tensor, work *LayerNormWork) {
+	const op = "LayerNormBackwardInto"
+	f := checkLayerNormBackward(op, grad, x, weight, mean, rstd)
+	if gx != nil {
+		into(op, gx, x)
+	}
+	if gweight.DType() != x.DType() || gbias.DType() != x.DType() || !gweight.HasShape(f) || !gbias.HasShape(f) {
+		fail(op, "gweight %v %v and gbias %v %v are not %v [%d] (input shape %v)", gweight.DType(), gweight.Shape(), gbias.DType(), gbias.Shape(), x.DType(), f, x.Shape())
+	}
+	if work == nil {
+		work = new(LayerNormWork)
+	}
+	layerNormBackwardInto(gx, gweight, gbias, grad, x, weight, mean, rstd, work)
+}
+
+// checkLayerNormBackward panics unless a backward's arguments fit, and
+// returns the number of features.
+func checkLayerNormBackward(op string, grad, x, weight, mean, rstd *tensor.Tensor) int {
+	dtypeOf(op, grad, x, weight, mean, rstd)
+	if !grad.SameShape(x) {
+		fail(op, "grad shape %v does not match input shape %v (weight, mean, rstd %s)", grad.Shape(), x.Shape(), shapesOf(weight, mean, rstd))
+	}
+	return lnFeatures(op, x, weight, nil, mean, rstd)
+}
+
+func layerNormBackwardInto(gx, gweight, gbias, grad, x, weight, mean, rstd *tensor.Tensor, work *LayerNormWork) {
+	f := x.Dim(x.Dims() - 1)
+	if x.DType() == tensor.Float32 {
+		layerNormBackward(&work.f32, work.Threads, data32(gx), gweight.Data32(), gbias.Data32(), grad.Data32(), x.Data32(), weight.Data32(), mean.Data32(), rstd.Data32(), f)
+	} else {
+		layerNormBackward(&work.f64, work.Threads, data64(gx), gweight.Data64(), gbias.Data64(), grad.Data64(), x.Data64(), weight.Data64(), mean.Data64(), rstd.Data64(), f)
+	}
+}
+
+// layerNormBackward runs whole chunks in parallel parts. With one part the
+// chunk sums go straight into gweight and gbias; with more, each part keeps
+// its chunks' sums and they are added afterwards in chunk order: the same
+// additions in the same order, so the bits do not depend on the threads.
+func layerNormBackward[T float](work *lnWork[T], threads int, gx, gweight, gbias, grad, x, weight, mean, rstd []T, f int) {
+	n := len(mean)
+	if f == 0 || n == 0 {
+		return
+	}
+	chunks := (n + LayerNormChunkRows - 1) / LayerNormChunkRows
+	parts := lnParts(threads, chunks, max(1, lnGrain/(f*LayerNormChunkRows)))
+	work.wb = grow(work.wb, f)
+	lnWiden(work.wb[:f], weight)
+	work.parts = grow(work.parts, parts*lnPartRows*f)
+	t := &work.bwd
+	*t = lnBackward[T]{gx: gx, gw: gweight, gb: gbias, g: grad, x: x, mean: mean, rstd: rstd, w: work.wb[:f], scratch: work.parts, f: f, n: n, chunks: chunks, parts: parts}
+	if parts > 1 {
+		work.chunks = grow(work.chunks, chunks*2*f)
+		t.sums = work.chunks
+	}
+	par.Do(threads, parts, t)
+	if parts > 1 {
+		for c := range chunks {
+			s := work.chunks[c*2*f : (c+1)*2*f]
+			addInto(gweight, s[:f])
+			addInto(gbias, s[f:])
+		}
+	}
+	*t = lnBackward[T]{}
+}
+
+// lnBackward is one backward call cut into parts of whole chunks.
+type lnBackward[T float] struct {
+	gx, gw, gb, g, x, mean, rstd []T
+	w                            []float64
+	scratch                      []float64 // per part, lnPartRows·f
+	sums                         []T       // per chunk, when parts > 1
+	f, n, chunks, parts          int
+}
+
+func (t *lnBackward[T]) Part(q int) {
+	f := t.f
+	s := t.scratch[q*lnPartRows*f : (q+1)*lnPartRows*f]
+	gw, gb := s[:f], s[f:2*f]
+	for c := par.Bound(q, t.parts, t.chunks, 1); c < par.Bound(q+1, t.parts, t.chunks, 1); c++ {
+		clear(gw)
+		clear(gb)
+		for i := c * LayerNormChunkRows; i < min(t.n, (c+1)*LayerNormChunkRows); i++ {
+			t.row(i, gw, gb, s[2*f:])
+		}
+		if t.sums == nil {
+			lnAddRounded(t.gw, gw)
+			lnAddRounded(t.gb, gb)
+		} else {
+			lnRound(t.sums[c*2*f:][:f], gw)
+			lnRound(t.sums[c*2*f+f:][:f], gb)
+		}
+	}
+}
+
+// row adds row i into the chunk sums gw and gb and writes its input
+// gradient, keeping x̂ and ĝ in tmp between the two loops.
+func (t *lnBackward[T]) row(i int, gw, gb, tmp []float64) {
+	f := t.f
+	x0 := t.x[i*f : (i+1)*f]
+	g0, w, gw, gb := t.g[i*f:][:len(x0)], t.w[:len(x0)], gw[:len(x0)], gb[:len(x0)]
+	xh, dh := tmp[:len(x0)], tmp[f:][:len(x0)]
+	m, rs := float64(t.mean[i]), float64(t.rstd[i])
+	var sd, sx float64
+	for j, v := range x0 {
+		d := float64(g0[j])
+		h := (float64(v) - m) * rs
+		e := d * w[j]
+		gw[j] += d * h
+		gb[j] += d
+		sd += e
+		sx += e * h
+		xh[j], dh[j] = h, e
+	}
+	if t.gx != nil {
+		lnInputGrad(t.gx[i*f:][:len(x0)], xh, dh, rs, sd, sx)
+	}
+}
+
+// lnInputGrad writes gx = rstd/F·(F·ĝ − Σĝ − x̂·Σĝx̂) for one row.
+func lnInputGrad[T float](gx []T, xh, dh []float64, rs, sd, sx float64) {
+	ff := float64(len(gx))
+	k := rs / ff
+	xh, dh = xh[:len(gx)], dh[:len(gx)]
+	for j, e := range dh {
+		gx[j] = T(k * (ff*e - sd - xh[j]*sx))
+	}
+}
+
+// lnAddRounded sets dst[j] += T(src[j]).
+func lnAddRounded[T float](dst []T, src []float64) {
+	for j, v := range src[:len(dst)] {
+		dst[j] += T(v)
+	}
+}
+
+// lnRound sets dst[j] = T(src[j]).
+func lnRound[T float](dst []T, src []float64) {
+	for j, v := range src[:len(dst)] {
+		dst[j] = T(v)
+	}
+}
