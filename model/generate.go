@@ -27,8 +27,8 @@ type GenerateOptions struct {
 // from the model one at a time, and returns the new ones. Each token costs
 // one position: the blocks keep the keys and values of the tokens before
 // it. When the context is full, the model reads its last half again (a
-// sliding window of between half and all of the context), so a long text
-// costs about 1.5 positions a token.
+// sliding window of between half and all of the context), so past the
+// first context a token costs two positions on average.
 func (m *Model) Generate(prompt []int, n int, opt GenerateOptions) ([]int, error) {
 	switch {
 	case len(prompt) == 0:

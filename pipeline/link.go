@@ -32,7 +32,8 @@ import (
 
 // Protocol is the version of the coordinator–worker protocol: both sides
 // must speak the same, checked in the handshake before anything is spawned.
-const Protocol = "pipetrain-2"
+// pipetrain-3: stages swap the gradients of tied weights (TiedGrad).
+const Protocol = "pipetrain-3"
 
 // Metadata keys of every gRPC call between a coordinator and its workers.
 const (

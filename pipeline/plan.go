@@ -162,7 +162,7 @@ func (p *Plan) place(layers []nn.Layer, bounds, shards []int) error {
 				nu, cols = sh.ShardUnits()
 			}
 			if nu == 0 {
-				return fmt.Errorf("pipeline: layer %d (%s) cannot be sharded: only linear and conv2d layers can", i, layers[i].Kind())
+				return fmt.Errorf("pipeline: layer %d (%s) cannot be sharded: only linear layers on flat samples and conv2d layers can", i, layers[i].Kind())
 			}
 			if k > nu {
 				return fmt.Errorf("pipeline: layer %d (%s): %d shards for %d units", i, layers[i].Kind(), k, nu)

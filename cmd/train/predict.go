@@ -51,6 +51,9 @@ func runPredict(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	if err != nil {
 		return err
 	}
+	if m.IsText() {
+		return badInputf("predict: --checkpoint %s holds a language model: train sample writes text with it", m.Checkpoint.Dir)
+	}
 	raw, err := readInputs(m, *input)
 	if err != nil {
 		return err

@@ -135,7 +135,7 @@ func (c *Config) validateModel() error {
 		p := fmt.Sprintf("model.layers[%d]", i)
 		if i == len(c.Model.Layers)-1 && l.unitsFromData() {
 			// the output width comes from the data (CheckData): check the rest
-			l.Units, l.given = 1, append(slices.Clone(l.given), "units")
+			l.Units, l.given = max(1, l.Shards), append(slices.Clone(l.given), "units")
 		}
 		if err := l.validate(p); err != nil {
 			return err
