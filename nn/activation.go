@@ -51,9 +51,13 @@ func NewTanh() *Activation { return newActivation("tanh", true, ops.Tanh, ops.Ta
 
 // NewGELU returns x*Φ(x), exact or with the tanh approximation.
 func NewGELU(approximate bool) *Activation {
-	return newActivation("gelu", false,
+	a := newActivation("gelu", false,
 		func(x *tensor.Tensor) *tensor.Tensor { return ops.GELU(x, approximate) },
 		func(dy, x *tensor.Tensor) *tensor.Tensor { return ops.GELUBackward(dy, x, approximate) })
+	if !approximate {
+		a.forwardInto, a.backwardInto = ops.GELUInto, ops.GELUBackwardInto
+	}
+	return a
 }
 
 // NewSoftmax returns the softmax over the last axis.

@@ -146,8 +146,13 @@ const (
 )
 
 // GELU returns x*Φ(x) with the exact erf form, or PyTorch's tanh approximation
-// 0.5*x*(1+tanh(sqrt(2/pi)*(x+0.044715x³))) when approximate is true.
+// 0.5*x*(1+tanh(sqrt(2/pi)*(x+0.044715x³))) when approximate is true. The
+// exact form in float32 runs vectorised, within 3 float32 steps of the
+// exact value (4 for its backward), as PyTorch's vectorised erf does.
 func GELU(x *tensor.Tensor, approximate bool) *tensor.Tensor {
+	if !approximate && x.DType() == tensor.Float32 {
+		return GELUInto(tensor.Zeros(tensor.Float32, x.Shape()...), x)
+	}
 	if approximate {
 		return map1(x, func(v float64) float64 {
 			return 0.5 * v * (1 + math.Tanh(geluBeta*(v+geluKappa*v*v*v)))
@@ -156,8 +161,45 @@ func GELU(x *tensor.Tensor, approximate bool) *tensor.Tensor {
 	return map1(x, func(v float64) float64 { return 0.5 * v * (1 + math.Erf(v*invSqrt2)) })
 }
 
+// GELUInto is the exact GELU into dst, which may be x.
+func GELUInto(dst, x *tensor.Tensor) *tensor.Tensor {
+	into("GELUInto", dst, x)
+	if x.DType() == tensor.Float32 {
+		vec.GELU(dst.Data32(), x.Data32())
+		return dst
+	}
+	d := dst.Data64()
+	for i, v := range x.Data64() {
+		d[i] = 0.5 * v * (1 + math.Erf(v*invSqrt2))
+	}
+	return dst
+}
+
+// GELUBackwardInto is the exact GELU's backward into dst, which may be grad.
+func GELUBackwardInto(dst, grad, x *tensor.Tensor) *tensor.Tensor {
+	into("GELUBackwardInto", dst, grad)
+	into("GELUBackwardInto", dst, x)
+	if x.DType() == tensor.Float32 {
+		vec.GELUBackward(dst.Data32(), grad.Data32(), x.Data32())
+		return dst
+	}
+	d, g := dst.Data64(), grad.Data64()
+	for i, v := range x.Data64() {
+		d[i] = g[i] * geluGrad(v)
+	}
+	return dst
+}
+
+// geluGrad is the exact GELU's derivative Φ(x) + x·φ(x).
+func geluGrad(v float64) float64 {
+	return 0.5*(1+math.Erf(v*invSqrt2)) + v*math.Exp(-0.5*v*v)*invSqrt2P
+}
+
 // GELUBackward returns grad times the derivative of GELU at x, for either form.
 func GELUBackward(grad, x *tensor.Tensor, approximate bool) *tensor.Tensor {
+	if !approximate && x.DType() == tensor.Float32 && grad.SameShape(x) && grad.DType() == x.DType() {
+		return GELUBackwardInto(tensor.Zeros(tensor.Float32, x.Shape()...), grad, x)
+	}
 	if approximate {
 		return gradMap("GELUBackward", grad, x, func(g, v float64) float64 {
 			inner := geluBeta * (v + geluKappa*v*v*v)
@@ -168,9 +210,5 @@ func GELUBackward(grad, x *tensor.Tensor, approximate bool) *tensor.Tensor {
 			return g * (0.5*right + left*(1-th*th)*dInner)
 		})
 	}
-	return gradMap("GELUBackward", grad, x, func(g, v float64) float64 {
-		cdf := 0.5 * (1 + math.Erf(v*invSqrt2))
-		pdf := math.Exp(-0.5*v*v) * invSqrt2P
-		return g * (cdf + v*pdf)
-	})
+	return gradMap("GELUBackward", grad, x, func(g, v float64) float64 { return g * geluGrad(v) })
 }

@@ -291,9 +291,7 @@ func rowDot[T float](x, y []T) float64 {
 // replaces the float32 loop here.
 func expInPlace[T float](x []T) {
 	if x, ok := any(x).([]float32); ok {
-		for i, v := range x {
-			x[i] = float32(math.Exp(float64(v)))
-		}
+		vec.Exp(x, x) // within one float32 step of the exact value
 		return
 	}
 	for i, v := range x {

@@ -13,7 +13,9 @@
 // Ops never modify their inputs. Results have the dtype of the inputs; float32
 // element-wise results are computed in float64 and rounded once, and reductions
 // and losses accumulate in float64, so float32 results are at least as accurate
-// as PyTorch's.
+// as PyTorch's. Two float32 kernels of a transformer's hot path are vectorised
+// instead, as PyTorch's are: the exact GELU and its backward, within 3 and 4
+// float32 steps of the exact values, and the attention's exp, within one.
 //
 // Some backwards take the forward's output instead of its input, because that is
 // cheaper and what PyTorch saves: ExpBackward, SqrtBackward, SigmoidBackward,

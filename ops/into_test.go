@@ -7,6 +7,8 @@ package ops_test
 
 import (
 	"math"
+	"math/rand/v2"
+	"slices"
 	"testing"
 
 	"github.com/pipetrain/pipetrain/ops"
@@ -205,5 +207,35 @@ func TestIntoErrors(t *testing.T) {
 		{"BatchNormBackwardInto", []string{"[5]", "[1 2 4 4]"}, func() { ops.BatchNormBackwardInto(nil, z(5), z(2), x, x, z(2), z(2), z(2)) }},
 	} {
 		expectError(t, c.op, "ops."+c.op+":", c.mentions, c.fn)
+	}
+}
+
+// TestGELUFloat32: the vectorised float32 GELU and its backward stay within
+// a few float32 steps of the float64 forms, the Into forms give the
+// allocating forms' bits, and dst may be the input.
+func TestGELUFloat32(t *testing.T) {
+	rng := rand.New(rand.NewPCG(4, 4))
+	x64 := tensor.RandNormal(rng, tensor.Float64, 0, 3, 4097)
+	g64 := tensor.RandNormal(rng, tensor.Float64, 0, 1, 4097)
+	x, g := x64.As(tensor.Float32), g64.As(tensor.Float32)
+	y, dx := ops.GELU(x, false), ops.GELUBackward(g, x, false)
+	wy, wdx := ops.GELU(x.As(tensor.Float64), false).Float64s(), ops.GELUBackward(g.As(tensor.Float64), x.As(tensor.Float64), false).Float64s()
+	for i, v := range y.Float64s() {
+		if d := math.Abs(v - wy[i]); d > 4e-7*math.Max(math.Abs(wy[i]), 0.25) {
+			t.Fatalf("ops.GELU(%v) = %v, float64 gives %v", x.Float64s()[i], v, wy[i])
+		}
+		if d := math.Abs(dx.Float64s()[i] - wdx[i]); d > 5e-7*math.Max(math.Abs(wdx[i]), 0.25) {
+			t.Fatalf("GELUBackward at %v = %v, float64 gives %v", x.Float64s()[i], dx.Float64s()[i], wdx[i])
+		}
+	}
+	same := x.Clone()
+	ops.GELUInto(same, same)
+	if !slices.Equal(same.Float32s(), y.Float32s()) {
+		t.Error("GELUInto(x, x) differs from ops.GELU(x)")
+	}
+	gs := g.Clone()
+	ops.GELUBackwardInto(gs, gs, x)
+	if !slices.Equal(gs.Float32s(), dx.Float32s()) {
+		t.Error("ops.GELUBackwardInto(g, g, x) differs from ops.GELUBackward(g, x)")
 	}
 }

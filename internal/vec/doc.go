@@ -1,11 +1,17 @@
 // Package vec holds the float32 element-wise kernels of the trainer's hot
 // path (ReLU, its backward pass, finiteness checks, accumulation and SGD
-// updates), so they run as AVX2 assembly where the CPU has it.
+// updates, max pooling, and the transcendental Exp, GELU and GELUBackward),
+// so they run as AVX2 or AVX-512 assembly where the CPU has it.
 //
-// The assembly (vec_amd64.s, picked at start-up when the CPU has AVX2) gives
-// the same bits as the Go references in ref.go: no FMA, one rounding per
-// operation, as in Go's float32 arithmetic. Builds with the purego tag, and
-// other architectures, run the references (vec_other.go).
+// The arithmetic kernels (vec_amd64.s, picked at start-up when the CPU has
+// AVX2) give the same bits as the Go references in ref.go: no FMA, one
+// rounding per operation, as in Go's float32 arithmetic. The transcendental
+// ones (math_amd64.s) use FMA and polynomial or rational approximations:
+// AVX2 and AVX-512 give the same bits, within 1 (Exp), 3 (GELU) and 4
+// (GELUBackward) float32 steps of the exact values; their Go forms (math.go)
+// compute in float64 and round once, so they may differ in the last bit.
+// Builds with the purego tag, and other architectures, run the Go forms
+// (vec_other.go, math_other.go).
 //
 // dst may be the very same slice as an input; partially overlapping slices
 // are not supported.
