@@ -534,34 +534,44 @@ func im2col[T float](pl *convPlan, col []T, ld int, x []T) {
 	im2colRows(pl, col, ld, x)
 }
 
+// colWalk is a position in col [C·KH·KW, OH·OW]: row r, which is (c, i, j).
+// Loops over the rows step it with next, which inlines: no call a row.
+type colWalk struct{ r, c, i, j int }
+
+// next moves w to the following row, j fastest.
+func (w *colWalk) next(pl *convPlan) {
+	w.r++
+	if w.j++; w.j == pl.kw {
+		w.j = 0
+		if w.i++; w.i == pl.kh {
+			w.i = 0
+			w.c++
+		}
+	}
+}
+
 // im2colRows is im2col a row of the output at a time, for any geometry.
 func im2colRows[T float](pl *convPlan, col []T, ld int, x []T) {
-	s, r := pl.stride, 0
-	for c := range pl.c {
-		plane := x[c*pl.h*pl.w : (c+1)*pl.h*pl.w]
-		for i := range pl.kh {
-			hlo, hhi := span(i, s, pl.pad, pl.h, pl.oh)
-			for j := range pl.kw {
-				dst := col[r*ld : r*ld+pl.p]
-				r++
-				wlo, whi := span(j, s, pl.pad, pl.w, pl.ow)
-				clear(dst[:hlo*pl.ow])
-				clear(dst[hhi*pl.ow:])
-				for oh := hlo; oh < hhi; oh++ {
-					row := dst[oh*pl.ow : (oh+1)*pl.ow]
-					src := plane[(oh*s-pl.pad+i)*pl.w:][:pl.w]
-					clear(row[:wlo])
-					clear(row[whi:])
-					iw := wlo*s - pl.pad + j
-					if s == 1 {
-						copy(row[wlo:whi], src[iw:])
-						continue
-					}
-					for ow := wlo; ow < whi; ow++ {
-						row[ow] = src[iw]
-						iw += s
-					}
-				}
+	s, hw := pl.stride, pl.h*pl.w
+	for w := (colWalk{}); w.r < pl.k; w.next(pl) {
+		dst, plane, i, j := col[w.r*ld:][:pl.p], x[w.c*hw:][:hw], w.i, w.j
+		hlo, hhi := span(i, s, pl.pad, pl.h, pl.oh)
+		wlo, whi := span(j, s, pl.pad, pl.w, pl.ow)
+		clear(dst[:hlo*pl.ow])
+		clear(dst[hhi*pl.ow:])
+		for oh := hlo; oh < hhi; oh++ {
+			row := dst[oh*pl.ow : (oh+1)*pl.ow]
+			src := plane[(oh*s-pl.pad+i)*pl.w:][:pl.w]
+			clear(row[:wlo])
+			clear(row[whi:])
+			iw := wlo*s - pl.pad + j
+			if s == 1 {
+				copy(row[wlo:whi], src[iw:])
+				continue
+			}
+			for ow := wlo; ow < whi; ow++ {
+				row[ow] = src[iw]
+				iw += s
 			}
 		}
 	}
@@ -580,32 +590,26 @@ func col2im[T float](pl *convPlan, gx, col []T, ld int) {
 
 // col2imRows is col2im a row of the output at a time, for any geometry.
 func col2imRows[T float](pl *convPlan, gx, col []T, ld int) {
-	s, r := pl.stride, 0
-	for c := range pl.c {
-		plane := gx[c*pl.h*pl.w : (c+1)*pl.h*pl.w]
-		for i := range pl.kh {
-			hlo, hhi := span(i, s, pl.pad, pl.h, pl.oh)
-			for j := range pl.kw {
-				src := col[r*ld : r*ld+pl.p]
-				r++
-				wlo, whi := span(j, s, pl.pad, pl.w, pl.ow)
-				for oh := hlo; oh < hhi; oh++ {
-					row := src[oh*pl.ow : (oh+1)*pl.ow]
-					dst := plane[(oh*s-pl.pad+i)*pl.w:][:pl.w]
-					iw := wlo*s - pl.pad + j
-					if s == 1 {
-						vs := row[wlo:whi]
-						d := dst[iw:][:len(vs)]
-						for k, v := range vs {
-							d[k] += v
-						}
-						continue
-					}
-					for _, v := range row[wlo:whi] {
-						dst[iw] += v
-						iw += s
-					}
+	s, hw := pl.stride, pl.h*pl.w
+	for w := (colWalk{}); w.r < pl.k; w.next(pl) {
+		src, plane, i, j := col[w.r*ld:][:pl.p], gx[w.c*hw:][:hw], w.i, w.j
+		hlo, hhi := span(i, s, pl.pad, pl.h, pl.oh)
+		wlo, whi := span(j, s, pl.pad, pl.w, pl.ow)
+		for oh := hlo; oh < hhi; oh++ {
+			row := src[oh*pl.ow : (oh+1)*pl.ow]
+			dst := plane[(oh*s-pl.pad+i)*pl.w:][:pl.w]
+			iw := wlo*s - pl.pad + j
+			if s == 1 {
+				vs := row[wlo:whi]
+				d := dst[iw:][:len(vs)]
+				for k, v := range vs {
+					d[k] += v
 				}
+				continue
+			}
+			for _, v := range row[wlo:whi] {
+				dst[iw] += v
+				iw += s
 			}
 		}
 	}
@@ -650,22 +654,16 @@ func edge[T float](dst []T, ow, hlo, hhi, d int) {
 
 // im2colSame is im2col at stride 1 with same-width output.
 func im2colSame[T float](pl *convPlan, col []T, ld int, x []T) {
-	r := 0
-	for c := range pl.c {
-		plane := x[c*pl.h*pl.w : (c+1)*pl.h*pl.w]
-		for i := range pl.kh {
-			for j := range pl.kw {
-				dst := col[r*ld : r*ld+pl.p]
-				r++
-				hlo, hhi, a, b, delta, d := sameSpan(pl, i, j)
-				clear(dst[:a])
-				if a < b {
-					copy(dst[a:b], plane[a+delta:b+delta])
-				}
-				clear(dst[b:])
-				edge(dst, pl.ow, hlo, hhi, d)
-			}
+	hw := pl.h * pl.w
+	for w := (colWalk{}); w.r < pl.k; w.next(pl) {
+		dst, plane := col[w.r*ld:][:pl.p], x[w.c*hw:][:hw]
+		hlo, hhi, a, b, delta, d := sameSpan(pl, w.i, w.j)
+		clear(dst[:a])
+		if a < b {
+			copy(dst[a:b], plane[a+delta:b+delta])
 		}
+		clear(dst[b:])
+		edge(dst, pl.ow, hlo, hhi, d)
 	}
 }
 
@@ -675,19 +673,13 @@ func im2colSame[T float](pl *convPlan, col []T, ld int, x []T) {
 // last row, which leaves it as it was (gx never holds -0: it starts at +0
 // and sums GEMM results, which are never -0).
 func col2imSame[T float](pl *convPlan, gx, col []T, ld int) {
-	r := 0
-	for c := range pl.c {
-		plane := gx[c*pl.h*pl.w : (c+1)*pl.h*pl.w]
-		for i := range pl.kh {
-			for j := range pl.kw {
-				src := col[r*ld : r*ld+pl.p]
-				r++
-				hlo, hhi, a, b, delta, d := sameSpan(pl, i, j)
-				if a < b {
-					edge(src, pl.ow, hlo, hhi, d)
-					addInto(plane[a+delta:b+delta], src[a:b])
-				}
-			}
+	hw := pl.h * pl.w
+	for w := (colWalk{}); w.r < pl.k; w.next(pl) {
+		src, plane := col[w.r*ld:][:pl.p], gx[w.c*hw:][:hw]
+		hlo, hhi, a, b, delta, d := sameSpan(pl, w.i, w.j)
+		if a < b {
+			edge(src, pl.ow, hlo, hhi, d)
+			addInto(plane[a+delta:b+delta], src[a:b])
 		}
 	}
 }

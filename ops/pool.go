@@ -88,34 +88,42 @@ func (p *pool) checkDst(op string, dst *tensor.Tensor, dt tensor.DType, want [4]
 	}
 }
 
+// windowRows calls f for each row of windows, in row-major order, with the
+// output index of its first window and the input index of that window's
+// top-left element; the row's windows step by p.stride from there. A call
+// per row, not per window: the callers' loops over a row stay inline.
+func (p *pool) windowRows(f func(o, start int)) {
+	planes, h, w := p.in[0]*p.in[1], p.in[2], p.in[3]
+	oh, ow, st := p.out[2], p.out[3], p.stride
+	for pl := range planes {
+		for i := range oh {
+			f((pl*oh+i)*ow, pl*h*w+i*st*w)
+		}
+	}
+}
+
 // maxWindows visits every window of x in row-major order and calls f with
 // the output index, the input index of the window's first maximum in
 // row-major order, or of its last NaN (PyTorch's CPU rule, val > max ||
 // isnan(val), so that ties send the whole gradient to one element), its
 // offset r·kernel+c in the window, and its value.
 func maxWindows[T float](p *pool, x []T, f func(o, at, off int, v T)) {
-	planes, h, w := p.in[0]*p.in[1], p.in[2], p.in[3]
-	oh, ow, k, st := p.out[2], p.out[3], p.kernel, p.stride
-	o := 0
-	for pl := range planes {
-		for i := range oh {
-			rowStart := pl*h*w + i*st*w
-			for j := range ow {
-				corner := rowStart + j*st
-				best, off, bv := corner, 0, x[corner]
-				for r := range k {
-					row := x[corner+r*w : corner+r*w+k]
-					for c, v := range row {
-						if v > bv || v != v {
-							best, off, bv = corner+r*w+c, r*k+c, v
-						}
+	w, ow, k, st := p.in[3], p.out[3], p.kernel, p.stride
+	p.windowRows(func(o, start int) {
+		for j := range ow {
+			corner := start + j*st
+			best, off, bv := corner, 0, x[corner]
+			for r := range k {
+				row := x[corner+r*w : corner+r*w+k]
+				for c, v := range row {
+					if v > bv || v != v {
+						best, off, bv = corner+r*w+c, r*k+c, v
 					}
 				}
-				f(o, best, off, bv)
-				o++
 			}
+			f(o+j, best, off, bv)
 		}
-	}
+	})
 }
 
 // MaxPool2d returns the maximum over each kernel×kernel window of x, an
@@ -312,22 +320,16 @@ func below4(arg []uint8) (uint8, bool) {
 // scatter adds each g[o] to its window's element at offset arg[o] of dx;
 // overlapping windows accumulate, in output order.
 func scatter[T float](p *pool, dx, g []T, arg []uint8) {
-	planes, h, w := p.in[0]*p.in[1], p.in[2], p.in[3]
-	oh, ow, k, st := p.out[2], p.out[3], p.kernel, p.stride
-	o := 0
-	for pl := range planes {
-		for i := range oh {
-			rowStart := pl*h*w + i*st*w
-			for j := range ow {
-				a := int(arg[o])
-				if a >= k*k {
-					fail("MaxPool2dArgScatter", "offset %d outside a %d×%d window", a, k, k)
-				}
-				dx[rowStart+j*st+a/k*w+a%k] += g[o]
-				o++
+	w, ow, k, st := p.in[3], p.out[3], p.kernel, p.stride
+	p.windowRows(func(o, start int) {
+		for j := range ow {
+			a := int(arg[o+j])
+			if a >= k*k {
+				fail("MaxPool2dArgScatter", "offset %d outside a %d×%d window", a, k, k)
 			}
+			dx[start+j*st+a/k*w+a%k] += g[o+j]
 		}
-	}
+	})
 }
 
 // scatter2x2f32 is scatter for 2×2 windows at stride 2 in float32, whose

@@ -1,85 +1,41 @@
 #include "textflag.h"
 
-// func fmaZMM(n int): n rounds of 16 independent VFMADD231PS on ZMM
-// registers, 512 floating-point operations a round.
-TEXT ·fmaZMM(SB), NOSPLIT, $0-8
-	MOVQ n+0(FP), CX
-	VXORPS Z0, Z0, Z0
-	VXORPS Z1, Z1, Z1
-	VXORPS Z2, Z2, Z2
-	VXORPS Z3, Z3, Z3
-	VXORPS Z4, Z4, Z4
-	VXORPS Z5, Z5, Z5
-	VXORPS Z6, Z6, Z6
-	VXORPS Z7, Z7, Z7
-	VXORPS Z8, Z8, Z8
-	VXORPS Z9, Z9, Z9
-	VXORPS Z10, Z10, Z10
-	VXORPS Z11, Z11, Z11
-	VXORPS Z12, Z12, Z12
-	VXORPS Z13, Z13, Z13
-	VXORPS Z14, Z14, Z14
-	VXORPS Z15, Z15, Z15
-	VXORPS Z16, Z16, Z16
-	VXORPS Z17, Z17, Z17
-loop:
-	VFMADD231PS Z16, Z17, Z0
-	VFMADD231PS Z16, Z17, Z1
-	VFMADD231PS Z16, Z17, Z2
-	VFMADD231PS Z16, Z17, Z3
-	VFMADD231PS Z16, Z17, Z4
-	VFMADD231PS Z16, Z17, Z5
-	VFMADD231PS Z16, Z17, Z6
-	VFMADD231PS Z16, Z17, Z7
-	VFMADD231PS Z16, Z17, Z8
-	VFMADD231PS Z16, Z17, Z9
-	VFMADD231PS Z16, Z17, Z10
-	VFMADD231PS Z16, Z17, Z11
-	VFMADD231PS Z16, Z17, Z12
-	VFMADD231PS Z16, Z17, Z13
-	VFMADD231PS Z16, Z17, Z14
-	VFMADD231PS Z16, Z17, Z15
-	DECQ CX
-	JNZ  loop
-	VZEROUPPER
+// Both loops clear their accumulators and two sources, then run CX rounds
+// of one VFMADD231PS into each accumulator: independent chains, so that FMA
+// throughput, not latency, bounds them. acc(op, x, y) lists the accumulators.
+#define clear(r)      VXORPS r, r, r
+#define zero(r, x, y) clear(r)
+#define fma(r, x, y)  VFMADD231PS x, y, r
+#define fmaLoop(acc, x, y) \
+	acc(zero, x, y); \
+	clear(x); \
+	clear(y); \
+loop: \
+	acc(fma, x, y); \
+	DECQ CX; \
+	JNZ  loop; \
+	VZEROUPPER; \
 	RET
 
-// func fmaYMM(n int): 14 independent VFMADD231PS on YMM registers (AVX2 has
-// 16), 224 floating-point operations a round.
+#define zmm16(op, x, y) \
+	op(Z0, x, y); op(Z1, x, y); op(Z2, x, y); op(Z3, x, y); \
+	op(Z4, x, y); op(Z5, x, y); op(Z6, x, y); op(Z7, x, y); \
+	op(Z8, x, y); op(Z9, x, y); op(Z10, x, y); op(Z11, x, y); \
+	op(Z12, x, y); op(Z13, x, y); op(Z14, x, y); op(Z15, x, y)
+
+// AVX2 has 16 YMM registers: 14 accumulators and the two sources.
+#define ymm14(op, x, y) \
+	op(Y0, x, y); op(Y1, x, y); op(Y2, x, y); op(Y3, x, y); \
+	op(Y4, x, y); op(Y5, x, y); op(Y6, x, y); op(Y7, x, y); \
+	op(Y8, x, y); op(Y9, x, y); op(Y10, x, y); op(Y11, x, y); \
+	op(Y12, x, y); op(Y13, x, y)
+
+// func fmaZMM(n int): 16 accumulators, 512 floating-point operations a round.
+TEXT ·fmaZMM(SB), NOSPLIT, $0-8
+	MOVQ n+0(FP), CX
+	fmaLoop(zmm16, Z16, Z17)
+
+// func fmaYMM(n int): 14 accumulators, 224 floating-point operations a round.
 TEXT ·fmaYMM(SB), NOSPLIT, $0-8
 	MOVQ n+0(FP), CX
-	VXORPS Y0, Y0, Y0
-	VXORPS Y1, Y1, Y1
-	VXORPS Y2, Y2, Y2
-	VXORPS Y3, Y3, Y3
-	VXORPS Y4, Y4, Y4
-	VXORPS Y5, Y5, Y5
-	VXORPS Y6, Y6, Y6
-	VXORPS Y7, Y7, Y7
-	VXORPS Y8, Y8, Y8
-	VXORPS Y9, Y9, Y9
-	VXORPS Y10, Y10, Y10
-	VXORPS Y11, Y11, Y11
-	VXORPS Y12, Y12, Y12
-	VXORPS Y13, Y13, Y13
-	VXORPS Y14, Y14, Y14
-	VXORPS Y15, Y15, Y15
-loopy:
-	VFMADD231PS Y14, Y15, Y0
-	VFMADD231PS Y14, Y15, Y1
-	VFMADD231PS Y14, Y15, Y2
-	VFMADD231PS Y14, Y15, Y3
-	VFMADD231PS Y14, Y15, Y4
-	VFMADD231PS Y14, Y15, Y5
-	VFMADD231PS Y14, Y15, Y6
-	VFMADD231PS Y14, Y15, Y7
-	VFMADD231PS Y14, Y15, Y8
-	VFMADD231PS Y14, Y15, Y9
-	VFMADD231PS Y14, Y15, Y10
-	VFMADD231PS Y14, Y15, Y11
-	VFMADD231PS Y14, Y15, Y12
-	VFMADD231PS Y14, Y15, Y13
-	DECQ CX
-	JNZ  loopy
-	VZEROUPPER
-	RET
+	fmaLoop(ymm14, Y14, Y15)

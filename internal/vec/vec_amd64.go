@@ -49,75 +49,50 @@ func implName() string {
 	return "go"
 }
 
-func relu(dst, x []float32) {
-	n := len(x) &^ 7
-	if useAVX2 && n > 0 {
-		reluAVX2(&dst[0], &x[0], n)
-	} else {
-		n = 0
+// asmPrefix runs kernel on the first n = m&^7 of m elements when AVX2 is
+// there and n > 0, and returns n (else 0): the reference takes the rest.
+func asmPrefix(m int, kernel func(n int)) int {
+	n := m &^ 7
+	if !useAVX2 || n == 0 {
+		return 0
 	}
+	kernel(n)
+	return n
+}
+
+func relu(dst, x []float32) {
+	n := asmPrefix(len(x), func(n int) { reluAVX2(&dst[0], &x[0], n) })
 	reluRef(dst[n:], x[n:])
 }
 
 func reluBackward(dst, dy, x []float32) {
-	n := len(x) &^ 7
-	if useAVX2 && n > 0 {
-		reluBackwardAVX2(&dst[0], &dy[0], &x[0], n)
-	} else {
-		n = 0
-	}
+	n := asmPrefix(len(x), func(n int) { reluBackwardAVX2(&dst[0], &dy[0], &x[0], n) })
 	reluBackwardRef(dst[n:], dy[n:], x[n:])
 }
 
 func allFinite(x []float32) bool {
-	n := len(x) &^ 7
-	if useAVX2 && n > 0 {
-		if !allFiniteAVX2(&x[0], n) {
-			return false
-		}
-	} else {
-		n = 0
-	}
-	return allFiniteRef(x[n:])
+	ok := true
+	n := asmPrefix(len(x), func(n int) { ok = allFiniteAVX2(&x[0], n) })
+	return ok && allFiniteRef(x[n:])
 }
 
 func add(dst, x []float32) {
-	n := len(x) &^ 7
-	if useAVX2 && n > 0 {
-		addAVX2(&dst[0], &x[0], n)
-	} else {
-		n = 0
-	}
+	n := asmPrefix(len(x), func(n int) { addAVX2(&dst[0], &x[0], n) })
 	addRef(dst[n:], x[n:])
 }
 
 func addConst(dst []float32, c float32) {
-	n := len(dst) &^ 7
-	if useAVX2 && n > 0 {
-		addConstAVX2(&dst[0], c, n)
-	} else {
-		n = 0
-	}
+	n := asmPrefix(len(dst), func(n int) { addConstAVX2(&dst[0], c, n) })
 	addConstRef(dst[n:], c)
 }
 
 func sgd(w, g []float32, lr float32) {
-	n := len(g) &^ 7
-	if useAVX2 && n > 0 {
-		sgdAVX2(&w[0], &g[0], n, lr)
-	} else {
-		n = 0
-	}
+	n := asmPrefix(len(g), func(n int) { sgdAVX2(&w[0], &g[0], n, lr) })
 	sgdRef(w[n:], g[n:], lr)
 }
 
 func sgdMomentum(w, g, buf []float32, lr, mom float32) {
-	n := len(g) &^ 7
-	if useAVX2 && n > 0 {
-		sgdMomentumAVX2(&w[0], &g[0], &buf[0], n, lr, mom)
-	} else {
-		n = 0
-	}
+	n := asmPrefix(len(g), func(n int) { sgdMomentumAVX2(&w[0], &g[0], &buf[0], n, lr, mom) })
 	sgdMomentumRef(w[n:], g[n:], buf[n:], lr, mom)
 }
 

@@ -7,56 +7,65 @@
 // VCMPPS $p, b, a, m sets m = a <p> b; VSUBPS b, a, d sets d = a - b.
 // The gradient argument is named grad: g is a register name in Go assembly.
 
+// A kernel's loop body is a list of lane steps s(o, a, b), each on the
+// bytes at offset o of its pointers and the registers a and b. The 32-float
+// loop runs each step on all four lanes before the next step (lanes), the
+// 8-float loop on lane 0 alone (lane0): the tail computes as the main loop.
+#define lanes(s) s(0, Y0, Y4); s(32, Y1, Y5); s(64, Y2, Y6); s(96, Y3, Y7)
+#define lane0(s) s(0, Y0, Y4)
+
+// loop runs body32 while CX >= 32 floats remain, then body8 while any do,
+// and ends at label done with the upper halves cleared.
+#define loop(body32, body8) \
+	CMPQ CX, $32; \
+	JB   tail; \
+loop32: \
+	body32; \
+	SUBQ $32, CX; \
+	CMPQ CX, $32; \
+	JAE  loop32; \
+tail: \
+	TESTQ CX, CX; \
+	JZ    done; \
+loop8: \
+	body8; \
+	SUBQ $8, CX; \
+	JNZ  loop8; \
+done: \
+	VZEROUPPER
+
+// stream ends a kernel whose body(each) runs its lane steps with each and
+// whose next(bytes) advances its pointers.
+#define stream(body, next) loop(body(lanes); next(128), body(lane0); next(32)); RET
+
+// Pointer advances by n bytes.
+#define nextDI(n)     ADDQ $n, DI
+#define nextSIDI(n)   ADDQ $n, SI; ADDQ $n, DI
+#define nextSIDXDI(n) ADDQ $n, SI; ADDQ $n, DX; ADDQ $n, DI
+
+// Lane steps more than one kernel takes.
+#define loadSI(o, a, b)  VMOVUPS o(SI), a
+#define loadDI(o, a, b)  VMOVUPS o(DI), a
+#define addSI(o, a, b)   VADDPS o(SI), a, a
+#define storeDI(o, a, b) VMOVUPS a, o(DI)
+
+// mask = !(x <= 0) (NLE_UQ): true for x > 0 and for NaN.
+#define reluMask(o, a, b) VCMPPS $0x16, Y15, a, b
+#define reluAnd(o, a, b)  VANDPS a, b, a
+#define relu(each)        each(loadSI); each(reluMask); each(reluAnd); each(storeDI)
+
 // func reluAVX2(dst, x *float32, n int)
 TEXT ·reluAVX2(SB), NOSPLIT, $0-24
 	MOVQ dst+0(FP), DI
 	MOVQ x+8(FP), SI
 	MOVQ n+16(FP), CX
 	VXORPS Y15, Y15, Y15
-	CMPQ CX, $32
-	JB   tail
+	stream(relu, nextSIDI)
 
-loop32:
-	VMOVUPS 0(SI), Y0
-	VMOVUPS 32(SI), Y1
-	VMOVUPS 64(SI), Y2
-	VMOVUPS 96(SI), Y3
-	// mask = !(x <= 0) (NLE_UQ): true for x > 0 and for NaN.
-	VCMPPS $0x16, Y15, Y0, Y4
-	VCMPPS $0x16, Y15, Y1, Y5
-	VCMPPS $0x16, Y15, Y2, Y6
-	VCMPPS $0x16, Y15, Y3, Y7
-	VANDPS Y0, Y4, Y0
-	VANDPS Y1, Y5, Y1
-	VANDPS Y2, Y6, Y2
-	VANDPS Y3, Y7, Y3
-	VMOVUPS Y0, 0(DI)
-	VMOVUPS Y1, 32(DI)
-	VMOVUPS Y2, 64(DI)
-	VMOVUPS Y3, 96(DI)
-	ADDQ $128, SI
-	ADDQ $128, DI
-	SUBQ $32, CX
-	CMPQ CX, $32
-	JAE  loop32
-
-tail:
-	TESTQ CX, CX
-	JZ    done
-
-loop8:
-	VMOVUPS 0(SI), Y0
-	VCMPPS  $0x16, Y15, Y0, Y4
-	VANDPS  Y0, Y4, Y0
-	VMOVUPS Y0, 0(DI)
-	ADDQ    $32, SI
-	ADDQ    $32, DI
-	SUBQ    $8, CX
-	JNZ     loop8
-
-done:
-	VZEROUPPER
-	RET
+// mask = x > 0 (GT_OQ): false for NaN.
+#define reluBackMask(o, a, b) VCMPPS $0x1e, Y15, a, a
+#define reluBackAnd(o, a, b)  VANDPS o(DX), a, a
+#define reluBack(each)        each(loadSI); each(reluBackMask); each(reluBackAnd); each(storeDI)
 
 // func reluBackwardAVX2(dst, dy, x *float32, n int)
 TEXT ·reluBackwardAVX2(SB), NOSPLIT, $0-32
@@ -65,52 +74,15 @@ TEXT ·reluBackwardAVX2(SB), NOSPLIT, $0-32
 	MOVQ x+16(FP), SI
 	MOVQ n+24(FP), CX
 	VXORPS Y15, Y15, Y15
-	CMPQ CX, $32
-	JB   tail
+	stream(reluBack, nextSIDXDI)
 
-loop32:
-	VMOVUPS 0(SI), Y0
-	VMOVUPS 32(SI), Y1
-	VMOVUPS 64(SI), Y2
-	VMOVUPS 96(SI), Y3
-	// mask = x > 0 (GT_OQ): false for NaN.
-	VCMPPS $0x1e, Y15, Y0, Y0
-	VCMPPS $0x1e, Y15, Y1, Y1
-	VCMPPS $0x1e, Y15, Y2, Y2
-	VCMPPS $0x1e, Y15, Y3, Y3
-	VANDPS 0(DX), Y0, Y0
-	VANDPS 32(DX), Y1, Y1
-	VANDPS 64(DX), Y2, Y2
-	VANDPS 96(DX), Y3, Y3
-	VMOVUPS Y0, 0(DI)
-	VMOVUPS Y1, 32(DI)
-	VMOVUPS Y2, 64(DI)
-	VMOVUPS Y3, 96(DI)
-	ADDQ $128, SI
-	ADDQ $128, DX
-	ADDQ $128, DI
-	SUBQ $32, CX
-	CMPQ CX, $32
-	JAE  loop32
-
-tail:
-	TESTQ CX, CX
-	JZ    done
-
-loop8:
-	VMOVUPS 0(SI), Y0
-	VCMPPS  $0x1e, Y15, Y0, Y0
-	VANDPS  0(DX), Y0, Y0
-	VMOVUPS Y0, 0(DI)
-	ADDQ    $32, SI
-	ADDQ    $32, DX
-	ADDQ    $32, DI
-	SUBQ    $8, CX
-	JNZ     loop8
-
-done:
-	VZEROUPPER
-	RET
+// Lanes whose exponent bits are all set become all ones; the 32-float body
+// ORs its four lanes into Y0 to test them at once.
+#define finiteAnd(o, a, b) VPAND o(SI), Y15, a
+#define finiteCmp(o, a, b) VPCMPEQD Y15, a, a
+#define finite(each)       each(finiteAnd); each(finiteCmp)
+#define finiteOr           VPOR Y1, Y0, Y0; VPOR Y3, Y2, Y2; VPOR Y2, Y0, Y0
+#define finiteTest(n)      VPTEST Y0, Y0; JNZ notfinite; ADDQ $n, SI
 
 // func allFiniteAVX2(x *float32, n int) bool
 TEXT ·allFiniteAVX2(SB), NOSPLIT, $0-17
@@ -119,44 +91,7 @@ TEXT ·allFiniteAVX2(SB), NOSPLIT, $0-17
 	MOVL $0x7f800000, AX
 	MOVD AX, X15
 	VPBROADCASTD X15, Y15
-	CMPQ CX, $32
-	JB   tail
-
-loop32:
-	// Lanes whose exponent bits are all set become all ones.
-	VPAND    0(SI), Y15, Y0
-	VPAND    32(SI), Y15, Y1
-	VPAND    64(SI), Y15, Y2
-	VPAND    96(SI), Y15, Y3
-	VPCMPEQD Y15, Y0, Y0
-	VPCMPEQD Y15, Y1, Y1
-	VPCMPEQD Y15, Y2, Y2
-	VPCMPEQD Y15, Y3, Y3
-	VPOR     Y1, Y0, Y0
-	VPOR     Y3, Y2, Y2
-	VPOR     Y2, Y0, Y0
-	VPTEST   Y0, Y0
-	JNZ      notfinite
-	ADDQ     $128, SI
-	SUBQ     $32, CX
-	CMPQ     CX, $32
-	JAE      loop32
-
-tail:
-	TESTQ CX, CX
-	JZ    finite
-
-loop8:
-	VPAND    0(SI), Y15, Y0
-	VPCMPEQD Y15, Y0, Y0
-	VPTEST   Y0, Y0
-	JNZ      notfinite
-	ADDQ     $32, SI
-	SUBQ     $8, CX
-	JNZ      loop8
-
-finite:
-	VZEROUPPER
+	loop(finite(lanes); finiteOr; finiteTest(128), finite(lane0); finiteTest(32))
 	MOVB $1, ret+16(FP)
 	RET
 
@@ -165,49 +100,19 @@ notfinite:
 	MOVB $0, ret+16(FP)
 	RET
 
+#define add(each) each(loadDI); each(addSI); each(storeDI)
+
 // func addAVX2(dst, x *float32, n int)
 TEXT ·addAVX2(SB), NOSPLIT, $0-24
 	MOVQ dst+0(FP), DI
 	MOVQ x+8(FP), SI
 	MOVQ n+16(FP), CX
-	CMPQ CX, $32
-	JB   tail
+	stream(add, nextSIDI)
 
-loop32:
-	VMOVUPS 0(DI), Y0
-	VMOVUPS 32(DI), Y1
-	VMOVUPS 64(DI), Y2
-	VMOVUPS 96(DI), Y3
-	VADDPS  0(SI), Y0, Y0
-	VADDPS  32(SI), Y1, Y1
-	VADDPS  64(SI), Y2, Y2
-	VADDPS  96(SI), Y3, Y3
-	VMOVUPS Y0, 0(DI)
-	VMOVUPS Y1, 32(DI)
-	VMOVUPS Y2, 64(DI)
-	VMOVUPS Y3, 96(DI)
-	ADDQ    $128, SI
-	ADDQ    $128, DI
-	SUBQ    $32, CX
-	CMPQ    CX, $32
-	JAE     loop32
-
-tail:
-	TESTQ CX, CX
-	JZ    done
-
-loop8:
-	VMOVUPS 0(DI), Y0
-	VADDPS  0(SI), Y0, Y0
-	VMOVUPS Y0, 0(DI)
-	ADDQ    $32, SI
-	ADDQ    $32, DI
-	SUBQ    $8, CX
-	JNZ     loop8
-
-done:
-	VZEROUPPER
-	RET
+// t = lr*g (rounded), then w = w - t.
+#define sgdMul(o, a, b) VMULPS o(SI), Y15, b
+#define sgdSub(o, a, b) VSUBPS b, a, a
+#define sgd(each)       each(sgdMul); each(loadDI); each(sgdSub); each(storeDI)
 
 // func sgdAVX2(w, grad *float32, n int, lr float32)
 TEXT ·sgdAVX2(SB), NOSPLIT, $0-28
@@ -215,53 +120,21 @@ TEXT ·sgdAVX2(SB), NOSPLIT, $0-28
 	MOVQ grad+8(FP), SI
 	MOVQ n+16(FP), CX
 	VBROADCASTSS lr+24(FP), Y15
-	CMPQ CX, $32
-	JB   tail
+	stream(sgd, nextSIDI)
 
-loop32:
-	// t = lr*g (rounded), then w = w - t.
-	VMULPS  0(SI), Y15, Y4
-	VMULPS  32(SI), Y15, Y5
-	VMULPS  64(SI), Y15, Y6
-	VMULPS  96(SI), Y15, Y7
-	VMOVUPS 0(DI), Y0
-	VMOVUPS 32(DI), Y1
-	VMOVUPS 64(DI), Y2
-	VMOVUPS 96(DI), Y3
-	VSUBPS  Y4, Y0, Y0
-	VSUBPS  Y5, Y1, Y1
-	VSUBPS  Y6, Y2, Y2
-	VSUBPS  Y7, Y3, Y3
-	VMOVUPS Y0, 0(DI)
-	VMOVUPS Y1, 32(DI)
-	VMOVUPS Y2, 64(DI)
-	VMOVUPS Y3, 96(DI)
-	ADDQ    $128, SI
-	ADDQ    $128, DI
-	SUBQ    $32, CX
-	CMPQ    CX, $32
-	JAE     loop32
-
-tail:
-	TESTQ CX, CX
-	JZ    done
-
-loop8:
-	VMULPS  0(SI), Y15, Y4
-	VMOVUPS 0(DI), Y0
-	VSUBPS  Y4, Y0, Y0
-	VMOVUPS Y0, 0(DI)
-	ADDQ    $32, SI
-	ADDQ    $32, DI
-	SUBQ    $8, CX
-	JNZ     loop8
-
-done:
-	VZEROUPPER
-	RET
+// buf = mom*buf (rounded) + g, then w = w - lr*buf (rounded). w is loaded
+// after buf is stored, as in the reference, so w == buf works.
+#define momMul(o, a, b)      VMULPS o(DX), Y15, a
+#define momStoreBuf(o, a, b) VMOVUPS a, o(DX)
+#define momLr(o, a, b)       VMULPS a, Y14, a
+#define momLoadW(o, a, b)    VMOVUPS o(DI), b
+#define momSub(o, a, b)      VSUBPS a, b, b
+#define momStoreW(o, a, b)   VMOVUPS b, o(DI)
+#define momBuf(each)         each(momMul); each(addSI); each(momStoreBuf)
+#define momW(each)           each(momLr); each(momLoadW); each(momSub); each(momStoreW)
+#define momentum(each)       momBuf(each); momW(each)
 
 // func sgdMomentumAVX2(w, grad, buf *float32, n int, lr, mom float32)
-// w is loaded after buf is stored, as in the reference, so w == buf works.
 TEXT ·sgdMomentumAVX2(SB), NOSPLIT, $0-40
 	MOVQ w+0(FP), DI
 	MOVQ grad+8(FP), SI
@@ -269,105 +142,18 @@ TEXT ·sgdMomentumAVX2(SB), NOSPLIT, $0-40
 	MOVQ n+24(FP), CX
 	VBROADCASTSS lr+32(FP), Y14
 	VBROADCASTSS mom+36(FP), Y15
-	CMPQ CX, $32
-	JB   tail
+	stream(momentum, nextSIDXDI)
 
-loop32:
-	// buf = mom*buf (rounded) + g
-	VMULPS  0(DX), Y15, Y0
-	VMULPS  32(DX), Y15, Y1
-	VMULPS  64(DX), Y15, Y2
-	VMULPS  96(DX), Y15, Y3
-	VADDPS  0(SI), Y0, Y0
-	VADDPS  32(SI), Y1, Y1
-	VADDPS  64(SI), Y2, Y2
-	VADDPS  96(SI), Y3, Y3
-	VMOVUPS Y0, 0(DX)
-	VMOVUPS Y1, 32(DX)
-	VMOVUPS Y2, 64(DX)
-	VMOVUPS Y3, 96(DX)
-	// w = w - lr*buf (rounded)
-	VMULPS  Y0, Y14, Y0
-	VMULPS  Y1, Y14, Y1
-	VMULPS  Y2, Y14, Y2
-	VMULPS  Y3, Y14, Y3
-	VMOVUPS 0(DI), Y4
-	VMOVUPS 32(DI), Y5
-	VMOVUPS 64(DI), Y6
-	VMOVUPS 96(DI), Y7
-	VSUBPS  Y0, Y4, Y4
-	VSUBPS  Y1, Y5, Y5
-	VSUBPS  Y2, Y6, Y6
-	VSUBPS  Y3, Y7, Y7
-	VMOVUPS Y4, 0(DI)
-	VMOVUPS Y5, 32(DI)
-	VMOVUPS Y6, 64(DI)
-	VMOVUPS Y7, 96(DI)
-	ADDQ    $128, SI
-	ADDQ    $128, DX
-	ADDQ    $128, DI
-	SUBQ    $32, CX
-	CMPQ    CX, $32
-	JAE     loop32
-
-tail:
-	TESTQ CX, CX
-	JZ    done
-
-loop8:
-	VMULPS  0(DX), Y15, Y0
-	VADDPS  0(SI), Y0, Y0
-	VMOVUPS Y0, 0(DX)
-	VMULPS  Y0, Y14, Y0
-	VMOVUPS 0(DI), Y4
-	VSUBPS  Y0, Y4, Y4
-	VMOVUPS Y4, 0(DI)
-	ADDQ    $32, SI
-	ADDQ    $32, DX
-	ADDQ    $32, DI
-	SUBQ    $8, CX
-	JNZ     loop8
-
-done:
-	VZEROUPPER
-	RET
+// c stays in Y4, which lane 0's b names but no step here writes.
+#define addConstAdd(o, a, b) VADDPS o(DI), Y4, a
+#define addConst(each)       each(addConstAdd); each(storeDI)
 
 // func addConstAVX2(dst *float32, c float32, n int)
 TEXT ·addConstAVX2(SB), NOSPLIT, $0-24
 	MOVQ         dst+0(FP), DI
 	VBROADCASTSS c+8(FP), Y4
 	MOVQ         n+16(FP), CX
-	CMPQ         CX, $32
-	JB           addcTail
-
-addc32:
-	VADDPS  0(DI), Y4, Y0
-	VADDPS  32(DI), Y4, Y1
-	VADDPS  64(DI), Y4, Y2
-	VADDPS  96(DI), Y4, Y3
-	VMOVUPS Y0, 0(DI)
-	VMOVUPS Y1, 32(DI)
-	VMOVUPS Y2, 64(DI)
-	VMOVUPS Y3, 96(DI)
-	ADDQ    $128, DI
-	SUBQ    $32, CX
-	CMPQ    CX, $32
-	JAE     addc32
-
-addcTail:
-	TESTQ CX, CX
-	JZ    addcDone
-
-addc8:
-	VADDPS  0(DI), Y4, Y0
-	VMOVUPS Y0, 0(DI)
-	ADDQ    $32, DI
-	SUBQ    $8, CX
-	JNZ     addc8
-
-addcDone:
-	VZEROUPPER
-	RET
+	stream(addConst, nextDI)
 
 // Max pooling over 2×2 windows at stride 2, rows of ow windows at a time, 8
 // windows (16 floats of each input row) a step and the last ow%8 under
@@ -388,42 +174,76 @@ DATA poolMasks<>+48(SB)/8, $0
 DATA poolMasks<>+56(SB)/8, $0
 GLOBL poolMasks<>(SB), RODATA|NOPTR, $64
 
-// poolSetup loads the constants 1, 2 and 3 into Y12, Y13 and Y14, and the
-// masks of the last rem = ow%8 windows: Y9 and Y10 the input's two halves
-// (min(2rem, 8) and max(0, 2rem-8) lanes), Y11 the output (rem lanes). It
-// takes ow in R11 and leaves rem in R14.
+// poolConst broadcasts the 32-bit k to all lanes of y.
+#define poolConst(k, x, y) MOVL $k, AX; VMOVD AX, x; VPBROADCASTD x, y
+
+// poolMask loads into y the mask of the first n of 8 lanes (AX = poolMasks).
+#define poolMask(n, y) MOVQ $8, BX; SUBQ n, BX; VMOVDQU (AX)(BX*4), y
+
+// poolSetup loads rows, ow, stride and w, at the same offsets in both pool
+// kernels, into R10-R13 (stride and w in bytes), the constants 1, 2 and 3 into Y12, Y13 and Y14, and the masks of
+// the last rem = ow%8 windows: Y9 and Y10 the input's two halves (min(2rem,
+// 8) and max(0, 2rem-8) lanes), Y11 the output (rem lanes). It leaves rem in
+// R14.
 #define poolSetup \
-	MOVL         $1, AX; \
-	VMOVD        AX, X12; \
-	VPBROADCASTD X12, Y12; \
-	MOVL         $2, AX; \
-	VMOVD        AX, X13; \
-	VPBROADCASTD X13, Y13; \
-	MOVL         $3, AX; \
-	VMOVD        AX, X14; \
-	VPBROADCASTD X14, Y14; \
-	MOVQ         R11, R14; \
-	ANDQ         $7, R14; \
-	LEAQ         poolMasks<>(SB), AX; \
-	MOVQ         $8, BX; \
-	SUBQ         R14, BX; \
-	VMOVDQU      (AX)(BX*4), Y11; \
-	MOVQ         R14, DX; \
-	SHLQ         $1, DX; \
-	MOVQ         $8, BX; \
-	CMPQ         DX, BX; \
-	CMOVQGT      BX, DX; \
-	SUBQ         DX, BX; \
-	VMOVDQU      (AX)(BX*4), Y9; \
-	MOVQ         R14, DX; \
-	SHLQ         $1, DX; \
-	SUBQ         $8, DX; \
-	MOVQ         $0, BX; \
-	CMPQ         DX, BX; \
-	CMOVQLT      BX, DX; \
-	MOVQ         $8, BX; \
-	SUBQ         DX, BX; \
-	VMOVDQU      (AX)(BX*4), Y10
+	MOVQ rows+24(FP), R10; \
+	MOVQ ow+32(FP), R11; \
+	MOVQ stride+40(FP), R12; \
+	MOVQ w+48(FP), R13; \
+	SHLQ $2, R12; \
+	SHLQ $2, R13; \
+	poolConst(1, X12, Y12); \
+	poolConst(2, X13, Y13); \
+	poolConst(3, X14, Y14); \
+	MOVQ    R11, R14; \
+	ANDQ    $7, R14; \
+	LEAQ    poolMasks<>(SB), AX; \
+	poolMask(R14, Y11); \
+	MOVQ    R14, DX; \
+	SHLQ    $1, DX; \
+	MOVQ    $8, BX; \
+	CMPQ    DX, BX; \
+	CMOVQGT BX, DX; \
+	SUBQ    DX, BX; \
+	VMOVDQU (AX)(BX*4), Y9; \
+	MOVQ    R14, DX; \
+	SHLQ    $1, DX; \
+	SUBQ    $8, DX; \
+	MOVQ    $0, BX; \
+	CMPQ    DX, BX; \
+	CMOVQLT BX, DX; \
+	poolMask(DX, Y10)
+
+// poolRows runs R10 rows of ow windows. For each, R9 and R15 point to its
+// top and bottom input rows, at base, which then steps by R12; step8 runs
+// ow/8 times, then tail once if R14 = ow%8 > 0.
+#define poolRows(base, step8, tail) \
+row: \
+	MOVQ base, R9; \
+	LEAQ (base)(R13*1), R15; \
+	MOVQ R11, CX; \
+	SHRQ $3, CX; \
+	JZ   rowTail; \
+row8: \
+	step8; \
+	DECQ CX; \
+	JNZ  row8; \
+rowTail: \
+	TESTQ R14, R14; \
+	JZ    rowNext; \
+	tail; \
+rowNext: \
+	ADDQ R12, base; \
+	DECQ R10; \
+	JNZ  row; \
+	VZEROUPPER
+
+// The windows' rows are loaded and their gradients stored whole in the
+// loop and under the masks Y9, Y10 in the tail.
+#define poolLoad(o, p, m, y)         VMOVUPS o(p), y
+#define poolLoadMasked(o, p, m, y)   VMASKMOVPS o(p), m, y
+#define poolStore(y, m, o, p)        VMOVUPS y, o(p)
+#define poolStoreMasked(y, m, o, p)  VMASKMOVPS y, m, o(p)
 
 // poolPick takes the best so far Y2 and its argument Y6 from the
 // candidates Y3, Y4 and Y5 (arguments 1, 2 and 3).
@@ -452,85 +272,65 @@ GLOBL poolMasks<>(SB), RODATA|NOPTR, $64
 	VPERMPD $0xD8, even, even; \
 	VPERMPD $0xD8, odd, odd
 
+// poolMax loads 8 windows with load and leaves their maxima in Y2 and
+// their arguments in Y6.
+#define poolMax(load) \
+	load(0, R9, Y9, Y0); \
+	load(32, R9, Y10, Y1); \
+	poolSplit(Y2, Y3); \
+	load(0, R15, Y9, Y0); \
+	load(32, R15, Y10, Y1); \
+	poolSplit(Y4, Y5); \
+	VPXOR Y6, Y6, Y6; \
+	poolPick
+
+// poolPack packs the eight arguments in Y6 into the low 8 bytes of X6
+// (twice): VPACKSSDW makes them 16-bit, VPACKUSWB bytes.
+#define poolPack \
+	VEXTRACTI128 $1, Y6, X7; \
+	VPACKSSDW    X7, X6, X6; \
+	VPACKUSWB    X6, X6, X6
+
+// pool8 takes 8 windows: maxima to DI, arguments to SI.
+#define pool8 \
+	poolMax(poolLoad); \
+	VMOVUPS Y2, 0(DI); \
+	poolPack; \
+	VMOVQ   X6, 0(SI); \
+	ADDQ    $64, R9; \
+	ADDQ    $64, R15; \
+	ADDQ    $32, DI; \
+	ADDQ    $8, SI
+
+// The last rem windows' arguments are stored a byte at a time.
+#define poolTail \
+	poolMax(poolLoadMasked); \
+	VMASKMOVPS Y2, Y11, 0(DI); \
+	poolPack; \
+	VMOVQ X6, AX; \
+	MOVQ  R14, CX; \
+poolArgs: \
+	MOVB AL, 0(SI); \
+	SHRQ $8, AX; \
+	INCQ SI; \
+	DECQ CX; \
+	JNZ  poolArgs; \
+	LEAQ (DI)(R14*4), DI
+
 // func maxPool2x2AVX2(dst *float32, arg *uint8, x *float32, rows, ow, stride, w int)
 TEXT ·maxPool2x2AVX2(SB), NOSPLIT, $0-56
 	MOVQ dst+0(FP), DI
 	MOVQ arg+8(FP), SI
 	MOVQ x+16(FP), R8
-	MOVQ rows+24(FP), R10
-	MOVQ ow+32(FP), R11
-	MOVQ stride+40(FP), R12
-	MOVQ w+48(FP), R13
-	SHLQ $2, R12
-	SHLQ $2, R13
 	poolSetup
-
-poolRow:
-	MOVQ R8, R9              // top row
-	LEAQ (R8)(R13*1), R15    // bottom row
-	MOVQ R11, CX
-	SHRQ $3, CX
-	JZ   poolTail
-
-pool8:
-	VMOVUPS 0(R9), Y0
-	VMOVUPS 32(R9), Y1
-	poolSplit(Y2, Y3)
-	VMOVUPS 0(R15), Y0
-	VMOVUPS 32(R15), Y1
-	poolSplit(Y4, Y5)
-	VPXOR   Y6, Y6, Y6
-	poolPick
-	VMOVUPS      Y2, 0(DI)
-	VEXTRACTI128 $1, Y6, X7
-	VPACKSSDW    X7, X6, X6 // eight 16-bit arguments
-	VPACKUSWB    X6, X6, X6 // eight bytes, twice
-	VMOVQ        X6, 0(SI)
-	ADDQ         $64, R9
-	ADDQ         $64, R15
-	ADDQ         $32, DI
-	ADDQ         $8, SI
-	DECQ         CX
-	JNZ          pool8
-
-poolTail:
-	TESTQ R14, R14
-	JZ    poolNext
-	VMASKMOVPS 0(R9), Y9, Y0
-	VMASKMOVPS 32(R9), Y10, Y1
-	poolSplit(Y2, Y3)
-	VMASKMOVPS 0(R15), Y9, Y0
-	VMASKMOVPS 32(R15), Y10, Y1
-	poolSplit(Y4, Y5)
-	VPXOR      Y6, Y6, Y6
-	poolPick
-	VMASKMOVPS   Y2, Y11, 0(DI)
-	VEXTRACTI128 $1, Y6, X7
-	VPACKSSDW    X7, X6, X6
-	VPACKUSWB    X6, X6, X6
-	VMOVQ        X6, AX
-	MOVQ         R14, CX
-
-poolArgs:
-	MOVB AL, 0(SI)
-	SHRQ $8, AX
-	INCQ SI
-	DECQ CX
-	JNZ  poolArgs
-	LEAQ (DI)(R14*4), DI
-
-poolNext:
-	ADDQ R12, R8
-	DECQ R10
-	JNZ  poolRow
-	VZEROUPPER
+	poolRows(R8, pool8, poolTail)
 	RET
 
 // poolSpread spreads the gradients Y1 over their windows by the arguments
 // Y0: each goes where its argument points and +0 to the window's other
-// three places. The top row's 16 floats come out in Y2, Y3 and the bottom
-// row's in Y4, Y5; Y9-Y15 are kept.
-#define poolSpread \
+// three places. The windows' 32 floats are then stored with store; Y9-Y15
+// are kept.
+#define poolSpread(store) \
 	VPCMPEQD   Y15, Y0, Y2; \
 	VPCMPEQD   Y12, Y0, Y3; \
 	VPCMPEQD   Y13, Y0, Y4; \
@@ -546,71 +346,46 @@ poolNext:
 	VUNPCKLPS  Y5, Y4, Y6; \
 	VUNPCKHPS  Y5, Y4, Y7; \
 	VPERM2F128 $0x20, Y7, Y6, Y4; \
-	VPERM2F128 $0x31, Y7, Y6, Y5
+	VPERM2F128 $0x31, Y7, Y6, Y5; \
+	store(Y2, Y9, 0, R9); \
+	store(Y3, Y10, 32, R9); \
+	store(Y4, Y9, 0, R15); \
+	store(Y5, Y10, 32, R15)
+
+// scatter8 spreads 8 windows' gradients from R8 by the arguments at SI.
+#define scatter8 \
+	VPMOVZXBD 0(SI), Y0; \
+	VMOVUPS   0(R8), Y1; \
+	poolSpread(poolStore); \
+	ADDQ      $64, R9; \
+	ADDQ      $64, R15; \
+	ADDQ      $32, R8; \
+	ADDQ      $8, SI
+
+// The last rem arguments are gathered a byte at a time.
+#define scatterTail \
+	XORQ  AX, AX; \
+	MOVQ  R14, CX; \
+scatterArgs: \
+	DECQ    CX; \
+	SHLQ    $8, AX; \
+	MOVBQZX (SI)(CX*1), DX; \
+	ORQ     DX, AX; \
+	TESTQ   CX, CX; \
+	JNZ     scatterArgs; \
+	VMOVQ      AX, X0; \
+	VPMOVZXBD  X0, Y0; \
+	VMASKMOVPS 0(R8), Y11, Y1; \
+	poolSpread(poolStoreMasked); \
+	ADDQ       R14, SI; \
+	LEAQ       (R8)(R14*4), R8
 
 // func maxPool2x2BackwardAVX2(dx, grad *float32, arg *uint8, rows, ow, stride, w int)
 TEXT ·maxPool2x2BackwardAVX2(SB), NOSPLIT, $0-56
 	MOVQ dx+0(FP), DI
 	MOVQ grad+8(FP), R8
 	MOVQ arg+16(FP), SI
-	MOVQ rows+24(FP), R10
-	MOVQ ow+32(FP), R11
-	MOVQ stride+40(FP), R12
-	MOVQ w+48(FP), R13
-	SHLQ $2, R12
-	SHLQ $2, R13
 	poolSetup
 	VPXOR Y15, Y15, Y15
-
-scatterRow:
-	MOVQ DI, R9              // top row
-	LEAQ (DI)(R13*1), R15    // bottom row
-	MOVQ R11, CX
-	SHRQ $3, CX
-	JZ   scatterTail
-
-scatter8:
-	VPMOVZXBD 0(SI), Y0
-	VMOVUPS   0(R8), Y1
-	poolSpread
-	VMOVUPS   Y2, 0(R9)
-	VMOVUPS   Y3, 32(R9)
-	VMOVUPS   Y4, 0(R15)
-	VMOVUPS   Y5, 32(R15)
-	ADDQ      $64, R9
-	ADDQ      $64, R15
-	ADDQ      $32, R8
-	ADDQ      $8, SI
-	DECQ      CX
-	JNZ       scatter8
-
-scatterTail:
-	TESTQ R14, R14
-	JZ    scatterNext
-	XORQ  AX, AX             // the last rem arguments, a byte at a time
-	MOVQ  R14, CX
-
-scatterArgs:
-	DECQ    CX
-	SHLQ    $8, AX
-	MOVBQZX (SI)(CX*1), DX
-	ORQ     DX, AX
-	TESTQ   CX, CX
-	JNZ     scatterArgs
-	VMOVQ      AX, X0
-	VPMOVZXBD  X0, Y0
-	VMASKMOVPS 0(R8), Y11, Y1
-	poolSpread
-	VMASKMOVPS Y2, Y9, 0(R9)
-	VMASKMOVPS Y3, Y10, 32(R9)
-	VMASKMOVPS Y4, Y9, 0(R15)
-	VMASKMOVPS Y5, Y10, 32(R15)
-	ADDQ       R14, SI
-	LEAQ       (R8)(R14*4), R8
-
-scatterNext:
-	ADDQ R12, DI
-	DECQ R10
-	JNZ  scatterRow
-	VZEROUPPER
+	poolRows(DI, scatter8, scatterTail)
 	RET

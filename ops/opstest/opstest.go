@@ -102,10 +102,7 @@ func (c Checker) Check(name string, inputs []*tensor.Tensor, f Func, backward Ba
 		}
 	}()
 
-	snap := make([]*tensor.Tensor, len(inputs))
-	for i, in := range inputs {
-		snap[i] = in.Clone()
-	}
+	snap := cloneAll(inputs)
 
 	out := f(inputs)
 	if out == nil {
@@ -163,15 +160,7 @@ func compareGrad(where string, i int, inputs []*tensor.Tensor, shape []int, g *t
 	if g.DType() != tensor.Float64 {
 		return fmt.Errorf("%s: gradient %d is %v, want float64", where, i, g.DType())
 	}
-	work := make([]*tensor.Tensor, len(inputs))
-	for j := range inputs {
-		work[j] = inputs[j].Clone()
-	}
-	dst := work[i].Data64()
-	numeric := fd.Gradient(nil, func(x []float64) float64 {
-		copy(dst, x)
-		return loss(work)
-	}, in.Float64s(), &fd.Settings{Formula: fd.Central, Step: step})
+	numeric := finiteDiff(inputs, i, loss, step)
 	analytic := g.Float64s()
 
 	worst, worstRatio, bad := -1, 0.0, 0
@@ -201,27 +190,42 @@ func NumericGrad(inputs []*tensor.Tensor, f Func, gradOut *tensor.Tensor, step f
 		step = DefaultStep
 	}
 	w := gradOut.Float64s()
+	loss := func(in []*tensor.Tensor) float64 {
+		var s float64
+		for j, v := range f(in).Float64s() {
+			s += v * w[j]
+		}
+		return s
+	}
 	res := make([]*tensor.Tensor, len(inputs))
 	for i, in := range inputs {
 		if in.DType() != tensor.Float64 {
 			continue
 		}
-		work := make([]*tensor.Tensor, len(inputs))
-		for j := range inputs {
-			work[j] = inputs[j].Clone()
-		}
-		dst := work[i].Data64()
-		g := fd.Gradient(nil, func(x []float64) float64 {
-			copy(dst, x)
-			var s float64
-			for j, v := range f(work).Float64s() {
-				s += v * w[j]
-			}
-			return s
-		}, in.Float64s(), &fd.Settings{Formula: fd.Central, Step: step})
-		res[i] = tensor.FromFloat64s(tensor.Float64, g, in.Shape()...)
+		res[i] = tensor.FromFloat64s(tensor.Float64, finiteDiff(inputs, i, loss, step), in.Shape()...)
 	}
 	return res
+}
+
+// finiteDiff returns the central finite differences of loss in the elements
+// of input i, a float64 tensor, varied on clones of the inputs: the inputs
+// are not modified.
+func finiteDiff(inputs []*tensor.Tensor, i int, loss func([]*tensor.Tensor) float64, step float64) []float64 {
+	work := cloneAll(inputs)
+	dst := work[i].Data64()
+	return fd.Gradient(nil, func(x []float64) float64 {
+		copy(dst, x)
+		return loss(work)
+	}, inputs[i].Float64s(), &fd.Settings{Formula: fd.Central, Step: step})
+}
+
+// cloneAll returns a clone of each input.
+func cloneAll(inputs []*tensor.Tensor) []*tensor.Tensor {
+	c := make([]*tensor.Tensor, len(inputs))
+	for i, in := range inputs {
+		c[i] = in.Clone()
+	}
+	return c
 }
 
 // mismatch returns |a-n| / max(1, |n|), +Inf when either is not finite.
