@@ -56,14 +56,15 @@ func (k SpanKind) Computes() bool { return k == SpanForward || k == SpanBackward
 
 // Stats are an actor's counters since they were last reset.
 type Stats struct {
-	Actor       int
-	Name        string
-	Layers      []int // global indices of the layers it runs
-	Busy        time.Duration
-	Messages    int
-	MaxInFlight int // most micro-batches holding activations at once
-	Spans       []Span
-	WireBytes   int64 // bytes of the messages it sent to other processes
+	Actor               int
+	Name                string
+	Layers              []int // global indices of the layers it runs
+	Busy                time.Duration
+	Messages            int
+	MaxInFlight         int   // most micro-batches holding activations at once
+	PeakActivationBytes int64 // most bytes of activations held at once for backwards to come
+	Spans               []Span
+	WireBytes           int64 // bytes of the messages it sent to other processes
 }
 
 // Status is what a watchdog may read of an actor while it runs; every field is
@@ -185,6 +186,7 @@ type base struct {
 	wire     int64 // bytes sent to other processes
 	messages int
 	maxIn    int
+	maxAct   int64 // most activation bytes held at once
 	spans    []Span
 }
 
@@ -361,9 +363,9 @@ func (b *base) neighbourGone(ctx actor.Context, m *actor.Terminated) {
 
 // stats returns the counters, resetting them if asked.
 func (b *base) stats(reset bool) *Stats {
-	s := &Stats{Actor: b.id, Name: b.name, Layers: b.layerIDs, Busy: b.busy, Messages: b.messages, MaxInFlight: b.maxIn, Spans: b.spans, WireBytes: b.wire}
+	s := &Stats{Actor: b.id, Name: b.name, Layers: b.layerIDs, Busy: b.busy, Messages: b.messages, MaxInFlight: b.maxIn, PeakActivationBytes: b.maxAct, Spans: b.spans, WireBytes: b.wire}
 	if reset {
-		b.busy, b.messages, b.maxIn, b.spans, b.wire = 0, 0, 0, nil, 0
+		b.busy, b.messages, b.maxIn, b.maxAct, b.spans, b.wire = 0, 0, 0, 0, nil, 0
 	}
 	return s
 }

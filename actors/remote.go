@@ -208,7 +208,8 @@ func Encode(msg any, run Run, from string) (proto.Message, error) {
 		return &wire.GetStats{Run: r, Reset_: m.Reset}, nil
 	case *Stats:
 		w := &wire.Stats{Run: r, Actor: int64(m.Actor), Name: m.Name, Layers: wire.Int64s(m.Layers), BusyNs: int64(m.Busy),
-			Messages: int64(m.Messages), MaxInFlight: int64(m.MaxInFlight), WireBytes: m.WireBytes}
+			Messages: int64(m.Messages), MaxInFlight: int64(m.MaxInFlight), WireBytes: m.WireBytes,
+			PeakActivationBytes: m.PeakActivationBytes}
 		for _, s := range m.Spans {
 			w.Spans = append(w.Spans, &wire.Span{Kind: int32(s.Kind), Step: int64(s.Step), Micro: int64(s.Micro), StartNs: int64(s.Start), DurNs: int64(s.Dur)})
 		}
@@ -294,7 +295,8 @@ func Decode(msg any) (any, Run, error) {
 		return &GetStats{Reset: m.Reset_}, runOf(m.Run), nil
 	case *wire.Stats:
 		s := &Stats{Actor: int(m.Actor), Name: m.Name, Layers: wire.Ints(m.Layers), Busy: time.Duration(m.BusyNs),
-			Messages: int(m.Messages), MaxInFlight: int(m.MaxInFlight), WireBytes: m.WireBytes}
+			Messages: int(m.Messages), MaxInFlight: int(m.MaxInFlight), WireBytes: m.WireBytes,
+			PeakActivationBytes: m.PeakActivationBytes}
 		for _, sp := range m.Spans {
 			s.Spans = append(s.Spans, Span{Kind: SpanKind(sp.Kind), Step: int(sp.Step), Micro: int(sp.Micro), Start: time.Duration(sp.StartNs), Dur: time.Duration(sp.DurNs)})
 		}

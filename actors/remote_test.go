@@ -39,7 +39,7 @@ func TestWireRoundTrip(t *testing.T) {
 		&SetParams{Values: []*tensor.Tensor{x}, State: &st},
 		&Ack{},
 		&GetStats{Reset: true},
-		&Stats{Actor: 1, Name: "stage 0", Layers: []int{0, 1}, Busy: time.Second, Messages: 4, MaxInFlight: 2, WireBytes: 99,
+		&Stats{Actor: 1, Name: "stage 0", Layers: []int{0, 1}, Busy: time.Second, Messages: 4, MaxInFlight: 2, WireBytes: 99, PeakActivationBytes: 4096,
 			Spans: []Span{{Kind: 'F', Step: 1, Micro: 0, Start: time.Millisecond, Dur: time.Microsecond}}},
 	} {
 		w, err := Encode(msg, run, "stage 3")

@@ -32,6 +32,8 @@ type Stage struct {
 	bwdParts  map[int][]*tensor.Tensor
 	queue     []*Forward // complete forwards waiting for a credit
 	inFlight  int
+	actBytes  []int64 // per micro-batch, the activation bytes its forward left in the arena
+	liveBytes int64   // their sum over the micro-batches in flight
 	kicked    bool
 	current   int // index into layers of the layer running, for failure messages
 	done      int // backwards finished in this step
@@ -234,7 +236,7 @@ func (s *Stage) forward(ctx actor.Context, f *Forward) {
 	if !ok {
 		return
 	}
-	s.trackInFlight()
+	s.trackInFlight(f.Micro, p.Arena.Lent())
 	var out *Forward
 	if f.Eval {
 		out = new(Forward)
@@ -247,10 +249,18 @@ func (s *Stage) forward(ctx actor.Context, f *Forward) {
 	}
 }
 
-func (s *Stage) trackInFlight() {
+// trackInFlight notes the micro-batches holding activations and the
+// activation bytes micro's forward left (0 for an evaluation's).
+func (s *Stage) trackInFlight(micro int, bytes int64) {
 	for _, l := range s.layers {
 		s.maxIn = max(s.maxIn, l.InFlight())
 	}
+	for len(s.actBytes) <= micro {
+		s.actBytes = append(s.actBytes, 0)
+	}
+	s.liveBytes += bytes - s.actBytes[micro]
+	s.actBytes[micro] = bytes
+	s.maxAct = max(s.maxAct, s.liveBytes)
 }
 
 // firstNonFinite returns the index of the first tensor of ts that holds a
@@ -346,6 +356,10 @@ func (s *Stage) backward(ctx actor.Context, step, micro int, dy *tensor.Tensor) 
 		return
 	}
 	s.inFlight--
+	if micro < len(s.actBytes) {
+		s.liveBytes -= s.actBytes[micro]
+		s.actBytes[micro] = 0
+	}
 	if len(s.w.Prev) == 0 {
 		d := s.bwdDone.at(micro)
 		*d = BackwardDone{Step: step, Micro: micro, Actor: s.id}

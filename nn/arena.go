@@ -24,6 +24,8 @@ type Arena struct {
 	// headers lent by view, in the order of the requests
 	views    []*tensor.Tensor
 	nextView int
+
+	lent int64 // bytes of the tensors lent since Reset
 }
 
 // StepRows holds step-wide tensors shared by the arenas of one step's
@@ -50,13 +52,13 @@ func (a *Arena) Tensor(dt tensor.DType, shape ...int) *tensor.Tensor {
 		return tensor.Zeros(dt, shape...)
 	}
 	if a.rows != nil && len(shape) > 0 && shape[0] == a.hi-a.lo {
-		return a.shared(dt, shape)
+		return a.count(a.shared(dt, shape))
 	}
 	if a.next < len(a.bufs) {
 		t := a.bufs[a.next]
 		if t.DType() == dt && t.HasShape(shape...) {
 			a.next++
-			return t
+			return a.count(t)
 		}
 		// The sequence changed (a smaller last batch, say): replace this one.
 		a.bufs[a.next] = tensor.Zeros(dt, shape...)
@@ -64,7 +66,31 @@ func (a *Arena) Tensor(dt tensor.DType, shape ...int) *tensor.Tensor {
 		a.bufs = append(a.bufs, tensor.Zeros(dt, shape...))
 	}
 	a.next++
-	return a.bufs[a.next-1]
+	return a.count(a.bufs[a.next-1])
+}
+
+// count adds t's bytes to those lent and returns t.
+func (a *Arena) count(t *tensor.Tensor) *tensor.Tensor {
+	a.lent += tensorBytes(t)
+	return t
+}
+
+// Lent returns the bytes of the tensors lent since the last Reset (views
+// of other tensors not counted): after a micro-batch's forward pass, the
+// activations its layers keep for the backward and hand on.
+func (a *Arena) Lent() int64 {
+	if a == nil {
+		return 0
+	}
+	return a.lent
+}
+
+// tensorBytes returns the bytes t's elements take.
+func tensorBytes(t *tensor.Tensor) int64 {
+	if t.DType() == tensor.Float64 {
+		return 8 * int64(t.Size())
+	}
+	return 4 * int64(t.Size())
 }
 
 // shared lends rows [lo, hi) of step-wide tensor number a.next, made or
@@ -116,7 +142,7 @@ func (a *Arena) Like(x *tensor.Tensor) *tensor.Tensor {
 	if a != nil && a.next < len(a.bufs) {
 		if t := a.bufs[a.next]; t.DType() == x.DType() && t.SameShape(x) {
 			a.next++
-			return t
+			return a.count(t)
 		}
 	}
 	return a.Tensor(x.DType(), x.Shape()...)
@@ -156,6 +182,6 @@ func (a *Arena) viewRows(x *tensor.Tensor, lo, hi int) *tensor.Tensor {
 // Reset makes every tensor lent so far available again.
 func (a *Arena) Reset() {
 	if a != nil {
-		a.next, a.nextView = 0, 0
+		a.next, a.nextView, a.lent = 0, 0, 0
 	}
 }

@@ -148,3 +148,31 @@ func TestImageLayersAllocationFree(t *testing.T) {
 		t.Errorf("a CNN's step through an arena allocates %v times, want 0", n)
 	}
 }
+
+// TestArenaLent counts the bytes of every tensor lent since Reset, shared
+// rows included, and none from a nil arena.
+func TestArenaLent(t *testing.T) {
+	a := new(nn.Arena)
+	x := a.Tensor(tensor.Float32, 3, 4) // 48 bytes
+	a.Like(x)                           // 48
+	a.Tensor(tensor.Float64, 5)         // 40
+	if got := a.Lent(); got != 136 {
+		t.Errorf("lent %d bytes, want 136", got)
+	}
+	a.Reset()
+	if got := a.Lent(); got != 0 {
+		t.Errorf("after Reset: lent %d bytes, want 0", got)
+	}
+	var rows nn.StepRows
+	a.Share(&rows, 2, 4, 8)
+	a.Tensor(tensor.Float32, 2, 10) // rows 2..4 of an 8-row tensor: 80 bytes
+	a.Tensor(tensor.Float32, 3)     // its own: 12
+	if got := a.Lent(); got != 92 {
+		t.Errorf("shared: lent %d bytes, want 92", got)
+	}
+	var none *nn.Arena
+	none.Tensor(tensor.Float32, 4)
+	if got := none.Lent(); got != 0 {
+		t.Errorf("nil arena lent %d bytes, want 0", got)
+	}
+}

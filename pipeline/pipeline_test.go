@@ -90,7 +90,8 @@ func (l *passLayer) Forward(p nn.Pass, x *tensor.Tensor) *tensor.Tensor {
 	if p.Train {
 		l.inFlight[p.Micro] = true
 	}
-	y := x.Clone()
+	y := p.Arena.Like(x) // counted in the stage's activation bytes
+	copy(y.Data32(), x.Data32())
 	if l.nanAt == p.Step && p.Train {
 		y.Data32()[0] = float32(math.NaN())
 	}
@@ -180,7 +181,8 @@ func TestEveryShapeCompletes(t *testing.T) {
 }
 
 // TestOneFOneBMemory checks that under 1F1B stage s of p holds at most
-// min(p-s, m) micro-batches' activations, and under GPipe all m.
+// min(p-s, m) micro-batches' activations, and under GPipe all m, and that
+// its peak activation bytes are those micro-batches' outputs.
 func TestOneFOneBMemory(t *testing.T) {
 	const p = 4
 	for _, m := range []int{2, 4, 8} {
@@ -211,6 +213,10 @@ func TestOneFOneBMemory(t *testing.T) {
 				}
 				if got > want || sched == actors.GPipe && got != want {
 					t.Errorf("%v m=%d: stage %d held %d micro-batches at once, want at most %d", sched, m, info.Position, got, want)
+				}
+				perMicro := int64(rows / m * classes * 4) // a pass layer's float32 output
+				if b := stats[info.Actor].PeakActivationBytes; b != int64(got)*perMicro {
+					t.Errorf("%v m=%d: stage %d peaked at %d activation bytes, want %d micro-batches of %d", sched, m, info.Position, b, got, perMicro)
 				}
 			}
 			eng.Close()

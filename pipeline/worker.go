@@ -336,7 +336,8 @@ func (s *session) end(ctx actor.Context, why string) {
 		}
 		s.w.log.Info().Str("event", "stage").Str("run", s.run.ID).Int("stage", h.id).Int("position", h.position).Ints("layers", h.layers).
 			Float64("busy_fraction", st.Busy.Seconds()/wall).Int("messages", st.Messages).
-			Int("max_in_flight", st.MaxInFlight).Int("threads", h.threads).Msg("")
+			Int("max_in_flight", st.MaxInFlight).
+			Int64("peak_activation_bytes", st.PeakActivationBytes).Int("threads", h.threads).Msg("")
 	}
 	s.w.log.Info().Str("event", "worker_run").Str("run", s.run.ID).Uint64("generation", s.run.Gen).Str("reason", why).Msg("run dropped")
 }

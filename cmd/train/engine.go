@@ -82,7 +82,7 @@ func (r *trainRun) logStages() {
 		s := stats[info.Actor]
 		ev := r.log.event("stage").Int("stage", info.Actor).Int("position", info.Position).Ints("layers", info.Layers).
 			Float64("busy_fraction", s.Busy.Seconds()/wall).Int("messages", s.Messages).Int("max_in_flight", s.MaxInFlight).
-			Int("threads", info.Threads)
+			Int64("peak_activation_bytes", s.PeakActivationBytes).Int("threads", info.Threads)
 		if len(r.eng.Stages()) > r.eng.Positions() {
 			ev = ev.Int("shard", info.Shard)
 		}
