@@ -304,36 +304,62 @@ func gptModel(blocks, dim, heads, tokens int) pipeline.Model {
 
 // BenchmarkGPTStep times a training step of the recipe's GPT (4 blocks,
 // width 128, 4 heads, context 64, batch 12, AdamW) and of the larger one
-// (6 blocks, width 192, 6 heads, context 128, batch 32) as one stage:
-// GOMAXPROCS=1 go test -run '^$' -bench GPTStep ./pipeline/
+// (6 blocks, width 192, 6 heads, context 128, batch 32) in each layout: one
+// stage actor ("seq"), or stage actors balanced over S stages under GPipe or
+// 1F1B with M micro-batches ("gpipe-S-M", "1f1b-S-M"); GOMAXPROCS sets the
+// cores:
+// GOMAXPROCS=1 go test -run '^$' -bench 'GPTStep/recipe/seq' ./pipeline/
 func BenchmarkGPTStep(b *testing.B) {
+	type layout struct {
+		name          string
+		sched         actors.Schedule
+		stages, micro int
+	}
+	layouts := []layout{{"seq", actors.Sequential, 1, 1}}
+	for _, st := range []int{2, 3} {
+		for _, m := range []int{2, 4, 8} {
+			layouts = append(layouts, layout{fmt.Sprintf("gpipe-%d-%d", st, m), actors.GPipe, st, m},
+				layout{fmt.Sprintf("1f1b-%d-%d", st, m), actors.OneFOneB, st, m})
+		}
+	}
 	for _, c := range []struct {
 		name                              string
 		blocks, dim, heads, tokens, batch int
 	}{{"recipe", 4, 128, 4, 64, 12}, {"large", 6, 192, 6, 128, 32}} {
-		b.Run(c.name, func(b *testing.B) {
-			opt := optim.Spec{Kind: "adamw", Betas: [2]float64{0.9, 0.99}, Eps: 1e-8, WeightDecay: 0.1, Decay: "matrices"}
-			eng, err := pipeline.New(gptModel(c.blocks, c.dim, c.heads, c.tokens), pipeline.Config{Schedule: actors.Sequential, MicroBatches: 1, Stages: 1,
-				Loss: nn.CrossEntropy, Optimizer: opt, ClipNorm: 1})
-			if err != nil {
-				b.Fatal(err)
+		for _, l := range layouts {
+			if c.batch%l.micro != 0 {
+				continue
 			}
-			defer eng.Close()
-			rng := rand.New(rand.NewPCG(2, 2))
-			x := tensor.Zeros(tensor.Float32, c.batch, c.tokens)
-			labels := make([]int, c.batch*c.tokens)
-			for i := range labels {
-				x.Data32()[i] = float32(rng.IntN(65))
-				labels[i] = rng.IntN(65)
-			}
-			step := 0
-			for b.Loop() {
-				step++
-				if _, err := eng.Step(step, 1e-3, x, nn.Target{Labels: labels, PerRow: c.tokens}); err != nil {
-					b.Fatal(err)
-				}
-			}
-			b.ReportMetric(float64(c.batch*c.tokens)*float64(b.N)/b.Elapsed().Seconds(), "tokens/s")
-		})
+			b.Run(c.name+"/"+l.name, func(b *testing.B) {
+				benchGPT(b, gptModel(c.blocks, c.dim, c.heads, c.tokens), c.batch, c.tokens,
+					pipeline.Config{Schedule: l.sched, MicroBatches: l.micro, Stages: l.stages})
+			})
+		}
 	}
+}
+
+// benchGPT times the steps of a GPT under cfg on batch random windows.
+func benchGPT(b *testing.B, m pipeline.Model, batch, tokens int, cfg pipeline.Config) {
+	cfg.Loss, cfg.ClipNorm = nn.CrossEntropy, 1
+	cfg.Optimizer = optim.Spec{Kind: "adamw", Betas: [2]float64{0.9, 0.99}, Eps: 1e-8, WeightDecay: 0.1, Decay: "matrices"}
+	eng, err := pipeline.New(m, cfg)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer eng.Close()
+	rng := rand.New(rand.NewPCG(2, 2))
+	x := tensor.Zeros(tensor.Float32, batch, tokens)
+	labels := make([]int, batch*tokens)
+	for i := range labels {
+		x.Data32()[i] = float32(rng.IntN(65))
+		labels[i] = rng.IntN(65)
+	}
+	step := 0
+	for b.Loop() {
+		step++
+		if _, err := eng.Step(step, 1e-3, x, nn.Target{Labels: labels, PerRow: tokens}); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.ReportMetric(float64(batch*tokens)*float64(b.N)/b.Elapsed().Seconds(), "tokens/s")
 }

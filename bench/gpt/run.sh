@@ -1,0 +1,65 @@
+#!/usr/bin/env bash
+# The character GPT on tiny Shakespeare, pipetrain against PyTorch
+# (torch_gpt.py, the same model and AdamW step), side by side on this
+# machine in interleaved rounds: the recipe's model
+# (configs/shakespeare-char.toml) and the larger one
+# (configs/shakespeare-char-large.toml). Medians of tokens/s over TIMED
+# training steps after 10 unclocked ones. One core against one core
+# (GOMAXPROCS=1; PyTorch one thread with OpenBLAS on one), then each side's
+# layouts on both cores. Not part of CI.
+#   bash bench/gpt/run.sh INPUT_TXT [ROUNDS] [TIMED]     # defaults 3 and 40
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+. bench/reference.sh
+data=$(realpath "${1:?usage: bash bench/gpt/run.sh INPUT_TXT [ROUNDS] [TIMED]}")
+rounds=${2:-3}
+timed=${3:-40}
+setup_reference
+echo "== $(date -u +%F), $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | xargs), $(nproc) cores, Go $(go env GOVERSION)"
+peak
+describe_reference
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+go build -o "$tmp/train" ./cmd/train
+go build -o "$tmp/epochrate" ./bench/epochrate
+# name, GOMAXPROCS (empty: all), schedule, micro_batches, stages, split_backward
+ours=("pt-1core 1 sequential 1 1 false" "pt-seq '' sequential 1 1 false"
+	"pt-1f1b '' 1f1b 8 0 true" "pt-gpipe '' gpipe 8 0 true" "pt-1f1b-2 '' 1f1b 4 2 true")
+# name, torch threads, OpenBLAS threads (0: its default, every core)
+theirs=("torch-1core 1 1" "torch-t1 1 0" "torch-t2 2 0")
+declare -A config=([recipe]=configs/shakespeare-char.toml [large]=configs/shakespeare-char-large.toml)
+declare -A block=([recipe]=64 [large]=128)
+for r in $(seq "$rounds"); do
+	for p in recipe large; do
+		for c in "${ours[@]}"; do
+			eval set -- $c
+			dir="$tmp/logs-$p-$r-$1"
+			env ${2:+GOMAXPROCS=$2} "$tmp/train" --config "${config[$p]}" --log-format json \
+				--set data.path="$data" --set data.download=false --set train.max_steps=$((timed + 10)) \
+				--set schedule.warmup_steps=2 --set pipeline.schedule=$3 --set pipeline.micro_batches=$4 \
+				--set pipeline.stages=$5 --set pipeline.split_backward=$6 --set log.every=10 --set log.dir="$dir" \
+				--set train.checkpoint_dir="$tmp/ck" --set train.eval_every=1000000 >/dev/null 2>&1
+			"$tmp/epochrate" "$dir"/*.jsonl | awk -v t=${block[$p]} '{printf "%.0f\n", $1 * t}' >>"$tmp/$p-$1"
+		done
+		for c in "${theirs[@]}"; do
+			set -- $c
+			ref $py bench/gpt/torch_gpt.py --data "$data" --mode speed --preset $p --threads $2 --blas_threads $3 --timed "$timed" |
+				tail -1 | $py -c 'import json, sys; print(json.load(sys.stdin)["tokens_per_s"])' >>"$tmp/$p-$1"
+		done
+		echo "round $r, $p: $(for f in "${ours[@]}" "${theirs[@]}"; do set -- $f; printf '%s %s  ' $1 "$(tail -1 "$tmp/$p-$1")"; done)(load $(cut -d' ' -f1 /proc/loadavg))" >&2
+	done
+done
+m() { median <"$tmp/$1"; }
+best() { for n in "$@"; do m $n; done | sort -g | tail -1; }
+for p in recipe large; do
+	echo "== $p: tokens/s, medians of $rounds rounds (the runs in brackets)"
+	for c in "${ours[@]}" "${theirs[@]}"; do
+		set -- $c
+		printf "%-12s %7.0f  (%s)\n" $1 "$(m $p-$1)" "$(tr '\n' ' ' <"$tmp/$p-$1")"
+	done
+	awk -v p="$(m $p-pt-1core)" -v t="$(m $p-torch-1core)" 'BEGIN {printf "one core:  pipetrain %.0f, PyTorch %.0f: %.2fx\n", p, t, p/t}'
+	awk -v p="$(best $p-pt-1core $p-pt-seq $p-pt-1f1b $p-pt-gpipe $p-pt-1f1b-2)" -v t="$(best $p-torch-1core $p-torch-t1 $p-torch-t2)" \
+		'BEGIN {printf "best each: pipetrain %.0f, PyTorch %.0f: %.2fx\n", p, t, p/t}'
+	awk -v two="$(best $p-pt-seq $p-pt-1f1b $p-pt-gpipe $p-pt-1f1b-2)" -v one="$(m $p-pt-1core)" -v pipe="$(best $p-pt-1f1b $p-pt-gpipe)" \
+		'BEGIN {printf "pipetrain two cores: %.2fx its one-core; pipelined (an actor per block) %.2fx its best two-core\n", two/one, pipe/two}'
+done
