@@ -41,6 +41,13 @@ func NewLeakyReLU(alpha float64) *Activation {
 		func(dy, x *tensor.Tensor) *tensor.Tensor { return ops.LeakyReLUBackward(dy, x, alpha) })
 }
 
+// NewSoftplus returns log(1 + e^(beta*x))/beta, x where beta*x > threshold.
+func NewSoftplus(beta, threshold float64) *Activation {
+	return newActivation("softplus", false,
+		func(x *tensor.Tensor) *tensor.Tensor { return ops.Softplus(x, beta, threshold) },
+		func(dy, x *tensor.Tensor) *tensor.Tensor { return ops.SoftplusBackward(dy, x, beta, threshold) })
+}
+
 // NewSigmoid returns 1/(1+e^-x).
 func NewSigmoid() *Activation {
 	return newActivation("sigmoid", true, ops.Sigmoid, ops.SigmoidBackward)

@@ -20,6 +20,8 @@ type Spec struct {
 	Alpha       float64 `json:"alpha,omitempty" toml:"alpha"`             // leaky_relu
 	P           float64 `json:"p,omitempty" toml:"p"`                     // dropout
 	Approximate bool    `json:"approximate,omitempty" toml:"approximate"` // gelu: the tanh form
+	Beta        float64 `json:"beta,omitempty" toml:"beta"`               // softplus: the slope (0 means 1)
+	Threshold   float64 `json:"threshold,omitempty" toml:"threshold"`     // softplus: beta*x above it gives x (0 means 20)
 	Channels    int     `json:"channels,omitempty" toml:"channels"`       // conv2d: output channels
 	Kernel      int     `json:"kernel,omitempty" toml:"kernel"`           // conv2d, maxpool2d, avgpool2d: the square window's side
 	Stride      int     `json:"stride,omitempty" toml:"stride"`           // conv2d (0 means 1), pools (0 means kernel)
@@ -182,6 +184,19 @@ var layerTypes = []layerType{
 		build: func(s Spec, _ built) (Layer, error) { return NewLeakyReLU(s.Alpha), nil },
 		onnx:  func(s Spec, g ONNXGraph) { onnxApply(g, "LeakyRelu", nil, AttrFloat("alpha", s.Alpha)) }},
 	{name: "prelu", shape: anyShape, build: func(_ Spec, b built) (Layer, error) { return NewPReLU(b.dt), nil }, onnx: onnxOp("PRelu", "alpha")},
+	{name: "softplus", keys: []string{"beta", "threshold"}, shape: anyShape,
+		check: func(c *checker) {
+			c.float("beta", c.s.Beta, func(b float64) bool { return b >= 0 }, "must be >= 0 (0 means 1)")
+			c.float("threshold", c.s.Threshold, func(t float64) bool { return t >= 0 }, "must be >= 0 (0 means 20)")
+		},
+		build: func(s Spec, _ built) (Layer, error) { return NewSoftplus(softplusKeys(s)), nil },
+		onnx: func(s Spec, g ONNXGraph) { // ONNX's Softplus has no beta: Softplus(beta·x)/beta
+			if beta, _ := softplusKeys(s); beta != 1 {
+				g.SetX(g.Node("Div", []string{g.Node("Softplus", []string{g.Node("Mul", []string{g.X(), g.Const(beta)})}), g.Const(beta)}))
+				return
+			}
+			onnxApply(g, "Softplus", nil)
+		}},
 	{name: "sigmoid", shape: anyShape, build: func(Spec, built) (Layer, error) { return NewSigmoid(), nil }, onnx: onnxOp("Sigmoid")},
 	{name: "tanh", shape: anyShape, build: func(Spec, built) (Layer, error) { return NewTanh(), nil }, onnx: onnxOp("Tanh")},
 	{name: "gelu", keys: []string{"approximate"}, shape: anyShape,
@@ -511,3 +526,9 @@ func asSamples(a *Arena, x *tensor.Tensor, sample []int, size int) *tensor.Tenso
 
 // Buffers returns the image layer's buffers (batch norm's running statistics).
 func (l *imageLayer) Buffers() []Buffer { return BuffersOf(l.Layer) }
+
+// softplusKeys returns a softplus layer's beta and threshold, 0 meaning
+// PyTorch's defaults, 1 and 20.
+func softplusKeys(s Spec) (beta, threshold float64) {
+	return cmp.Or(s.Beta, 1), cmp.Or(s.Threshold, 20)
+}

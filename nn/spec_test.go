@@ -93,6 +93,7 @@ func TestLayerKeys(t *testing.T) {
 		{"dropout", []string{"p"}, true},
 		{"gelu", []string{"approximate"}, true},
 		{"leaky_relu", []string{"alpha"}, true},
+		{"softplus", []string{"beta", "threshold"}, true},
 		{"conv9d", nil, false},
 	} {
 		keys, ok := nn.LayerKeys(c.typ)

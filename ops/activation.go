@@ -84,6 +84,29 @@ func LeakyReLUBackward(grad, x *tensor.Tensor, alpha float64) *tensor.Tensor {
 	})
 }
 
+// Softplus returns log(1 + e^(beta*x))/beta, and x itself where
+// beta*x > threshold, as torch.nn.functional.softplus.
+func Softplus(x *tensor.Tensor, beta, threshold float64) *tensor.Tensor {
+	return map1(x, func(v float64) float64 {
+		if beta*v > threshold {
+			return v
+		}
+		return math.Log1p(math.Exp(beta*v)) / beta
+	})
+}
+
+// SoftplusBackward returns grad*sigmoid(beta*x), and grad where
+// beta*x > threshold.
+func SoftplusBackward(grad, x *tensor.Tensor, beta, threshold float64) *tensor.Tensor {
+	return gradMap("SoftplusBackward", grad, x, func(g, v float64) float64 {
+		if beta*v > threshold {
+			return g
+		}
+		z := math.Exp(beta * v)
+		return g * z / (z + 1)
+	})
+}
+
 // PReLU returns x where x > 0 and alpha*x elsewhere, with alpha a tensor that
 // broadcasts against x.
 func PReLU(x, alpha *tensor.Tensor) *tensor.Tensor {

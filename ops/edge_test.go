@@ -337,6 +337,12 @@ func TestEdgeKinks(t *testing.T) {
 		{"ClipBackward(grad 1..4, x [0.25 0.5 0.75 1], 0.5, 0.75)",
 			func() *tt { return ops.ClipBackward(arange(4), vec(0.25, 0.5, 0.75, 1), 0.5, 0.75) },
 			sh(4), []float64{0, 2, 3, 0}},
+		// torch.nn.functional.softplus: x itself above the threshold
+		{"Softplus([-1 0 2 30], 1, 20)", func() *tt { return ops.Softplus(vec(-1, 0, 2, 30), 1, 20) }, sh(4),
+			[]float64{0.31326168751822286, 0.6931471805599453, 2.1269280110429727, 30}},
+		{"Softplus([-1 15], 2, 20)", func() *tt { return ops.Softplus(vec(-1, 15), 2, 20) }, sh(2), []float64{0.06346400552148625, 15}},
+		{"SoftplusBackward(grad 1, x [-1 0 2 30], 1, 20)", func() *tt { return ops.SoftplusBackward(vec(1, 1, 1, 1), vec(-1, 0, 2, 30), 1, 20) },
+			sh(4), []float64{0.2689414213699951, 0.5, 0.8807970779778823, 1}},
 		// PyTorch's leaky_relu_backward: x > 0 ? grad : grad*alpha, so alpha at 0.
 		{"LeakyReLU([-1 0 2], 0.1)", func() *tt { return ops.LeakyReLU(vec(-1, 0, 2), 0.1) }, sh(3), []float64{-0.1, 0, 2}},
 		{"LeakyReLUBackward(grad 1, x [-1 0 2], 0.1)", func() *tt { return ops.LeakyReLUBackward(vec(1, 1, 1), vec(-1, 0, 2), 0.1) },

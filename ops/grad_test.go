@@ -407,6 +407,15 @@ func TestGradLeakyReLU(t *testing.T) {
 	}
 }
 
+func TestGradSoftplus(t *testing.T) {
+	for _, c := range [][2]float64{{1, 20}, {2, 20}, {0.5, 1}} {
+		beta, threshold := c[0], c[1]
+		unaryGrad(t, fmt.Sprintf("Softplus(%v, %v)", beta, threshold), 26, awayFrom(1, threshold/beta),
+			func(x *tt) *tt { return ops.Softplus(x, beta, threshold) },
+			func(g, x *tt) *tt { return ops.SoftplusBackward(g, x, beta, threshold) })
+	}
+}
+
 func TestGradPReLU(t *testing.T) {
 	rng := newRNG(25)
 	for _, p := range [][2][]int{

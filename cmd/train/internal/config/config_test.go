@@ -113,6 +113,7 @@ func TestParseFull(t *testing.T) {
 			layer("flatten", func(*Layer) {}),
 			layer("linear", func(l *Layer) { l.Units, l.Init, l.Shards = 64, "he_normal", 2 }),
 			layer("leaky_relu", func(l *Layer) { l.Alpha = 0.2 }),
+			layer("softplus", func(l *Layer) { l.Beta, l.Threshold = 2, 10 }),
 			layer("dropout", func(l *Layer) { l.P = 0.5 }),
 			layer("layernorm", func(*Layer) {}),
 			layer("linear", func(l *Layer) { l.Units, l.Init = 32, "xavier_normal" }),
@@ -443,7 +444,8 @@ func TestResolvedRoundTrip(t *testing.T) {
 	layers := c.Resolved()["model"].(map[string]any)["layers"].([]any)
 	for i, want := range [][]string{{"channels", "init", "kernel", "padding", "shards", "stride", "type"}, {"kernel", "stride", "type"},
 		{"eps", "momentum", "type"}, {"type"},
-		{"init", "shards", "tie", "type", "units"}, {"alpha", "type"}, {"p", "type"}, {"type"}, nil, {"approximate", "type"}} {
+		{"init", "shards", "tie", "type", "units"}, {"alpha", "type"}, {"beta", "threshold", "type"}, {"p", "type"}, {"type"}, nil,
+		{"approximate", "type"}} {
 		if want == nil {
 			continue
 		}
