@@ -6,3 +6,7 @@ package main
 // are false and they never run.
 func fmaZMM(int) { panic("peak: amd64 only") }
 func fmaYMM(int) { panic("peak: amd64 only") }
+func dpbf16ZMM(int)   { panic("peak: amd64 only") }
+func dpbf16Chain(int) { panic("peak: amd64 only") }
+func fmaChain(int)    { panic("peak: amd64 only") }
+func addChain(int)    { panic("peak: amd64 only") }
