@@ -1,7 +1,8 @@
 //go:build ignore
 
 // genasm writes kernels_amd64.s, the AVX-512 and AVX2 micro-kernels of Sgemm
-// and the AVX-512 packing routines.
+// and the AVX-512 packing routines, and the AVX512_BF16 kernels and packers
+// of SgemmBF16 (in EVEX bytes where Go's assembler lacks the mnemonic).
 // Run it with `go generate ./internal/gemm/` after changing a kernel shape; the
 // output is checked in so that `go build` alone builds the package.
 //
