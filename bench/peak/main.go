@@ -1,6 +1,8 @@
 // Command peak measures this machine's float32 FMA peak: a loop of
 // independent VFMADD231PS instructions (16 on ZMM registers where AVX-512
-// runs, 14 on YMM), on one core and on every core at once. Speed figures are
+// runs, 14 on YMM), on one core and on every core at once; where
+// AVX512_BF16 runs, the same for VDPBF16PS, and both instructions'
+// throughput and latency in cycles. Speed figures are
 // given as shares of it, since machines of one kind differ from day to day.
 //
 //	go run ./bench/peak [-seconds 1]
@@ -10,6 +12,7 @@ import (
 	"flag"
 	"fmt"
 	"runtime"
+	"slices"
 	"sync"
 	"time"
 
@@ -28,6 +31,8 @@ func main() {
 	loops := []loop{
 		{"AVX-512", cpu.X86.HasAVX512F, 512, fmaZMM},
 		{"AVX2", cpu.X86.HasAVX2 && cpu.X86.HasFMA, 224, fmaYMM},
+		// 16 VDPBF16PS on zmm: 32 bf16 products and 32 adds each.
+		{"AVX512-BF16 VDPBF16PS", cpu.X86.HasAVX512BF16, 1024, dpbf16ZMM},
 	}
 	cores := runtime.GOMAXPROCS(0)
 	fmt.Printf("cpu: %s, %d cores (GOMAXPROCS); float32 FMA peak, independent VFMADD231PS (16 on zmm, 14 on ymm):\n", cpuName(), cores)
@@ -38,6 +43,44 @@ func main() {
 		one := measure(l.run, l.flops, 1, *seconds)
 		all := measure(l.run, l.flops, cores, *seconds)
 		fmt.Printf("%s: one core %.1f GFLOP/s, %d cores %.1f GFLOP/s\n", l.name, one, cores, all)
+	}
+	if cpu.X86.HasAVX512F {
+		latencies(cpu.X86.HasAVX512BF16)
+	}
+}
+
+// latencies prints, in cycles, the throughput and latency of VFMADD231PS
+// and VDPBF16PS on zmm: the time of 16 independent and of 16 dependent
+// instructions, over that of a chain of 16 ADDQ (one cycle each), medians
+// of 41 interleaved runs. The kernels' tiles need latency×throughput
+// independent accumulators.
+func latencies(bf16 bool) {
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	fs := []func(int){addChain, fmaZMM, fmaChain}
+	names := []string{"VFMADD231PS"}
+	if bf16 {
+		fs = append(fs, dpbf16ZMM, dpbf16Chain)
+		names = append(names, "VDPBF16PS")
+	}
+	times := make([][]float64, len(fs))
+	for range 41 {
+		for i, f := range fs {
+			const n = 1 << 16
+			start := time.Now()
+			f(n)
+			times[i] = append(times[i], float64(time.Since(start).Nanoseconds())/(16*n))
+		}
+	}
+	med := make([]float64, len(fs))
+	for i := range fs {
+		slices.Sort(times[i])
+		med[i] = times[i][len(times[i])/2]
+	}
+	fmt.Printf("one core at about %.2f GHz (a chain of ADDQ):\n", 1/med[0])
+	for i, name := range names {
+		thru, lat := med[1+2*i]/med[0], med[2+2*i]/med[0]
+		fmt.Printf("%s zmm: %.2f cycles an instruction (%.2f a cycle), latency %.1f cycles\n", name, thru, 1/thru, lat)
 	}
 }
 

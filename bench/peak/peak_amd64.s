@@ -39,3 +39,57 @@ TEXT ·fmaZMM(SB), NOSPLIT, $0-8
 TEXT ·fmaYMM(SB), NOSPLIT, $0-8
 	MOVQ n+0(FP), CX
 	fmaLoop(ymm14, Y14, Y15)
+
+// Go's assembler has no VDPBF16PS: dp(i) is VDPBF16PS Z17, Z16, Zi (Zi +=
+// bf16 pairs of Z16 · Z17) in EVEX bytes, 62 [R̄X̄B̄R̄'00 10] [W0 v̄=16 1 F3]
+// [0 512 0 V̄'] 52 [11 i 001]; objdump -d shows them.
+#define dpLo(i) BYTE $0x62; BYTE $0xb2; BYTE $0x7e; BYTE $0x40; BYTE $0x52; BYTE $(0xc1+8*i)
+#define dpHi(i) BYTE $0x62; BYTE $0x32; BYTE $0x7e; BYTE $0x40; BYTE $0x52; BYTE $(0xc1+8*i)
+#define dpbf16(op) \
+	op(dpLo(0)); op(dpLo(1)); op(dpLo(2)); op(dpLo(3)); \
+	op(dpLo(4)); op(dpLo(5)); op(dpLo(6)); op(dpLo(7)); \
+	op(dpHi(0)); op(dpHi(1)); op(dpHi(2)); op(dpHi(3)); \
+	op(dpHi(4)); op(dpHi(5)); op(dpHi(6)); op(dpHi(7))
+#define indep(x) x
+#define chain(x) dpLo(0)
+#define chainLoop(body) \
+	clear(Z0); \
+	clear(Z16); \
+	clear(Z17); \
+loop: \
+	body; \
+	DECQ CX; \
+	JNZ  loop; \
+	VZEROUPPER; \
+	RET
+
+// func dpbf16ZMM(n int): 16 accumulators, 1024 floating-point operations a round.
+TEXT ·dpbf16ZMM(SB), NOSPLIT, $0-8
+	MOVQ n+0(FP), CX
+	chainLoop(dpbf16(indep))
+
+// func dpbf16Chain(n int): 16 dependent VDPBF16PS into Z0 a round.
+TEXT ·dpbf16Chain(SB), NOSPLIT, $0-8
+	MOVQ n+0(FP), CX
+	chainLoop(dpbf16(chain))
+
+#define fmaZ0(r, x, y) fma(Z0, x, y)
+
+// func fmaChain(n int): 16 dependent VFMADD231PS into Z0 a round.
+TEXT ·fmaChain(SB), NOSPLIT, $0-8
+	MOVQ n+0(FP), CX
+	chainLoop(zmm16(fmaZ0, Z16, Z17))
+
+// func addChain(n int): 16 dependent ADDQ a round, one cycle each (ADDQ AX,
+// AX: a chain of immediate adds may be folded at rename).
+TEXT ·addChain(SB), NOSPLIT, $0-8
+	MOVQ n+0(FP), CX
+	XORQ AX, AX
+loop:
+	ADDQ AX, AX; ADDQ AX, AX; ADDQ AX, AX; ADDQ AX, AX
+	ADDQ AX, AX; ADDQ AX, AX; ADDQ AX, AX; ADDQ AX, AX
+	ADDQ AX, AX; ADDQ AX, AX; ADDQ AX, AX; ADDQ AX, AX
+	ADDQ AX, AX; ADDQ AX, AX; ADDQ AX, AX; ADDQ AX, AX
+	DECQ CX
+	JNZ  loop
+	RET

@@ -7,3 +7,15 @@ func fmaZMM(n int)
 
 //go:noescape
 func fmaYMM(n int)
+
+//go:noescape
+func dpbf16ZMM(n int)
+
+//go:noescape
+func dpbf16Chain(n int)
+
+//go:noescape
+func fmaChain(n int)
+
+//go:noescape
+func addChain(n int)

@@ -131,3 +131,47 @@ func TestChunkedCost(t *testing.T) {
 		}
 	}
 }
+
+// trainingShapes are the products of the issue-24 models, as m×n×k and
+// layout: the MNIST MLP at batch 128 (784→512→256→10: forward Y = X·Wᵀ,
+// dX = dY·W, dW = dYᵀ·X), the CNN's im2col products (conv1 1→32 on 28×28,
+// conv2 32→64 on 14×14 four samples a GEMM, forward, dcol = Wᵀ·dY and
+// dW = dY·colᵀ) and its 3136→128 layer, and the GPT recipe (B·T = 768 rows,
+// D = 128: QKV, proj, fc, fc2, head, and one head's attention products at
+// T = 64, head dim 32).
+var trainingShapes = []struct {
+	name    string
+	m, n, k int
+	tA, tB  bool
+}{
+	{"mlp/fc1", 128, 512, 784, false, true}, {"mlp/fc1.dX", 128, 784, 512, false, false}, {"mlp/fc1.dW", 512, 784, 128, true, false},
+	{"mlp/fc2", 128, 256, 512, false, true}, {"mlp/fc2.dX", 128, 512, 256, false, false}, {"mlp/fc2.dW", 256, 512, 128, true, false},
+	{"mlp/fc3", 128, 10, 256, false, true}, {"mlp/fc3.dX", 128, 256, 10, false, false}, {"mlp/fc3.dW", 10, 256, 128, true, false},
+	{"cnn/conv1", 32, 784, 9, false, false}, {"cnn/conv1.dcol", 9, 784, 32, true, false}, {"cnn/conv1.dW", 32, 9, 784, false, true},
+	{"cnn/conv2", 64, 784, 288, false, false}, {"cnn/conv2.dcol", 288, 784, 64, true, false}, {"cnn/conv2.dW", 64, 288, 196, false, true},
+	{"cnn/fc1", 128, 128, 3136, false, true}, {"cnn/fc1.dX", 128, 3136, 128, false, false}, {"cnn/fc1.dW", 128, 3136, 128, true, false},
+	{"gpt/qkv", 768, 384, 128, false, true}, {"gpt/proj", 768, 128, 128, false, true}, {"gpt/fc", 768, 512, 128, false, true},
+	{"gpt/fc2", 768, 128, 512, false, true}, {"gpt/head", 768, 65, 128, false, true}, {"gpt/fc.dW", 512, 128, 768, true, false},
+	{"gpt/attn.QKt", 64, 64, 32, false, true}, {"gpt/attn.PV", 64, 32, 64, false, false}, {"gpt/attn.dK", 64, 32, 64, true, false},
+}
+
+// BenchmarkTrainingShapes compares Sgemm and SgemmBF16 on one thread on
+// trainingShapes, the two interleaved per shape. For medians of interleaved
+// runs: GOMAXPROCS=1 go test -run '^$' -bench TrainingShapes -count 5 ./internal/gemm/
+func BenchmarkTrainingShapes(b *testing.B) {
+	for _, s := range trainingShapes {
+		for _, prec := range []string{"fp32", "bf16"} {
+			b.Run(s.name+"/"+prec, func(b *testing.B) {
+				o := newOperands(rand.New(rand.NewPCG(1, 2)), s.tA, s.tB, s.m, s.n, s.k, 0)
+				f := Threads.Sgemm
+				if prec == "bf16" {
+					f = Threads.SgemmBF16
+				}
+				for b.Loop() {
+					f(1, s.tA, s.tB, s.m, s.n, s.k, 1, o.a, o.lda, o.b, o.ldb, 0, o.c, o.ldc)
+				}
+				b.ReportMetric(2*float64(s.m*s.n*s.k)*float64(b.N)/b.Elapsed().Seconds()/1e9, "GFLOP/s")
+			})
+		}
+	}
+}

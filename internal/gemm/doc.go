@@ -1,6 +1,6 @@
 // Package gemm is the one place general matrix multiplication happens, so the
 // kernel behind it can change without touching its callers (ops.MatMul,
-// ops.MatMulBackward, nn.Linear).
+// ops.MatMulBackward, nn.Linear), in float32 or with bf16 products.
 //
 // Matrices are row-major with leading dimensions; Sgemm and Dgemm compute
 // C = alpha*op(A)*op(B) + beta*C, where op transposes in place of a copy.
@@ -108,4 +108,43 @@
 // weight-gradient shapes (1024×1024×256 and 512×784×128 with op(A) = Aᵀ;
 // PIPETRAIN_TIMING=1 go test -run TestChunkedCost -v). DgemmChunked does the
 // same in float64, with one gonum Dgemm per chunk.
+//
+// # bf16 products
+//
+// SgemmBF16, SgemmBF16Chunked and SgemmPackedBF16 (with PackedB.PackBF16)
+// are the fp32 entry points with the products in bfloat16, for mixed
+// precision training: operands and C stay float32 in memory, and each
+// element of op(A) and op(B) is rounded to bf16 where it is packed (to
+// nearest even, denormals to zero, NaN kept and made quiet, as
+// VCVTNE2PS2BF16), so a PackedB rounds a layer's weights once per update.
+// The panels hold k in (k, k+1) pairs, one 32-bit lane a pair (as OpenBLAS'
+// sbgemm and XNNPACK's c2 kernels), in the fp32 panels' places (step p at
+// p/2: half of each panel's space goes unused). k is cut into blocks of at
+// most bf16KC (1024) steps as Sgemm cuts it, even, so that a pair never
+// straddles two; an odd k pairs its last step with zero.
+//
+// On CPUs with AVX512_BF16 (set avx512bf16) the kernels are avx512's 8×48,
+// 8×32 and 8×16 tiles with one VDPBF16PS per accumulator and pair step,
+// A's pair broadcast from memory ({1to16}); the packers convert 32 floats
+// at a time (VCVTNE2PS2BF16) and interleave two rows into pairs (VPERMW)
+// or transpose 16×16 blocks of pairs as transPanel does. Go's assembler has
+// no mnemonic for either instruction: genasm.go emits their EVEX bytes, the
+// Intel syntax beside them (checked against objdump -d). Measured here (go
+// run ./bench/peak), VDPBF16PS zmm issues once per 2.2 cycles with a
+// latency of 8.8: 118 GFLOP/s a core, half of VFMADD231PS's 235. On such a
+// CPU SgemmBF16 is slower than Sgemm (about 0.4-0.7× on the shapes of
+// BenchmarkTrainingShapes); it gains only where VDPBF16PS runs at full
+// rate, or where memory bounds the fp32 product.
+//
+// Elsewhere, and under purego, the go-bf16 set takes the same steps in Go.
+// Per lane and pair, VDPBF16PS (Intel SDM) adds the product of the odd
+// (high) halves to the accumulator, then that of the even (low) halves,
+// each as a float32 FMA rounded to nearest even, and flushes a denormal
+// result to zero (underflow seen after rounding). A bf16 product has at
+// most 16 significant bits, so a float32 add is exact wherever the product
+// is a normal float32, and float64 serves where it is not. The epilogue
+// rounds alpha*acc and beta*C apart and adds them, which Go can state
+// exactly (Sgemm's fuses them). The two sets share their k blocks, so they
+// give the same bits (tested, NaN payloads aside), and, as with Sgemm, any
+// thread budget gives the same bits.
 package gemm

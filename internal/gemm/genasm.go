@@ -1,7 +1,8 @@
 //go:build ignore
 
 // genasm writes kernels_amd64.s, the AVX-512 and AVX2 micro-kernels of Sgemm
-// and the AVX-512 packing routines.
+// and the AVX-512 packing routines, and the AVX512_BF16 kernels and packers
+// of SgemmBF16 (in EVEX bytes where Go's assembler lacks the mnemonic).
 // Run it with `go generate ./internal/gemm/` after changing a kernel shape; the
 // output is checked in so that `go build` alone builds the package.
 //
@@ -25,6 +26,79 @@ type gen struct{ bytes.Buffer }
 
 func (g *gen) p(format string, args ...any) { fmt.Fprintf(&g.Buffer, format+"\n", args...) }
 
+// mem is a memory operand [base + disp] of a general register (AX = 0, CX,
+// DX, BX, SP, BP, SI, DI, R8 = 8, ..., R15), {1to16} of its dword with bcast.
+type mem struct {
+	base, disp int
+	bcast      bool
+}
+
+// evex512 returns the bytes of a 512-bit, W0 EVEX instruction of opcode map
+// 0F38: opcode op, implied prefix pp (1: 66, 2: F3, 3: F2), ModRM.reg a ZMM
+// number, vvvv the ZMM v, and r/m the ZMM rm or, when rm < 0, m. Go's
+// assembler lacks the AVX512_BF16 mnemonics, so they are emitted as bytes.
+func evex512(op, pp byte, reg, v, rm int, m mem) []byte {
+	inv := func(x int) byte { return byte(x&1 ^ 1) }
+	rx, bx, bc := 0, 0, byte(0) // EVEX.X, EVEX.B (rm bits 4 and 3), EVEX.b
+	var modrm byte
+	var disp []byte
+	if rm >= 0 {
+		rx, bx = rm>>4, rm>>3
+		modrm = 0xC0 | byte(rm&7)
+	} else {
+		if m.base&7 == 4 {
+			panic("evex512: a base of SP or R12 needs a SIB byte")
+		}
+		bx = m.base >> 3
+		n := 64 // disp8 counts in units of the memory operand
+		if m.bcast {
+			n, bc = 4, 1
+		}
+		switch {
+		case m.disp == 0 && m.base&7 != 5:
+		case m.disp%n == 0 && m.disp/n >= -128 && m.disp/n < 128:
+			modrm, disp = 0x40, []byte{byte(int8(m.disp / n))}
+		default:
+			d := uint32(int32(m.disp))
+			modrm, disp = 0x80, []byte{byte(d), byte(d >> 8), byte(d >> 16), byte(d >> 24)}
+		}
+		modrm |= byte(m.base & 7)
+	}
+	modrm |= byte(reg&7) << 3
+	p0 := inv(reg>>3)<<7 | inv(rx)<<6 | inv(bx)<<5 | inv(reg>>4)<<4 | 2 // map 0F38
+	p1 := byte(^v&15)<<3 | 4 | pp                                       // W0
+	p2 := 2<<5 | bc<<4 | inv(v>>4)<<3                                   // 512 bits, no mask
+	return append([]byte{0x62, p0, p1, p2, op, modrm}, disp...)
+}
+
+// raw emits an instruction as bytes, with its Intel syntax as a comment.
+func (g *gen) raw(intel string, code []byte) {
+	var b bytes.Buffer
+	for i, x := range code {
+		if i > 0 {
+			b.WriteString("; ")
+		}
+		fmt.Fprintf(&b, "BYTE $0x%02x", x)
+	}
+	g.p("\t%s // %s", b.String(), intel)
+}
+
+// dpbf16 emits VDPBF16PS: Z acc += the bf16 pairs of Z b · the pair at m,
+// broadcast to every lane.
+func (g *gen) dpbf16(acc, b int, m mem) {
+	g.raw(fmt.Sprintf("vdpbf16ps zmm%d, zmm%d, dword ptr [%s%+d]{1to16}", acc, b, gpName[m.base], m.disp),
+		evex512(0x52, 2, acc, b, -1, m))
+}
+
+// cvt2 emits VCVTNE2PS2BF16: Z dst = the 16 floats of Z lo rounded to bf16
+// in its low half, those of Z hi in its high half.
+func (g *gen) cvt2(dst, hi, lo int) {
+	g.raw(fmt.Sprintf("vcvtne2ps2bf16 zmm%d, zmm%d, zmm%d", dst, hi, lo), evex512(0x72, 3, dst, hi, lo, mem{}))
+}
+
+var gpName = []string{"rax", "rcx", "rdx", "rbx", "rsp", "rbp", "rsi", "rdi",
+	"r8", "r9", "r10", "r11", "r12", "r13", "r14", "r15"}
+
 // kernel emits one register-blocked micro-kernel of mr rows and nv vectors of
 // lanes floats. reg is "Z" (AVX-512, 32 registers) or "Y" (AVX2, 16 registers).
 //
@@ -38,7 +112,7 @@ func (g *gen) p(format string, args ...any) { fmt.Fprintf(&g.Buffer, format+"\n"
 // the kernel prefetches one cache line into L2 at each step, pf, pf+64 bytes,
 // and so on. Sgemm points it at the B block it will sweep next, so that block
 // streams in from memory while this one is worked on.
-func (g *gen) kernel(name string, mr, nv int, reg string, pack bool, pfSrc int, pfC, pfB bool) {
+func (g *gen) kernel(name string, mr, nv int, reg string, pack bool, pfSrc int, pfC, pfB, bf16 bool) {
 	lanes, nregs := 16, 32
 	if reg == "Y" {
 		lanes, nregs = 8, 16
@@ -119,11 +193,21 @@ func (g *gen) kernel(name string, mr, nv int, reg string, pack bool, pfSrc int, 
 			}
 		}
 		for r := range mr {
+			if bf16 {
+				for v := range nv {
+					g.dpbf16(r*nv+v, nregs-1-nv+v, mem{base: 0, disp: u*mr*4 + r*4, bcast: true})
+				}
+				continue
+			}
 			g.p("\tVBROADCASTSS %d(AX), %s", u*mr*4+r*4, bc)
 			for v := range nv {
 				g.p("\tVFMADD231PS %s, %s, %s", breg(v), bc, acc(r, v))
 			}
 		}
+	}
+	if bf16 {
+		g.p("\tINCQ CX") // steps of bf16 pairs: (k+1)/2
+		g.p("\tSHRQ $1, CX")
 	}
 	g.p("\tMOVQ CX, R8")
 	g.p("\tSHRQ $2, R8")
@@ -152,7 +236,20 @@ func (g *gen) kernel(name string, mr, nv int, reg string, pack bool, pfSrc int, 
 	g.p("\tDECQ CX")
 	g.p("\tJNZ %s_loop1", name)
 
-	// C = alpha*acc + beta*C, or alpha*acc when beta is ±0.
+	g.epilogue(name, mr, nv, reg, bf16)
+}
+
+// epilogue emits a kernel's end: C = alpha*acc + beta*C, or alpha*acc when
+// beta is ±0 (C not read). The fp32 kernels fuse it, alpha*acc + (beta*C)
+// in one FMA; the bf16 ones round alpha*acc and beta*C each and add them,
+// steps the Go kernel can take exactly.
+func (g *gen) epilogue(name string, mr, nv int, reg string, bf16 bool) {
+	lanes, nregs := 16, 32
+	if reg == "Y" {
+		lanes, nregs = 8, 16
+	}
+	vb := lanes * 4
+	acc := func(r, v int) string { return fmt.Sprintf("%s%d", reg, r*nv+v) }
 	al, be, t := fmt.Sprintf("%s%d", reg, nregs-1), fmt.Sprintf("%s%d", reg, nregs-2), fmt.Sprintf("%s%d", reg, nregs-3)
 	g.p("%s_store:", name)
 	g.p("\tVBROADCASTSS alpha+40(FP), %s", al)
@@ -163,7 +260,12 @@ func (g *gen) kernel(name string, mr, nv int, reg string, pack bool, pfSrc int, 
 	for r := range mr {
 		for v := range nv {
 			g.p("\tVMULPS %d(DI), %s, %s", v*vb, be, t)
-			g.p("\tVFMADD231PS %s, %s, %s", acc(r, v), al, t)
+			if bf16 {
+				g.p("\tVMULPS %s, %s, %s", acc(r, v), al, acc(r, v))
+				g.p("\tVADDPS %s, %s, %s", t, acc(r, v), t)
+			} else {
+				g.p("\tVFMADD231PS %s, %s, %s", acc(r, v), al, t)
+			}
 			g.p("\tVMOVUPS %s, %d(DI)", t, v*vb)
 		}
 		if r < mr-1 {
@@ -191,8 +293,15 @@ func (g *gen) kernel(name string, mr, nv int, reg string, pack bool, pfSrc int, 
 // dst[p*pw+c] = src[c*lds+p] for p < kc and c < nn, and 0 for nn <= c < pw. It
 // packs a B micro-panel from Bᵀ storage and an A micro-panel from A storage,
 // 16×16 blocks at a time, with masked loads and stores at the edges.
-func (g *gen) transPanel() {
-	const name = "transPanelAVX512"
+//
+// With bf16 it emits transPairsAVX512, the same with steps p in bf16 pairs:
+// dst[q*pw+c] holds src[c*lds+2q] and src[c*lds+2q+1] rounded to bf16 (low
+// and high half; 0 past kc), 32 floats of a row becoming 16 pairs.
+func (g *gen) transPanel(bf16 bool) {
+	name := "transPanelAVX512"
+	if bf16 {
+		name = "transPairsAVX512"
+	}
 	g.p("// func %s(dst, src *float32, lds, kc, nn, pw int)", name)
 	g.p("TEXT ·%s(SB), NOSPLIT, $0-48", name)
 	g.p("\tMOVQ dst+0(FP), DI")
@@ -231,46 +340,7 @@ func (g *gen) transPanel() {
 	g.p("%s_ploop:", name)
 	g.p("\tCMPQ R13, R9")
 	g.p("\tJGE %s_cnext", name)
-	// CX = cnt = min(16, kc-p0); K1 = load mask of cnt lanes.
-	g.p("\tMOVQ R9, CX")
-	g.p("\tSUBQ R13, CX")
-	g.p("\tCMPQ CX, $16")
-	g.p("\tJLE %s_lm", name)
-	g.p("\tMOVQ $16, CX")
-	g.p("%s_lm:", name)
-	g.p("\tMOVL $1, DX")
-	g.p("\tSHLL CX, DX")
-	g.p("\tDECL DX")
-	g.p("\tKMOVW DX, K1")
-	// Load rows i < rows (masked to cnt), zero the rest; whole blocks
-	// without masks.
-	g.p("\tLEAQ (AX)(R13*4), DX")
-	g.p("\tCMPQ CX, $16")
-	g.p("\tJNE %s_lmasked", name)
-	g.p("\tCMPQ R14, $16")
-	g.p("\tJLT %s_lmasked", name)
-	for i := range 16 {
-		g.p("\tVMOVUPS (DX), Z%d", i)
-		if i < 15 {
-			g.p("\tADDQ R8, DX")
-		}
-	}
-	g.p("\tJMP %s_t", name)
-	g.p("%s_lmasked:", name)
-	for i := range 16 {
-		g.p("\tCMPQ R14, $%d", i)
-		g.p("\tJLE %s_z%d", name, i)
-		g.p("\tVMOVUPS.Z (DX), K1, Z%d", i)
-		if i < 15 {
-			g.p("\tADDQ R8, DX")
-		}
-	}
-	g.p("\tJMP %s_t", name)
-	for i := range 16 {
-		g.p("%s_z%d:", name, i)
-		g.p("\tVPXORD Z%d, Z%d, Z%d", i, i, i)
-	}
-	g.p("%s_t:", name)
+	g.loadRows(name, 16, "AX", bf16)
 	// Transpose Z0..Z15 (rows) into Z0..Z15 (columns). Go operand order is
 	// reversed: OP src2, src1, dst.
 	for i := range 8 {
@@ -306,8 +376,12 @@ func (g *gen) transPanel() {
 			g.p("\tVSHUFF32X4 $%s, Z%d, Z%d, Z%d", imm, src2, src1, 4*l+j)
 		}
 	}
-	// Store columns j < cnt (Zj holds k-step p0+j) at dst[(p0+j)*pw + c0].
+	// Store columns j < cnt (Zj holds step p0+j, or pair p0/2+j) at
+	// dst[(p0+j)*pw + c0].
 	g.p("\tMOVQ R13, DX")
+	if bf16 {
+		g.p("\tSHRQ $1, DX")
+	}
 	g.p("\tIMULQ R15, DX")
 	g.p("\tADDQ BX, DX")
 	g.p("\tCMPQ CX, $16")
@@ -331,7 +405,7 @@ func (g *gen) transPanel() {
 		}
 	}
 	g.p("%s_stored:", name)
-	g.p("\tADDQ $16, R13")
+	g.p("\tADDQ $%d, R13", g.rowFloats(bf16))
 	g.p("\tJMP %s_ploop", name)
 	g.p("%s_cnext:", name)
 	g.p("\tADDQ $16, R12")
@@ -342,11 +416,97 @@ func (g *gen) transPanel() {
 	g.p("")
 }
 
+// rowFloats is how many floats of a source row the transposing packers
+// read at a time: 16 steps, or 16 pairs of steps.
+func (g *gen) rowFloats(bf16 bool) int {
+	if bf16 {
+		return 32
+	}
+	return 16
+}
+
+// loadRows emits a transposing packer's load of one block: rows i < R14
+// (of rows) from base+4*p0, then on by R8 a row, each 16 floats (masked to the CX left in
+// the row, kc-p0 with p0 in R13), into Zi; rows past R14 zero. With bf16
+// each row is 32 floats (masks K1, K4), rounded to 16 bf16 pairs, and CX is
+// left as the pairs: (floats+1)/2. The block is then at name_t.
+func (g *gen) loadRows(name string, rows int, base string, bf16 bool) {
+	span := g.rowFloats(bf16)
+	g.p("\tMOVQ R9, CX")
+	g.p("\tSUBQ R13, CX")
+	g.p("\tCMPQ CX, $%d", span)
+	g.p("\tJLE %s_lm", name)
+	g.p("\tMOVQ $%d, CX", span)
+	g.p("%s_lm:", name)
+	// K1 = lanes of the CX floats left (K4: of floats 16-31, with bf16).
+	g.p("\tMOVQ $1, DX")
+	g.p("\tSHLQ CX, DX")
+	g.p("\tDECQ DX")
+	g.p("\tKMOVW DX, K1")
+	if bf16 {
+		g.p("\tSHRQ $16, DX")
+		g.p("\tKMOVW DX, K4")
+	}
+	// Load rows i < rows (masked to cnt), zero the rest; whole blocks
+	// without masks.
+	g.p("\tLEAQ (%s)(R13*4), DX", base)
+	load := func(i int, masked bool) {
+		switch {
+		case !bf16 && masked:
+			g.p("\tVMOVUPS.Z (DX), K1, Z%d", i)
+		case !bf16:
+			g.p("\tVMOVUPS (DX), Z%d", i)
+		case masked:
+			g.p("\tVMOVUPS.Z (DX), K1, Z%d", i)
+			g.p("\tVMOVUPS.Z 64(DX), K4, Z31")
+			g.cvt2(i, 31, i)
+		default:
+			g.p("\tVMOVUPS (DX), Z%d", i)
+			g.p("\tVMOVUPS 64(DX), Z31")
+			g.cvt2(i, 31, i)
+		}
+	}
+	g.p("\tCMPQ CX, $%d", span)
+	g.p("\tJNE %s_lmasked", name)
+	g.p("\tCMPQ R14, $%d", rows)
+	g.p("\tJLT %s_lmasked", name)
+	for i := range rows {
+		load(i, false)
+		if i < rows-1 {
+			g.p("\tADDQ R8, DX")
+		}
+	}
+	g.p("\tJMP %s_t", name)
+	g.p("%s_lmasked:", name)
+	for i := range rows {
+		g.p("\tCMPQ R14, $%d", i)
+		g.p("\tJLE %s_z%d", name, i)
+		load(i, true)
+		if i < rows-1 {
+			g.p("\tADDQ R8, DX")
+		}
+	}
+	g.p("\tJMP %s_t", name)
+	for i := range rows {
+		g.p("%s_z%d:", name, i)
+		g.p("\tVPXORD Z%d, Z%d, Z%d", i, i, i)
+	}
+	g.p("%s_t:", name)
+	if bf16 {
+		g.p("\tINCQ CX")
+		g.p("\tSHRQ $1, CX")
+	}
+}
+
 // transPanel8 emits transPanel8AVX512(dst, src *float32, lds, kc, nn int),
 // transPanel for pw = 8 (an A micro-panel from A storage): 8 rows of 16 steps
 // become 8 full vectors of 2 steps each, so no store is masked but the last.
-func (g *gen) transPanel8() {
-	const name = "transPanel8AVX512"
+// With bf16 it emits transPairs8AVX512, transPairsAVX512 for pw = 8.
+func (g *gen) transPanel8(bf16 bool) {
+	name := "transPanel8AVX512"
+	if bf16 {
+		name = "transPairs8AVX512"
+	}
 	g.p("// func %s(dst, src *float32, lds, kc, nn int)", name)
 	g.p("TEXT ·%s(SB), NOSPLIT, $0-40", name)
 	g.p("\tMOVQ dst+0(FP), DI")
@@ -361,43 +521,7 @@ func (g *gen) transPanel8() {
 	g.p("%s_ploop:", name)
 	g.p("\tCMPQ R13, R9")
 	g.p("\tJGE %s_done", name)
-	g.p("\tMOVQ R9, CX")
-	g.p("\tSUBQ R13, CX")
-	g.p("\tCMPQ CX, $16")
-	g.p("\tJLE %s_lm", name)
-	g.p("\tMOVQ $16, CX")
-	g.p("%s_lm:", name)
-	g.p("\tMOVL $1, DX")
-	g.p("\tSHLL CX, DX")
-	g.p("\tDECL DX")
-	g.p("\tKMOVW DX, K1")
-	g.p("\tLEAQ (SI)(R13*4), DX")
-	g.p("\tCMPQ CX, $16")
-	g.p("\tJNE %s_lmasked", name)
-	g.p("\tCMPQ R14, $8")
-	g.p("\tJLT %s_lmasked", name)
-	for i := range 8 {
-		g.p("\tVMOVUPS (DX), Z%d", i)
-		if i < 7 {
-			g.p("\tADDQ R8, DX")
-		}
-	}
-	g.p("\tJMP %s_t", name)
-	g.p("%s_lmasked:", name)
-	for i := range 8 {
-		g.p("\tCMPQ R14, $%d", i)
-		g.p("\tJLE %s_z%d", name, i)
-		g.p("\tVMOVUPS.Z (DX), K1, Z%d", i)
-		if i < 7 {
-			g.p("\tADDQ R8, DX")
-		}
-	}
-	g.p("\tJMP %s_t", name)
-	for i := range 8 {
-		g.p("%s_z%d:", name, i)
-		g.p("\tVPXORD Z%d, Z%d, Z%d", i, i, i)
-	}
-	g.p("%s_t:", name)
+	g.loadRows(name, 8, "SI", bf16)
 	for i := range 4 {
 		g.p("\tVUNPCKLPS Z%d, Z%d, Z%d", 2*i+1, 2*i, 8+2*i)
 		g.p("\tVUNPCKHPS Z%d, Z%d, Z%d", 2*i+1, 2*i, 8+2*i+1)
@@ -423,16 +547,20 @@ func (g *gen) transPanel8() {
 		g.p("\tVSHUFF32X4 $0x88, Z%d, Z%d, Z%d", b+1, a+1, 2*2+pair)
 		g.p("\tVSHUFF32X4 $0xDD, Z%d, Z%d, Z%d", b+1, a+1, 3*2+pair)
 	}
-	// Store: dst + p0*32 + q*64.
+	// Store: dst + p0*32 + q*64 (p0/2 pairs: dst + p0*16 + q*64).
 	g.p("\tMOVQ R13, DX")
-	g.p("\tSHLQ $5, DX")
+	if bf16 {
+		g.p("\tSHLQ $4, DX")
+	} else {
+		g.p("\tSHLQ $5, DX")
+	}
 	g.p("\tADDQ DI, DX")
 	g.p("\tCMPQ CX, $16")
 	g.p("\tJLT %s_tail", name)
 	for q := range 8 {
 		g.p("\tVMOVUPS Z%d, %d(DX)", q, 64*q)
 	}
-	g.p("\tADDQ $16, R13")
+	g.p("\tADDQ $%d, R13", g.rowFloats(bf16))
 	g.p("\tJMP %s_ploop", name)
 	g.p("%s_tail:", name)
 	for q := range 8 {
@@ -454,12 +582,11 @@ func (g *gen) transPanel8() {
 	g.p("")
 }
 
-// copyPanel emits copyPanelAVX512(dst, src *float32, lds, kc, nn, pw int):
-// dst[p*pw+c] = src[p*lds+c] for p < kc and c < nn, and 0 for nn <= c < pw,
-// with pw <= 48. It packs a B micro-panel from B storage and an A micro-panel
-// from Aᵀ storage.
-func (g *gen) copyPanel() {
-	const name = "copyPanelAVX512"
+// copyHeader emits the start of copyPanelAVX512 or copyPairsAVX512: the
+// arguments (DI dst, SI src, R8 src's row stride in bytes, R9 kc, R10 nn,
+// R11 pw, R15 dst's row stride in bytes) and the masks of the vectors of a
+// row: K1..K3 load lanes (columns < nn), K4..K6 store lanes (columns < pw).
+func (g *gen) copyHeader(name string) {
 	g.p("// func %s(dst, src *float32, lds, kc, nn, pw int)", name)
 	g.p("TEXT ·%s(SB), NOSPLIT, $0-48", name)
 	g.p("\tMOVQ dst+0(FP), DI")
@@ -471,8 +598,7 @@ func (g *gen) copyPanel() {
 	g.p("\tMOVQ pw+40(FP), R11")
 	g.p("\tMOVQ R11, R15")
 	g.p("\tSHLQ $2, R15")
-	// Masks: K1..K3 load lanes of vectors 0..2 (columns < nn), K4..K6 store
-	// lanes (columns < pw). lanes(x, v) = clamp(x-16v, 0, 16).
+	// lanes(x, v) = clamp(x-16v, 0, 16).
 	mask := func(src string, v int, k string) {
 		g.p("\tMOVQ %s, CX", src)
 		g.p("\tSUBQ $%d, CX", 16*v)
@@ -492,6 +618,71 @@ func (g *gen) copyPanel() {
 		mask("R10", v, fmt.Sprintf("K%d", 1+v))
 		mask("R11", v, fmt.Sprintf("K%d", 4+v))
 	}
+}
+
+// copyPairs emits copyPairsAVX512(dst, src *float32, lds, kc, nn, pw int),
+// copyPanel in bf16 pairs: dst[q*pw+c] holds src[2q*lds+c] and
+// src[(2q+1)*lds+c] rounded to bf16 (low and high half; 0 past kc) for
+// c < nn, and 0 for nn <= c < pw, with pw <= 48. It packs a B micro-panel
+// from B storage and an A micro-panel from Aᵀ storage: two rows of 16
+// floats become one vector of 32 bf16 (VCVTNE2PS2BF16), interleaved into
+// pairs by VPERMW.
+func (g *gen) copyPairs() {
+	const name = "copyPairsAVX512"
+	g.copyHeader(name)
+	g.p("\tVMOVDQU64 pairIdx<>(SB), Z6")
+	g.p("%s_loop:", name)
+	g.p("\tCMPQ R9, $2")
+	g.p("\tJLT %s_tail", name)
+	g.p("\tLEAQ (SI)(R8*1), AX")
+	for v := range 3 {
+		g.p("\tVMOVUPS.Z %d(SI), K%d, Z%d", 64*v, 1+v, v)
+		g.p("\tVMOVUPS.Z %d(AX), K%d, Z%d", 64*v, 1+v, 3+v)
+	}
+	g.p("%s_body:", name)
+	for v := range 3 {
+		g.cvt2(v, 3+v, v)
+		g.p("\tVPERMW Z%d, Z6, Z%d", v, v)
+		g.p("\tVMOVUPS Z%d, K%d, %d(DI)", v, 4+v, 64*v)
+	}
+	g.p("\tLEAQ (SI)(R8*2), SI")
+	g.p("\tADDQ R15, DI")
+	g.p("\tSUBQ $2, R9")
+	g.p("\tJMP %s_loop", name)
+	// An odd last step pairs with zeros.
+	g.p("%s_tail:", name)
+	g.p("\tCMPQ R9, $1")
+	g.p("\tJNE %s_done", name)
+	for v := range 3 {
+		g.p("\tVMOVUPS.Z %d(SI), K%d, Z%d", 64*v, 1+v, v)
+		g.p("\tVPXORD Z%d, Z%d, Z%d", 3+v, 3+v, 3+v)
+	}
+	g.p("\tJMP %s_body", name)
+	g.p("%s_done:", name)
+	g.p("\tVZEROUPPER")
+	g.p("\tRET")
+	g.p("")
+	// Word 2j of a pair vector is word j of the converted rows (row 2q),
+	// word 2j+1 is word 16+j (row 2q+1).
+	for c := range 8 {
+		var x uint64
+		for w := range 4 {
+			i := 4*c + w
+			x |= uint64(i/2+16*(i%2)) << (16 * w)
+		}
+		g.p("DATA pairIdx<>+%d(SB)/8, $0x%016x", 8*c, x)
+	}
+	g.p("GLOBL pairIdx<>(SB), RODATA|NOPTR, $64")
+	g.p("")
+}
+
+// copyPanel emits copyPanelAVX512(dst, src *float32, lds, kc, nn, pw int):
+// dst[p*pw+c] = src[p*lds+c] for p < kc and c < nn, and 0 for nn <= c < pw,
+// with pw <= 48. It packs a B micro-panel from B storage and an A micro-panel
+// from Aᵀ storage.
+func (g *gen) copyPanel() {
+	const name = "copyPanelAVX512"
+	g.copyHeader(name)
 	g.p("\tTESTQ R9, R9")
 	g.p("\tJZ %s_done", name)
 	// Whole vectors (nn == pw, a multiple of 16): no masks.
@@ -543,17 +734,25 @@ func main() {
 	g.p("")
 	// AVX-512: 8 rows × 48, 32 or 16 columns (24, 16 or 8 accumulators).
 	for nv := 3; nv >= 1; nv-- {
-		g.kernel(fmt.Sprintf("kern8x%dAVX512", nv*16), 8, nv, "Z", false, 0, true, false)
+		g.kernel(fmt.Sprintf("kern8x%dAVX512", nv*16), 8, nv, "Z", false, 0, true, false, false)
 	}
-	g.kernel("kern8x48PfAVX512", 8, 3, "Z", false, 0, true, true)
-	g.kernel("kern8x48PackAVX512", 8, 3, "Z", true, 8, true, false)
-	g.transPanel()
-	g.transPanel8()
+	g.kernel("kern8x48PfAVX512", 8, 3, "Z", false, 0, true, true, false)
+	g.kernel("kern8x48PackAVX512", 8, 3, "Z", true, 8, true, false, false)
+	g.transPanel(false)
+	g.transPanel8(false)
 	g.copyPanel()
 	// AVX2 + FMA: 6 rows × 16 or 8 columns (12 or 6 accumulators).
 	for nv := 2; nv >= 1; nv-- {
-		g.kernel(fmt.Sprintf("kern6x%dAVX2", nv*8), 6, nv, "Y", false, 0, false, false)
+		g.kernel(fmt.Sprintf("kern6x%dAVX2", nv*8), 6, nv, "Y", false, 0, false, false, false)
 	}
+	// AVX512_BF16: the same 8×48, 8×32 and 8×16 tiles over bf16 pairs, and
+	// the packers that round to them.
+	for nv := 3; nv >= 1; nv-- {
+		g.kernel(fmt.Sprintf("kern8x%dBF16", nv*16), 8, nv, "Z", false, 0, true, false, true)
+	}
+	g.transPanel(true)
+	g.transPanel8(true)
+	g.copyPairs()
 	if err := os.WriteFile("kernels_amd64.s", g.Bytes(), 0o644); err != nil {
 		panic(err)
 	}

@@ -60,3 +60,91 @@ func storeRow4(c []float32, x0, x1, x2, x3, alpha, beta float32) {
 	c[2] = alpha*x2 + beta*c[2]
 	c[3] = alpha*x3 + beta*c[3]
 }
+
+// goBF16Kernels is the portable bf16 set: SgemmBF16's steps in scalar Go,
+// with the k blocks of the assembly set, so that both give the same bits.
+var goBF16Kernels = kernelSet{
+	name:  "go-bf16",
+	mr:    4,
+	vec:   4,
+	kerns: []microKernel{kern4x4BF16Go},
+	kc:    bf16KC,
+	mc:    256,
+	nc:    512,
+	pairs: true,
+
+	copyPanel:  copyPairsGo,
+	transPanel: transPairsGo,
+}
+
+// kern4x4BF16Go is the pure-Go bf16 micro-kernel: over (k+1)/2 packed pair
+// steps of 4 lanes each, acc = dotBF16(acc, a, b) per element, then
+// C = alpha*acc, plus beta*C unless beta is 0, each product rounded apart
+// (the conversions keep the compiler from fusing them), as kern8x48BF16.
+func kern4x4BF16Go(k int, a, b, c *float32, ldc int, alpha, beta float32) {
+	kh := (k + 1) / 2
+	as := unsafe.Slice((*uint32)(unsafe.Pointer(a)), 4*kh)
+	bs := unsafe.Slice((*uint32)(unsafe.Pointer(b)), 4*kh)
+	cs := unsafe.Slice(c, 3*ldc+4)
+	var acc [4][4]float32
+	for q := range kh {
+		ap, bp := as[4*q:4*q+4], bs[4*q:4*q+4]
+		for r, x := range ap {
+			for j, y := range bp {
+				acc[r][j] = dotBF16(acc[r][j], x, y)
+			}
+		}
+	}
+	for r := range 4 {
+		row := cs[r*ldc : r*ldc+4]
+		for j := range row {
+			v := float32(alpha * acc[r][j])
+			if beta != 0 {
+				v += float32(beta * row[j])
+			}
+			row[j] = v
+		}
+	}
+}
+
+// words views a float32 buffer as the 32-bit lanes of packed bf16 pairs.
+func words(s []float32) []uint32 {
+	return unsafe.Slice((*uint32)(unsafe.Pointer(unsafe.SliceData(s))), len(s))
+}
+
+// copyPairsGo is copyPanel in bf16 pairs: lane q*pw+c holds src[2q*lds+c]
+// and src[(2q+1)*lds+c] (zero past kc) for c < nn; lanes nn..pw-1 are 0.
+func copyPairsGo(dst, src []float32, lds, kc, nn, pw int) {
+	d := words(dst)
+	for p := 0; p < kc; p += 2 {
+		row := d[p/2*pw : p/2*pw+pw]
+		lo := src[p*lds : p*lds+nn]
+		for c, x := range lo {
+			var y float32
+			if p+1 < kc {
+				y = src[(p+1)*lds+c]
+			}
+			row[c] = pairBF16(x, y)
+		}
+		clear(row[nn:])
+	}
+}
+
+// transPairsGo is transPanel in bf16 pairs: lane q*pw+c holds src[c*lds+2q]
+// and src[c*lds+2q+1] (zero past kc) for c < nn; lanes nn..pw-1 are 0.
+func transPairsGo(dst, src []float32, lds, kc, nn, pw int) {
+	d := words(dst)[:(kc+1)/2*pw]
+	for c := range nn {
+		col := src[c*lds : c*lds+kc]
+		for p := 0; p < kc; p += 2 {
+			var y float32
+			if p+1 < kc {
+				y = col[p+1]
+			}
+			d[p/2*pw+c] = pairBF16(col[p], y)
+		}
+	}
+	for q := 0; nn < pw && q < (kc+1)/2; q++ {
+		clear(d[q*pw+nn : q*pw+pw])
+	}
+}

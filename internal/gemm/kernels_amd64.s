@@ -1835,9 +1835,9 @@ transPanelAVX512_ploop:
 	JLE transPanelAVX512_lm
 	MOVQ $16, CX
 transPanelAVX512_lm:
-	MOVL $1, DX
-	SHLL CX, DX
-	DECL DX
+	MOVQ $1, DX
+	SHLQ CX, DX
+	DECQ DX
 	KMOVW DX, K1
 	LEAQ (AX)(R13*4), DX
 	CMPQ CX, $16
@@ -2169,9 +2169,9 @@ transPanel8AVX512_ploop:
 	JLE transPanel8AVX512_lm
 	MOVQ $16, CX
 transPanel8AVX512_lm:
-	MOVL $1, DX
-	SHLL CX, DX
-	DECL DX
+	MOVQ $1, DX
+	SHLQ CX, DX
+	DECQ DX
 	KMOVW DX, K1
 	LEAQ (SI)(R13*4), DX
 	CMPQ CX, $16
@@ -2862,4 +2862,1665 @@ kern6x8AVX2_beta0:
 	VMOVUPS Y5, 0(DI)
 	VZEROUPPER
 	RET
+
+// func kern8x48BF16(k int, a, b, c *float32, ldc int, alpha, beta float32)
+TEXT ·kern8x48BF16(SB), NOSPLIT, $0-48
+	MOVQ k+0(FP), CX
+	MOVQ a+8(FP), AX
+	MOVQ b+16(FP), BX
+	MOVQ c+24(FP), DI
+	MOVQ ldc+32(FP), DX
+	SHLQ $2, DX
+	VPXORD Z0, Z0, Z0
+	VPXORD Z1, Z1, Z1
+	VPXORD Z2, Z2, Z2
+	VPXORD Z3, Z3, Z3
+	VPXORD Z4, Z4, Z4
+	VPXORD Z5, Z5, Z5
+	VPXORD Z6, Z6, Z6
+	VPXORD Z7, Z7, Z7
+	VPXORD Z8, Z8, Z8
+	VPXORD Z9, Z9, Z9
+	VPXORD Z10, Z10, Z10
+	VPXORD Z11, Z11, Z11
+	VPXORD Z12, Z12, Z12
+	VPXORD Z13, Z13, Z13
+	VPXORD Z14, Z14, Z14
+	VPXORD Z15, Z15, Z15
+	VPXORD Z16, Z16, Z16
+	VPXORD Z17, Z17, Z17
+	VPXORD Z18, Z18, Z18
+	VPXORD Z19, Z19, Z19
+	VPXORD Z20, Z20, Z20
+	VPXORD Z21, Z21, Z21
+	VPXORD Z22, Z22, Z22
+	VPXORD Z23, Z23, Z23
+	MOVQ DI, R10
+	PREFETCHT0 0(R10)
+	PREFETCHT0 64(R10)
+	PREFETCHT0 128(R10)
+	PREFETCHT0 191(R10)
+	ADDQ DX, R10
+	PREFETCHT0 0(R10)
+	PREFETCHT0 64(R10)
+	PREFETCHT0 128(R10)
+	PREFETCHT0 191(R10)
+	ADDQ DX, R10
+	PREFETCHT0 0(R10)
+	PREFETCHT0 64(R10)
+	PREFETCHT0 128(R10)
+	PREFETCHT0 191(R10)
+	ADDQ DX, R10
+	PREFETCHT0 0(R10)
+	PREFETCHT0 64(R10)
+	PREFETCHT0 128(R10)
+	PREFETCHT0 191(R10)
+	ADDQ DX, R10
+	PREFETCHT0 0(R10)
+	PREFETCHT0 64(R10)
+	PREFETCHT0 128(R10)
+	PREFETCHT0 191(R10)
+	ADDQ DX, R10
+	PREFETCHT0 0(R10)
+	PREFETCHT0 64(R10)
+	PREFETCHT0 128(R10)
+	PREFETCHT0 191(R10)
+	ADDQ DX, R10
+	PREFETCHT0 0(R10)
+	PREFETCHT0 64(R10)
+	PREFETCHT0 128(R10)
+	PREFETCHT0 191(R10)
+	ADDQ DX, R10
+	PREFETCHT0 0(R10)
+	PREFETCHT0 64(R10)
+	PREFETCHT0 128(R10)
+	PREFETCHT0 191(R10)
+	INCQ CX
+	SHRQ $1, CX
+	MOVQ CX, R8
+	SHRQ $2, R8
+	JZ kern8x48BF16_tail
+kern8x48BF16_loop4:
+	VMOVUPS 0(BX), Z28
+	VMOVUPS 64(BX), Z29
+	VMOVUPS 128(BX), Z30
+	BYTE $0x62; BYTE $0xf2; BYTE $0x1e; BYTE $0x50; BYTE $0x52; BYTE $0x00 // vdpbf16ps zmm0, zmm28, dword ptr [rax+0]{1to16}
+	BYTE $0x62; BYTE $0xf2; BYTE $0x16; BYTE $0x50; BYTE $0x52; BYTE $0x08 // vdpbf16ps zmm1, zmm29, dword ptr [rax+0]{1to16}
+	BYTE $0x62; BYTE $0xf2; BYTE $0x0e; BYTE $0x50; BYTE $0x52; BYTE $0x10 // vdpbf16ps zmm2, zmm30, dword ptr [rax+0]{1to16}
+	BYTE $0x62; BYTE $0xf2; BYTE $0x1e; BYTE $0x50; BYTE $0x52; BYTE $0x58; BYTE $0x01 // vdpbf16ps zmm3, zmm28, dword ptr [rax+4]{1to16}
+	BYTE $0x62; BYTE $0xf2; BYTE $0x16; BYTE $0x50; BYTE $0x52; BYTE $0x60; BYTE $0x01 // vdpbf16ps zmm4, zmm29, dword ptr [rax+4]{1to16}
+	BYTE $0x62; BYTE $0xf2; BYTE $0x0e; BYTE $0x50; BYTE $0x52; BYTE $0x68; BYTE $0x01 // vdpbf16ps zmm5, zmm30, dword ptr [rax+4]{1to16}
+	BYTE $0x62; BYTE $0xf2; BYTE $0x1e; BYTE $0x50; BYTE $0x52; BYTE $0x70; BYTE $0x02 // vdpbf16ps zmm6, zmm28, dword ptr [rax+8]{1to16}
+	BYTE $0x62; BYTE $0xf2; BYTE $0x16; BYTE $0x50; BYTE $0x52; BYTE $0x78; BYTE $0x02 // vdpbf16ps zmm7, zmm29, dword ptr [rax+8]{1to16}
+	BYTE $0x62; BYTE $0x72; BYTE $0x0e; BYTE $0x50; BYTE $0x52; BYTE $0x40; BYTE $0x02 // vdpbf16ps zmm8, zmm30, dword ptr [rax+8]{1to16}
+	BYTE $0x62; BYTE $0x72; BYTE $0x1e; BYTE $0x50; BYTE $0x52; BYTE $0x48; BYTE $0x03 // vdpbf16ps zmm9, zmm28, dword ptr [rax+12]{1to16}
+	BYTE $0x62; BYTE $0x72; BYTE $0x16; BYTE $0x50; BYTE $0x52; BYTE $0x50; BYTE $0x03 // vdpbf16ps zmm10, zmm29, dword ptr [rax+12]{1to16}
+	BYTE $0x62; BYTE $0x72; BYTE $0x0e; BYTE $0x50; BYTE $0x52; BYTE $0x58; BYTE $0x03 // vdpbf16ps zmm11, zmm30, dword ptr [rax+12]{1to16}
+	BYTE $0x62; BYTE $0x72; BYTE $0x1e; BYTE $0x50; BYTE $0x52; BYTE $0x60; BYTE $0x04 // vdpbf16ps zmm12, zmm28, dword ptr [rax+16]{1to16}
+	BYTE $0x62; BYTE $0x72; BYTE $0x16; BYTE $0x50; BYTE $0x52; BYTE $0x68; BYTE $0x04 // vdpbf16ps zmm13, zmm29, dword ptr [rax+16]{1to16}
+	BYTE $0x62; BYTE $0x72; BYTE $0x0e; BYTE $0x50; BYTE $0x52; BYTE $0x70; BYTE $0x04 // vdpbf16ps zmm14, zmm30, dword ptr [rax+16]{1to16}
+	BYTE $0x62; BYTE $0x72; BYTE $0x1e; BYTE $0x50; BYTE $0x52; BYTE $0x78; BYTE $0x05 // vdpbf16ps zmm15, zmm28, dword ptr [rax+20]{1to16}
+	BYTE $0x62; BYTE $0xe2; BYTE $0x16; BYTE $0x50; BYTE $0x52; BYTE $0x40; BYTE $0x05 // vdpbf16ps zmm16, zmm29, dword ptr [rax+20]{1to16}
+	BYTE $0x62; BYTE $0xe2; BYTE $0x0e; BYTE $0x50; BYTE $0x52; BYTE $0x48; BYTE $0x05 // vdpbf16ps zmm17, zmm30, dword ptr [rax+20]{1to16}
+	BYTE $0x62; BYTE $0xe2; BYTE $0x1e; BYTE $0x50; BYTE $0x52; BYTE $0x50; BYTE $0x06 // vdpbf16ps zmm18, zmm28, dword ptr [rax+24]{1to16}
+	BYTE $0x62; BYTE $0xe2; BYTE $0x16; BYTE $0x50; BYTE $0x52; BYTE $0x58; BYTE $0x06 // vdpbf16ps zmm19, zmm29, dword ptr [rax+24]{1to16}
+	BYTE $0x62; BYTE $0xe2; BYTE $0x0e; BYTE $0x50; BYTE $0x52; BYTE $0x60; BYTE $0x06 // vdpbf16ps zmm20, zmm30, dword ptr [rax+24]{1to16}
+	BYTE $0x62; BYTE $0xe2; BYTE $0x1e; BYTE $0x50; BYTE $0x52; BYTE $0x68; BYTE $0x07 // vdpbf16ps zmm21, zmm28, dword ptr [rax+28]{1to16}
+	BYTE $0x62; BYTE $0xe2; BYTE $0x16; BYTE $0x50; BYTE $0x52; BYTE $0x70; BYTE $0x07 // vdpbf16ps zmm22, zmm29, dword ptr [rax+28]{1to16}
+	BYTE $0x62; BYTE $0xe2; BYTE $0x0e; BYTE $0x50; BYTE $0x52; BYTE $0x78; BYTE $0x07 // vdpbf16ps zmm23, zmm30, dword ptr [rax+28]{1to16}
+	VMOVUPS 192(BX), Z28
+	VMOVUPS 256(BX), Z29
+	VMOVUPS 320(BX), Z30
+	BYTE $0x62; BYTE $0xf2; BYTE $0x1e; BYTE $0x50; BYTE $0x52; BYTE $0x40; BYTE $0x08 // vdpbf16ps zmm0, zmm28, dword ptr [rax+32]{1to16}
+	BYTE $0x62; BYTE $0xf2; BYTE $0x16; BYTE $0x50; BYTE $0x52; BYTE $0x48; BYTE $0x08 // vdpbf16ps zmm1, zmm29, dword ptr [rax+32]{1to16}
+	BYTE $0x62; BYTE $0xf2; BYTE $0x0e; BYTE $0x50; BYTE $0x52; BYTE $0x50; BYTE $0x08 // vdpbf16ps zmm2, zmm30, dword ptr [rax+32]{1to16}
+	BYTE $0x62; BYTE $0xf2; BYTE $0x1e; BYTE $0x50; BYTE $0x52; BYTE $0x58; BYTE $0x09 // vdpbf16ps zmm3, zmm28, dword ptr [rax+36]{1to16}
+	BYTE $0x62; BYTE $0xf2; BYTE $0x16; BYTE $0x50; BYTE $0x52; BYTE $0x60; BYTE $0x09 // vdpbf16ps zmm4, zmm29, dword ptr [rax+36]{1to16}
+	BYTE $0x62; BYTE $0xf2; BYTE $0x0e; BYTE $0x50; BYTE $0x52; BYTE $0x68; BYTE $0x09 // vdpbf16ps zmm5, zmm30, dword ptr [rax+36]{1to16}
+	BYTE $0x62; BYTE $0xf2; BYTE $0x1e; BYTE $0x50; BYTE $0x52; BYTE $0x70; BYTE $0x0a // vdpbf16ps zmm6, zmm28, dword ptr [rax+40]{1to16}
+	BYTE $0x62; BYTE $0xf2; BYTE $0x16; BYTE $0x50; BYTE $0x52; BYTE $0x78; BYTE $0x0a // vdpbf16ps zmm7, zmm29, dword ptr [rax+40]{1to16}
+	BYTE $0x62; BYTE $0x72; BYTE $0x0e; BYTE $0x50; BYTE $0x52; BYTE $0x40; BYTE $0x0a // vdpbf16ps zmm8, zmm30, dword ptr [rax+40]{1to16}
+	BYTE $0x62; BYTE $0x72; BYTE $0x1e; BYTE $0x50; BYTE $0x52; BYTE $0x48; BYTE $0x0b // vdpbf16ps zmm9, zmm28, dword ptr [rax+44]{1to16}
+	BYTE $0x62; BYTE $0x72; BYTE $0x16; BYTE $0x50; BYTE $0x52; BYTE $0x50; BYTE $0x0b // vdpbf16ps zmm10, zmm29, dword ptr [rax+44]{1to16}
+	BYTE $0x62; BYTE $0x72; BYTE $0x0e; BYTE $0x50; BYTE $0x52; BYTE $0x58; BYTE $0x0b // vdpbf16ps zmm11, zmm30, dword ptr [rax+44]{1to16}
+	BYTE $0x62; BYTE $0x72; BYTE $0x1e; BYTE $0x50; BYTE $0x52; BYTE $0x60; BYTE $0x0c // vdpbf16ps zmm12, zmm28, dword ptr [rax+48]{1to16}
+	BYTE $0x62; BYTE $0x72; BYTE $0x16; BYTE $0x50; BYTE $0x52; BYTE $0x68; BYTE $0x0c // vdpbf16ps zmm13, zmm29, dword ptr [rax+48]{1to16}
+	BYTE $0x62; BYTE $0x72; BYTE $0x0e; BYTE $0x50; BYTE $0x52; BYTE $0x70; BYTE $0x0c // vdpbf16ps zmm14, zmm30, dword ptr [rax+48]{1to16}
+	BYTE $0x62; BYTE $0x72; BYTE $0x1e; BYTE $0x50; BYTE $0x52; BYTE $0x78; BYTE $0x0d // vdpbf16ps zmm15, zmm28, dword ptr [rax+52]{1to16}
+	BYTE $0x62; BYTE $0xe2; BYTE $0x16; BYTE $0x50; BYTE $0x52; BYTE $0x40; BYTE $0x0d // vdpbf16ps zmm16, zmm29, dword ptr [rax+52]{1to16}
+	BYTE $0x62; BYTE $0xe2; BYTE $0x0e; BYTE $0x50; BYTE $0x52; BYTE $0x48; BYTE $0x0d // vdpbf16ps zmm17, zmm30, dword ptr [rax+52]{1to16}
+	BYTE $0x62; BYTE $0xe2; BYTE $0x1e; BYTE $0x50; BYTE $0x52; BYTE $0x50; BYTE $0x0e // vdpbf16ps zmm18, zmm28, dword ptr [rax+56]{1to16}
+	BYTE $0x62; BYTE $0xe2; BYTE $0x16; BYTE $0x50; BYTE $0x52; BYTE $0x58; BYTE $0x0e // vdpbf16ps zmm19, zmm29, dword ptr [rax+56]{1to16}
+	BYTE $0x62; BYTE $0xe2; BYTE $0x0e; BYTE $0x50; BYTE $0x52; BYTE $0x60; BYTE $0x0e // vdpbf16ps zmm20, zmm30, dword ptr [rax+56]{1to16}
+	BYTE $0x62; BYTE $0xe2; BYTE $0x1e; BYTE $0x50; BYTE $0x52; BYTE $0x68; BYTE $0x0f // vdpbf16ps zmm21, zmm28, dword ptr [rax+60]{1to16}
+	BYTE $0x62; BYTE $0xe2; BYTE $0x16; BYTE $0x50; BYTE $0x52; BYTE $0x70; BYTE $0x0f // vdpbf16ps zmm22, zmm29, dword ptr [rax+60]{1to16}
+	BYTE $0x62; BYTE $0xe2; BYTE $0x0e; BYTE $0x50; BYTE $0x52; BYTE $0x78; BYTE $0x0f // vdpbf16ps zmm23, zmm30, dword ptr [rax+60]{1to16}
+	VMOVUPS 384(BX), Z28
+	VMOVUPS 448(BX), Z29
+	VMOVUPS 512(BX), Z30
+	BYTE $0x62; BYTE $0xf2; BYTE $0x1e; BYTE $0x50; BYTE $0x52; BYTE $0x40; BYTE $0x10 // vdpbf16ps zmm0, zmm28, dword ptr [rax+64]{1to16}
+	BYTE $0x62; BYTE $0xf2; BYTE $0x16; BYTE $0x50; BYTE $0x52; BYTE $0x48; BYTE $0x10 // vdpbf16ps zmm1, zmm29, dword ptr [rax+64]{1to16}
+	BYTE $0x62; BYTE $0xf2; BYTE $0x0e; BYTE $0x50; BYTE $0x52; BYTE $0x50; BYTE $0x10 // vdpbf16ps zmm2, zmm30, dword ptr [rax+64]{1to16}
+	BYTE $0x62; BYTE $0xf2; BYTE $0x1e; BYTE $0x50; BYTE $0x52; BYTE $0x58; BYTE $0x11 // vdpbf16ps zmm3, zmm28, dword ptr [rax+68]{1to16}
+	BYTE $0x62; BYTE $0xf2; BYTE $0x16; BYTE $0x50; BYTE $0x52; BYTE $0x60; BYTE $0x11 // vdpbf16ps zmm4, zmm29, dword ptr [rax+68]{1to16}
+	BYTE $0x62; BYTE $0xf2; BYTE $0x0e; BYTE $0x50; BYTE $0x52; BYTE $0x68; BYTE $0x11 // vdpbf16ps zmm5, zmm30, dword ptr [rax+68]{1to16}
+	BYTE $0x62; BYTE $0xf2; BYTE $0x1e; BYTE $0x50; BYTE $0x52; BYTE $0x70; BYTE $0x12 // vdpbf16ps zmm6, zmm28, dword ptr [rax+72]{1to16}
+	BYTE $0x62; BYTE $0xf2; BYTE $0x16; BYTE $0x50; BYTE $0x52; BYTE $0x78; BYTE $0x12 // vdpbf16ps zmm7, zmm29, dword ptr [rax+72]{1to16}
+	BYTE $0x62; BYTE $0x72; BYTE $0x0e; BYTE $0x50; BYTE $0x52; BYTE $0x40; BYTE $0x12 // vdpbf16ps zmm8, zmm30, dword ptr [rax+72]{1to16}
+	BYTE $0x62; BYTE $0x72; BYTE $0x1e; BYTE $0x50; BYTE $0x52; BYTE $0x48; BYTE $0x13 // vdpbf16ps zmm9, zmm28, dword ptr [rax+76]{1to16}
+	BYTE $0x62; BYTE $0x72; BYTE $0x16; BYTE $0x50; BYTE $0x52; BYTE $0x50; BYTE $0x13 // vdpbf16ps zmm10, zmm29, dword ptr [rax+76]{1to16}
+	BYTE $0x62; BYTE $0x72; BYTE $0x0e; BYTE $0x50; BYTE $0x52; BYTE $0x58; BYTE $0x13 // vdpbf16ps zmm11, zmm30, dword ptr [rax+76]{1to16}
+	BYTE $0x62; BYTE $0x72; BYTE $0x1e; BYTE $0x50; BYTE $0x52; BYTE $0x60; BYTE $0x14 // vdpbf16ps zmm12, zmm28, dword ptr [rax+80]{1to16}
+	BYTE $0x62; BYTE $0x72; BYTE $0x16; BYTE $0x50; BYTE $0x52; BYTE $0x68; BYTE $0x14 // vdpbf16ps zmm13, zmm29, dword ptr [rax+80]{1to16}
+	BYTE $0x62; BYTE $0x72; BYTE $0x0e; BYTE $0x50; BYTE $0x52; BYTE $0x70; BYTE $0x14 // vdpbf16ps zmm14, zmm30, dword ptr [rax+80]{1to16}
+	BYTE $0x62; BYTE $0x72; BYTE $0x1e; BYTE $0x50; BYTE $0x52; BYTE $0x78; BYTE $0x15 // vdpbf16ps zmm15, zmm28, dword ptr [rax+84]{1to16}
+	BYTE $0x62; BYTE $0xe2; BYTE $0x16; BYTE $0x50; BYTE $0x52; BYTE $0x40; BYTE $0x15 // vdpbf16ps zmm16, zmm29, dword ptr [rax+84]{1to16}
+	BYTE $0x62; BYTE $0xe2; BYTE $0x0e; BYTE $0x50; BYTE $0x52; BYTE $0x48; BYTE $0x15 // vdpbf16ps zmm17, zmm30, dword ptr [rax+84]{1to16}
+	BYTE $0x62; BYTE $0xe2; BYTE $0x1e; BYTE $0x50; BYTE $0x52; BYTE $0x50; BYTE $0x16 // vdpbf16ps zmm18, zmm28, dword ptr [rax+88]{1to16}
+	BYTE $0x62; BYTE $0xe2; BYTE $0x16; BYTE $0x50; BYTE $0x52; BYTE $0x58; BYTE $0x16 // vdpbf16ps zmm19, zmm29, dword ptr [rax+88]{1to16}
+	BYTE $0x62; BYTE $0xe2; BYTE $0x0e; BYTE $0x50; BYTE $0x52; BYTE $0x60; BYTE $0x16 // vdpbf16ps zmm20, zmm30, dword ptr [rax+88]{1to16}
+	BYTE $0x62; BYTE $0xe2; BYTE $0x1e; BYTE $0x50; BYTE $0x52; BYTE $0x68; BYTE $0x17 // vdpbf16ps zmm21, zmm28, dword ptr [rax+92]{1to16}
+	BYTE $0x62; BYTE $0xe2; BYTE $0x16; BYTE $0x50; BYTE $0x52; BYTE $0x70; BYTE $0x17 // vdpbf16ps zmm22, zmm29, dword ptr [rax+92]{1to16}
+	BYTE $0x62; BYTE $0xe2; BYTE $0x0e; BYTE $0x50; BYTE $0x52; BYTE $0x78; BYTE $0x17 // vdpbf16ps zmm23, zmm30, dword ptr [rax+92]{1to16}
+	VMOVUPS 576(BX), Z28
+	VMOVUPS 640(BX), Z29
+	VMOVUPS 704(BX), Z30
+	BYTE $0x62; BYTE $0xf2; BYTE $0x1e; BYTE $0x50; BYTE $0x52; BYTE $0x40; BYTE $0x18 // vdpbf16ps zmm0, zmm28, dword ptr [rax+96]{1to16}
+	BYTE $0x62; BYTE $0xf2; BYTE $0x16; BYTE $0x50; BYTE $0x52; BYTE $0x48; BYTE $0x18 // vdpbf16ps zmm1, zmm29, dword ptr [rax+96]{1to16}
+	BYTE $0x62; BYTE $0xf2; BYTE $0x0e; BYTE $0x50; BYTE $0x52; BYTE $0x50; BYTE $0x18 // vdpbf16ps zmm2, zmm30, dword ptr [rax+96]{1to16}
+	BYTE $0x62; BYTE $0xf2; BYTE $0x1e; BYTE $0x50; BYTE $0x52; BYTE $0x58; BYTE $0x19 // vdpbf16ps zmm3, zmm28, dword ptr [rax+100]{1to16}
+	BYTE $0x62; BYTE $0xf2; BYTE $0x16; BYTE $0x50; BYTE $0x52; BYTE $0x60; BYTE $0x19 // vdpbf16ps zmm4, zmm29, dword ptr [rax+100]{1to16}
+	BYTE $0x62; BYTE $0xf2; BYTE $0x0e; BYTE $0x50; BYTE $0x52; BYTE $0x68; BYTE $0x19 // vdpbf16ps zmm5, zmm30, dword ptr [rax+100]{1to16}
+	BYTE $0x62; BYTE $0xf2; BYTE $0x1e; BYTE $0x50; BYTE $0x52; BYTE $0x70; BYTE $0x1a // vdpbf16ps zmm6, zmm28, dword ptr [rax+104]{1to16}
+	BYTE $0x62; BYTE $0xf2; BYTE $0x16; BYTE $0x50; BYTE $0x52; BYTE $0x78; BYTE $0x1a // vdpbf16ps zmm7, zmm29, dword ptr [rax+104]{1to16}
+	BYTE $0x62; BYTE $0x72; BYTE $0x0e; BYTE $0x50; BYTE $0x52; BYTE $0x40; BYTE $0x1a // vdpbf16ps zmm8, zmm30, dword ptr [rax+104]{1to16}
+	BYTE $0x62; BYTE $0x72; BYTE $0x1e; BYTE $0x50; BYTE $0x52; BYTE $0x48; BYTE $0x1b // vdpbf16ps zmm9, zmm28, dword ptr [rax+108]{1to16}
+	BYTE $0x62; BYTE $0x72; BYTE $0x16; BYTE $0x50; BYTE $0x52; BYTE $0x50; BYTE $0x1b // vdpbf16ps zmm10, zmm29, dword ptr [rax+108]{1to16}
+	BYTE $0x62; BYTE $0x72; BYTE $0x0e; BYTE $0x50; BYTE $0x52; BYTE $0x58; BYTE $0x1b // vdpbf16ps zmm11, zmm30, dword ptr [rax+108]{1to16}
+	BYTE $0x62; BYTE $0x72; BYTE $0x1e; BYTE $0x50; BYTE $0x52; BYTE $0x60; BYTE $0x1c // vdpbf16ps zmm12, zmm28, dword ptr [rax+112]{1to16}
+	BYTE $0x62; BYTE $0x72; BYTE $0x16; BYTE $0x50; BYTE $0x52; BYTE $0x68; BYTE $0x1c // vdpbf16ps zmm13, zmm29, dword ptr [rax+112]{1to16}
+	BYTE $0x62; BYTE $0x72; BYTE $0x0e; BYTE $0x50; BYTE $0x52; BYTE $0x70; BYTE $0x1c // vdpbf16ps zmm14, zmm30, dword ptr [rax+112]{1to16}
+	BYTE $0x62; BYTE $0x72; BYTE $0x1e; BYTE $0x50; BYTE $0x52; BYTE $0x78; BYTE $0x1d // vdpbf16ps zmm15, zmm28, dword ptr [rax+116]{1to16}
+	BYTE $0x62; BYTE $0xe2; BYTE $0x16; BYTE $0x50; BYTE $0x52; BYTE $0x40; BYTE $0x1d // vdpbf16ps zmm16, zmm29, dword ptr [rax+116]{1to16}
+	BYTE $0x62; BYTE $0xe2; BYTE $0x0e; BYTE $0x50; BYTE $0x52; BYTE $0x48; BYTE $0x1d // vdpbf16ps zmm17, zmm30, dword ptr [rax+116]{1to16}
+	BYTE $0x62; BYTE $0xe2; BYTE $0x1e; BYTE $0x50; BYTE $0x52; BYTE $0x50; BYTE $0x1e // vdpbf16ps zmm18, zmm28, dword ptr [rax+120]{1to16}
+	BYTE $0x62; BYTE $0xe2; BYTE $0x16; BYTE $0x50; BYTE $0x52; BYTE $0x58; BYTE $0x1e // vdpbf16ps zmm19, zmm29, dword ptr [rax+120]{1to16}
+	BYTE $0x62; BYTE $0xe2; BYTE $0x0e; BYTE $0x50; BYTE $0x52; BYTE $0x60; BYTE $0x1e // vdpbf16ps zmm20, zmm30, dword ptr [rax+120]{1to16}
+	BYTE $0x62; BYTE $0xe2; BYTE $0x1e; BYTE $0x50; BYTE $0x52; BYTE $0x68; BYTE $0x1f // vdpbf16ps zmm21, zmm28, dword ptr [rax+124]{1to16}
+	BYTE $0x62; BYTE $0xe2; BYTE $0x16; BYTE $0x50; BYTE $0x52; BYTE $0x70; BYTE $0x1f // vdpbf16ps zmm22, zmm29, dword ptr [rax+124]{1to16}
+	BYTE $0x62; BYTE $0xe2; BYTE $0x0e; BYTE $0x50; BYTE $0x52; BYTE $0x78; BYTE $0x1f // vdpbf16ps zmm23, zmm30, dword ptr [rax+124]{1to16}
+	ADDQ $128, AX
+	ADDQ $768, BX
+	DECQ R8
+	JNZ kern8x48BF16_loop4
+kern8x48BF16_tail:
+	ANDQ $3, CX
+	JZ kern8x48BF16_store
+kern8x48BF16_loop1:
+	VMOVUPS 0(BX), Z28
+	VMOVUPS 64(BX), Z29
+	VMOVUPS 128(BX), Z30
+	BYTE $0x62; BYTE $0xf2; BYTE $0x1e; BYTE $0x50; BYTE $0x52; BYTE $0x00 // vdpbf16ps zmm0, zmm28, dword ptr [rax+0]{1to16}
+	BYTE $0x62; BYTE $0xf2; BYTE $0x16; BYTE $0x50; BYTE $0x52; BYTE $0x08 // vdpbf16ps zmm1, zmm29, dword ptr [rax+0]{1to16}
+	BYTE $0x62; BYTE $0xf2; BYTE $0x0e; BYTE $0x50; BYTE $0x52; BYTE $0x10 // vdpbf16ps zmm2, zmm30, dword ptr [rax+0]{1to16}
+	BYTE $0x62; BYTE $0xf2; BYTE $0x1e; BYTE $0x50; BYTE $0x52; BYTE $0x58; BYTE $0x01 // vdpbf16ps zmm3, zmm28, dword ptr [rax+4]{1to16}
+	BYTE $0x62; BYTE $0xf2; BYTE $0x16; BYTE $0x50; BYTE $0x52; BYTE $0x60; BYTE $0x01 // vdpbf16ps zmm4, zmm29, dword ptr [rax+4]{1to16}
+	BYTE $0x62; BYTE $0xf2; BYTE $0x0e; BYTE $0x50; BYTE $0x52; BYTE $0x68; BYTE $0x01 // vdpbf16ps zmm5, zmm30, dword ptr [rax+4]{1to16}
+	BYTE $0x62; BYTE $0xf2; BYTE $0x1e; BYTE $0x50; BYTE $0x52; BYTE $0x70; BYTE $0x02 // vdpbf16ps zmm6, zmm28, dword ptr [rax+8]{1to16}
+	BYTE $0x62; BYTE $0xf2; BYTE $0x16; BYTE $0x50; BYTE $0x52; BYTE $0x78; BYTE $0x02 // vdpbf16ps zmm7, zmm29, dword ptr [rax+8]{1to16}
+	BYTE $0x62; BYTE $0x72; BYTE $0x0e; BYTE $0x50; BYTE $0x52; BYTE $0x40; BYTE $0x02 // vdpbf16ps zmm8, zmm30, dword ptr [rax+8]{1to16}
+	BYTE $0x62; BYTE $0x72; BYTE $0x1e; BYTE $0x50; BYTE $0x52; BYTE $0x48; BYTE $0x03 // vdpbf16ps zmm9, zmm28, dword ptr [rax+12]{1to16}
+	BYTE $0x62; BYTE $0x72; BYTE $0x16; BYTE $0x50; BYTE $0x52; BYTE $0x50; BYTE $0x03 // vdpbf16ps zmm10, zmm29, dword ptr [rax+12]{1to16}
+	BYTE $0x62; BYTE $0x72; BYTE $0x0e; BYTE $0x50; BYTE $0x52; BYTE $0x58; BYTE $0x03 // vdpbf16ps zmm11, zmm30, dword ptr [rax+12]{1to16}
+	BYTE $0x62; BYTE $0x72; BYTE $0x1e; BYTE $0x50; BYTE $0x52; BYTE $0x60; BYTE $0x04 // vdpbf16ps zmm12, zmm28, dword ptr [rax+16]{1to16}
+	BYTE $0x62; BYTE $0x72; BYTE $0x16; BYTE $0x50; BYTE $0x52; BYTE $0x68; BYTE $0x04 // vdpbf16ps zmm13, zmm29, dword ptr [rax+16]{1to16}
+	BYTE $0x62; BYTE $0x72; BYTE $0x0e; BYTE $0x50; BYTE $0x52; BYTE $0x70; BYTE $0x04 // vdpbf16ps zmm14, zmm30, dword ptr [rax+16]{1to16}
+	BYTE $0x62; BYTE $0x72; BYTE $0x1e; BYTE $0x50; BYTE $0x52; BYTE $0x78; BYTE $0x05 // vdpbf16ps zmm15, zmm28, dword ptr [rax+20]{1to16}
+	BYTE $0x62; BYTE $0xe2; BYTE $0x16; BYTE $0x50; BYTE $0x52; BYTE $0x40; BYTE $0x05 // vdpbf16ps zmm16, zmm29, dword ptr [rax+20]{1to16}
+	BYTE $0x62; BYTE $0xe2; BYTE $0x0e; BYTE $0x50; BYTE $0x52; BYTE $0x48; BYTE $0x05 // vdpbf16ps zmm17, zmm30, dword ptr [rax+20]{1to16}
+	BYTE $0x62; BYTE $0xe2; BYTE $0x1e; BYTE $0x50; BYTE $0x52; BYTE $0x50; BYTE $0x06 // vdpbf16ps zmm18, zmm28, dword ptr [rax+24]{1to16}
+	BYTE $0x62; BYTE $0xe2; BYTE $0x16; BYTE $0x50; BYTE $0x52; BYTE $0x58; BYTE $0x06 // vdpbf16ps zmm19, zmm29, dword ptr [rax+24]{1to16}
+	BYTE $0x62; BYTE $0xe2; BYTE $0x0e; BYTE $0x50; BYTE $0x52; BYTE $0x60; BYTE $0x06 // vdpbf16ps zmm20, zmm30, dword ptr [rax+24]{1to16}
+	BYTE $0x62; BYTE $0xe2; BYTE $0x1e; BYTE $0x50; BYTE $0x52; BYTE $0x68; BYTE $0x07 // vdpbf16ps zmm21, zmm28, dword ptr [rax+28]{1to16}
+	BYTE $0x62; BYTE $0xe2; BYTE $0x16; BYTE $0x50; BYTE $0x52; BYTE $0x70; BYTE $0x07 // vdpbf16ps zmm22, zmm29, dword ptr [rax+28]{1to16}
+	BYTE $0x62; BYTE $0xe2; BYTE $0x0e; BYTE $0x50; BYTE $0x52; BYTE $0x78; BYTE $0x07 // vdpbf16ps zmm23, zmm30, dword ptr [rax+28]{1to16}
+	ADDQ $32, AX
+	ADDQ $192, BX
+	DECQ CX
+	JNZ kern8x48BF16_loop1
+kern8x48BF16_store:
+	VBROADCASTSS alpha+40(FP), Z31
+	MOVL beta+44(FP), R9
+	ANDL $0x7fffffff, R9
+	JZ kern8x48BF16_beta0
+	VBROADCASTSS beta+44(FP), Z30
+	VMULPS 0(DI), Z30, Z29
+	VMULPS Z0, Z31, Z0
+	VADDPS Z29, Z0, Z29
+	VMOVUPS Z29, 0(DI)
+	VMULPS 64(DI), Z30, Z29
+	VMULPS Z1, Z31, Z1
+	VADDPS Z29, Z1, Z29
+	VMOVUPS Z29, 64(DI)
+	VMULPS 128(DI), Z30, Z29
+	VMULPS Z2, Z31, Z2
+	VADDPS Z29, Z2, Z29
+	VMOVUPS Z29, 128(DI)
+	ADDQ DX, DI
+	VMULPS 0(DI), Z30, Z29
+	VMULPS Z3, Z31, Z3
+	VADDPS Z29, Z3, Z29
+	VMOVUPS Z29, 0(DI)
+	VMULPS 64(DI), Z30, Z29
+	VMULPS Z4, Z31, Z4
+	VADDPS Z29, Z4, Z29
+	VMOVUPS Z29, 64(DI)
+	VMULPS 128(DI), Z30, Z29
+	VMULPS Z5, Z31, Z5
+	VADDPS Z29, Z5, Z29
+	VMOVUPS Z29, 128(DI)
+	ADDQ DX, DI
+	VMULPS 0(DI), Z30, Z29
+	VMULPS Z6, Z31, Z6
+	VADDPS Z29, Z6, Z29
+	VMOVUPS Z29, 0(DI)
+	VMULPS 64(DI), Z30, Z29
+	VMULPS Z7, Z31, Z7
+	VADDPS Z29, Z7, Z29
+	VMOVUPS Z29, 64(DI)
+	VMULPS 128(DI), Z30, Z29
+	VMULPS Z8, Z31, Z8
+	VADDPS Z29, Z8, Z29
+	VMOVUPS Z29, 128(DI)
+	ADDQ DX, DI
+	VMULPS 0(DI), Z30, Z29
+	VMULPS Z9, Z31, Z9
+	VADDPS Z29, Z9, Z29
+	VMOVUPS Z29, 0(DI)
+	VMULPS 64(DI), Z30, Z29
+	VMULPS Z10, Z31, Z10
+	VADDPS Z29, Z10, Z29
+	VMOVUPS Z29, 64(DI)
+	VMULPS 128(DI), Z30, Z29
+	VMULPS Z11, Z31, Z11
+	VADDPS Z29, Z11, Z29
+	VMOVUPS Z29, 128(DI)
+	ADDQ DX, DI
+	VMULPS 0(DI), Z30, Z29
+	VMULPS Z12, Z31, Z12
+	VADDPS Z29, Z12, Z29
+	VMOVUPS Z29, 0(DI)
+	VMULPS 64(DI), Z30, Z29
+	VMULPS Z13, Z31, Z13
+	VADDPS Z29, Z13, Z29
+	VMOVUPS Z29, 64(DI)
+	VMULPS 128(DI), Z30, Z29
+	VMULPS Z14, Z31, Z14
+	VADDPS Z29, Z14, Z29
+	VMOVUPS Z29, 128(DI)
+	ADDQ DX, DI
+	VMULPS 0(DI), Z30, Z29
+	VMULPS Z15, Z31, Z15
+	VADDPS Z29, Z15, Z29
+	VMOVUPS Z29, 0(DI)
+	VMULPS 64(DI), Z30, Z29
+	VMULPS Z16, Z31, Z16
+	VADDPS Z29, Z16, Z29
+	VMOVUPS Z29, 64(DI)
+	VMULPS 128(DI), Z30, Z29
+	VMULPS Z17, Z31, Z17
+	VADDPS Z29, Z17, Z29
+	VMOVUPS Z29, 128(DI)
+	ADDQ DX, DI
+	VMULPS 0(DI), Z30, Z29
+	VMULPS Z18, Z31, Z18
+	VADDPS Z29, Z18, Z29
+	VMOVUPS Z29, 0(DI)
+	VMULPS 64(DI), Z30, Z29
+	VMULPS Z19, Z31, Z19
+	VADDPS Z29, Z19, Z29
+	VMOVUPS Z29, 64(DI)
+	VMULPS 128(DI), Z30, Z29
+	VMULPS Z20, Z31, Z20
+	VADDPS Z29, Z20, Z29
+	VMOVUPS Z29, 128(DI)
+	ADDQ DX, DI
+	VMULPS 0(DI), Z30, Z29
+	VMULPS Z21, Z31, Z21
+	VADDPS Z29, Z21, Z29
+	VMOVUPS Z29, 0(DI)
+	VMULPS 64(DI), Z30, Z29
+	VMULPS Z22, Z31, Z22
+	VADDPS Z29, Z22, Z29
+	VMOVUPS Z29, 64(DI)
+	VMULPS 128(DI), Z30, Z29
+	VMULPS Z23, Z31, Z23
+	VADDPS Z29, Z23, Z29
+	VMOVUPS Z29, 128(DI)
+	VZEROUPPER
+	RET
+kern8x48BF16_beta0:
+	VMULPS Z0, Z31, Z0
+	VMOVUPS Z0, 0(DI)
+	VMULPS Z1, Z31, Z1
+	VMOVUPS Z1, 64(DI)
+	VMULPS Z2, Z31, Z2
+	VMOVUPS Z2, 128(DI)
+	ADDQ DX, DI
+	VMULPS Z3, Z31, Z3
+	VMOVUPS Z3, 0(DI)
+	VMULPS Z4, Z31, Z4
+	VMOVUPS Z4, 64(DI)
+	VMULPS Z5, Z31, Z5
+	VMOVUPS Z5, 128(DI)
+	ADDQ DX, DI
+	VMULPS Z6, Z31, Z6
+	VMOVUPS Z6, 0(DI)
+	VMULPS Z7, Z31, Z7
+	VMOVUPS Z7, 64(DI)
+	VMULPS Z8, Z31, Z8
+	VMOVUPS Z8, 128(DI)
+	ADDQ DX, DI
+	VMULPS Z9, Z31, Z9
+	VMOVUPS Z9, 0(DI)
+	VMULPS Z10, Z31, Z10
+	VMOVUPS Z10, 64(DI)
+	VMULPS Z11, Z31, Z11
+	VMOVUPS Z11, 128(DI)
+	ADDQ DX, DI
+	VMULPS Z12, Z31, Z12
+	VMOVUPS Z12, 0(DI)
+	VMULPS Z13, Z31, Z13
+	VMOVUPS Z13, 64(DI)
+	VMULPS Z14, Z31, Z14
+	VMOVUPS Z14, 128(DI)
+	ADDQ DX, DI
+	VMULPS Z15, Z31, Z15
+	VMOVUPS Z15, 0(DI)
+	VMULPS Z16, Z31, Z16
+	VMOVUPS Z16, 64(DI)
+	VMULPS Z17, Z31, Z17
+	VMOVUPS Z17, 128(DI)
+	ADDQ DX, DI
+	VMULPS Z18, Z31, Z18
+	VMOVUPS Z18, 0(DI)
+	VMULPS Z19, Z31, Z19
+	VMOVUPS Z19, 64(DI)
+	VMULPS Z20, Z31, Z20
+	VMOVUPS Z20, 128(DI)
+	ADDQ DX, DI
+	VMULPS Z21, Z31, Z21
+	VMOVUPS Z21, 0(DI)
+	VMULPS Z22, Z31, Z22
+	VMOVUPS Z22, 64(DI)
+	VMULPS Z23, Z31, Z23
+	VMOVUPS Z23, 128(DI)
+	VZEROUPPER
+	RET
+
+// func kern8x32BF16(k int, a, b, c *float32, ldc int, alpha, beta float32)
+TEXT ·kern8x32BF16(SB), NOSPLIT, $0-48
+	MOVQ k+0(FP), CX
+	MOVQ a+8(FP), AX
+	MOVQ b+16(FP), BX
+	MOVQ c+24(FP), DI
+	MOVQ ldc+32(FP), DX
+	SHLQ $2, DX
+	VPXORD Z0, Z0, Z0
+	VPXORD Z1, Z1, Z1
+	VPXORD Z2, Z2, Z2
+	VPXORD Z3, Z3, Z3
+	VPXORD Z4, Z4, Z4
+	VPXORD Z5, Z5, Z5
+	VPXORD Z6, Z6, Z6
+	VPXORD Z7, Z7, Z7
+	VPXORD Z8, Z8, Z8
+	VPXORD Z9, Z9, Z9
+	VPXORD Z10, Z10, Z10
+	VPXORD Z11, Z11, Z11
+	VPXORD Z12, Z12, Z12
+	VPXORD Z13, Z13, Z13
+	VPXORD Z14, Z14, Z14
+	VPXORD Z15, Z15, Z15
+	MOVQ DI, R10
+	PREFETCHT0 0(R10)
+	PREFETCHT0 64(R10)
+	PREFETCHT0 127(R10)
+	ADDQ DX, R10
+	PREFETCHT0 0(R10)
+	PREFETCHT0 64(R10)
+	PREFETCHT0 127(R10)
+	ADDQ DX, R10
+	PREFETCHT0 0(R10)
+	PREFETCHT0 64(R10)
+	PREFETCHT0 127(R10)
+	ADDQ DX, R10
+	PREFETCHT0 0(R10)
+	PREFETCHT0 64(R10)
+	PREFETCHT0 127(R10)
+	ADDQ DX, R10
+	PREFETCHT0 0(R10)
+	PREFETCHT0 64(R10)
+	PREFETCHT0 127(R10)
+	ADDQ DX, R10
+	PREFETCHT0 0(R10)
+	PREFETCHT0 64(R10)
+	PREFETCHT0 127(R10)
+	ADDQ DX, R10
+	PREFETCHT0 0(R10)
+	PREFETCHT0 64(R10)
+	PREFETCHT0 127(R10)
+	ADDQ DX, R10
+	PREFETCHT0 0(R10)
+	PREFETCHT0 64(R10)
+	PREFETCHT0 127(R10)
+	INCQ CX
+	SHRQ $1, CX
+	MOVQ CX, R8
+	SHRQ $2, R8
+	JZ kern8x32BF16_tail
+kern8x32BF16_loop4:
+	VMOVUPS 0(BX), Z29
+	VMOVUPS 64(BX), Z30
+	BYTE $0x62; BYTE $0xf2; BYTE $0x16; BYTE $0x50; BYTE $0x52; BYTE $0x00 // vdpbf16ps zmm0, zmm29, dword ptr [rax+0]{1to16}
+	BYTE $0x62; BYTE $0xf2; BYTE $0x0e; BYTE $0x50; BYTE $0x52; BYTE $0x08 // vdpbf16ps zmm1, zmm30, dword ptr [rax+0]{1to16}
+	BYTE $0x62; BYTE $0xf2; BYTE $0x16; BYTE $0x50; BYTE $0x52; BYTE $0x50; BYTE $0x01 // vdpbf16ps zmm2, zmm29, dword ptr [rax+4]{1to16}
+	BYTE $0x62; BYTE $0xf2; BYTE $0x0e; BYTE $0x50; BYTE $0x52; BYTE $0x58; BYTE $0x01 // vdpbf16ps zmm3, zmm30, dword ptr [rax+4]{1to16}
+	BYTE $0x62; BYTE $0xf2; BYTE $0x16; BYTE $0x50; BYTE $0x52; BYTE $0x60; BYTE $0x02 // vdpbf16ps zmm4, zmm29, dword ptr [rax+8]{1to16}
+	BYTE $0x62; BYTE $0xf2; BYTE $0x0e; BYTE $0x50; BYTE $0x52; BYTE $0x68; BYTE $0x02 // vdpbf16ps zmm5, zmm30, dword ptr [rax+8]{1to16}
+	BYTE $0x62; BYTE $0xf2; BYTE $0x16; BYTE $0x50; BYTE $0x52; BYTE $0x70; BYTE $0x03 // vdpbf16ps zmm6, zmm29, dword ptr [rax+12]{1to16}
+	BYTE $0x62; BYTE $0xf2; BYTE $0x0e; BYTE $0x50; BYTE $0x52; BYTE $0x78; BYTE $0x03 // vdpbf16ps zmm7, zmm30, dword ptr [rax+12]{1to16}
+	BYTE $0x62; BYTE $0x72; BYTE $0x16; BYTE $0x50; BYTE $0x52; BYTE $0x40; BYTE $0x04 // vdpbf16ps zmm8, zmm29, dword ptr [rax+16]{1to16}
+	BYTE $0x62; BYTE $0x72; BYTE $0x0e; BYTE $0x50; BYTE $0x52; BYTE $0x48; BYTE $0x04 // vdpbf16ps zmm9, zmm30, dword ptr [rax+16]{1to16}
+	BYTE $0x62; BYTE $0x72; BYTE $0x16; BYTE $0x50; BYTE $0x52; BYTE $0x50; BYTE $0x05 // vdpbf16ps zmm10, zmm29, dword ptr [rax+20]{1to16}
+	BYTE $0x62; BYTE $0x72; BYTE $0x0e; BYTE $0x50; BYTE $0x52; BYTE $0x58; BYTE $0x05 // vdpbf16ps zmm11, zmm30, dword ptr [rax+20]{1to16}
+	BYTE $0x62; BYTE $0x72; BYTE $0x16; BYTE $0x50; BYTE $0x52; BYTE $0x60; BYTE $0x06 // vdpbf16ps zmm12, zmm29, dword ptr [rax+24]{1to16}
+	BYTE $0x62; BYTE $0x72; BYTE $0x0e; BYTE $0x50; BYTE $0x52; BYTE $0x68; BYTE $0x06 // vdpbf16ps zmm13, zmm30, dword ptr [rax+24]{1to16}
+	BYTE $0x62; BYTE $0x72; BYTE $0x16; BYTE $0x50; BYTE $0x52; BYTE $0x70; BYTE $0x07 // vdpbf16ps zmm14, zmm29, dword ptr [rax+28]{1to16}
+	BYTE $0x62; BYTE $0x72; BYTE $0x0e; BYTE $0x50; BYTE $0x52; BYTE $0x78; BYTE $0x07 // vdpbf16ps zmm15, zmm30, dword ptr [rax+28]{1to16}
+	VMOVUPS 128(BX), Z29
+	VMOVUPS 192(BX), Z30
+	BYTE $0x62; BYTE $0xf2; BYTE $0x16; BYTE $0x50; BYTE $0x52; BYTE $0x40; BYTE $0x08 // vdpbf16ps zmm0, zmm29, dword ptr [rax+32]{1to16}
+	BYTE $0x62; BYTE $0xf2; BYTE $0x0e; BYTE $0x50; BYTE $0x52; BYTE $0x48; BYTE $0x08 // vdpbf16ps zmm1, zmm30, dword ptr [rax+32]{1to16}
+	BYTE $0x62; BYTE $0xf2; BYTE $0x16; BYTE $0x50; BYTE $0x52; BYTE $0x50; BYTE $0x09 // vdpbf16ps zmm2, zmm29, dword ptr [rax+36]{1to16}
+	BYTE $0x62; BYTE $0xf2; BYTE $0x0e; BYTE $0x50; BYTE $0x52; BYTE $0x58; BYTE $0x09 // vdpbf16ps zmm3, zmm30, dword ptr [rax+36]{1to16}
+	BYTE $0x62; BYTE $0xf2; BYTE $0x16; BYTE $0x50; BYTE $0x52; BYTE $0x60; BYTE $0x0a // vdpbf16ps zmm4, zmm29, dword ptr [rax+40]{1to16}
+	BYTE $0x62; BYTE $0xf2; BYTE $0x0e; BYTE $0x50; BYTE $0x52; BYTE $0x68; BYTE $0x0a // vdpbf16ps zmm5, zmm30, dword ptr [rax+40]{1to16}
+	BYTE $0x62; BYTE $0xf2; BYTE $0x16; BYTE $0x50; BYTE $0x52; BYTE $0x70; BYTE $0x0b // vdpbf16ps zmm6, zmm29, dword ptr [rax+44]{1to16}
+	BYTE $0x62; BYTE $0xf2; BYTE $0x0e; BYTE $0x50; BYTE $0x52; BYTE $0x78; BYTE $0x0b // vdpbf16ps zmm7, zmm30, dword ptr [rax+44]{1to16}
+	BYTE $0x62; BYTE $0x72; BYTE $0x16; BYTE $0x50; BYTE $0x52; BYTE $0x40; BYTE $0x0c // vdpbf16ps zmm8, zmm29, dword ptr [rax+48]{1to16}
+	BYTE $0x62; BYTE $0x72; BYTE $0x0e; BYTE $0x50; BYTE $0x52; BYTE $0x48; BYTE $0x0c // vdpbf16ps zmm9, zmm30, dword ptr [rax+48]{1to16}
+	BYTE $0x62; BYTE $0x72; BYTE $0x16; BYTE $0x50; BYTE $0x52; BYTE $0x50; BYTE $0x0d // vdpbf16ps zmm10, zmm29, dword ptr [rax+52]{1to16}
+	BYTE $0x62; BYTE $0x72; BYTE $0x0e; BYTE $0x50; BYTE $0x52; BYTE $0x58; BYTE $0x0d // vdpbf16ps zmm11, zmm30, dword ptr [rax+52]{1to16}
+	BYTE $0x62; BYTE $0x72; BYTE $0x16; BYTE $0x50; BYTE $0x52; BYTE $0x60; BYTE $0x0e // vdpbf16ps zmm12, zmm29, dword ptr [rax+56]{1to16}
+	BYTE $0x62; BYTE $0x72; BYTE $0x0e; BYTE $0x50; BYTE $0x52; BYTE $0x68; BYTE $0x0e // vdpbf16ps zmm13, zmm30, dword ptr [rax+56]{1to16}
+	BYTE $0x62; BYTE $0x72; BYTE $0x16; BYTE $0x50; BYTE $0x52; BYTE $0x70; BYTE $0x0f // vdpbf16ps zmm14, zmm29, dword ptr [rax+60]{1to16}
+	BYTE $0x62; BYTE $0x72; BYTE $0x0e; BYTE $0x50; BYTE $0x52; BYTE $0x78; BYTE $0x0f // vdpbf16ps zmm15, zmm30, dword ptr [rax+60]{1to16}
+	VMOVUPS 256(BX), Z29
+	VMOVUPS 320(BX), Z30
+	BYTE $0x62; BYTE $0xf2; BYTE $0x16; BYTE $0x50; BYTE $0x52; BYTE $0x40; BYTE $0x10 // vdpbf16ps zmm0, zmm29, dword ptr [rax+64]{1to16}
+	BYTE $0x62; BYTE $0xf2; BYTE $0x0e; BYTE $0x50; BYTE $0x52; BYTE $0x48; BYTE $0x10 // vdpbf16ps zmm1, zmm30, dword ptr [rax+64]{1to16}
+	BYTE $0x62; BYTE $0xf2; BYTE $0x16; BYTE $0x50; BYTE $0x52; BYTE $0x50; BYTE $0x11 // vdpbf16ps zmm2, zmm29, dword ptr [rax+68]{1to16}
+	BYTE $0x62; BYTE $0xf2; BYTE $0x0e; BYTE $0x50; BYTE $0x52; BYTE $0x58; BYTE $0x11 // vdpbf16ps zmm3, zmm30, dword ptr [rax+68]{1to16}
+	BYTE $0x62; BYTE $0xf2; BYTE $0x16; BYTE $0x50; BYTE $0x52; BYTE $0x60; BYTE $0x12 // vdpbf16ps zmm4, zmm29, dword ptr [rax+72]{1to16}
+	BYTE $0x62; BYTE $0xf2; BYTE $0x0e; BYTE $0x50; BYTE $0x52; BYTE $0x68; BYTE $0x12 // vdpbf16ps zmm5, zmm30, dword ptr [rax+72]{1to16}
+	BYTE $0x62; BYTE $0xf2; BYTE $0x16; BYTE $0x50; BYTE $0x52; BYTE $0x70; BYTE $0x13 // vdpbf16ps zmm6, zmm29, dword ptr [rax+76]{1to16}
+	BYTE $0x62; BYTE $0xf2; BYTE $0x0e; BYTE $0x50; BYTE $0x52; BYTE $0x78; BYTE $0x13 // vdpbf16ps zmm7, zmm30, dword ptr [rax+76]{1to16}
+	BYTE $0x62; BYTE $0x72; BYTE $0x16; BYTE $0x50; BYTE $0x52; BYTE $0x40; BYTE $0x14 // vdpbf16ps zmm8, zmm29, dword ptr [rax+80]{1to16}
+	BYTE $0x62; BYTE $0x72; BYTE $0x0e; BYTE $0x50; BYTE $0x52; BYTE $0x48; BYTE $0x14 // vdpbf16ps zmm9, zmm30, dword ptr [rax+80]{1to16}
+	BYTE $0x62; BYTE $0x72; BYTE $0x16; BYTE $0x50; BYTE $0x52; BYTE $0x50; BYTE $0x15 // vdpbf16ps zmm10, zmm29, dword ptr [rax+84]{1to16}
+	BYTE $0x62; BYTE $0x72; BYTE $0x0e; BYTE $0x50; BYTE $0x52; BYTE $0x58; BYTE $0x15 // vdpbf16ps zmm11, zmm30, dword ptr [rax+84]{1to16}
+	BYTE $0x62; BYTE $0x72; BYTE $0x16; BYTE $0x50; BYTE $0x52; BYTE $0x60; BYTE $0x16 // vdpbf16ps zmm12, zmm29, dword ptr [rax+88]{1to16}
+	BYTE $0x62; BYTE $0x72; BYTE $0x0e; BYTE $0x50; BYTE $0x52; BYTE $0x68; BYTE $0x16 // vdpbf16ps zmm13, zmm30, dword ptr [rax+88]{1to16}
+	BYTE $0x62; BYTE $0x72; BYTE $0x16; BYTE $0x50; BYTE $0x52; BYTE $0x70; BYTE $0x17 // vdpbf16ps zmm14, zmm29, dword ptr [rax+92]{1to16}
+	BYTE $0x62; BYTE $0x72; BYTE $0x0e; BYTE $0x50; BYTE $0x52; BYTE $0x78; BYTE $0x17 // vdpbf16ps zmm15, zmm30, dword ptr [rax+92]{1to16}
+	VMOVUPS 384(BX), Z29
+	VMOVUPS 448(BX), Z30
+	BYTE $0x62; BYTE $0xf2; BYTE $0x16; BYTE $0x50; BYTE $0x52; BYTE $0x40; BYTE $0x18 // vdpbf16ps zmm0, zmm29, dword ptr [rax+96]{1to16}
+	BYTE $0x62; BYTE $0xf2; BYTE $0x0e; BYTE $0x50; BYTE $0x52; BYTE $0x48; BYTE $0x18 // vdpbf16ps zmm1, zmm30, dword ptr [rax+96]{1to16}
+	BYTE $0x62; BYTE $0xf2; BYTE $0x16; BYTE $0x50; BYTE $0x52; BYTE $0x50; BYTE $0x19 // vdpbf16ps zmm2, zmm29, dword ptr [rax+100]{1to16}
+	BYTE $0x62; BYTE $0xf2; BYTE $0x0e; BYTE $0x50; BYTE $0x52; BYTE $0x58; BYTE $0x19 // vdpbf16ps zmm3, zmm30, dword ptr [rax+100]{1to16}
+	BYTE $0x62; BYTE $0xf2; BYTE $0x16; BYTE $0x50; BYTE $0x52; BYTE $0x60; BYTE $0x1a // vdpbf16ps zmm4, zmm29, dword ptr [rax+104]{1to16}
+	BYTE $0x62; BYTE $0xf2; BYTE $0x0e; BYTE $0x50; BYTE $0x52; BYTE $0x68; BYTE $0x1a // vdpbf16ps zmm5, zmm30, dword ptr [rax+104]{1to16}
+	BYTE $0x62; BYTE $0xf2; BYTE $0x16; BYTE $0x50; BYTE $0x52; BYTE $0x70; BYTE $0x1b // vdpbf16ps zmm6, zmm29, dword ptr [rax+108]{1to16}
+	BYTE $0x62; BYTE $0xf2; BYTE $0x0e; BYTE $0x50; BYTE $0x52; BYTE $0x78; BYTE $0x1b // vdpbf16ps zmm7, zmm30, dword ptr [rax+108]{1to16}
+	BYTE $0x62; BYTE $0x72; BYTE $0x16; BYTE $0x50; BYTE $0x52; BYTE $0x40; BYTE $0x1c // vdpbf16ps zmm8, zmm29, dword ptr [rax+112]{1to16}
+	BYTE $0x62; BYTE $0x72; BYTE $0x0e; BYTE $0x50; BYTE $0x52; BYTE $0x48; BYTE $0x1c // vdpbf16ps zmm9, zmm30, dword ptr [rax+112]{1to16}
+	BYTE $0x62; BYTE $0x72; BYTE $0x16; BYTE $0x50; BYTE $0x52; BYTE $0x50; BYTE $0x1d // vdpbf16ps zmm10, zmm29, dword ptr [rax+116]{1to16}
+	BYTE $0x62; BYTE $0x72; BYTE $0x0e; BYTE $0x50; BYTE $0x52; BYTE $0x58; BYTE $0x1d // vdpbf16ps zmm11, zmm30, dword ptr [rax+116]{1to16}
+	BYTE $0x62; BYTE $0x72; BYTE $0x16; BYTE $0x50; BYTE $0x52; BYTE $0x60; BYTE $0x1e // vdpbf16ps zmm12, zmm29, dword ptr [rax+120]{1to16}
+	BYTE $0x62; BYTE $0x72; BYTE $0x0e; BYTE $0x50; BYTE $0x52; BYTE $0x68; BYTE $0x1e // vdpbf16ps zmm13, zmm30, dword ptr [rax+120]{1to16}
+	BYTE $0x62; BYTE $0x72; BYTE $0x16; BYTE $0x50; BYTE $0x52; BYTE $0x70; BYTE $0x1f // vdpbf16ps zmm14, zmm29, dword ptr [rax+124]{1to16}
+	BYTE $0x62; BYTE $0x72; BYTE $0x0e; BYTE $0x50; BYTE $0x52; BYTE $0x78; BYTE $0x1f // vdpbf16ps zmm15, zmm30, dword ptr [rax+124]{1to16}
+	ADDQ $128, AX
+	ADDQ $512, BX
+	DECQ R8
+	JNZ kern8x32BF16_loop4
+kern8x32BF16_tail:
+	ANDQ $3, CX
+	JZ kern8x32BF16_store
+kern8x32BF16_loop1:
+	VMOVUPS 0(BX), Z29
+	VMOVUPS 64(BX), Z30
+	BYTE $0x62; BYTE $0xf2; BYTE $0x16; BYTE $0x50; BYTE $0x52; BYTE $0x00 // vdpbf16ps zmm0, zmm29, dword ptr [rax+0]{1to16}
+	BYTE $0x62; BYTE $0xf2; BYTE $0x0e; BYTE $0x50; BYTE $0x52; BYTE $0x08 // vdpbf16ps zmm1, zmm30, dword ptr [rax+0]{1to16}
+	BYTE $0x62; BYTE $0xf2; BYTE $0x16; BYTE $0x50; BYTE $0x52; BYTE $0x50; BYTE $0x01 // vdpbf16ps zmm2, zmm29, dword ptr [rax+4]{1to16}
+	BYTE $0x62; BYTE $0xf2; BYTE $0x0e; BYTE $0x50; BYTE $0x52; BYTE $0x58; BYTE $0x01 // vdpbf16ps zmm3, zmm30, dword ptr [rax+4]{1to16}
+	BYTE $0x62; BYTE $0xf2; BYTE $0x16; BYTE $0x50; BYTE $0x52; BYTE $0x60; BYTE $0x02 // vdpbf16ps zmm4, zmm29, dword ptr [rax+8]{1to16}
+	BYTE $0x62; BYTE $0xf2; BYTE $0x0e; BYTE $0x50; BYTE $0x52; BYTE $0x68; BYTE $0x02 // vdpbf16ps zmm5, zmm30, dword ptr [rax+8]{1to16}
+	BYTE $0x62; BYTE $0xf2; BYTE $0x16; BYTE $0x50; BYTE $0x52; BYTE $0x70; BYTE $0x03 // vdpbf16ps zmm6, zmm29, dword ptr [rax+12]{1to16}
+	BYTE $0x62; BYTE $0xf2; BYTE $0x0e; BYTE $0x50; BYTE $0x52; BYTE $0x78; BYTE $0x03 // vdpbf16ps zmm7, zmm30, dword ptr [rax+12]{1to16}
+	BYTE $0x62; BYTE $0x72; BYTE $0x16; BYTE $0x50; BYTE $0x52; BYTE $0x40; BYTE $0x04 // vdpbf16ps zmm8, zmm29, dword ptr [rax+16]{1to16}
+	BYTE $0x62; BYTE $0x72; BYTE $0x0e; BYTE $0x50; BYTE $0x52; BYTE $0x48; BYTE $0x04 // vdpbf16ps zmm9, zmm30, dword ptr [rax+16]{1to16}
+	BYTE $0x62; BYTE $0x72; BYTE $0x16; BYTE $0x50; BYTE $0x52; BYTE $0x50; BYTE $0x05 // vdpbf16ps zmm10, zmm29, dword ptr [rax+20]{1to16}
+	BYTE $0x62; BYTE $0x72; BYTE $0x0e; BYTE $0x50; BYTE $0x52; BYTE $0x58; BYTE $0x05 // vdpbf16ps zmm11, zmm30, dword ptr [rax+20]{1to16}
+	BYTE $0x62; BYTE $0x72; BYTE $0x16; BYTE $0x50; BYTE $0x52; BYTE $0x60; BYTE $0x06 // vdpbf16ps zmm12, zmm29, dword ptr [rax+24]{1to16}
+	BYTE $0x62; BYTE $0x72; BYTE $0x0e; BYTE $0x50; BYTE $0x52; BYTE $0x68; BYTE $0x06 // vdpbf16ps zmm13, zmm30, dword ptr [rax+24]{1to16}
+	BYTE $0x62; BYTE $0x72; BYTE $0x16; BYTE $0x50; BYTE $0x52; BYTE $0x70; BYTE $0x07 // vdpbf16ps zmm14, zmm29, dword ptr [rax+28]{1to16}
+	BYTE $0x62; BYTE $0x72; BYTE $0x0e; BYTE $0x50; BYTE $0x52; BYTE $0x78; BYTE $0x07 // vdpbf16ps zmm15, zmm30, dword ptr [rax+28]{1to16}
+	ADDQ $32, AX
+	ADDQ $128, BX
+	DECQ CX
+	JNZ kern8x32BF16_loop1
+kern8x32BF16_store:
+	VBROADCASTSS alpha+40(FP), Z31
+	MOVL beta+44(FP), R9
+	ANDL $0x7fffffff, R9
+	JZ kern8x32BF16_beta0
+	VBROADCASTSS beta+44(FP), Z30
+	VMULPS 0(DI), Z30, Z29
+	VMULPS Z0, Z31, Z0
+	VADDPS Z29, Z0, Z29
+	VMOVUPS Z29, 0(DI)
+	VMULPS 64(DI), Z30, Z29
+	VMULPS Z1, Z31, Z1
+	VADDPS Z29, Z1, Z29
+	VMOVUPS Z29, 64(DI)
+	ADDQ DX, DI
+	VMULPS 0(DI), Z30, Z29
+	VMULPS Z2, Z31, Z2
+	VADDPS Z29, Z2, Z29
+	VMOVUPS Z29, 0(DI)
+	VMULPS 64(DI), Z30, Z29
+	VMULPS Z3, Z31, Z3
+	VADDPS Z29, Z3, Z29
+	VMOVUPS Z29, 64(DI)
+	ADDQ DX, DI
+	VMULPS 0(DI), Z30, Z29
+	VMULPS Z4, Z31, Z4
+	VADDPS Z29, Z4, Z29
+	VMOVUPS Z29, 0(DI)
+	VMULPS 64(DI), Z30, Z29
+	VMULPS Z5, Z31, Z5
+	VADDPS Z29, Z5, Z29
+	VMOVUPS Z29, 64(DI)
+	ADDQ DX, DI
+	VMULPS 0(DI), Z30, Z29
+	VMULPS Z6, Z31, Z6
+	VADDPS Z29, Z6, Z29
+	VMOVUPS Z29, 0(DI)
+	VMULPS 64(DI), Z30, Z29
+	VMULPS Z7, Z31, Z7
+	VADDPS Z29, Z7, Z29
+	VMOVUPS Z29, 64(DI)
+	ADDQ DX, DI
+	VMULPS 0(DI), Z30, Z29
+	VMULPS Z8, Z31, Z8
+	VADDPS Z29, Z8, Z29
+	VMOVUPS Z29, 0(DI)
+	VMULPS 64(DI), Z30, Z29
+	VMULPS Z9, Z31, Z9
+	VADDPS Z29, Z9, Z29
+	VMOVUPS Z29, 64(DI)
+	ADDQ DX, DI
+	VMULPS 0(DI), Z30, Z29
+	VMULPS Z10, Z31, Z10
+	VADDPS Z29, Z10, Z29
+	VMOVUPS Z29, 0(DI)
+	VMULPS 64(DI), Z30, Z29
+	VMULPS Z11, Z31, Z11
+	VADDPS Z29, Z11, Z29
+	VMOVUPS Z29, 64(DI)
+	ADDQ DX, DI
+	VMULPS 0(DI), Z30, Z29
+	VMULPS Z12, Z31, Z12
+	VADDPS Z29, Z12, Z29
+	VMOVUPS Z29, 0(DI)
+	VMULPS 64(DI), Z30, Z29
+	VMULPS Z13, Z31, Z13
+	VADDPS Z29, Z13, Z29
+	VMOVUPS Z29, 64(DI)
+	ADDQ DX, DI
+	VMULPS 0(DI), Z30, Z29
+	VMULPS Z14, Z31, Z14
+	VADDPS Z29, Z14, Z29
+	VMOVUPS Z29, 0(DI)
+	VMULPS 64(DI), Z30, Z29
+	VMULPS Z15, Z31, Z15
+	VADDPS Z29, Z15, Z29
+	VMOVUPS Z29, 64(DI)
+	VZEROUPPER
+	RET
+kern8x32BF16_beta0:
+	VMULPS Z0, Z31, Z0
+	VMOVUPS Z0, 0(DI)
+	VMULPS Z1, Z31, Z1
+	VMOVUPS Z1, 64(DI)
+	ADDQ DX, DI
+	VMULPS Z2, Z31, Z2
+	VMOVUPS Z2, 0(DI)
+	VMULPS Z3, Z31, Z3
+	VMOVUPS Z3, 64(DI)
+	ADDQ DX, DI
+	VMULPS Z4, Z31, Z4
+	VMOVUPS Z4, 0(DI)
+	VMULPS Z5, Z31, Z5
+	VMOVUPS Z5, 64(DI)
+	ADDQ DX, DI
+	VMULPS Z6, Z31, Z6
+	VMOVUPS Z6, 0(DI)
+	VMULPS Z7, Z31, Z7
+	VMOVUPS Z7, 64(DI)
+	ADDQ DX, DI
+	VMULPS Z8, Z31, Z8
+	VMOVUPS Z8, 0(DI)
+	VMULPS Z9, Z31, Z9
+	VMOVUPS Z9, 64(DI)
+	ADDQ DX, DI
+	VMULPS Z10, Z31, Z10
+	VMOVUPS Z10, 0(DI)
+	VMULPS Z11, Z31, Z11
+	VMOVUPS Z11, 64(DI)
+	ADDQ DX, DI
+	VMULPS Z12, Z31, Z12
+	VMOVUPS Z12, 0(DI)
+	VMULPS Z13, Z31, Z13
+	VMOVUPS Z13, 64(DI)
+	ADDQ DX, DI
+	VMULPS Z14, Z31, Z14
+	VMOVUPS Z14, 0(DI)
+	VMULPS Z15, Z31, Z15
+	VMOVUPS Z15, 64(DI)
+	VZEROUPPER
+	RET
+
+// func kern8x16BF16(k int, a, b, c *float32, ldc int, alpha, beta float32)
+TEXT ·kern8x16BF16(SB), NOSPLIT, $0-48
+	MOVQ k+0(FP), CX
+	MOVQ a+8(FP), AX
+	MOVQ b+16(FP), BX
+	MOVQ c+24(FP), DI
+	MOVQ ldc+32(FP), DX
+	SHLQ $2, DX
+	VPXORD Z0, Z0, Z0
+	VPXORD Z1, Z1, Z1
+	VPXORD Z2, Z2, Z2
+	VPXORD Z3, Z3, Z3
+	VPXORD Z4, Z4, Z4
+	VPXORD Z5, Z5, Z5
+	VPXORD Z6, Z6, Z6
+	VPXORD Z7, Z7, Z7
+	MOVQ DI, R10
+	PREFETCHT0 0(R10)
+	PREFETCHT0 63(R10)
+	ADDQ DX, R10
+	PREFETCHT0 0(R10)
+	PREFETCHT0 63(R10)
+	ADDQ DX, R10
+	PREFETCHT0 0(R10)
+	PREFETCHT0 63(R10)
+	ADDQ DX, R10
+	PREFETCHT0 0(R10)
+	PREFETCHT0 63(R10)
+	ADDQ DX, R10
+	PREFETCHT0 0(R10)
+	PREFETCHT0 63(R10)
+	ADDQ DX, R10
+	PREFETCHT0 0(R10)
+	PREFETCHT0 63(R10)
+	ADDQ DX, R10
+	PREFETCHT0 0(R10)
+	PREFETCHT0 63(R10)
+	ADDQ DX, R10
+	PREFETCHT0 0(R10)
+	PREFETCHT0 63(R10)
+	INCQ CX
+	SHRQ $1, CX
+	MOVQ CX, R8
+	SHRQ $2, R8
+	JZ kern8x16BF16_tail
+kern8x16BF16_loop4:
+	VMOVUPS 0(BX), Z30
+	BYTE $0x62; BYTE $0xf2; BYTE $0x0e; BYTE $0x50; BYTE $0x52; BYTE $0x00 // vdpbf16ps zmm0, zmm30, dword ptr [rax+0]{1to16}
+	BYTE $0x62; BYTE $0xf2; BYTE $0x0e; BYTE $0x50; BYTE $0x52; BYTE $0x48; BYTE $0x01 // vdpbf16ps zmm1, zmm30, dword ptr [rax+4]{1to16}
+	BYTE $0x62; BYTE $0xf2; BYTE $0x0e; BYTE $0x50; BYTE $0x52; BYTE $0x50; BYTE $0x02 // vdpbf16ps zmm2, zmm30, dword ptr [rax+8]{1to16}
+	BYTE $0x62; BYTE $0xf2; BYTE $0x0e; BYTE $0x50; BYTE $0x52; BYTE $0x58; BYTE $0x03 // vdpbf16ps zmm3, zmm30, dword ptr [rax+12]{1to16}
+	BYTE $0x62; BYTE $0xf2; BYTE $0x0e; BYTE $0x50; BYTE $0x52; BYTE $0x60; BYTE $0x04 // vdpbf16ps zmm4, zmm30, dword ptr [rax+16]{1to16}
+	BYTE $0x62; BYTE $0xf2; BYTE $0x0e; BYTE $0x50; BYTE $0x52; BYTE $0x68; BYTE $0x05 // vdpbf16ps zmm5, zmm30, dword ptr [rax+20]{1to16}
+	BYTE $0x62; BYTE $0xf2; BYTE $0x0e; BYTE $0x50; BYTE $0x52; BYTE $0x70; BYTE $0x06 // vdpbf16ps zmm6, zmm30, dword ptr [rax+24]{1to16}
+	BYTE $0x62; BYTE $0xf2; BYTE $0x0e; BYTE $0x50; BYTE $0x52; BYTE $0x78; BYTE $0x07 // vdpbf16ps zmm7, zmm30, dword ptr [rax+28]{1to16}
+	VMOVUPS 64(BX), Z30
+	BYTE $0x62; BYTE $0xf2; BYTE $0x0e; BYTE $0x50; BYTE $0x52; BYTE $0x40; BYTE $0x08 // vdpbf16ps zmm0, zmm30, dword ptr [rax+32]{1to16}
+	BYTE $0x62; BYTE $0xf2; BYTE $0x0e; BYTE $0x50; BYTE $0x52; BYTE $0x48; BYTE $0x09 // vdpbf16ps zmm1, zmm30, dword ptr [rax+36]{1to16}
+	BYTE $0x62; BYTE $0xf2; BYTE $0x0e; BYTE $0x50; BYTE $0x52; BYTE $0x50; BYTE $0x0a // vdpbf16ps zmm2, zmm30, dword ptr [rax+40]{1to16}
+	BYTE $0x62; BYTE $0xf2; BYTE $0x0e; BYTE $0x50; BYTE $0x52; BYTE $0x58; BYTE $0x0b // vdpbf16ps zmm3, zmm30, dword ptr [rax+44]{1to16}
+	BYTE $0x62; BYTE $0xf2; BYTE $0x0e; BYTE $0x50; BYTE $0x52; BYTE $0x60; BYTE $0x0c // vdpbf16ps zmm4, zmm30, dword ptr [rax+48]{1to16}
+	BYTE $0x62; BYTE $0xf2; BYTE $0x0e; BYTE $0x50; BYTE $0x52; BYTE $0x68; BYTE $0x0d // vdpbf16ps zmm5, zmm30, dword ptr [rax+52]{1to16}
+	BYTE $0x62; BYTE $0xf2; BYTE $0x0e; BYTE $0x50; BYTE $0x52; BYTE $0x70; BYTE $0x0e // vdpbf16ps zmm6, zmm30, dword ptr [rax+56]{1to16}
+	BYTE $0x62; BYTE $0xf2; BYTE $0x0e; BYTE $0x50; BYTE $0x52; BYTE $0x78; BYTE $0x0f // vdpbf16ps zmm7, zmm30, dword ptr [rax+60]{1to16}
+	VMOVUPS 128(BX), Z30
+	BYTE $0x62; BYTE $0xf2; BYTE $0x0e; BYTE $0x50; BYTE $0x52; BYTE $0x40; BYTE $0x10 // vdpbf16ps zmm0, zmm30, dword ptr [rax+64]{1to16}
+	BYTE $0x62; BYTE $0xf2; BYTE $0x0e; BYTE $0x50; BYTE $0x52; BYTE $0x48; BYTE $0x11 // vdpbf16ps zmm1, zmm30, dword ptr [rax+68]{1to16}
+	BYTE $0x62; BYTE $0xf2; BYTE $0x0e; BYTE $0x50; BYTE $0x52; BYTE $0x50; BYTE $0x12 // vdpbf16ps zmm2, zmm30, dword ptr [rax+72]{1to16}
+	BYTE $0x62; BYTE $0xf2; BYTE $0x0e; BYTE $0x50; BYTE $0x52; BYTE $0x58; BYTE $0x13 // vdpbf16ps zmm3, zmm30, dword ptr [rax+76]{1to16}
+	BYTE $0x62; BYTE $0xf2; BYTE $0x0e; BYTE $0x50; BYTE $0x52; BYTE $0x60; BYTE $0x14 // vdpbf16ps zmm4, zmm30, dword ptr [rax+80]{1to16}
+	BYTE $0x62; BYTE $0xf2; BYTE $0x0e; BYTE $0x50; BYTE $0x52; BYTE $0x68; BYTE $0x15 // vdpbf16ps zmm5, zmm30, dword ptr [rax+84]{1to16}
+	BYTE $0x62; BYTE $0xf2; BYTE $0x0e; BYTE $0x50; BYTE $0x52; BYTE $0x70; BYTE $0x16 // vdpbf16ps zmm6, zmm30, dword ptr [rax+88]{1to16}
+	BYTE $0x62; BYTE $0xf2; BYTE $0x0e; BYTE $0x50; BYTE $0x52; BYTE $0x78; BYTE $0x17 // vdpbf16ps zmm7, zmm30, dword ptr [rax+92]{1to16}
+	VMOVUPS 192(BX), Z30
+	BYTE $0x62; BYTE $0xf2; BYTE $0x0e; BYTE $0x50; BYTE $0x52; BYTE $0x40; BYTE $0x18 // vdpbf16ps zmm0, zmm30, dword ptr [rax+96]{1to16}
+	BYTE $0x62; BYTE $0xf2; BYTE $0x0e; BYTE $0x50; BYTE $0x52; BYTE $0x48; BYTE $0x19 // vdpbf16ps zmm1, zmm30, dword ptr [rax+100]{1to16}
+	BYTE $0x62; BYTE $0xf2; BYTE $0x0e; BYTE $0x50; BYTE $0x52; BYTE $0x50; BYTE $0x1a // vdpbf16ps zmm2, zmm30, dword ptr [rax+104]{1to16}
+	BYTE $0x62; BYTE $0xf2; BYTE $0x0e; BYTE $0x50; BYTE $0x52; BYTE $0x58; BYTE $0x1b // vdpbf16ps zmm3, zmm30, dword ptr [rax+108]{1to16}
+	BYTE $0x62; BYTE $0xf2; BYTE $0x0e; BYTE $0x50; BYTE $0x52; BYTE $0x60; BYTE $0x1c // vdpbf16ps zmm4, zmm30, dword ptr [rax+112]{1to16}
+	BYTE $0x62; BYTE $0xf2; BYTE $0x0e; BYTE $0x50; BYTE $0x52; BYTE $0x68; BYTE $0x1d // vdpbf16ps zmm5, zmm30, dword ptr [rax+116]{1to16}
+	BYTE $0x62; BYTE $0xf2; BYTE $0x0e; BYTE $0x50; BYTE $0x52; BYTE $0x70; BYTE $0x1e // vdpbf16ps zmm6, zmm30, dword ptr [rax+120]{1to16}
+	BYTE $0x62; BYTE $0xf2; BYTE $0x0e; BYTE $0x50; BYTE $0x52; BYTE $0x78; BYTE $0x1f // vdpbf16ps zmm7, zmm30, dword ptr [rax+124]{1to16}
+	ADDQ $128, AX
+	ADDQ $256, BX
+	DECQ R8
+	JNZ kern8x16BF16_loop4
+kern8x16BF16_tail:
+	ANDQ $3, CX
+	JZ kern8x16BF16_store
+kern8x16BF16_loop1:
+	VMOVUPS 0(BX), Z30
+	BYTE $0x62; BYTE $0xf2; BYTE $0x0e; BYTE $0x50; BYTE $0x52; BYTE $0x00 // vdpbf16ps zmm0, zmm30, dword ptr [rax+0]{1to16}
+	BYTE $0x62; BYTE $0xf2; BYTE $0x0e; BYTE $0x50; BYTE $0x52; BYTE $0x48; BYTE $0x01 // vdpbf16ps zmm1, zmm30, dword ptr [rax+4]{1to16}
+	BYTE $0x62; BYTE $0xf2; BYTE $0x0e; BYTE $0x50; BYTE $0x52; BYTE $0x50; BYTE $0x02 // vdpbf16ps zmm2, zmm30, dword ptr [rax+8]{1to16}
+	BYTE $0x62; BYTE $0xf2; BYTE $0x0e; BYTE $0x50; BYTE $0x52; BYTE $0x58; BYTE $0x03 // vdpbf16ps zmm3, zmm30, dword ptr [rax+12]{1to16}
+	BYTE $0x62; BYTE $0xf2; BYTE $0x0e; BYTE $0x50; BYTE $0x52; BYTE $0x60; BYTE $0x04 // vdpbf16ps zmm4, zmm30, dword ptr [rax+16]{1to16}
+	BYTE $0x62; BYTE $0xf2; BYTE $0x0e; BYTE $0x50; BYTE $0x52; BYTE $0x68; BYTE $0x05 // vdpbf16ps zmm5, zmm30, dword ptr [rax+20]{1to16}
+	BYTE $0x62; BYTE $0xf2; BYTE $0x0e; BYTE $0x50; BYTE $0x52; BYTE $0x70; BYTE $0x06 // vdpbf16ps zmm6, zmm30, dword ptr [rax+24]{1to16}
+	BYTE $0x62; BYTE $0xf2; BYTE $0x0e; BYTE $0x50; BYTE $0x52; BYTE $0x78; BYTE $0x07 // vdpbf16ps zmm7, zmm30, dword ptr [rax+28]{1to16}
+	ADDQ $32, AX
+	ADDQ $64, BX
+	DECQ CX
+	JNZ kern8x16BF16_loop1
+kern8x16BF16_store:
+	VBROADCASTSS alpha+40(FP), Z31
+	MOVL beta+44(FP), R9
+	ANDL $0x7fffffff, R9
+	JZ kern8x16BF16_beta0
+	VBROADCASTSS beta+44(FP), Z30
+	VMULPS 0(DI), Z30, Z29
+	VMULPS Z0, Z31, Z0
+	VADDPS Z29, Z0, Z29
+	VMOVUPS Z29, 0(DI)
+	ADDQ DX, DI
+	VMULPS 0(DI), Z30, Z29
+	VMULPS Z1, Z31, Z1
+	VADDPS Z29, Z1, Z29
+	VMOVUPS Z29, 0(DI)
+	ADDQ DX, DI
+	VMULPS 0(DI), Z30, Z29
+	VMULPS Z2, Z31, Z2
+	VADDPS Z29, Z2, Z29
+	VMOVUPS Z29, 0(DI)
+	ADDQ DX, DI
+	VMULPS 0(DI), Z30, Z29
+	VMULPS Z3, Z31, Z3
+	VADDPS Z29, Z3, Z29
+	VMOVUPS Z29, 0(DI)
+	ADDQ DX, DI
+	VMULPS 0(DI), Z30, Z29
+	VMULPS Z4, Z31, Z4
+	VADDPS Z29, Z4, Z29
+	VMOVUPS Z29, 0(DI)
+	ADDQ DX, DI
+	VMULPS 0(DI), Z30, Z29
+	VMULPS Z5, Z31, Z5
+	VADDPS Z29, Z5, Z29
+	VMOVUPS Z29, 0(DI)
+	ADDQ DX, DI
+	VMULPS 0(DI), Z30, Z29
+	VMULPS Z6, Z31, Z6
+	VADDPS Z29, Z6, Z29
+	VMOVUPS Z29, 0(DI)
+	ADDQ DX, DI
+	VMULPS 0(DI), Z30, Z29
+	VMULPS Z7, Z31, Z7
+	VADDPS Z29, Z7, Z29
+	VMOVUPS Z29, 0(DI)
+	VZEROUPPER
+	RET
+kern8x16BF16_beta0:
+	VMULPS Z0, Z31, Z0
+	VMOVUPS Z0, 0(DI)
+	ADDQ DX, DI
+	VMULPS Z1, Z31, Z1
+	VMOVUPS Z1, 0(DI)
+	ADDQ DX, DI
+	VMULPS Z2, Z31, Z2
+	VMOVUPS Z2, 0(DI)
+	ADDQ DX, DI
+	VMULPS Z3, Z31, Z3
+	VMOVUPS Z3, 0(DI)
+	ADDQ DX, DI
+	VMULPS Z4, Z31, Z4
+	VMOVUPS Z4, 0(DI)
+	ADDQ DX, DI
+	VMULPS Z5, Z31, Z5
+	VMOVUPS Z5, 0(DI)
+	ADDQ DX, DI
+	VMULPS Z6, Z31, Z6
+	VMOVUPS Z6, 0(DI)
+	ADDQ DX, DI
+	VMULPS Z7, Z31, Z7
+	VMOVUPS Z7, 0(DI)
+	VZEROUPPER
+	RET
+
+// func transPairsAVX512(dst, src *float32, lds, kc, nn, pw int)
+TEXT ·transPairsAVX512(SB), NOSPLIT, $0-48
+	MOVQ dst+0(FP), DI
+	MOVQ src+8(FP), SI
+	MOVQ lds+16(FP), R8
+	SHLQ $2, R8
+	MOVQ kc+24(FP), R9
+	MOVQ pw+40(FP), R11
+	MOVQ R11, R15
+	SHLQ $2, R15
+	XORQ R12, R12
+transPairsAVX512_cloop:
+	CMPQ R12, R11
+	JGE transPairsAVX512_done
+	MOVQ nn+32(FP), R14
+	SUBQ R12, R14
+	MOVQ R11, CX
+	SUBQ R12, CX
+	XORQ R10, R10
+	CMPQ CX, $16
+	JLT transPairsAVX512_sm
+	MOVQ $16, CX
+	MOVQ $1, R10
+transPairsAVX512_sm:
+	MOVL $1, AX
+	SHLL CX, AX
+	DECL AX
+	KMOVW AX, K3
+	MOVQ R12, AX
+	IMULQ R8, AX
+	ADDQ SI, AX
+	LEAQ (DI)(R12*4), BX
+	XORQ R13, R13
+transPairsAVX512_ploop:
+	CMPQ R13, R9
+	JGE transPairsAVX512_cnext
+	MOVQ R9, CX
+	SUBQ R13, CX
+	CMPQ CX, $32
+	JLE transPairsAVX512_lm
+	MOVQ $32, CX
+transPairsAVX512_lm:
+	MOVQ $1, DX
+	SHLQ CX, DX
+	DECQ DX
+	KMOVW DX, K1
+	SHRQ $16, DX
+	KMOVW DX, K4
+	LEAQ (AX)(R13*4), DX
+	CMPQ CX, $32
+	JNE transPairsAVX512_lmasked
+	CMPQ R14, $16
+	JLT transPairsAVX512_lmasked
+	VMOVUPS (DX), Z0
+	VMOVUPS 64(DX), Z31
+	BYTE $0x62; BYTE $0xf2; BYTE $0x07; BYTE $0x40; BYTE $0x72; BYTE $0xc0 // vcvtne2ps2bf16 zmm0, zmm31, zmm0
+	ADDQ R8, DX
+	VMOVUPS (DX), Z1
+	VMOVUPS 64(DX), Z31
+	BYTE $0x62; BYTE $0xf2; BYTE $0x07; BYTE $0x40; BYTE $0x72; BYTE $0xc9 // vcvtne2ps2bf16 zmm1, zmm31, zmm1
+	ADDQ R8, DX
+	VMOVUPS (DX), Z2
+	VMOVUPS 64(DX), Z31
+	BYTE $0x62; BYTE $0xf2; BYTE $0x07; BYTE $0x40; BYTE $0x72; BYTE $0xd2 // vcvtne2ps2bf16 zmm2, zmm31, zmm2
+	ADDQ R8, DX
+	VMOVUPS (DX), Z3
+	VMOVUPS 64(DX), Z31
+	BYTE $0x62; BYTE $0xf2; BYTE $0x07; BYTE $0x40; BYTE $0x72; BYTE $0xdb // vcvtne2ps2bf16 zmm3, zmm31, zmm3
+	ADDQ R8, DX
+	VMOVUPS (DX), Z4
+	VMOVUPS 64(DX), Z31
+	BYTE $0x62; BYTE $0xf2; BYTE $0x07; BYTE $0x40; BYTE $0x72; BYTE $0xe4 // vcvtne2ps2bf16 zmm4, zmm31, zmm4
+	ADDQ R8, DX
+	VMOVUPS (DX), Z5
+	VMOVUPS 64(DX), Z31
+	BYTE $0x62; BYTE $0xf2; BYTE $0x07; BYTE $0x40; BYTE $0x72; BYTE $0xed // vcvtne2ps2bf16 zmm5, zmm31, zmm5
+	ADDQ R8, DX
+	VMOVUPS (DX), Z6
+	VMOVUPS 64(DX), Z31
+	BYTE $0x62; BYTE $0xf2; BYTE $0x07; BYTE $0x40; BYTE $0x72; BYTE $0xf6 // vcvtne2ps2bf16 zmm6, zmm31, zmm6
+	ADDQ R8, DX
+	VMOVUPS (DX), Z7
+	VMOVUPS 64(DX), Z31
+	BYTE $0x62; BYTE $0xf2; BYTE $0x07; BYTE $0x40; BYTE $0x72; BYTE $0xff // vcvtne2ps2bf16 zmm7, zmm31, zmm7
+	ADDQ R8, DX
+	VMOVUPS (DX), Z8
+	VMOVUPS 64(DX), Z31
+	BYTE $0x62; BYTE $0x52; BYTE $0x07; BYTE $0x40; BYTE $0x72; BYTE $0xc0 // vcvtne2ps2bf16 zmm8, zmm31, zmm8
+	ADDQ R8, DX
+	VMOVUPS (DX), Z9
+	VMOVUPS 64(DX), Z31
+	BYTE $0x62; BYTE $0x52; BYTE $0x07; BYTE $0x40; BYTE $0x72; BYTE $0xc9 // vcvtne2ps2bf16 zmm9, zmm31, zmm9
+	ADDQ R8, DX
+	VMOVUPS (DX), Z10
+	VMOVUPS 64(DX), Z31
+	BYTE $0x62; BYTE $0x52; BYTE $0x07; BYTE $0x40; BYTE $0x72; BYTE $0xd2 // vcvtne2ps2bf16 zmm10, zmm31, zmm10
+	ADDQ R8, DX
+	VMOVUPS (DX), Z11
+	VMOVUPS 64(DX), Z31
+	BYTE $0x62; BYTE $0x52; BYTE $0x07; BYTE $0x40; BYTE $0x72; BYTE $0xdb // vcvtne2ps2bf16 zmm11, zmm31, zmm11
+	ADDQ R8, DX
+	VMOVUPS (DX), Z12
+	VMOVUPS 64(DX), Z31
+	BYTE $0x62; BYTE $0x52; BYTE $0x07; BYTE $0x40; BYTE $0x72; BYTE $0xe4 // vcvtne2ps2bf16 zmm12, zmm31, zmm12
+	ADDQ R8, DX
+	VMOVUPS (DX), Z13
+	VMOVUPS 64(DX), Z31
+	BYTE $0x62; BYTE $0x52; BYTE $0x07; BYTE $0x40; BYTE $0x72; BYTE $0xed // vcvtne2ps2bf16 zmm13, zmm31, zmm13
+	ADDQ R8, DX
+	VMOVUPS (DX), Z14
+	VMOVUPS 64(DX), Z31
+	BYTE $0x62; BYTE $0x52; BYTE $0x07; BYTE $0x40; BYTE $0x72; BYTE $0xf6 // vcvtne2ps2bf16 zmm14, zmm31, zmm14
+	ADDQ R8, DX
+	VMOVUPS (DX), Z15
+	VMOVUPS 64(DX), Z31
+	BYTE $0x62; BYTE $0x52; BYTE $0x07; BYTE $0x40; BYTE $0x72; BYTE $0xff // vcvtne2ps2bf16 zmm15, zmm31, zmm15
+	JMP transPairsAVX512_t
+transPairsAVX512_lmasked:
+	CMPQ R14, $0
+	JLE transPairsAVX512_z0
+	VMOVUPS.Z (DX), K1, Z0
+	VMOVUPS.Z 64(DX), K4, Z31
+	BYTE $0x62; BYTE $0xf2; BYTE $0x07; BYTE $0x40; BYTE $0x72; BYTE $0xc0 // vcvtne2ps2bf16 zmm0, zmm31, zmm0
+	ADDQ R8, DX
+	CMPQ R14, $1
+	JLE transPairsAVX512_z1
+	VMOVUPS.Z (DX), K1, Z1
+	VMOVUPS.Z 64(DX), K4, Z31
+	BYTE $0x62; BYTE $0xf2; BYTE $0x07; BYTE $0x40; BYTE $0x72; BYTE $0xc9 // vcvtne2ps2bf16 zmm1, zmm31, zmm1
+	ADDQ R8, DX
+	CMPQ R14, $2
+	JLE transPairsAVX512_z2
+	VMOVUPS.Z (DX), K1, Z2
+	VMOVUPS.Z 64(DX), K4, Z31
+	BYTE $0x62; BYTE $0xf2; BYTE $0x07; BYTE $0x40; BYTE $0x72; BYTE $0xd2 // vcvtne2ps2bf16 zmm2, zmm31, zmm2
+	ADDQ R8, DX
+	CMPQ R14, $3
+	JLE transPairsAVX512_z3
+	VMOVUPS.Z (DX), K1, Z3
+	VMOVUPS.Z 64(DX), K4, Z31
+	BYTE $0x62; BYTE $0xf2; BYTE $0x07; BYTE $0x40; BYTE $0x72; BYTE $0xdb // vcvtne2ps2bf16 zmm3, zmm31, zmm3
+	ADDQ R8, DX
+	CMPQ R14, $4
+	JLE transPairsAVX512_z4
+	VMOVUPS.Z (DX), K1, Z4
+	VMOVUPS.Z 64(DX), K4, Z31
+	BYTE $0x62; BYTE $0xf2; BYTE $0x07; BYTE $0x40; BYTE $0x72; BYTE $0xe4 // vcvtne2ps2bf16 zmm4, zmm31, zmm4
+	ADDQ R8, DX
+	CMPQ R14, $5
+	JLE transPairsAVX512_z5
+	VMOVUPS.Z (DX), K1, Z5
+	VMOVUPS.Z 64(DX), K4, Z31
+	BYTE $0x62; BYTE $0xf2; BYTE $0x07; BYTE $0x40; BYTE $0x72; BYTE $0xed // vcvtne2ps2bf16 zmm5, zmm31, zmm5
+	ADDQ R8, DX
+	CMPQ R14, $6
+	JLE transPairsAVX512_z6
+	VMOVUPS.Z (DX), K1, Z6
+	VMOVUPS.Z 64(DX), K4, Z31
+	BYTE $0x62; BYTE $0xf2; BYTE $0x07; BYTE $0x40; BYTE $0x72; BYTE $0xf6 // vcvtne2ps2bf16 zmm6, zmm31, zmm6
+	ADDQ R8, DX
+	CMPQ R14, $7
+	JLE transPairsAVX512_z7
+	VMOVUPS.Z (DX), K1, Z7
+	VMOVUPS.Z 64(DX), K4, Z31
+	BYTE $0x62; BYTE $0xf2; BYTE $0x07; BYTE $0x40; BYTE $0x72; BYTE $0xff // vcvtne2ps2bf16 zmm7, zmm31, zmm7
+	ADDQ R8, DX
+	CMPQ R14, $8
+	JLE transPairsAVX512_z8
+	VMOVUPS.Z (DX), K1, Z8
+	VMOVUPS.Z 64(DX), K4, Z31
+	BYTE $0x62; BYTE $0x52; BYTE $0x07; BYTE $0x40; BYTE $0x72; BYTE $0xc0 // vcvtne2ps2bf16 zmm8, zmm31, zmm8
+	ADDQ R8, DX
+	CMPQ R14, $9
+	JLE transPairsAVX512_z9
+	VMOVUPS.Z (DX), K1, Z9
+	VMOVUPS.Z 64(DX), K4, Z31
+	BYTE $0x62; BYTE $0x52; BYTE $0x07; BYTE $0x40; BYTE $0x72; BYTE $0xc9 // vcvtne2ps2bf16 zmm9, zmm31, zmm9
+	ADDQ R8, DX
+	CMPQ R14, $10
+	JLE transPairsAVX512_z10
+	VMOVUPS.Z (DX), K1, Z10
+	VMOVUPS.Z 64(DX), K4, Z31
+	BYTE $0x62; BYTE $0x52; BYTE $0x07; BYTE $0x40; BYTE $0x72; BYTE $0xd2 // vcvtne2ps2bf16 zmm10, zmm31, zmm10
+	ADDQ R8, DX
+	CMPQ R14, $11
+	JLE transPairsAVX512_z11
+	VMOVUPS.Z (DX), K1, Z11
+	VMOVUPS.Z 64(DX), K4, Z31
+	BYTE $0x62; BYTE $0x52; BYTE $0x07; BYTE $0x40; BYTE $0x72; BYTE $0xdb // vcvtne2ps2bf16 zmm11, zmm31, zmm11
+	ADDQ R8, DX
+	CMPQ R14, $12
+	JLE transPairsAVX512_z12
+	VMOVUPS.Z (DX), K1, Z12
+	VMOVUPS.Z 64(DX), K4, Z31
+	BYTE $0x62; BYTE $0x52; BYTE $0x07; BYTE $0x40; BYTE $0x72; BYTE $0xe4 // vcvtne2ps2bf16 zmm12, zmm31, zmm12
+	ADDQ R8, DX
+	CMPQ R14, $13
+	JLE transPairsAVX512_z13
+	VMOVUPS.Z (DX), K1, Z13
+	VMOVUPS.Z 64(DX), K4, Z31
+	BYTE $0x62; BYTE $0x52; BYTE $0x07; BYTE $0x40; BYTE $0x72; BYTE $0xed // vcvtne2ps2bf16 zmm13, zmm31, zmm13
+	ADDQ R8, DX
+	CMPQ R14, $14
+	JLE transPairsAVX512_z14
+	VMOVUPS.Z (DX), K1, Z14
+	VMOVUPS.Z 64(DX), K4, Z31
+	BYTE $0x62; BYTE $0x52; BYTE $0x07; BYTE $0x40; BYTE $0x72; BYTE $0xf6 // vcvtne2ps2bf16 zmm14, zmm31, zmm14
+	ADDQ R8, DX
+	CMPQ R14, $15
+	JLE transPairsAVX512_z15
+	VMOVUPS.Z (DX), K1, Z15
+	VMOVUPS.Z 64(DX), K4, Z31
+	BYTE $0x62; BYTE $0x52; BYTE $0x07; BYTE $0x40; BYTE $0x72; BYTE $0xff // vcvtne2ps2bf16 zmm15, zmm31, zmm15
+	JMP transPairsAVX512_t
+transPairsAVX512_z0:
+	VPXORD Z0, Z0, Z0
+transPairsAVX512_z1:
+	VPXORD Z1, Z1, Z1
+transPairsAVX512_z2:
+	VPXORD Z2, Z2, Z2
+transPairsAVX512_z3:
+	VPXORD Z3, Z3, Z3
+transPairsAVX512_z4:
+	VPXORD Z4, Z4, Z4
+transPairsAVX512_z5:
+	VPXORD Z5, Z5, Z5
+transPairsAVX512_z6:
+	VPXORD Z6, Z6, Z6
+transPairsAVX512_z7:
+	VPXORD Z7, Z7, Z7
+transPairsAVX512_z8:
+	VPXORD Z8, Z8, Z8
+transPairsAVX512_z9:
+	VPXORD Z9, Z9, Z9
+transPairsAVX512_z10:
+	VPXORD Z10, Z10, Z10
+transPairsAVX512_z11:
+	VPXORD Z11, Z11, Z11
+transPairsAVX512_z12:
+	VPXORD Z12, Z12, Z12
+transPairsAVX512_z13:
+	VPXORD Z13, Z13, Z13
+transPairsAVX512_z14:
+	VPXORD Z14, Z14, Z14
+transPairsAVX512_z15:
+	VPXORD Z15, Z15, Z15
+transPairsAVX512_t:
+	INCQ CX
+	SHRQ $1, CX
+	VUNPCKLPS Z1, Z0, Z16
+	VUNPCKHPS Z1, Z0, Z17
+	VUNPCKLPS Z3, Z2, Z18
+	VUNPCKHPS Z3, Z2, Z19
+	VUNPCKLPS Z5, Z4, Z20
+	VUNPCKHPS Z5, Z4, Z21
+	VUNPCKLPS Z7, Z6, Z22
+	VUNPCKHPS Z7, Z6, Z23
+	VUNPCKLPS Z9, Z8, Z24
+	VUNPCKHPS Z9, Z8, Z25
+	VUNPCKLPS Z11, Z10, Z26
+	VUNPCKHPS Z11, Z10, Z27
+	VUNPCKLPS Z13, Z12, Z28
+	VUNPCKHPS Z13, Z12, Z29
+	VUNPCKLPS Z15, Z14, Z30
+	VUNPCKHPS Z15, Z14, Z31
+	VUNPCKLPD Z18, Z16, Z0
+	VUNPCKHPD Z18, Z16, Z1
+	VUNPCKLPD Z19, Z17, Z2
+	VUNPCKHPD Z19, Z17, Z3
+	VUNPCKLPD Z22, Z20, Z4
+	VUNPCKHPD Z22, Z20, Z5
+	VUNPCKLPD Z23, Z21, Z6
+	VUNPCKHPD Z23, Z21, Z7
+	VUNPCKLPD Z26, Z24, Z8
+	VUNPCKHPD Z26, Z24, Z9
+	VUNPCKLPD Z27, Z25, Z10
+	VUNPCKHPD Z27, Z25, Z11
+	VUNPCKLPD Z30, Z28, Z12
+	VUNPCKHPD Z30, Z28, Z13
+	VUNPCKLPD Z31, Z29, Z14
+	VUNPCKHPD Z31, Z29, Z15
+	VSHUFF32X4 $0x44, Z4, Z0, Z16
+	VSHUFF32X4 $0xEE, Z4, Z0, Z17
+	VSHUFF32X4 $0x44, Z12, Z8, Z18
+	VSHUFF32X4 $0xEE, Z12, Z8, Z19
+	VSHUFF32X4 $0x44, Z5, Z1, Z20
+	VSHUFF32X4 $0xEE, Z5, Z1, Z21
+	VSHUFF32X4 $0x44, Z13, Z9, Z22
+	VSHUFF32X4 $0xEE, Z13, Z9, Z23
+	VSHUFF32X4 $0x44, Z6, Z2, Z24
+	VSHUFF32X4 $0xEE, Z6, Z2, Z25
+	VSHUFF32X4 $0x44, Z14, Z10, Z26
+	VSHUFF32X4 $0xEE, Z14, Z10, Z27
+	VSHUFF32X4 $0x44, Z7, Z3, Z28
+	VSHUFF32X4 $0xEE, Z7, Z3, Z29
+	VSHUFF32X4 $0x44, Z15, Z11, Z30
+	VSHUFF32X4 $0xEE, Z15, Z11, Z31
+	VSHUFF32X4 $0x88, Z18, Z16, Z0
+	VSHUFF32X4 $0xDD, Z18, Z16, Z4
+	VSHUFF32X4 $0x88, Z19, Z17, Z8
+	VSHUFF32X4 $0xDD, Z19, Z17, Z12
+	VSHUFF32X4 $0x88, Z22, Z20, Z1
+	VSHUFF32X4 $0xDD, Z22, Z20, Z5
+	VSHUFF32X4 $0x88, Z23, Z21, Z9
+	VSHUFF32X4 $0xDD, Z23, Z21, Z13
+	VSHUFF32X4 $0x88, Z26, Z24, Z2
+	VSHUFF32X4 $0xDD, Z26, Z24, Z6
+	VSHUFF32X4 $0x88, Z27, Z25, Z10
+	VSHUFF32X4 $0xDD, Z27, Z25, Z14
+	VSHUFF32X4 $0x88, Z30, Z28, Z3
+	VSHUFF32X4 $0xDD, Z30, Z28, Z7
+	VSHUFF32X4 $0x88, Z31, Z29, Z11
+	VSHUFF32X4 $0xDD, Z31, Z29, Z15
+	MOVQ R13, DX
+	SHRQ $1, DX
+	IMULQ R15, DX
+	ADDQ BX, DX
+	CMPQ CX, $16
+	JNE transPairsAVX512_smasked
+	TESTQ R10, R10
+	JZ transPairsAVX512_smasked
+	VMOVUPS Z0, (DX)
+	ADDQ R15, DX
+	VMOVUPS Z1, (DX)
+	ADDQ R15, DX
+	VMOVUPS Z2, (DX)
+	ADDQ R15, DX
+	VMOVUPS Z3, (DX)
+	ADDQ R15, DX
+	VMOVUPS Z4, (DX)
+	ADDQ R15, DX
+	VMOVUPS Z5, (DX)
+	ADDQ R15, DX
+	VMOVUPS Z6, (DX)
+	ADDQ R15, DX
+	VMOVUPS Z7, (DX)
+	ADDQ R15, DX
+	VMOVUPS Z8, (DX)
+	ADDQ R15, DX
+	VMOVUPS Z9, (DX)
+	ADDQ R15, DX
+	VMOVUPS Z10, (DX)
+	ADDQ R15, DX
+	VMOVUPS Z11, (DX)
+	ADDQ R15, DX
+	VMOVUPS Z12, (DX)
+	ADDQ R15, DX
+	VMOVUPS Z13, (DX)
+	ADDQ R15, DX
+	VMOVUPS Z14, (DX)
+	ADDQ R15, DX
+	VMOVUPS Z15, (DX)
+	JMP transPairsAVX512_stored
+transPairsAVX512_smasked:
+	VMOVUPS Z0, K3, (DX)
+	CMPQ CX, $1
+	JLE transPairsAVX512_stored
+	ADDQ R15, DX
+	VMOVUPS Z1, K3, (DX)
+	CMPQ CX, $2
+	JLE transPairsAVX512_stored
+	ADDQ R15, DX
+	VMOVUPS Z2, K3, (DX)
+	CMPQ CX, $3
+	JLE transPairsAVX512_stored
+	ADDQ R15, DX
+	VMOVUPS Z3, K3, (DX)
+	CMPQ CX, $4
+	JLE transPairsAVX512_stored
+	ADDQ R15, DX
+	VMOVUPS Z4, K3, (DX)
+	CMPQ CX, $5
+	JLE transPairsAVX512_stored
+	ADDQ R15, DX
+	VMOVUPS Z5, K3, (DX)
+	CMPQ CX, $6
+	JLE transPairsAVX512_stored
+	ADDQ R15, DX
+	VMOVUPS Z6, K3, (DX)
+	CMPQ CX, $7
+	JLE transPairsAVX512_stored
+	ADDQ R15, DX
+	VMOVUPS Z7, K3, (DX)
+	CMPQ CX, $8
+	JLE transPairsAVX512_stored
+	ADDQ R15, DX
+	VMOVUPS Z8, K3, (DX)
+	CMPQ CX, $9
+	JLE transPairsAVX512_stored
+	ADDQ R15, DX
+	VMOVUPS Z9, K3, (DX)
+	CMPQ CX, $10
+	JLE transPairsAVX512_stored
+	ADDQ R15, DX
+	VMOVUPS Z10, K3, (DX)
+	CMPQ CX, $11
+	JLE transPairsAVX512_stored
+	ADDQ R15, DX
+	VMOVUPS Z11, K3, (DX)
+	CMPQ CX, $12
+	JLE transPairsAVX512_stored
+	ADDQ R15, DX
+	VMOVUPS Z12, K3, (DX)
+	CMPQ CX, $13
+	JLE transPairsAVX512_stored
+	ADDQ R15, DX
+	VMOVUPS Z13, K3, (DX)
+	CMPQ CX, $14
+	JLE transPairsAVX512_stored
+	ADDQ R15, DX
+	VMOVUPS Z14, K3, (DX)
+	CMPQ CX, $15
+	JLE transPairsAVX512_stored
+	ADDQ R15, DX
+	VMOVUPS Z15, K3, (DX)
+transPairsAVX512_stored:
+	ADDQ $32, R13
+	JMP transPairsAVX512_ploop
+transPairsAVX512_cnext:
+	ADDQ $16, R12
+	JMP transPairsAVX512_cloop
+transPairsAVX512_done:
+	VZEROUPPER
+	RET
+
+// func transPairs8AVX512(dst, src *float32, lds, kc, nn int)
+TEXT ·transPairs8AVX512(SB), NOSPLIT, $0-40
+	MOVQ dst+0(FP), DI
+	MOVQ src+8(FP), SI
+	MOVQ lds+16(FP), R8
+	SHLQ $2, R8
+	MOVQ kc+24(FP), R9
+	MOVQ nn+32(FP), R14
+	MOVL $0xff, AX
+	KMOVW AX, K2
+	XORQ R13, R13
+transPairs8AVX512_ploop:
+	CMPQ R13, R9
+	JGE transPairs8AVX512_done
+	MOVQ R9, CX
+	SUBQ R13, CX
+	CMPQ CX, $32
+	JLE transPairs8AVX512_lm
+	MOVQ $32, CX
+transPairs8AVX512_lm:
+	MOVQ $1, DX
+	SHLQ CX, DX
+	DECQ DX
+	KMOVW DX, K1
+	SHRQ $16, DX
+	KMOVW DX, K4
+	LEAQ (SI)(R13*4), DX
+	CMPQ CX, $32
+	JNE transPairs8AVX512_lmasked
+	CMPQ R14, $8
+	JLT transPairs8AVX512_lmasked
+	VMOVUPS (DX), Z0
+	VMOVUPS 64(DX), Z31
+	BYTE $0x62; BYTE $0xf2; BYTE $0x07; BYTE $0x40; BYTE $0x72; BYTE $0xc0 // vcvtne2ps2bf16 zmm0, zmm31, zmm0
+	ADDQ R8, DX
+	VMOVUPS (DX), Z1
+	VMOVUPS 64(DX), Z31
+	BYTE $0x62; BYTE $0xf2; BYTE $0x07; BYTE $0x40; BYTE $0x72; BYTE $0xc9 // vcvtne2ps2bf16 zmm1, zmm31, zmm1
+	ADDQ R8, DX
+	VMOVUPS (DX), Z2
+	VMOVUPS 64(DX), Z31
+	BYTE $0x62; BYTE $0xf2; BYTE $0x07; BYTE $0x40; BYTE $0x72; BYTE $0xd2 // vcvtne2ps2bf16 zmm2, zmm31, zmm2
+	ADDQ R8, DX
+	VMOVUPS (DX), Z3
+	VMOVUPS 64(DX), Z31
+	BYTE $0x62; BYTE $0xf2; BYTE $0x07; BYTE $0x40; BYTE $0x72; BYTE $0xdb // vcvtne2ps2bf16 zmm3, zmm31, zmm3
+	ADDQ R8, DX
+	VMOVUPS (DX), Z4
+	VMOVUPS 64(DX), Z31
+	BYTE $0x62; BYTE $0xf2; BYTE $0x07; BYTE $0x40; BYTE $0x72; BYTE $0xe4 // vcvtne2ps2bf16 zmm4, zmm31, zmm4
+	ADDQ R8, DX
+	VMOVUPS (DX), Z5
+	VMOVUPS 64(DX), Z31
+	BYTE $0x62; BYTE $0xf2; BYTE $0x07; BYTE $0x40; BYTE $0x72; BYTE $0xed // vcvtne2ps2bf16 zmm5, zmm31, zmm5
+	ADDQ R8, DX
+	VMOVUPS (DX), Z6
+	VMOVUPS 64(DX), Z31
+	BYTE $0x62; BYTE $0xf2; BYTE $0x07; BYTE $0x40; BYTE $0x72; BYTE $0xf6 // vcvtne2ps2bf16 zmm6, zmm31, zmm6
+	ADDQ R8, DX
+	VMOVUPS (DX), Z7
+	VMOVUPS 64(DX), Z31
+	BYTE $0x62; BYTE $0xf2; BYTE $0x07; BYTE $0x40; BYTE $0x72; BYTE $0xff // vcvtne2ps2bf16 zmm7, zmm31, zmm7
+	JMP transPairs8AVX512_t
+transPairs8AVX512_lmasked:
+	CMPQ R14, $0
+	JLE transPairs8AVX512_z0
+	VMOVUPS.Z (DX), K1, Z0
+	VMOVUPS.Z 64(DX), K4, Z31
+	BYTE $0x62; BYTE $0xf2; BYTE $0x07; BYTE $0x40; BYTE $0x72; BYTE $0xc0 // vcvtne2ps2bf16 zmm0, zmm31, zmm0
+	ADDQ R8, DX
+	CMPQ R14, $1
+	JLE transPairs8AVX512_z1
+	VMOVUPS.Z (DX), K1, Z1
+	VMOVUPS.Z 64(DX), K4, Z31
+	BYTE $0x62; BYTE $0xf2; BYTE $0x07; BYTE $0x40; BYTE $0x72; BYTE $0xc9 // vcvtne2ps2bf16 zmm1, zmm31, zmm1
+	ADDQ R8, DX
+	CMPQ R14, $2
+	JLE transPairs8AVX512_z2
+	VMOVUPS.Z (DX), K1, Z2
+	VMOVUPS.Z 64(DX), K4, Z31
+	BYTE $0x62; BYTE $0xf2; BYTE $0x07; BYTE $0x40; BYTE $0x72; BYTE $0xd2 // vcvtne2ps2bf16 zmm2, zmm31, zmm2
+	ADDQ R8, DX
+	CMPQ R14, $3
+	JLE transPairs8AVX512_z3
+	VMOVUPS.Z (DX), K1, Z3
+	VMOVUPS.Z 64(DX), K4, Z31
+	BYTE $0x62; BYTE $0xf2; BYTE $0x07; BYTE $0x40; BYTE $0x72; BYTE $0xdb // vcvtne2ps2bf16 zmm3, zmm31, zmm3
+	ADDQ R8, DX
+	CMPQ R14, $4
+	JLE transPairs8AVX512_z4
+	VMOVUPS.Z (DX), K1, Z4
+	VMOVUPS.Z 64(DX), K4, Z31
+	BYTE $0x62; BYTE $0xf2; BYTE $0x07; BYTE $0x40; BYTE $0x72; BYTE $0xe4 // vcvtne2ps2bf16 zmm4, zmm31, zmm4
+	ADDQ R8, DX
+	CMPQ R14, $5
+	JLE transPairs8AVX512_z5
+	VMOVUPS.Z (DX), K1, Z5
+	VMOVUPS.Z 64(DX), K4, Z31
+	BYTE $0x62; BYTE $0xf2; BYTE $0x07; BYTE $0x40; BYTE $0x72; BYTE $0xed // vcvtne2ps2bf16 zmm5, zmm31, zmm5
+	ADDQ R8, DX
+	CMPQ R14, $6
+	JLE transPairs8AVX512_z6
+	VMOVUPS.Z (DX), K1, Z6
+	VMOVUPS.Z 64(DX), K4, Z31
+	BYTE $0x62; BYTE $0xf2; BYTE $0x07; BYTE $0x40; BYTE $0x72; BYTE $0xf6 // vcvtne2ps2bf16 zmm6, zmm31, zmm6
+	ADDQ R8, DX
+	CMPQ R14, $7
+	JLE transPairs8AVX512_z7
+	VMOVUPS.Z (DX), K1, Z7
+	VMOVUPS.Z 64(DX), K4, Z31
+	BYTE $0x62; BYTE $0xf2; BYTE $0x07; BYTE $0x40; BYTE $0x72; BYTE $0xff // vcvtne2ps2bf16 zmm7, zmm31, zmm7
+	JMP transPairs8AVX512_t
+transPairs8AVX512_z0:
+	VPXORD Z0, Z0, Z0
+transPairs8AVX512_z1:
+	VPXORD Z1, Z1, Z1
+transPairs8AVX512_z2:
+	VPXORD Z2, Z2, Z2
+transPairs8AVX512_z3:
+	VPXORD Z3, Z3, Z3
+transPairs8AVX512_z4:
+	VPXORD Z4, Z4, Z4
+transPairs8AVX512_z5:
+	VPXORD Z5, Z5, Z5
+transPairs8AVX512_z6:
+	VPXORD Z6, Z6, Z6
+transPairs8AVX512_z7:
+	VPXORD Z7, Z7, Z7
+transPairs8AVX512_t:
+	INCQ CX
+	SHRQ $1, CX
+	VUNPCKLPS Z1, Z0, Z8
+	VUNPCKHPS Z1, Z0, Z9
+	VUNPCKLPS Z3, Z2, Z10
+	VUNPCKHPS Z3, Z2, Z11
+	VUNPCKLPS Z5, Z4, Z12
+	VUNPCKHPS Z5, Z4, Z13
+	VUNPCKLPS Z7, Z6, Z14
+	VUNPCKHPS Z7, Z6, Z15
+	VUNPCKLPD Z10, Z8, Z16
+	VUNPCKHPD Z10, Z8, Z17
+	VUNPCKLPD Z11, Z9, Z18
+	VUNPCKHPD Z11, Z9, Z19
+	VUNPCKLPD Z14, Z12, Z20
+	VUNPCKHPD Z14, Z12, Z21
+	VUNPCKLPD Z15, Z13, Z22
+	VUNPCKHPD Z15, Z13, Z23
+	VSHUFF32X4 $0x44, Z20, Z16, Z24
+	VSHUFF32X4 $0xEE, Z20, Z16, Z25
+	VSHUFF32X4 $0x44, Z21, Z17, Z26
+	VSHUFF32X4 $0xEE, Z21, Z17, Z27
+	VSHUFF32X4 $0x44, Z22, Z18, Z28
+	VSHUFF32X4 $0xEE, Z22, Z18, Z29
+	VSHUFF32X4 $0x44, Z23, Z19, Z30
+	VSHUFF32X4 $0xEE, Z23, Z19, Z31
+	VSHUFF32X4 $0x88, Z26, Z24, Z0
+	VSHUFF32X4 $0xDD, Z26, Z24, Z2
+	VSHUFF32X4 $0x88, Z27, Z25, Z4
+	VSHUFF32X4 $0xDD, Z27, Z25, Z6
+	VSHUFF32X4 $0x88, Z30, Z28, Z1
+	VSHUFF32X4 $0xDD, Z30, Z28, Z3
+	VSHUFF32X4 $0x88, Z31, Z29, Z5
+	VSHUFF32X4 $0xDD, Z31, Z29, Z7
+	MOVQ R13, DX
+	SHLQ $4, DX
+	ADDQ DI, DX
+	CMPQ CX, $16
+	JLT transPairs8AVX512_tail
+	VMOVUPS Z0, 0(DX)
+	VMOVUPS Z1, 64(DX)
+	VMOVUPS Z2, 128(DX)
+	VMOVUPS Z3, 192(DX)
+	VMOVUPS Z4, 256(DX)
+	VMOVUPS Z5, 320(DX)
+	VMOVUPS Z6, 384(DX)
+	VMOVUPS Z7, 448(DX)
+	ADDQ $32, R13
+	JMP transPairs8AVX512_ploop
+transPairs8AVX512_tail:
+	CMPQ CX, $1
+	JLT transPairs8AVX512_done
+	JEQ transPairs8AVX512_h0
+	VMOVUPS Z0, 0(DX)
+	CMPQ CX, $3
+	JLT transPairs8AVX512_done
+	JEQ transPairs8AVX512_h1
+	VMOVUPS Z1, 64(DX)
+	CMPQ CX, $5
+	JLT transPairs8AVX512_done
+	JEQ transPairs8AVX512_h2
+	VMOVUPS Z2, 128(DX)
+	CMPQ CX, $7
+	JLT transPairs8AVX512_done
+	JEQ transPairs8AVX512_h3
+	VMOVUPS Z3, 192(DX)
+	CMPQ CX, $9
+	JLT transPairs8AVX512_done
+	JEQ transPairs8AVX512_h4
+	VMOVUPS Z4, 256(DX)
+	CMPQ CX, $11
+	JLT transPairs8AVX512_done
+	JEQ transPairs8AVX512_h5
+	VMOVUPS Z5, 320(DX)
+	CMPQ CX, $13
+	JLT transPairs8AVX512_done
+	JEQ transPairs8AVX512_h6
+	VMOVUPS Z6, 384(DX)
+	CMPQ CX, $15
+	JLT transPairs8AVX512_done
+	JEQ transPairs8AVX512_h7
+	VMOVUPS Z7, 448(DX)
+	JMP transPairs8AVX512_done
+transPairs8AVX512_h0:
+	VMOVUPS Z0, K2, 0(DX)
+	JMP transPairs8AVX512_done
+transPairs8AVX512_h1:
+	VMOVUPS Z1, K2, 64(DX)
+	JMP transPairs8AVX512_done
+transPairs8AVX512_h2:
+	VMOVUPS Z2, K2, 128(DX)
+	JMP transPairs8AVX512_done
+transPairs8AVX512_h3:
+	VMOVUPS Z3, K2, 192(DX)
+	JMP transPairs8AVX512_done
+transPairs8AVX512_h4:
+	VMOVUPS Z4, K2, 256(DX)
+	JMP transPairs8AVX512_done
+transPairs8AVX512_h5:
+	VMOVUPS Z5, K2, 320(DX)
+	JMP transPairs8AVX512_done
+transPairs8AVX512_h6:
+	VMOVUPS Z6, K2, 384(DX)
+	JMP transPairs8AVX512_done
+transPairs8AVX512_h7:
+	VMOVUPS Z7, K2, 448(DX)
+	JMP transPairs8AVX512_done
+transPairs8AVX512_done:
+	VZEROUPPER
+	RET
+
+// func copyPairsAVX512(dst, src *float32, lds, kc, nn, pw int)
+TEXT ·copyPairsAVX512(SB), NOSPLIT, $0-48
+	MOVQ dst+0(FP), DI
+	MOVQ src+8(FP), SI
+	MOVQ lds+16(FP), R8
+	SHLQ $2, R8
+	MOVQ kc+24(FP), R9
+	MOVQ nn+32(FP), R10
+	MOVQ pw+40(FP), R11
+	MOVQ R11, R15
+	SHLQ $2, R15
+	MOVQ R10, CX
+	SUBQ $0, CX
+	XORQ AX, AX
+	CMPQ CX, $0
+	JLE copyPairsAVX512_mK1
+	MOVQ $0xffff, AX
+	CMPQ CX, $16
+	JGE copyPairsAVX512_mK1
+	MOVL $1, AX
+	SHLL CX, AX
+	DECL AX
+copyPairsAVX512_mK1:
+	KMOVW AX, K1
+	MOVQ R11, CX
+	SUBQ $0, CX
+	XORQ AX, AX
+	CMPQ CX, $0
+	JLE copyPairsAVX512_mK4
+	MOVQ $0xffff, AX
+	CMPQ CX, $16
+	JGE copyPairsAVX512_mK4
+	MOVL $1, AX
+	SHLL CX, AX
+	DECL AX
+copyPairsAVX512_mK4:
+	KMOVW AX, K4
+	MOVQ R10, CX
+	SUBQ $16, CX
+	XORQ AX, AX
+	CMPQ CX, $0
+	JLE copyPairsAVX512_mK2
+	MOVQ $0xffff, AX
+	CMPQ CX, $16
+	JGE copyPairsAVX512_mK2
+	MOVL $1, AX
+	SHLL CX, AX
+	DECL AX
+copyPairsAVX512_mK2:
+	KMOVW AX, K2
+	MOVQ R11, CX
+	SUBQ $16, CX
+	XORQ AX, AX
+	CMPQ CX, $0
+	JLE copyPairsAVX512_mK5
+	MOVQ $0xffff, AX
+	CMPQ CX, $16
+	JGE copyPairsAVX512_mK5
+	MOVL $1, AX
+	SHLL CX, AX
+	DECL AX
+copyPairsAVX512_mK5:
+	KMOVW AX, K5
+	MOVQ R10, CX
+	SUBQ $32, CX
+	XORQ AX, AX
+	CMPQ CX, $0
+	JLE copyPairsAVX512_mK3
+	MOVQ $0xffff, AX
+	CMPQ CX, $16
+	JGE copyPairsAVX512_mK3
+	MOVL $1, AX
+	SHLL CX, AX
+	DECL AX
+copyPairsAVX512_mK3:
+	KMOVW AX, K3
+	MOVQ R11, CX
+	SUBQ $32, CX
+	XORQ AX, AX
+	CMPQ CX, $0
+	JLE copyPairsAVX512_mK6
+	MOVQ $0xffff, AX
+	CMPQ CX, $16
+	JGE copyPairsAVX512_mK6
+	MOVL $1, AX
+	SHLL CX, AX
+	DECL AX
+copyPairsAVX512_mK6:
+	KMOVW AX, K6
+	VMOVDQU64 pairIdx<>(SB), Z6
+copyPairsAVX512_loop:
+	CMPQ R9, $2
+	JLT copyPairsAVX512_tail
+	LEAQ (SI)(R8*1), AX
+	VMOVUPS.Z 0(SI), K1, Z0
+	VMOVUPS.Z 0(AX), K1, Z3
+	VMOVUPS.Z 64(SI), K2, Z1
+	VMOVUPS.Z 64(AX), K2, Z4
+	VMOVUPS.Z 128(SI), K3, Z2
+	VMOVUPS.Z 128(AX), K3, Z5
+copyPairsAVX512_body:
+	BYTE $0x62; BYTE $0xf2; BYTE $0x67; BYTE $0x48; BYTE $0x72; BYTE $0xc0 // vcvtne2ps2bf16 zmm0, zmm3, zmm0
+	VPERMW Z0, Z6, Z0
+	VMOVUPS Z0, K4, 0(DI)
+	BYTE $0x62; BYTE $0xf2; BYTE $0x5f; BYTE $0x48; BYTE $0x72; BYTE $0xc9 // vcvtne2ps2bf16 zmm1, zmm4, zmm1
+	VPERMW Z1, Z6, Z1
+	VMOVUPS Z1, K5, 64(DI)
+	BYTE $0x62; BYTE $0xf2; BYTE $0x57; BYTE $0x48; BYTE $0x72; BYTE $0xd2 // vcvtne2ps2bf16 zmm2, zmm5, zmm2
+	VPERMW Z2, Z6, Z2
+	VMOVUPS Z2, K6, 128(DI)
+	LEAQ (SI)(R8*2), SI
+	ADDQ R15, DI
+	SUBQ $2, R9
+	JMP copyPairsAVX512_loop
+copyPairsAVX512_tail:
+	CMPQ R9, $1
+	JNE copyPairsAVX512_done
+	VMOVUPS.Z 0(SI), K1, Z0
+	VPXORD Z3, Z3, Z3
+	VMOVUPS.Z 64(SI), K2, Z1
+	VPXORD Z4, Z4, Z4
+	VMOVUPS.Z 128(SI), K3, Z2
+	VPXORD Z5, Z5, Z5
+	JMP copyPairsAVX512_body
+copyPairsAVX512_done:
+	VZEROUPPER
+	RET
+
+DATA pairIdx<>+0(SB)/8, $0x0011000100100000
+DATA pairIdx<>+8(SB)/8, $0x0013000300120002
+DATA pairIdx<>+16(SB)/8, $0x0015000500140004
+DATA pairIdx<>+24(SB)/8, $0x0017000700160006
+DATA pairIdx<>+32(SB)/8, $0x0019000900180008
+DATA pairIdx<>+40(SB)/8, $0x001b000b001a000a
+DATA pairIdx<>+48(SB)/8, $0x001d000d001c000c
+DATA pairIdx<>+56(SB)/8, $0x001f000f001e000e
+GLOBL pairIdx<>(SB), RODATA|NOPTR, $64
 

@@ -26,6 +26,11 @@ type PackedB struct {
 // Pack packs op(B), k×n, row-major with leading dimension ldb (B itself is
 // n×k when transB), into p, reusing p's storage when it is large enough.
 func (p *PackedB) Pack(transB bool, k, n int, b []float32, ldb int) {
+	p.pack(kernels, transB, k, n, b, ldb)
+}
+
+// pack packs op(B) for kernel set ks.
+func (p *PackedB) pack(ks *kernelSet, transB bool, k, n int, b []float32, ldb int) {
 	br, bc := k, n
 	if transB {
 		br, bc = n, k
@@ -34,7 +39,6 @@ func (p *PackedB) Pack(transB bool, k, n int, b []float32, ldb int) {
 		panic(fmt.Sprintf("gemm: Pack: sizes k=%d n=%d must be positive", k, n))
 	}
 	checkMatrix("b", b, br, bc, ldb)
-	ks := kernels
 	kcb := kBlock(k, ks.kc, false)
 	p.k, p.n, p.ks = k, n, ks
 	p.width = roundUp(n, ks.vec)
@@ -78,9 +82,24 @@ func SgemmPacked(transA bool, m int, alpha float32, a []float32, lda int, pb *Pa
 // op(B) as packed in pb: op(A) is m×pb.K(), C is m×pb.N(). It gives the same
 // bits as Sgemm with the matrix pb was packed from, for any thread budget.
 func (t Threads) SgemmPacked(transA bool, m int, alpha float32, a []float32, lda int, pb *PackedB, beta float32, c []float32, ldc int) {
-	if pb.ks == nil {
-		panic("gemm: SgemmPacked: pb was never packed")
+	pb.check("SgemmPacked", false)
+	t.packed(transA, m, alpha, a, lda, pb, beta, c, ldc)
+}
+
+// check panics unless pb was packed, by PackBF16 if bf16 or else by Pack.
+func (pb *PackedB) check(fn string, bf16 bool) {
+	switch {
+	case pb.ks == nil:
+		panic("gemm: " + fn + ": pb was never packed")
+	case pb.ks.pairs != bf16 && bf16:
+		panic("gemm: " + fn + ": pb was packed by Pack, not PackBF16")
+	case pb.ks.pairs != bf16:
+		panic("gemm: " + fn + ": pb was packed by PackBF16, not Pack")
 	}
+}
+
+// packed runs SgemmPacked or SgemmPackedBF16, as pb's kernel set does.
+func (t Threads) packed(transA bool, m int, alpha float32, a []float32, lda int, pb *PackedB, beta float32, c []float32, ldc int) {
 	n, k := pb.n, pb.k
 	if m < 0 {
 		panic(fmt.Sprintf("gemm: negative size m=%d", m))

@@ -35,6 +35,11 @@ type kernelSet struct {
 	// blocks when it runs (two blocks must fit in L2).
 	kernPf func(k int, a, b, c *float32, ldc int, alpha, beta float32, pf *float32)
 	ncPf   int
+
+	// pairs marks a bf16 set: its panels hold k in (k, k+1) pairs of bf16,
+	// one 32-bit lane a pair, so a panel's step p lies at p/2 and takes half
+	// the space an fp32 panel has for it (the rest of the space is unused).
+	pairs bool
 }
 
 func (ks *kernelSet) nr() int { return ks.vec * len(ks.kerns) }
@@ -57,6 +62,7 @@ type sgemmArgs struct {
 	// chunked sums k in chunks of KChunk steps (SgemmChunked): each is summed
 	// from zero and added into C in order, as separate calls would.
 	chunked bool
+	bf16    bool // products of bf16 operands (SgemmBF16): bf16Kernels
 }
 
 // kBlock returns the depth of the blocks k is cut into: the fewest blocks of at
@@ -84,14 +90,17 @@ func (ks *kernelSet) segment(chunked bool, kern microKernel, kc int, a, b []floa
 		step = KChunk
 	}
 	for s := 0; s < kc; s += step {
-		n := min(step, kc-s)
+		n, at := min(step, kc-s), s
+		if ks.pairs {
+			at = s / 2 // s is a multiple of KChunk
+		}
 		switch {
 		case bsrc != nil:
 			ks.kernPack(n, &a[s*ks.mr], &b[s*pw], c, ldc, alpha, beta, &bsrc[s*lds], lds)
 		case s*lineFloats < len(pf):
 			ks.kernPf(n, &a[s*ks.mr], &b[s*pw], c, ldc, alpha, beta, &pf[s*lineFloats])
 		default:
-			kern(n, &a[s*ks.mr], &b[s*pw], c, ldc, alpha, beta)
+			kern(n, &a[at*ks.mr], &b[at*pw], c, ldc, alpha, beta)
 		}
 		beta = 1
 	}
@@ -349,6 +358,9 @@ func transPanelGo(dst, src []float32, lds, kc, nn, pw int) {
 // goroutines.
 func sgemm(g *sgemmArgs, threads int) {
 	ks := kernels
+	if g.bf16 {
+		ks = bf16Kernels
+	}
 	if g.bpre != nil {
 		ks = g.bpre.ks
 	}

@@ -1,0 +1,360 @@
+package gemm
+
+import (
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"testing"
+)
+
+// specials are the values bf16 rounding and VDPBF16PS treat apart: zeros,
+// denormals (read as zero), infinities, NaNs (a signalling one made
+// quiet), the largest floats (rounding up to infinity), ties of the
+// rounding, and magnitudes whose products overflow or fall below 2^-126.
+var specials = []float32{
+	0, float32(math.Copysign(0, -1)), 1e-40, -3e-39, 0x1p-149,
+	float32(math.Inf(1)), float32(math.Inf(-1)), float32(math.NaN()),
+	math.Float32frombits(0x7f800001), math.Float32frombits(0xffa5a5a5),
+	math.MaxFloat32, -0x1.fffp127, 0x1.01p0, 0x1.03p0, -0x1.0180p5, 0x1.7f8p-3,
+	0x1p-126, -0x1.8p-120, 0x1p-70, 3e-30, 0x1p100, -0x1.4p110,
+}
+
+// sprinkle replaces about one element in every, of s, by a special value
+// (only finite ones unless inf), and scales some by huge or tiny factors.
+func sprinkle(rng *rand.Rand, s []float32, every int, inf bool) {
+	for i := range s {
+		switch rng.IntN(every) {
+		case 0:
+			v := specials[rng.IntN(len(specials))]
+			if inf || !(math.IsInf(float64(v), 0) || math.IsNaN(float64(v))) {
+				s[i] = v
+			}
+		case 1:
+			s[i] *= [...]float32{0x1p-64, 0x1p-100, 0x1p64, 0x1p120}[rng.IntN(4)]
+		}
+	}
+}
+
+func scaleAll(s []float32, f float32) {
+	for i := range s {
+		s[i] *= f
+	}
+}
+
+// sameBits reports whether x and y have the same bits or are both NaN: NaN
+// payloads follow operand order (SDM table 5-1), which the kernels do not
+// hold to.
+func sameBits(x, y float32) bool {
+	return math.Float32bits(x) == math.Float32bits(y) || math.IsNaN(float64(x)) && math.IsNaN(float64(y))
+}
+
+// withBF16Kernels runs f once with each bf16 kernel set this build and CPU
+// can run.
+func withBF16Kernels(t *testing.T, f func(t *testing.T, ks *kernelSet)) {
+	saved := bf16Kernels
+	defer func() { bf16Kernels = saved }()
+	for _, ks := range bf16KernelSets() {
+		bf16Kernels = ks
+		t.Run(ks.name, func(t *testing.T) { f(t, ks) })
+	}
+}
+
+// TestToBF16 checks the rounding against values worked by hand.
+func TestToBF16(t *testing.T) {
+	for _, c := range []struct {
+		x    float32
+		want uint16
+	}{
+		{1, 0x3f80}, {-2, 0xc000}, {0x1.01p0, 0x3f80}, {0x1.03p0, 0x3f82}, {0x1.0101p0, 0x3f81},
+		{1e-40, 0}, {-1e-40, 0x8000}, {0x1p-126, 0x0080}, {math.MaxFloat32, 0x7f80},
+		{float32(math.Inf(-1)), 0xff80}, {math.Float32frombits(0x7f800001), 0x7fc0},
+		{math.Float32frombits(0xff812345), 0xffc1},
+	} {
+		if got := toBF16(c.x); got != c.want {
+			t.Errorf("toBF16(%g = %#08x) = %#04x, want %#04x", c.x, math.Float32bits(c.x), got, c.want)
+		}
+	}
+}
+
+// TestBF16Steps checks VDPBF16PS's steps on every bf16 kernel set, the
+// assembly and the Go model alike, with 1×1 products whose results tell
+// the steps apart.
+func TestBF16Steps(t *testing.T) {
+	withBF16Kernels(t, func(t *testing.T, ks *kernelSet) {
+		for _, c := range []struct {
+			what string
+			a, b []float32
+			want float32
+		}{
+			// Pairs (0,1) and (2,3): acc = 0 + 1 + 0, then + x - 1 with x =
+			// 2^-24(1+2^-7). Odd first: 1 + x rounds to 1 + 2^-23, less 1
+			// leaves 2^-23; even first would leave x.
+			{"odd step first", []float32{0, 1, 1, 0x1.02p-24}, []float32{0, 1, -1, 1}, 0x1p-23},
+			{"odd k pairs with zero", []float32{2, 3, 5}, []float32{7, 11, 13}, 2*7 + 3*11 + 5*13},
+			{"denormal sum flushed", []float32{0x1p-70, 0}, []float32{0x1p-70, 0}, 0},
+			{"denormal sum flushed, sign kept", []float32{0x1p-100, 0x1p-20}, []float32{-0x1p-30, 0}, float32(math.Copysign(0, -1))},
+			{"denormal input read as zero", []float32{1e-40, 1}, []float32{1e30, 1}, 1},
+			{"operands rounded to bf16", []float32{0x1.01p0, 0x1.03p0}, []float32{1, 1}, 1 + 0x1.04p0},
+			{"tiny product adds exactly", []float32{1, 0x1p-70}, []float32{0x1p-126, 0x1p-70}, 0x1p-126},
+			{"overflowing product", []float32{0x1p100, -0x1p100}, []float32{0x1p100, 0x1p100}, float32(math.Inf(-1))},
+		} {
+			k := len(c.a)
+			got := []float32{float32(math.NaN())}
+			SgemmBF16(false, false, 1, 1, k, 1, c.a, k, c.b, 1, 0, got, 1)
+			if math.Float32bits(got[0]) != math.Float32bits(c.want) {
+				t.Errorf("%s: %v·%v = %g (%#08x), want %g", c.what, c.a, c.b, got[0], math.Float32bits(got[0]), c.want)
+			}
+		}
+	})
+}
+
+// TestPairPackers checks each bf16 set's packers against the Go ones, bit
+// for bit, over panel widths, odd and even depths, partial panels and
+// special values: every lane written, lanes past nn zero.
+func TestPairPackers(t *testing.T) {
+	rng := rand.New(rand.NewPCG(31, 32))
+	for _, ks := range bf16KernelSets() {
+		for _, pw := range []int{4, 8, 16, 32, 48} {
+			for _, kc := range []int{1, 2, 3, 15, 16, 17, 31, 32, 33, 64, 101} {
+				for _, nn := range []int{1, pw/2 + 1, pw - 1, pw} {
+					if nn < 1 || pw%ks.vec != 0 && pw != ks.mr {
+						continue
+					}
+					lds := max(kc, nn) + rng.IntN(4)
+					src := make([]float32, max(kc, nn)*lds)
+					for i := range src {
+						src[i] = rng.Float32()*2 - 1
+					}
+					sprinkle(rng, src, 4, true)
+					for name, f := range map[string][2]panelPacker{
+						"copy":  {ks.copyPanel, copyPairsGo},
+						"trans": {ks.transPanel, transPairsGo},
+					} {
+						got := make([]float32, kc*pw+16)
+						want := make([]float32, kc*pw+16)
+						for i := range got {
+							got[i] = math.Float32frombits(0xdeadbeef)
+							want[i] = got[i]
+						}
+						f[0](got, src, lds, kc, nn, pw)
+						f[1](want, src, lds, kc, nn, pw)
+						for i := range got {
+							if math.Float32bits(got[i]) != math.Float32bits(want[i]) {
+								t.Fatalf("%s %sPairs(kc=%d nn=%d pw=%d) lane %d = %#08x, want %#08x", ks.name, name, kc, nn, pw, i, math.Float32bits(got[i]), math.Float32bits(want[i]))
+							}
+						}
+					}
+				}
+			}
+		}
+	}
+}
+
+// bf16Case is one SgemmBF16 problem, run by each entry point.
+type bf16Case struct {
+	*operands
+	alpha, beta float32
+}
+
+func (o bf16Case) name() string {
+	return fmt.Sprintf("%s %dx%dx%d alpha=%v beta=%v", layoutName(o.tA, o.tB), o.m, o.n, o.k, o.alpha, o.beta)
+}
+
+// c returns a copy of C to run on, NaN where beta = 0 must not read it.
+func (o bf16Case) cCopy() []float32 {
+	c := append([]float32(nil), o.c...)
+	if o.beta == 0 {
+		for i := range c {
+			c[i] = float32(math.NaN())
+		}
+	}
+	return c
+}
+
+func (o bf16Case) run(th Threads) []float32 {
+	c := o.cCopy()
+	th.SgemmBF16(o.tA, o.tB, o.m, o.n, o.k, o.alpha, o.a, o.lda, o.b, o.ldb, o.beta, c, o.ldc)
+	return c
+}
+
+func (o bf16Case) compare(t *testing.T, what string, got, want []float32) {
+	t.Helper()
+	for i := range want {
+		if !sameBits(got[i], want[i]) {
+			t.Fatalf("%s %s: C[%d] = %g (%#08x), want %g (%#08x)", o.name(), what, i, got[i], math.Float32bits(got[i]), want[i], math.Float32bits(want[i]))
+		}
+	}
+}
+
+// bf16Cases are random problems with special values: shapes around the
+// tiles, both transposes, alpha and beta cases, k in one block and in two.
+func bf16Cases(rng *rand.Rand, short bool) []bf16Case {
+	shapes := [][3]int{{1, 1, 1}, {1, 1, 2}, {3, 5, 7}, {8, 48, 32}, {9, 49, 33}, {7, 47, 31},
+		{17, 97, 65}, {16, 15, 128}, {33, 100, 3}, {5, 130, 200}, {40, 17, 1100}}
+	for range 12 {
+		shapes = append(shapes, [3]int{1 + rng.IntN(60), 1 + rng.IntN(120), 1 + rng.IntN(90)})
+	}
+	if short {
+		shapes = shapes[:8]
+	}
+	abs := [][2]float32{{1, 0}, {1, 1}, {-0.5, 0.25}, {2.5, -1}}
+	var cs []bf16Case
+	for si, d := range shapes {
+		for li, l := range layouts {
+			o := newOperands(rng, l[0], l[1], d[0], d[1], d[2], rng.IntN(3))
+			ab := abs[(si+li)%len(abs)]
+			switch (si + li) % 3 {
+			case 0: // dense finite specials
+				sprinkle(rng, o.a, 8, false)
+				sprinkle(rng, o.b, 8, false)
+			case 1: // sparse infinities and NaN, in C too
+				sprinkle(rng, o.a, 300, true)
+				sprinkle(rng, o.b, 300, true)
+				sprinkle(rng, o.c, 30, true)
+			case 2:
+				// Products near 2^-126, below and above: sums flushed
+				// or rounded near the least normal float32, and some
+				// products below float32's range; C = acc.
+				scaleAll(o.a, 0x1p-62)
+				scaleAll(o.b, 0x1p-62)
+				ab = [2]float32{1, 0}
+			}
+			cs = append(cs, bf16Case{o, ab[0], ab[1]})
+		}
+	}
+	return cs
+}
+
+// TestSgemmBF16SameBits holds every bf16 kernel set, the assembly among
+// them, to the Go kernel bit for bit (NaN to NaN), for thread budgets 1 to
+// 3, on random data with denormals, infinities, NaN, overflow and
+// underflow, odd k, shapes off the tiles, both transposes and alpha/beta
+// cases.
+func TestSgemmBF16SameBits(t *testing.T) {
+	cases := bf16Cases(rand.New(rand.NewPCG(33, 34)), testing.Short())
+	saved := bf16Kernels
+	defer func() { bf16Kernels = saved }()
+	bf16Kernels = &goBF16Kernels
+	want := make([][]float32, len(cases))
+	for i, o := range cases {
+		want[i] = o.run(1)
+	}
+	withBF16Kernels(t, func(t *testing.T, ks *kernelSet) {
+		for i, o := range cases {
+			for th := 1; th <= 3; th++ {
+				o.compare(t, fmt.Sprintf("%s threads=%d", ks.name, th), o.run(Threads(th)), want[i])
+			}
+		}
+	})
+}
+
+// TestSgemmBF16Entries checks that the chunked and packed entry points give
+// the bits they promise on every bf16 kernel set: SgemmPackedBF16 those of
+// SgemmBF16, SgemmBF16Chunked over k those of calls over parts of k cut at
+// multiples of KChunk, and both at any thread budget.
+func TestSgemmBF16Entries(t *testing.T) {
+	withBF16Kernels(t, func(t *testing.T, ks *kernelSet) {
+		rng := rand.New(rand.NewPCG(35, 36))
+		for _, o := range bf16Cases(rng, true) {
+			var pb PackedB
+			pb.PackBF16(o.tB, o.k, o.n, o.b, o.ldb)
+			want := o.run(1)
+			for th := 1; th <= 3; th++ {
+				got := o.cCopy()
+				Threads(th).SgemmPackedBF16(o.tA, o.m, o.alpha, o.a, o.lda, &pb, o.beta, got, o.ldc)
+				o.compare(t, fmt.Sprintf("SgemmPackedBF16 threads=%d", th), got, want)
+			}
+		}
+		for _, d := range [][3]int{{37, 101, 256}, {9, 13, 45}, {30, 200, 1100}} {
+			for _, l := range layouts {
+				o := bf16Case{newOperands(rng, l[0], l[1], d[0], d[1], d[2], 2), 1.5, 0.5}
+				whole := o.cCopy()
+				SgemmBF16Chunked(o.tA, o.tB, o.m, o.n, o.k, o.alpha, o.a, o.lda, o.b, o.ldb, o.beta, whole, o.ldc)
+				for th := 1; th <= 3; th++ {
+					got, beta := o.cCopy(), o.beta
+					for p := 0; p < o.k; p += 2 * KChunk {
+						a, b := o.kSlice(p)
+						Threads(th).SgemmBF16Chunked(o.tA, o.tB, o.m, o.n, min(2*KChunk, o.k-p), o.alpha, a, o.lda, b, o.ldb, beta, got, o.ldc)
+						beta = 1
+					}
+					o.compare(t, fmt.Sprintf("SgemmBF16Chunked in parts of %d, threads=%d", 2*KChunk, th), got, whole)
+				}
+			}
+		}
+	})
+}
+
+// TestSgemmBF16Accuracy compares SgemmBF16 with the float64 product of the
+// unrounded operands: each element within bf16's error, 2^-8 of the sum of
+// |terms| (each operand rounded by at most 2^-9 of itself, plus float32
+// sums), and, over all, further off than fp32 Sgemm would be, so the
+// operands were rounded.
+func TestSgemmBF16Accuracy(t *testing.T) {
+	withBF16Kernels(t, func(t *testing.T, ks *kernelSet) {
+		rng := rand.New(rand.NewPCG(37, 38))
+		for _, d := range [][3]int{{20, 30, 40}, {64, 100, 784}, {9, 50, 1300}} {
+			for _, l := range layouts {
+				o := bf16Case{newOperands(rng, l[0], l[1], d[0], d[1], d[2], 1), 0.75, 0.5}
+				got := o.run(2)
+				worst := 0.0
+				for i := range o.m {
+					for j := range o.n {
+						want, mag := o.reference(i, j, float64(o.alpha), float64(o.beta))
+						err := math.Abs(float64(got[i*o.ldc+j]) - want)
+						if !(err <= 0x1p-8*mag) {
+							t.Fatalf("%s: C[%d,%d] = %v, want %v within %g", o.name(), i, j, got[i*o.ldc+j], want, 0x1p-8*mag)
+						}
+						worst = max(worst, err/mag)
+					}
+				}
+				if worst < 1e-4 {
+					t.Fatalf("%s: relative error at most %g: operands not rounded to bf16", o.name(), worst)
+				}
+			}
+		}
+	})
+}
+
+// reference returns element (i, j) of alpha·op(A)·op(B) + beta·C in float64
+// and the sum of the magnitudes of its terms.
+func (o *operands) reference(i, j int, alpha, beta float64) (want, mag float64) {
+	s := 0.0
+	for p := range o.k {
+		ai, bi := i*o.lda+p, p*o.ldb+j
+		if o.tA {
+			ai = p*o.lda + i
+		}
+		if o.tB {
+			bi = j*o.ldb + p
+		}
+		av, bv := float64(o.a[ai]), float64(o.b[bi])
+		s += av * bv
+		mag += math.Abs(av * bv)
+	}
+	cv := beta * float64(o.c[i*o.ldc+j])
+	return alpha*s + cv, math.Abs(alpha)*mag + math.Abs(cv)
+}
+
+// TestSgemmPackedBF16Panics: a PackedB serves only the entry point of the
+// packing it holds.
+func TestSgemmPackedBF16Panics(t *testing.T) {
+	b := make([]float32, 12)
+	c := make([]float32, 6)
+	var fp, bf PackedB
+	fp.Pack(false, 4, 3, b, 3)
+	bf.PackBF16(false, 4, 3, b, 3)
+	for name, f := range map[string]func(){
+		"SgemmPackedBF16 of Pack":    func() { SgemmPackedBF16(false, 2, 1, b, 4, &fp, 0, c, 3) },
+		"SgemmPacked of PackBF16":    func() { SgemmPacked(false, 2, 1, b, 4, &bf, 0, c, 3) },
+		"SgemmPackedBF16 of nothing": func() { SgemmPackedBF16(false, 2, 1, b, 4, new(PackedB), 0, c, 3) },
+	} {
+		func() {
+			defer func() {
+				if recover() == nil {
+					t.Errorf("%s: no panic", name)
+				}
+			}()
+			f()
+		}()
+	}
+}
