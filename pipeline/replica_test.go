@@ -48,3 +48,20 @@ func TestReplicas(t *testing.T) {
 		}
 	}
 }
+
+// TestReplicasBatchNorm: with batch norm, R replicas of M micro-batches
+// normalise the micro-batches of one replica of R·M (the chunks divide
+// evenly), running statistics included, bit for bit.
+func TestReplicasBatchNorm(t *testing.T) {
+	specs := cnnSpecs(true)
+	for _, c := range []struct{ replicas, micro int }{{2, 1}, {2, 2}, {4, 1}} {
+		wantLoss, wantW := cnnReference(t, specs, c.replicas*c.micro)
+		for _, sched := range []actors.Schedule{actors.Sequential, actors.GPipe, actors.OneFOneB} {
+			gotLoss, gotW := trainEngineOn(t, cnnModel(specs), pipeline.Config{Schedule: sched, MicroBatches: c.micro, Stages: 2,
+				Replicas: c.replicas, Loss: nn.CrossEntropy, Optimizer: sgd, ClipNorm: clipNorm}, cnnBatch)
+			if why := within(gotLoss, wantLoss, gotW, wantW, 0); why != "" {
+				t.Errorf("replicas=%d micro=%d %v: %s", c.replicas, c.micro, sched, why)
+			}
+		}
+	}
+}
