@@ -120,6 +120,10 @@ type Updater struct {
 	ClipValue float64         // 0: off; clamps each gradient element first
 	ClipNorm  bool            // report sums of squares and wait for the global factor
 	Threads   int             // goroutines the stage's kernels may use (nn.Pass.Threads)
+	// TurnThreads, when set, is the budget of the weight gradients a
+	// stage sharing its weights adds while it holds the turn: the other
+	// replicas' stages at its place wait meanwhile, so it may use their cores.
+	TurnThreads int
 }
 
 // namedBuffer is a layer's buffer under its global name.
@@ -384,8 +388,9 @@ func (s *Stage) runBackward(ctx actor.Context, step, micro int, dy *tensor.Tenso
 
 func (s *Stage) backward(ctx actor.Context, step, micro int, dy *tensor.Tensor) {
 	p := nn.Pass{Step: step, Micro: micro, Train: true, Arena: s.arenas.current(micro), Weights: s.weights, Micros: s.micros, Threads: s.updater.Threads}
-	// a replica > 0 leaves its weight gradients until it has the turn
-	split := s.w.SplitBackward || s.w.Replica > 0 && s.shares() && !s.rep.ordered
+	// replicas leave their weight gradients to the end of the step (a
+	// replica > 0 must wait for the turn), when the others wait for them
+	split := s.w.SplitBackward || s.shares() && !s.rep.ordered
 	var dx *tensor.Tensor
 	ok := s.work(ctx, SpanBackward, step, micro, func() error {
 		g := dy
@@ -468,6 +473,11 @@ func (s *Stage) weightGrads(ctx actor.Context, step int) bool {
 			}
 			if len(ps) == 0 {
 				continue
+			}
+			if t := s.updater.TurnThreads; t > 0 && s.shares() {
+				for k := range ps {
+					ps[k].Threads = t
+				}
 			}
 			s.current = i
 			if b, ok := s.layers[i].(nn.BatchParams); ok {

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"runtime"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -275,6 +276,9 @@ func (e *Engine) spawnStage(id int, s Slot) error {
 		return nil
 	}
 	up := actors.Updater{ClipValue: e.cfg.ClipValue, ClipNorm: e.cfg.ClipNorm > 0, Threads: e.plan.Threads}
+	if e.plan.Replicas > 1 && e.cfg.GEMMThreads == 0 {
+		up.TurnThreads = runtime.GOMAXPROCS(0)
+	}
 	if s.Replica == 0 && hasParams(s.Layers) { // the other replicas use its weights
 		spec := e.cfg.Optimizer
 		spec.Threads = e.plan.Threads
