@@ -29,16 +29,17 @@ func (e *LostError) Error() string {
 // Hang is sent to the coordinator by a watchdog that saw no message move.
 type Hang struct{ Err error }
 
-// Coordinator is the actor that runs steps: it splits a mini-batch into
-// micro-batches, feeds the first position as the schedule allows, and answers the
-// step when the loss is known and every parameter-owning actor has applied its
-// update. The first failure ends the pipeline.
+// Coordinator is the actor that runs steps: it deals a mini-batch's chunks to
+// the replicas, splits each replica's share into micro-batches, feeds each
+// replica's first position as the schedule allows, and answers the step when
+// the loss is known and every parameter-owning actor has applied its update.
+// The first failure ends the pipeline.
 type Coordinator struct {
 	base
 	schedule    Schedule
 	micro       int
-	granule     int // rows of a chunk of the mini-batch (nn.Granule)
-	first       []*actor.PID
+	granule     int            // rows of a chunk of the mini-batch (nn.Granule)
+	first       [][]*actor.PID // per replica, its first position's actors
 	loss, opt   *actor.PID
 	paramActors int
 	err         error
@@ -46,8 +47,11 @@ type Coordinator struct {
 	// the step in progress
 	req      *actor.PID
 	step     int
-	seq      int // training steps run, counting this one
-	spans    []nn.Span
+	seq      int       // training steps run, counting this one
+	spans    []nn.Span // the step's micro-batches, replica after replica
+	replica  []int     // per micro-batch, its replica
+	shares   []nn.Span // per replica with rows, its rows
+	starts   []int     // per replica with rows, its first micro-batch; one more: the end
 	sent     int
 	bwd      map[int]int // micro-batch to first-position actors done with it
 	finished int         // micro-batches whose backward is done
@@ -71,9 +75,10 @@ type Coordinator struct {
 	evalLabels int
 }
 
-// NewCoordinator returns the coordinator of a pipeline whose first position is
-// first, with paramActors actors that take part in updates.
-func NewCoordinator(id int, g *Graph, s Schedule, micro, granule int, first []*actor.PID, loss, opt *actor.PID, paramActors int) *Coordinator {
+// NewCoordinator returns the coordinator of a pipeline whose replicas' first
+// positions are first, with paramActors actors that take part in updates;
+// micro is the micro-batches of a replica's share.
+func NewCoordinator(id int, g *Graph, s Schedule, micro, granule int, first [][]*actor.PID, loss, opt *actor.PID, paramActors int) *Coordinator {
 	c := &Coordinator{base: newBase(id, "coordinator", g), schedule: s, micro: micro, granule: granule, first: first,
 		loss: loss, opt: opt, paramActors: paramActors}
 	c.stops = true
@@ -90,11 +95,12 @@ func (c *Coordinator) Receive(ctx actor.Context) {
 		c.runStep(ctx, m)
 	case *BackwardDone:
 		c.bwd[m.Micro]++
-		if c.bwd[m.Micro] == len(c.first) {
+		if c.bwd[m.Micro] == len(c.first[0]) {
 			delete(c.bwd, m.Micro)
 			c.finished++
-			if c.schedule.OneAtATime() && c.sent < len(c.spans) {
-				c.sendForward(ctx, c.sent)
+			next := m.Micro + 1
+			if c.schedule.OneAtATime() && next < len(c.spans) && c.replica[next] == c.replica[m.Micro] {
+				c.sendForward(ctx, next)
 			}
 		}
 		c.maybeDone(ctx)
@@ -134,7 +140,7 @@ func (c *Coordinator) runStep(ctx actor.Context, m *RunStep) {
 		return
 	}
 	if len(c.spans) == 0 || c.spans[len(c.spans)-1].Hi != n {
-		c.spans = nn.SplitRowsBy(n, c.micro, c.granule)
+		c.deal(n)
 	}
 	c.req, c.step = ctx.Sender(), m.Step
 	c.seq++
@@ -147,25 +153,44 @@ func (c *Coordinator) runStep(ctx actor.Context, m *RunStep) {
 	c.begin = BeginStep{Step: m.Step, LR: m.LR}
 	c.send(ctx, c.opt, &c.begin)
 	for k, sp := range c.spans {
+		r := c.replica[k]
 		t := c.targets.at(k)
-		*t = Target{Step: m.Step, Micro: k, Seq: c.seq, Micros: len(c.spans), T: m.T.Slice(sp.Lo, sp.Hi), Rows: sp.Hi - sp.Lo, Total: n, Row: sp.Lo}
+		*t = Target{Step: m.Step, Micro: k, Seq: c.seq, Micros: len(c.spans), T: m.T.Slice(sp.Lo, sp.Hi), Rows: sp.Hi - sp.Lo, Total: n, Row: sp.Lo,
+			Replica: r, Share: c.starts[r+1] - c.starts[r]}
 		c.send(ctx, c.loss, t)
 	}
-	if c.schedule.OneAtATime() {
-		c.sendForward(ctx, 0)
-		return
-	}
 	for k := range c.spans {
-		c.sendForward(ctx, k)
+		if !c.schedule.OneAtATime() || k == c.starts[c.replica[k]] {
+			c.sendForward(ctx, k)
+		}
 	}
 }
 
-// sendForward feeds micro-batch k to every actor of the first position; its rows
-// are shared read-only among them.
+// deal splits n rows into the replicas' shares, consecutive runs of whole
+// chunks as even as they can be (replicas beyond the chunks get none), and
+// each share into the micro-batches of one replica.
+func (c *Coordinator) deal(n int) {
+	c.spans, c.replica, c.shares, c.starts = c.spans[:0], c.replica[:0], c.shares[:0], c.starts[:0]
+	for r, sh := range nn.SplitEven((n+c.granule-1)/c.granule, len(c.first)) {
+		lo, hi := sh.Lo*c.granule, min(n, sh.Hi*c.granule)
+		c.shares = append(c.shares, nn.Span{Lo: lo, Hi: hi})
+		c.starts = append(c.starts, len(c.spans))
+		for _, sp := range nn.SplitRowsBy(hi-lo, c.micro, c.granule) {
+			c.spans = append(c.spans, nn.Span{Lo: lo + sp.Lo, Hi: lo + sp.Hi})
+			c.replica = append(c.replica, r)
+		}
+	}
+	c.starts = append(c.starts, len(c.spans))
+}
+
+// sendForward feeds micro-batch k to every actor of its replica's first
+// position; its rows are shared read-only among them.
 func (c *Coordinator) sendForward(ctx actor.Context, k int) {
+	r := c.replica[k]
 	f := c.fwds.at(k)
-	*f = Forward{Step: c.step, Micro: k, Row: c.spans[k].Lo, Total: c.spans[len(c.spans)-1].Hi, Seq: c.seq, Micros: len(c.spans), X: c.views[k]}
-	for _, pid := range c.first {
+	*f = Forward{Step: c.step, Micro: k, Row: c.spans[k].Lo, Total: c.spans[len(c.spans)-1].Hi, Seq: c.seq, Micros: c.starts[r+1] - c.starts[r],
+		First: c.shares[r].Lo, Share: c.shares[r].Hi - c.shares[r].Lo, Replicas: len(c.shares), X: c.views[k]}
+	for _, pid := range c.first[r] {
 		c.send(ctx, pid, f)
 	}
 	c.sent++
@@ -213,7 +238,7 @@ func (c *Coordinator) runEval(ctx actor.Context, m *RunEval) {
 		c.evalRows = append(c.evalRows, hi-lo)
 		c.send(ctx, c.loss, &Target{Step: c.step, Micro: k, Micros: chunks, Eval: true, T: m.T.Slice(lo, hi), Rows: hi - lo, Total: n})
 		f := &Forward{Step: c.step, Micro: k, Micros: chunks, Eval: true, X: nn.Rows(m.X, lo, hi)}
-		for _, pid := range c.first {
+		for _, pid := range c.first[0] { // replica 0 evaluates
 			c.send(ctx, pid, f)
 		}
 	}

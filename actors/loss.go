@@ -12,7 +12,10 @@ import (
 // Loss is the actor after the last position: it compares each micro-batch's output
 // with its target, sends the scaled loss gradient back, and sums the step's
 // loss in micro-batch order, as nn.Sequential does. Under GPipe it holds every
-// backward until the step's last forward has arrived (the flush).
+// backward of a replica until that replica's last forward has arrived (the
+// flush). With replicas, outputs come in any order: each gradient goes back
+// at once (it does not depend on the sum), and the loss of a micro-batch
+// that comes before its turn is added when its turn comes, computed again.
 type Loss struct {
 	base
 	loss          nn.Loss
@@ -23,10 +26,13 @@ type Loss struct {
 	parts   map[partKey][]*tensor.Tensor
 	outs    map[partKey]*tensor.Tensor
 	targets map[partKey]*Target
-	next    int        // next training micro-batch to take, in order
+	next    int        // next training micro-batch to add to the sum, in order
 	sum     nn.LossSum // the step's loss, row by row in micro-batch order
-	held    []*Backward
-	arenas  arenas // the loss gradients, reused every step
+	later   map[int]lossPart
+	held    [][]*Backward // per replica
+	got     []int         // per replica, the micro-batches whose gradient went back or is held
+	arenas  arenas        // the loss gradients, reused every step
+	scratch nn.Arena      // the gradients of losses computed again, thrown away
 
 	// messages reused every step (see reused)
 	bwdOut   reused[Backward]
@@ -36,7 +42,15 @@ type Loss struct {
 // NewLoss returns the loss actor.
 func NewLoss(id int, g *Graph, loss nn.Loss, holdBackwards bool) *Loss {
 	return &Loss{base: newBase(id, "loss", g), loss: loss, holdBackwards: holdBackwards,
-		parts: map[partKey][]*tensor.Tensor{}, outs: map[partKey]*tensor.Tensor{}, targets: map[partKey]*Target{}}
+		parts: map[partKey][]*tensor.Tensor{}, outs: map[partKey]*tensor.Tensor{}, targets: map[partKey]*Target{},
+		later: map[int]lossPart{}}
+}
+
+// lossPart is a micro-batch whose gradient went back before its loss could
+// be added: its output stays in its stage's arena until the step is over.
+type lossPart struct {
+	t   *Target
+	out *tensor.Tensor
 }
 
 func (l *Loss) Receive(ctx actor.Context) {
@@ -69,82 +83,125 @@ func (l *Loss) Receive(ctx actor.Context) {
 // are told apart by the coordinator's count, not the caller's numbers.
 func (l *Loss) newStep(seq int, eval bool) {
 	if !eval && seq != l.seq {
-		l.seq, l.next, l.sum, l.held = seq, 0, nn.LossSum{Loss: l.loss}, l.held[:0]
+		l.seq, l.next, l.sum = seq, 0, nn.LossSum{Loss: l.loss}
+		for r := range l.held {
+			l.held[r], l.got[r] = l.held[r][:0], 0
+		}
+		clear(l.later)
 	}
 }
 
 // drain handles every micro-batch whose output and target are both here:
-// evaluation chunks in any order, training micro-batches strictly in order.
+// evaluation chunks and training gradients in any order, the training loss
+// strictly in micro-batch order.
 func (l *Loss) drain(ctx actor.Context) {
 	for k, out := range l.outs {
-		if t := l.targets[k]; k.eval && t != nil {
-			delete(l.outs, k)
-			delete(l.targets, k)
-			l.work(ctx, SpanEval, t.Step, t.Micro, func() error { return l.evaluate(ctx, t, out) })
-		}
-	}
-	for {
-		k := partKey{false, l.next}
-		out, t := l.outs[k], l.targets[k]
-		if out == nil || t == nil {
-			return
+		t := l.targets[k]
+		if t == nil {
+			continue
 		}
 		delete(l.outs, k)
 		delete(l.targets, k)
-		l.next++
-		if !l.work(ctx, SpanForward, t.Step, t.Micro, func() error { return l.train(ctx, t, out) }) {
+		if k.eval {
+			l.work(ctx, SpanEval, t.Step, t.Micro, func() error { return l.evaluate(ctx, t, out) })
+		} else if !l.work(ctx, SpanForward, t.Step, t.Micro, func() error { return l.train(ctx, t, out) }) {
 			return
 		}
 	}
 }
 
 func (l *Loss) train(ctx actor.Context, t *Target, out *tensor.Tensor) error {
-	var grad *tensor.Tensor
 	l.sum.Total = t.Total
 	// the gradients of the step's micro-batches lie in one block, so the
 	// last layer's weight gradient can run once over the step
 	a := l.arenas.at(t.Seq, t.Micro)
 	a.Share(&l.arenas.rows, t.Row, t.Row+t.Rows, t.Total)
-	grad = l.sum.Add(a, out, t.T)
+	var grad *tensor.Tensor
+	if t.Micro == l.next {
+		grad = l.sum.Add(a, out, t.T)
+		l.next++
+	} else { // its loss is added in its turn
+		early := nn.LossSum{Loss: l.loss, Total: t.Total}
+		grad = early.Add(a, out, t.T)
+		l.later[t.Micro] = lossPart{t, out}
+	}
 	if !grad.IsFinite() {
 		return &nn.NonFiniteError{Step: t.Step, Where: "loss"}
 	}
 	b := l.bwdOut.at(t.Micro * len(l.w.Prev))
 	*b = Backward{Step: t.Step, Micro: t.Micro, DY: grad}
-	if l.holdBackwards {
-		l.held = append(l.held, b)
-	} else {
-		l.sendBack(ctx, b)
+	l.backward(ctx, t, b)
+	return l.addLater(ctx, t)
+}
+
+// backward sends b back to t's replica, or under GPipe holds it until that
+// replica's last forward of the step is here.
+func (l *Loss) backward(ctx actor.Context, t *Target, b *Backward) {
+	for len(l.held) <= t.Replica {
+		l.held, l.got = append(l.held, nil), append(l.got, 0)
 	}
-	if t.Micro == t.Micros-1 {
-		total := l.sum.Mean()
-		if math.IsNaN(total) || math.IsInf(total, 0) {
-			return &nn.NonFiniteError{Step: t.Step, Where: "loss"}
-		}
-		for _, h := range l.held {
-			l.sendBack(ctx, h)
-		}
-		l.held = l.held[:0]
-		l.stepLoss = StepLoss{Step: t.Step, Loss: total}
-		l.send(ctx, l.coord, &l.stepLoss)
+	l.got[t.Replica]++
+	if !l.holdBackwards {
+		l.sendBack(ctx, t.Replica, b)
+		return
 	}
+	l.held[t.Replica] = append(l.held[t.Replica], b)
+	share := t.Share
+	if share == 0 {
+		share = t.Micros
+	}
+	if l.got[t.Replica] == share {
+		for _, h := range l.held[t.Replica] {
+			l.sendBack(ctx, t.Replica, h)
+		}
+		l.held[t.Replica] = l.held[t.Replica][:0]
+	}
+}
+
+// addLater adds, in order, the losses of the micro-batches whose turn has
+// come, and reports the step's loss once all are in.
+func (l *Loss) addLater(ctx actor.Context, t *Target) error {
+	for {
+		p, ok := l.later[l.next]
+		if !ok {
+			break
+		}
+		delete(l.later, l.next)
+		l.scratch.Reset()
+		l.sum.Add(&l.scratch, p.out, p.t.T)
+		l.next++
+	}
+	if l.next < t.Micros {
+		return nil
+	}
+	total := l.sum.Mean()
+	if math.IsNaN(total) || math.IsInf(total, 0) {
+		return &nn.NonFiniteError{Step: t.Step, Where: "loss"}
+	}
+	l.stepLoss = StepLoss{Step: t.Step, Loss: total}
+	l.send(ctx, l.coord, &l.stepLoss)
 	return nil
 }
 
-// sendBack splits the output gradient by the last position's column blocks; b,
-// one of bwdOut, goes itself to the first block's actor.
-func (l *Loss) sendBack(ctx actor.Context, b *Backward) {
+// sendBack splits the output gradient by the last position's column blocks
+// and sends them to replica r's actors there; b, one of bwdOut, goes itself
+// to the first block's actor.
+func (l *Loss) sendBack(ctx actor.Context, r int, b *Backward) {
+	prev := l.w.Prev
+	if r > 0 {
+		prev = l.w.Chains[r]
+	}
 	if len(l.w.PrevSplit) <= 2 {
-		l.send(ctx, l.w.Prev[0], b)
+		l.send(ctx, prev[0], b)
 		return
 	}
 	for k, block := range splitCols(b.DY, l.w.PrevSplit) {
 		m := b
 		if k > 0 {
-			m = l.bwdOut.at(b.Micro*len(l.w.Prev) + k)
+			m = l.bwdOut.at(b.Micro*len(prev) + k)
 		}
 		*m = Backward{Step: b.Step, Micro: b.Micro, DY: block}
-		l.send(ctx, l.w.Prev[k], m)
+		l.send(ctx, prev[k], m)
 	}
 }
 

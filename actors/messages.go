@@ -23,8 +23,11 @@ type Forward struct {
 	Row         int  // index of the micro-batch's first row in its mini-batch (keys dropout)
 	Total       int  // rows of the mini-batch
 	Seq         int  // the engine's count of training steps, whatever Step says
-	Micros      int  // micro-batches in this step
+	Micros      int  // micro-batches of this replica in this step
 	Shard       int  // the sending actor's index within its position: X is that column block
+	First       int  // the first row of this replica's share of the mini-batch
+	Share       int  // rows of this replica's share; 0: Total (one replica)
+	Replicas    int  // replicas with rows in this step, a prefix of them; 0: one
 	Eval        bool // evaluation: no caching, no backward
 	X           *tensor.Tensor
 }
@@ -47,6 +50,8 @@ type Target struct {
 	T                   nn.Target
 	Rows, Total         int
 	Row                 int // the micro-batch's first row in the mini-batch
+	Replica             int // the replica that runs the micro-batch
+	Share               int // micro-batches of that replica in this step; 0: Micros
 }
 
 // BackwardDone reports that an actor of the first position finished a micro-batch's
@@ -197,6 +202,11 @@ type Wire struct {
 	SplitBackward          bool         // send dX upstream before computing dW
 	NextNames, PrevNames   []string     // the stage names of Next and Prev, for reports
 	Tied                   []TiedLink   // the stage's weights that another copy shares
+
+	// with replicas
+	Replica int            // the stage's replica; 0 owns the weights, the others share them
+	Copies  []*actor.PID   // the stage actors sharing its weights, by replica; nil: none, or no weights
+	Chains  [][]*actor.PID // the loss actor's: each replica's last position (Prev is replica 0's)
 }
 
 // TiedLink is a stage's copy of a tied weight (a head sharing its
@@ -209,6 +219,16 @@ type TiedLink struct {
 	Head  bool       // the head's copy: the gradient norm counts the embedding's only
 	Peer  *actor.PID // the stage holding the other copy; nil: this one, at Other
 	Other int        // with Peer nil, the other copy's index here
+}
+
+// GradTurn hands the turn to add into a position's shared gradients, for
+// step Seq, to the next replica's stage actor, and from the last replica back
+// to the owner, replica 0's, which then updates the weights. A replica's
+// stage writes the shared gradients only while it holds the turn, so they
+// sum the chunks in the order one replica would: replica after replica, each
+// in its own micro-batch order. Stage to stage.
+type GradTurn struct {
+	Step, Seq int
 }
 
 // TiedGrad is a stage's gradient of its copy of a tied weight, for the

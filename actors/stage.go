@@ -64,6 +64,55 @@ type Stage struct {
 	// whose own gradients went out (0: none yet)
 	tiedIn   map[int]*TiedGrad
 	tiedSent int
+
+	rep replicaState
+}
+
+// replicaState is a stage's part in sharing its weights with the other
+// replicas' stages at its place (Wire.Copies). Replica 0's stage owns the
+// weights, their gradients and the update; each other replica's stage reads
+// the weights during a step and adds into the gradients only while it holds
+// the step's turn (GradTurn), which replica r-1's stage passes on once its
+// own additions are done. A replica's backward therefore computes input
+// gradients at once and leaves the weight gradients until it holds the
+// turn; a layer that cannot split them (nn.BatchParams) makes its
+// backwards wait for the turn, and batch norm's running statistics its
+// forwards too.
+type replicaState struct {
+	seq      int            // the training step in hand (Forward.Seq)
+	active   int            // replicas with rows in that step
+	turnSeq  int            // the step whose turn a replica > 0 holds
+	ordered  bool           // backwards wait for the turn
+	buffered bool           // forwards wait for the turn too
+	bwdsDone bool           // a replica > 0 finished the step's backwards
+	held     []heldBackward // backwards waiting for the turn, in order
+}
+
+type heldBackward struct {
+	step, micro int
+	dy          *tensor.Tensor
+}
+
+// hasTurn reports whether the stage may add into the shared gradients of
+// the step in hand: replica 0's always may, the others once handed the turn.
+func (s *Stage) hasTurn() bool { return s.w.Replica == 0 || s.rep.turnSeq == s.rep.seq }
+
+// shares reports whether the stage shares its weights with other replicas.
+func (s *Stage) shares() bool { return len(s.w.Copies) > 1 }
+
+// setReplica works out, from the stage's layers, what waits for the turn.
+func (s *Stage) setReplica() {
+	if s.w.Replica == 0 || !s.shares() {
+		return
+	}
+	for _, l := range s.layers {
+		if _, ok := l.(nn.BatchParams); !ok && len(l.Params()) > 0 {
+			s.rep.ordered = true
+		}
+		if len(nn.BuffersOf(l)) > 0 {
+			s.rep.ordered, s.rep.buffered = true, true
+		}
+	}
 }
 
 // Updater is how a stage updates its own weights: its own optimizer, whose
@@ -73,6 +122,10 @@ type Updater struct {
 	ClipValue float64         // 0: off; clamps each gradient element first
 	ClipNorm  bool            // report sums of squares and wait for the global factor
 	Threads   int             // goroutines the stage's kernels may use (nn.Pass.Threads)
+	// TurnThreads, when set, is the budget of the weight gradients a
+	// stage sharing its weights adds while it holds the turn: the other
+	// replicas' stages at its place wait meanwhile, so it may use their cores.
+	TurnThreads int
 }
 
 // namedBuffer is a layer's buffer under its global name.
@@ -123,6 +176,7 @@ func (s *Stage) Receive(ctx actor.Context) {
 	switch m := msg.(type) {
 	case *Wire:
 		s.w, s.coord = *m, m.Coordinator
+		s.setReplica()
 		s.watch(ctx, m.Next, m.NextNames)
 		s.watch(ctx, m.Prev, m.PrevNames)
 		if ctx.Sender() != nil { // work from a neighbour in another process may come first otherwise
@@ -138,6 +192,8 @@ func (s *Stage) Receive(ctx actor.Context) {
 	case *Update:
 		s.upd, s.haveUpd = *m, true
 		s.maybeApply(ctx)
+	case *GradTurn:
+		s.turn(ctx, m)
 	case *TiedGrad:
 		if s.tiedIn == nil {
 			s.tiedIn = map[int]*TiedGrad{}
@@ -169,11 +225,15 @@ func (s *Stage) gatherForward(ctx actor.Context, m *Forward) {
 		} else {
 			f = s.fwdIn.at(m.Micro)
 		}
-		*f = Forward{Step: m.Step, Micro: m.Micro, Row: m.Row, Total: m.Total, Seq: m.Seq, Micros: m.Micros, Eval: m.Eval, X: x}
+		*f = *m
+		f.Shard, f.X = 0, x
 	}
 	if m.Eval {
 		s.forward(ctx, f) // evaluation holds no activations: no credit needed
 		return
+	}
+	if f.Seq != s.rep.seq {
+		s.newStep(f)
 	}
 	if cap(s.queue) < f.Micros {
 		// room for a whole step's forwards, so that appends never allocate
@@ -185,7 +245,7 @@ func (s *Stage) gatherForward(ctx actor.Context, m *Forward) {
 
 // maybeKick schedules one queued forward behind the mailbox's current messages.
 func (s *Stage) maybeKick(ctx actor.Context) {
-	if !s.kicked && len(s.queue) > 0 && s.inFlight < s.w.Limit {
+	if !s.kicked && len(s.queue) > 0 && s.inFlight < s.w.Limit && (!s.rep.buffered || s.hasTurn()) {
 		s.kicked = true
 		ctx.Send(ctx.Self(), &kick{})
 		s.status.sent.Add(1)
@@ -193,7 +253,7 @@ func (s *Stage) maybeKick(ctx actor.Context) {
 }
 
 func (s *Stage) runForward(ctx actor.Context) {
-	if len(s.queue) == 0 || s.inFlight >= s.w.Limit {
+	if len(s.queue) == 0 || s.inFlight >= s.w.Limit || s.rep.buffered && !s.hasTurn() {
 		return
 	}
 	f := s.queue[0]
@@ -212,8 +272,12 @@ func (s *Stage) forward(ctx actor.Context, f *Forward) {
 	p := nn.Pass{Step: f.Step, Micro: f.Micro, Row: f.Row, Train: !f.Eval, Weights: s.weights, Micros: f.Micros, Threads: s.updater.Threads}
 	if !f.Eval {
 		p.Arena = s.arenas.at(f.Seq, f.Micro)
-		if f.Total > 0 {
-			p.Arena.Share(&s.arenas.rows, f.Row, f.Row+f.X.Dim(0), f.Total)
+		if share := f.Share; f.Total > 0 {
+			if share == 0 {
+				share = f.Total
+			}
+			lo := f.Row - f.First // the replica's step-wide tensors hold its share only
+			p.Arena.Share(&s.arenas.rows, lo, lo+f.X.Dim(0), share)
 		}
 	}
 	var y *tensor.Tensor
@@ -243,7 +307,8 @@ func (s *Stage) forward(ctx actor.Context, f *Forward) {
 	} else {
 		out = s.fwdOut.at(f.Micro)
 	}
-	*out = Forward{Step: f.Step, Micro: f.Micro, Row: f.Row, Total: f.Total, Seq: f.Seq, Micros: f.Micros, Shard: s.shard, Eval: f.Eval, X: y}
+	*out = *f
+	out.Shard, out.X = s.shard, y
 	for _, pid := range s.w.Next {
 		s.send(ctx, pid, out) // y is shared read-only by the next position's actors
 	}
@@ -297,7 +362,7 @@ func (s *Stage) where(kind SpanKind, step, micro int) string {
 // runs its backward.
 func (s *Stage) gatherBackward(ctx actor.Context, m *Backward) {
 	if s.w.OutShards == 1 {
-		s.backward(ctx, m.Step, m.Micro, m.DY)
+		s.runBackward(ctx, m.Step, m.Micro, m.DY)
 		s.maybeKick(ctx)
 		return
 	}
@@ -317,12 +382,25 @@ func (s *Stage) gatherBackward(ctx actor.Context, m *Backward) {
 	for _, p := range parts[1:] {
 		dy = ops.Add(dy, p)
 	}
-	s.backward(ctx, m.Step, m.Micro, dy)
+	s.runBackward(ctx, m.Step, m.Micro, dy)
 	s.maybeKick(ctx)
+}
+
+// runBackward runs a micro-batch's backward, or holds it until the stage
+// has the turn when its layers must add into shared gradients as they go.
+func (s *Stage) runBackward(ctx actor.Context, step, micro int, dy *tensor.Tensor) {
+	if s.rep.ordered && !s.hasTurn() {
+		s.rep.held = append(s.rep.held, heldBackward{step, micro, dy})
+		return
+	}
+	s.backward(ctx, step, micro, dy)
 }
 
 func (s *Stage) backward(ctx actor.Context, step, micro int, dy *tensor.Tensor) {
 	p := nn.Pass{Step: step, Micro: micro, Train: true, Arena: s.arenas.current(micro), Weights: s.weights, Micros: s.micros, Threads: s.updater.Threads}
+	// replicas leave their weight gradients to the end of the step (a
+	// replica > 0 must wait for the turn), when the others wait for them
+	split := s.w.SplitBackward || s.shares() && !s.rep.ordered
 	var dx *tensor.Tensor
 	ok := s.work(ctx, SpanBackward, step, micro, func() error {
 		g := dy
@@ -330,10 +408,10 @@ func (s *Stage) backward(ctx actor.Context, step, micro int, dy *tensor.Tensor) 
 		for i := len(s.layers) - 1; i >= 0; i-- {
 			s.current = i
 			need := i > 0 || s.needDX
-			if sb := s.split[i]; sb != nil && need && s.w.SplitBackward {
+			if sb := s.split[i]; sb != nil && need && split {
 				g = sb.BackwardInput(p, g)
 				s.pendingW = append(s.pendingW, pendingW{i, p})
-			} else if b, ok := s.layers[i].(nn.BatchParams); ok && !need && s.w.SplitBackward {
+			} else if b, ok := s.layers[i].(nn.BatchParams); ok && !need && split {
 				b.KeepGrad(p, g) // its weight gradient, too, once over the step
 				s.pendingW = append(s.pendingW, pendingW{i, p})
 				g = nil
@@ -372,7 +450,18 @@ func (s *Stage) backward(ctx actor.Context, step, micro int, dy *tensor.Tensor) 
 		return
 	}
 	s.done = 0
+	if s.w.Replica > 0 {
+		if s.shares() {
+			s.rep.bwdsDone = true
+			s.passTurn(ctx, step)
+		}
+		return
+	}
 	if len(s.pendingW) > 0 && !s.weightGrads(ctx, step) {
+		return
+	}
+	if s.shares() && s.rep.active > 1 {
+		s.send(ctx, s.w.Copies[1], &GradTurn{Step: step, Seq: s.rep.seq})
 		return
 	}
 	s.gradsReady(ctx, step)
@@ -398,6 +487,11 @@ func (s *Stage) weightGrads(ctx actor.Context, step int) bool {
 			}
 			if len(ps) == 0 {
 				continue
+			}
+			if t := s.updater.TurnThreads; t > 0 && s.shares() {
+				for k := range ps {
+					ps[k].Threads = t
+				}
 			}
 			s.current = i
 			if b, ok := s.layers[i].(nn.BatchParams); ok {
@@ -630,4 +724,53 @@ func (s *Stage) snapshot(m *GetParams) *Params {
 		s.updater.Optimizer.StateInto(&out.State)
 	}
 	return out
+}
+
+// newStep starts a training step's bookkeeping at its first forward. A
+// replica's weights changed since its last step (the owner updated them), so
+// it takes a new weights version.
+func (s *Stage) newStep(f *Forward) {
+	s.rep.seq, s.rep.active = f.Seq, max(1, f.Replicas)
+	if s.w.Replica > 0 {
+		s.weights++
+	}
+}
+
+// turn takes the turn to add into the shared gradients: the owner's turn
+// back from the last replica starts its update; another replica's runs
+// what waited for it.
+func (s *Stage) turn(ctx actor.Context, m *GradTurn) {
+	if s.w.Replica == 0 {
+		s.gradsReady(ctx, m.Step)
+		return
+	}
+	s.rep.turnSeq = m.Seq
+	if m.Seq != s.rep.seq {
+		return // the step's forwards have not come yet
+	}
+	held := s.rep.held
+	s.rep.held = s.rep.held[:0]
+	for _, h := range held {
+		s.backward(ctx, h.step, h.micro, h.dy)
+	}
+	s.maybeKick(ctx)
+	s.passTurn(ctx, m.Step)
+}
+
+// passTurn adds a replica's weight gradients into the shared ones once it
+// has both the turn and every backward of the step, then hands the turn on:
+// to the next replica with rows, or back to the owner.
+func (s *Stage) passTurn(ctx actor.Context, step int) {
+	if !s.rep.bwdsDone || !s.hasTurn() {
+		return
+	}
+	s.rep.bwdsDone = false
+	if len(s.pendingW) > 0 && !s.weightGrads(ctx, step) {
+		return
+	}
+	next := s.w.Copies[0]
+	if r := s.w.Replica + 1; r < s.rep.active {
+		next = s.w.Copies[r]
+	}
+	s.send(ctx, next, &GradTurn{Step: step, Seq: s.rep.seq})
 }

@@ -91,12 +91,13 @@ func (e *Engine) answer(f *actor.Future) (any, error) {
 	return res, nil
 }
 
-// askAll sends msg(i) to every stage actor at once and returns their answers
-// in stage order: the stages answer in parallel, not one round trip after
-// the other.
+// askAll sends msg(i) to every stage actor of replica 0, the owners of the
+// weights, at once and returns their answers in stage order: the stages
+// answer in parallel, not one round trip after the other.
 func (e *Engine) askAll(msg func(i int) any) ([]any, error) {
-	futures := make([]*actor.Future, len(e.stages))
-	for i, pid := range e.stages {
+	owners := e.stages[:e.plan.PerReplica()]
+	futures := make([]*actor.Future, len(owners))
+	for i, pid := range owners {
 		f, err := e.future(pid, msg(i), queryTimeout)
 		if err != nil {
 			return nil, err

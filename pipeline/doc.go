@@ -18,7 +18,7 @@
 //   - a host is a process that runs stage actors for a coordinator elsewhere
 //     (a worker, `train worker`); this process is not one;
 //   - a replica is a copy of the whole chain working on its share of a
-//     mini-batch (not built yet).
+//     mini-batch; replica 0's stage actors own the weights.
 //
 // # Positions and stage actors
 //
@@ -59,6 +59,40 @@
 // model would have, and Restore hands each stage its part, so a checkpoint does
 // not depend on the stage layout. TestEquivalence and
 // TestOptimizerStateGathered check it.
+//
+// # Replicas
+//
+// Config.Replicas = R makes R copies of the chain. The Plan has a slot per
+// stage actor of every replica (replica r's are ids [r·n, (r+1)·n) for n
+// a chain, Slot.Replica and Slot.Owner say whose); replica r > 0's layers
+// are built anew, one at a time, and pointed at replica 0's parameters,
+// gradients and buffers (nn.ShareParams), so there is one copy of the
+// weights. The coordinator deals each mini-batch's chunks in order: replica
+// 0 the first run of them, replica 1 the next (nn.SplitEven over the
+// chunks), and each replica cuts its share into Config.MicroBatches
+// micro-batches. Micro-batches are numbered across the step in row order;
+// one loss actor serves every replica, sends each gradient back as soon as
+// it has it, and adds the losses in micro-batch order.
+//
+// Who writes what, and when: replica 0's stage actor at a place in the
+// chain owns the weights there, their gradients, the optimizer state and
+// the update. The other replicas' stage actors there read the weights
+// during a step and write the gradients only while they hold that step's
+// turn (actors.GradTurn): replica 0's actor passes it to replica 1's when
+// its own backwards are done, each passes it on when its own additions are
+// done, and the last hands it back to replica 0's, which only then clips,
+// swaps tied gradients and updates. Every message is a happens-before
+// edge, so the gradient's writes are ordered (replica after replica, each
+// in micro-batch order: the chunks' order, as one replica sums them), and
+// the update follows every replica's reads of the step's weights; the next
+// step's reads follow the update through the coordinator. A replica's
+// backward computes input gradients at once and leaves its linear layers'
+// weight gradients until it has the turn (nn.BatchParams); a stage with
+// another layer with parameters holds its backwards until then, and one with
+// batch norm (whose running statistics it writes in the forward) its
+// forwards too. TestReplicas checks the bits for the MLP, the CNN and the
+// tied GPT under -race as well; evaluation and Snapshot and Restore use
+// replica 0 alone. Replicas run in this process only (not with Hosts).
 //
 // # Failure, hangs and shutdown
 //

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"runtime"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -22,6 +23,7 @@ type Config struct {
 	Schedule     actors.Schedule
 	MicroBatches int   // micro-batches per mini-batch
 	Stages       int   // 0: one stage per layer; N: N stages balanced by measured cost
+	Replicas     int   // copies of the chain, each on its share of a mini-batch's chunks (0 or 1: one)
 	Shards       []int // per layer: split a linear or conv2d layer's units over this many actors (0 or 1: none)
 	Loss         nn.Loss
 	Optimizer    optim.Spec // each parameter-owning stage builds its own from it
@@ -99,6 +101,7 @@ type Engine struct {
 // StageInfo describes a stage actor.
 type StageInfo struct {
 	Actor    int
+	Replica  int
 	Position int // its place in the chain
 	Shard    int
 	Layers   []int
@@ -152,7 +155,17 @@ func newEngine(layers []nn.Layer, m Model, cfg Config) (*Engine, error) {
 			e.shapes[nn.ParamName(i, b.Name)] = b.Value.Shape()
 		}
 	}
-	plan, err := makePlan(layers, tensor.SizeOf(m.Sample), cfg)
+	if cfg.Replicas > 1 && len(cfg.Hosts) > 0 {
+		return nil, fmt.Errorf("pipeline: replicas = %d with hosts: replicas run in this process only, for now", cfg.Replicas)
+	}
+	build := func(i int) (nn.Layer, error) {
+		ls, err := nn.BuildShape(m.Specs, m.Sample, m.Seed, m.DType, i, i+1)
+		if err != nil {
+			return nil, fmt.Errorf("pipeline: %w", err)
+		}
+		return ls[0], nil
+	}
+	plan, err := makePlan(layers, tensor.SizeOf(m.Sample), cfg, build)
 	if err != nil {
 		return nil, err
 	}
@@ -183,7 +196,7 @@ func (e *Engine) start() error {
 	var paramIDs []int
 	for id, s := range e.plan.Slots {
 		e.names[id] = s.Name
-		if hasParams(s.Layers) {
+		if s.Replica == 0 && hasParams(s.Layers) {
 			paramIDs = append(paramIDs, id)
 		}
 		if err := e.spawnStage(id, s); err != nil {
@@ -200,7 +213,11 @@ func (e *Engine) start() error {
 	opt := actors.NewOptimizer(n+1, e.graph, e.cfg.ClipNorm, paramIDs, e.paramOf)
 	opt.SetRun(e.run)
 	e.opt = e.spawn(opt, opt.Status(), "")
-	coord := actors.NewCoordinator(n+2, e.graph, e.cfg.Schedule, e.cfg.MicroBatches, e.granule, e.pids(e.plan.Positions[0].Slots), e.loss, e.opt, len(paramIDs))
+	first := make([][]*actor.PID, e.plan.Replicas)
+	for r := range first {
+		first[r] = e.pids(e.plan.Chain(r, 0))
+	}
+	coord := actors.NewCoordinator(n+2, e.graph, e.cfg.Schedule, e.cfg.MicroBatches, e.granule, first, e.loss, e.opt, len(paramIDs))
 	coord.SetRun(e.run)
 	name := ""
 	if e.hostSet != nil {
@@ -259,7 +276,10 @@ func (e *Engine) spawnStage(id int, s Slot) error {
 		return nil
 	}
 	up := actors.Updater{ClipValue: e.cfg.ClipValue, ClipNorm: e.cfg.ClipNorm > 0, Threads: e.plan.Threads}
-	if hasParams(s.Layers) {
+	if e.plan.Replicas > 1 && e.cfg.GEMMThreads == 0 {
+		up.TurnThreads = runtime.GOMAXPROCS(0)
+	}
+	if s.Replica == 0 && hasParams(s.Layers) { // the other replicas use its weights
 		spec := e.cfg.Optimizer
 		spec.Threads = e.plan.Threads
 		up.Optimizer, _ = spec.New() // checked in New
@@ -275,14 +295,19 @@ func (e *Engine) spawnStage(id int, s Slot) error {
 // process than its wiring), then wires the loss and optimizer actors.
 func (e *Engine) wire() error {
 	var wired []*actor.Future
-	for i, pos := range e.plan.Positions {
-		w := e.wiring(i)
-		for _, id := range pos.Slots {
-			f, err := e.future(e.stages[id], &w, queryTimeout)
-			if err != nil {
-				return err
+	for r := range e.plan.Replicas {
+		for i := range e.plan.Positions {
+			for _, id := range e.plan.Chain(r, i) {
+				w := e.wiring(r, i)
+				if e.plan.Replicas > 1 && hasParams(e.plan.Slots[id].Layers) {
+					w.Copies = e.pids(e.plan.Copies(id))
+				}
+				f, err := e.future(e.stages[id], &w, queryTimeout)
+				if err != nil {
+					return err
+				}
+				wired = append(wired, f)
 			}
-			wired = append(wired, f)
 		}
 	}
 	for _, f := range wired {
@@ -290,33 +315,42 @@ func (e *Engine) wire() error {
 			return fmt.Errorf("pipeline: wiring the stages: %w", err)
 		}
 	}
-	last := e.plan.Positions[len(e.plan.Positions)-1]
+	p := len(e.plan.Positions)
+	last := e.plan.Positions[p-1]
+	chains := make([][]*actor.PID, e.plan.Replicas)
+	for r := range chains {
+		chains[r] = e.pids(e.plan.Chain(r, p-1))
+	}
 	e.graph.Sent(e.loss)
 	e.graph.Sent(e.opt)
-	e.root.Send(e.loss, &actors.Wire{Coordinator: e.coord, Prev: e.pids(last.Slots), PrevSplit: last.Split, InShards: len(last.Slots)})
+	e.root.Send(e.loss, &actors.Wire{Coordinator: e.coord, Prev: chains[0], Chains: chains, PrevSplit: last.Split, InShards: len(last.Slots)})
 	e.root.Send(e.opt, &actors.Wire{Coordinator: e.coord})
 	return nil
 }
 
-// wiring is how the stage actors at position i are linked to their
+// wiring is how replica r's stage actors at position i are linked to their
 // neighbours and the engine's actors.
-func (e *Engine) wiring(i int) actors.Wire {
+func (e *Engine) wiring(r, i int) actors.Wire {
 	pos := e.plan.Positions
 	p := len(pos)
-	w := actors.Wire{Coordinator: e.coord, Optimizer: e.opt, InShards: 1, OutShards: 1,
+	w := actors.Wire{Coordinator: e.coord, Optimizer: e.opt, InShards: 1, OutShards: 1, Replica: r,
 		Limit: e.cfg.Schedule.Limit(i, p, e.cfg.MicroBatches), SplitBackward: e.cfg.SplitBackward}
 	if i > 0 {
-		w.Prev, w.PrevNames = e.pids(pos[i-1].Slots), e.namesOf(pos[i-1].Slots)
+		prev := e.plan.Chain(r, i-1)
+		w.Prev, w.PrevNames = e.pids(prev), e.namesOf(prev)
 		w.PrevSplit = pos[i-1].Split
 		w.InShards = len(w.Prev)
 	}
 	if i+1 < p {
-		w.Next, w.NextNames = e.pids(pos[i+1].Slots), e.namesOf(pos[i+1].Slots)
+		next := e.plan.Chain(r, i+1)
+		w.Next, w.NextNames = e.pids(next), e.namesOf(next)
 		w.OutShards = len(w.Next)
 	} else {
 		w.Next, w.NextNames = []*actor.PID{e.loss}, []string{"loss"}
 	}
-	w.Tied = e.tiedLinks(i)
+	if r == 0 { // the others add into replica 0's gradients before it swaps them
+		w.Tied = e.tiedLinks(i)
+	}
 	return w
 }
 
@@ -349,7 +383,7 @@ func (e *Engine) tiedLinks(i int) []actors.TiedLink {
 // tiedCopy returns the slot holding layer's "weight" and its index among
 // that stage's parameters.
 func (e *Engine) tiedCopy(layer int) (slot, param int) {
-	for id, s := range e.plan.Slots {
+	for id, s := range e.plan.Slots[:e.plan.PerReplica()] {
 		param = 0
 		for j, l := range s.Layers {
 			for _, p := range l.Params() {
@@ -407,9 +441,11 @@ func (e *Engine) namesOf(ids []int) []string {
 // Stages describes every stage actor.
 func (e *Engine) Stages() []StageInfo {
 	var out []StageInfo
-	for i, pos := range e.plan.Positions {
-		for shard, id := range pos.Slots {
-			out = append(out, StageInfo{Actor: id, Position: i, Shard: shard, Layers: pos.Layers, Threads: e.threadsOf[id], Host: e.plan.HostName(id)})
+	for r := range e.plan.Replicas {
+		for i, pos := range e.plan.Positions {
+			for shard, id := range e.plan.Chain(r, i) {
+				out = append(out, StageInfo{Actor: id, Replica: r, Position: i, Shard: shard, Layers: pos.Layers, Threads: e.threadsOf[id], Host: e.plan.HostName(id)})
+			}
 		}
 	}
 	return out

@@ -17,7 +17,7 @@ func NewWithLayers(layers []nn.Layer, features int, cfg Config) (*Engine, error)
 // does not exist, on the host where its real one runs, for tests of
 // messages that cannot be delivered.
 func (e *Engine) Misroute(i int) error {
-	w := e.wiring(i)
+	w := e.wiring(0, i)
 	for k, pid := range w.Next {
 		w.Next[k] = actor.NewPID(pid.Address, pid.Id+"-gone")
 	}

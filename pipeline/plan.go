@@ -15,8 +15,9 @@ import (
 // it and start only follows it.
 type Plan struct {
 	Schedule  actors.Schedule
-	Micro     int        // micro-batches a mini-batch
-	Positions []Position // the chain, in order
+	Micro     int        // micro-batches a replica's share of a mini-batch
+	Replicas  int        // copies of the chain; replica r's slots are ids [r·n, (r+1)·n) of n a chain
+	Positions []Position // the chain, in order; its Slots are replica 0's
 	Slots     []Slot     // the stage actors, by id
 	Hosts     []string   // the workers the slots run on; none: all here
 	Threads   int        // the thread budget of each stage actor here
@@ -38,18 +39,43 @@ type Slot struct {
 	First    int        // the global index of its first layer
 	Position int
 	Shard    int    // its index within its position
-	Name     string // "stage 2", or "stage 1 shard 0"
+	Name     string // "stage 2", "stage 1 shard 0", "replica 1 stage 2"
 	Host     int    // its worker, an index into Plan.Hosts; -1: this process
+	Replica  int    // the chain it belongs to
+	Owner    int    // the replica 0 slot whose weights it computes with: its own id in replica 0
+}
+
+// PerReplica returns the stage actors of one chain.
+func (p *Plan) PerReplica() int { return len(p.Slots) / max(1, p.Replicas) }
+
+// Chain returns the stage actors of replica r at position i.
+func (p *Plan) Chain(r, i int) []int {
+	ids := make([]int, len(p.Positions[i].Slots))
+	for k, id := range p.Positions[i].Slots {
+		ids[k] = id + r*p.PerReplica()
+	}
+	return ids
+}
+
+// Copies returns the stage actors of every replica that share slot id's
+// weights, replica 0's (the owner) first.
+func (p *Plan) Copies(id int) []int {
+	owner := p.Slots[id].Owner
+	ids := make([]int, p.Replicas)
+	for r := range ids {
+		ids[r] = owner + r*p.PerReplica()
+	}
+	return ids
 }
 
 // Sharded reports whether position i splits a layer over several actors.
 func (p *Plan) Sharded(i int) bool { return len(p.Positions[i].Slots) > 1 }
 
-// OneBusy reports whether one stage actor at a time is busy: under the
-// sequential schedule, or with a single micro-batch and no shards (the
-// shards of a layer run together).
+// OneBusy reports whether one stage actor at a time is busy: with one
+// replica, under the sequential schedule, or with a single micro-batch and no
+// shards (the shards of a layer run together).
 func (p *Plan) OneBusy() bool {
-	return p.Schedule.OneAtATime() || p.Micro == 1 && len(p.Slots) == len(p.Positions)
+	return p.Replicas <= 1 && (p.Schedule.OneAtATime() || p.Micro == 1 && len(p.Slots) == len(p.Positions))
 }
 
 // HostName returns the worker slot id runs on, or "" for this process.
@@ -63,15 +89,20 @@ func (p *Plan) HostName(id int) string {
 // makePlan decides the chain for layers under cfg: the positions (layers
 // grouped into cfg.Stages balanced by measured cost, or one a layer; a
 // sharded layer alone at a position of its own), the slots and their names,
-// their hosts (contiguous blocks over cfg.Hosts, in order) and the threads
-// each stage actor here may use.
-func makePlan(layers []nn.Layer, features int, cfg Config) (*Plan, error) {
+// cfg.Replicas copies of the chain whose layers build makes anew and points
+// at the first chain's weights (build may be nil for one replica), their
+// hosts (contiguous blocks over cfg.Hosts, in order) and the threads each
+// stage actor here may use.
+func makePlan(layers []nn.Layer, features int, cfg Config, build func(layer int) (nn.Layer, error)) (*Plan, error) {
 	bounds, err := group(layers, features, cfg)
 	if err != nil {
 		return nil, err
 	}
-	p := &Plan{Schedule: cfg.Schedule, Micro: cfg.MicroBatches, Hosts: cfg.Hosts}
+	p := &Plan{Schedule: cfg.Schedule, Micro: cfg.MicroBatches, Replicas: max(1, cfg.Replicas), Hosts: cfg.Hosts}
 	if err := p.place(layers, bounds, cfg.Shards); err != nil {
+		return nil, err
+	}
+	if err := p.replicate(build); err != nil {
 		return nil, err
 	}
 	for id := range p.Slots {
@@ -80,6 +111,9 @@ func makePlan(layers []nn.Layer, features int, cfg Config) (*Plan, error) {
 		if p.Sharded(s.Position) {
 			s.Name = fmt.Sprintf("stage %d shard %d", s.Position, s.Shard)
 		}
+		if s.Replica > 0 {
+			s.Name = fmt.Sprintf("replica %d %s", s.Replica, s.Name)
+		}
 		s.Host = -1
 		if len(p.Hosts) > 0 {
 			s.Host = hostOf(id, len(p.Slots), len(p.Hosts))
@@ -87,6 +121,43 @@ func makePlan(layers []nn.Layer, features int, cfg Config) (*Plan, error) {
 	}
 	p.Threads = p.budget(cfg.GEMMThreads)
 	return p, nil
+}
+
+// replicate appends the slots of replicas 1 to Replicas-1, each a copy of
+// replica 0's with layers made by build and sharing the weights,
+// gradients and buffers of replica 0's (nn.ShareParams): no weight is
+// copied. Layers are built one at a time, so the weights they are built
+// with and drop are at most one layer's.
+func (p *Plan) replicate(build func(layer int) (nn.Layer, error)) error {
+	n := len(p.Slots)
+	for id := range n {
+		p.Slots[id].Owner = id
+	}
+	if p.Replicas > 1 && build == nil {
+		return fmt.Errorf("pipeline: %d replicas need the model's specs", p.Replicas)
+	}
+	for r := 1; r < p.Replicas; r++ {
+		for id := range n {
+			s := p.Slots[id]
+			c := Slot{First: s.First, Position: s.Position, Shard: s.Shard, Replica: r, Owner: id}
+			for j, own := range s.Layers {
+				l, err := build(s.First + j)
+				if err != nil {
+					return err
+				}
+				if p.Sharded(s.Position) {
+					pos := p.Positions[s.Position]
+					l = l.(nn.Sharder).Shard(pos.Units[s.Shard], pos.Units[s.Shard+1])
+				}
+				if err := nn.ShareParams(l, own); err != nil {
+					return fmt.Errorf("pipeline: replica %d: %w", r, err)
+				}
+				c.Layers = append(c.Layers, l)
+			}
+			p.Slots = append(p.Slots, c)
+		}
+	}
+	return nil
 }
 
 // budget is each stage actor's thread budget (nn.Pass.Threads and its

@@ -43,7 +43,7 @@ func TestPlan(t *testing.T) {
 		{"hosts in contiguous blocks", Config{Schedule: actors.OneFOneB, MicroBatches: 2, Hosts: []string{"a:1", "b:2"}},
 			[][]int{{0}, {1}, {2}, {3}}, []string{"stage 0", "stage 1", "stage 2", "stage 3"}, []int{0, 0, 1, 1}, max(1, cores/4)},
 	} {
-		p, err := makePlan(layers(), 8, c.cfg)
+		p, err := makePlan(layers(), 8, c.cfg, nil)
 		if err != nil {
 			t.Fatalf("%s: %v", c.name, err)
 		}
@@ -64,11 +64,11 @@ func TestPlan(t *testing.T) {
 				c.name, positions, names, hosts, p.Threads, c.positions, c.names, c.hosts, c.threads)
 		}
 	}
-	sharded, _ := makePlan(layers(), 8, Config{Schedule: actors.GPipe, MicroBatches: 2, Shards: []int{2}})
+	sharded, _ := makePlan(layers(), 8, Config{Schedule: actors.GPipe, MicroBatches: 2, Shards: []int{2}}, nil)
 	if pos := sharded.Positions[0]; !slices.Equal(pos.Units, []int{0, 3, 6}) || !slices.Equal(pos.Split, []int{0, 3, 6}) || !sharded.Sharded(0) || sharded.Sharded(1) {
 		t.Errorf("a linear layer of 6 units over 2 shards: units %v, split %v", pos.Units, pos.Split)
 	}
-	if _, err := makePlan(layers(), 8, Config{Schedule: actors.GPipe, MicroBatches: 2, Shards: []int{1, 2}}); err == nil || !strings.Contains(err.Error(), "layer 1 (relu) cannot be sharded") {
+	if _, err := makePlan(layers(), 8, Config{Schedule: actors.GPipe, MicroBatches: 2, Shards: []int{1, 2}}, nil); err == nil || !strings.Contains(err.Error(), "layer 1 (relu) cannot be sharded") {
 		t.Errorf("shards on a relu layer: %v", err)
 	}
 }

@@ -14,6 +14,8 @@
 // schedule, one stage, no micro-batches. The ceiling row runs that baseline
 // twice at once, as two independent processes, and adds their figures: what
 // two cores of this machine give with nothing shared but the memory. The
+// replica rows run two copies of the chain in one process, each on half of
+// the mini-batch's chunks, with one copy of the weights. The
 // one-core rows with 8 micro-batches show what micro-batching costs there. Every setting goes to
 // train as --set; GOMAXPROCS is set in the child's environment, being the Go
 // runtime's own knob. Each round runs every configuration once, in an order
@@ -52,6 +54,7 @@ type variant struct {
 	gemm       int  // pipeline.gemm_threads; 0 = automatic
 	split      bool // pipeline.split_backward
 	pair       bool // two independent processes at once, figures added
+	replicas   int  // pipeline.replicas; 0 = 1
 }
 
 func (v variant) args() []string {
@@ -65,6 +68,7 @@ func (v variant) args() []string {
 		"--set", "pipeline.micro_batches=" + micro,
 		"--set", fmt.Sprintf("pipeline.gemm_threads=%d", v.gemm),
 		"--set", fmt.Sprintf("pipeline.split_backward=%v", v.split),
+		"--set", fmt.Sprintf("pipeline.replicas=%d", max(1, v.replicas)),
 	}
 	for _, i := range hidden {
 		a = append(a, "--set", fmt.Sprintf("model.layers.%d.shards=%d", i, v.shards))
@@ -74,18 +78,21 @@ func (v variant) args() []string {
 
 // The first row is the baseline, the fourth two-core sequential.
 var allVariants = []variant{
-	{"1 core: sequential, stages=1, micro=1", 1, "sequential", 1, 1, 1, 1, false, false},
-	{"1 core: sequential, stages=1, micro=8", 1, "sequential", 1, 8, 1, 1, false, false},
-	{"1 core: sequential, stages=1, micro=8, split", 1, "sequential", 1, 8, 1, 1, true, false},
-	{"2 cores: sequential, stages=1, micro=1", 2, "sequential", 1, 1, 1, 2, false, false},
-	{"1 core: sequential, stages=0, micro=8, split", 1, "sequential", 0, 8, 1, 1, true, false},
-	{"2 cores: 1f1b, stages=0, micro=8", 2, "1f1b", 0, 8, 1, 0, false, false},
-	{"2 cores: 1f1b, stages=0, micro=8, split", 2, "1f1b", 0, 8, 1, 0, true, false},
-	{"2 cores: 1f1b, stages=0, micro=4, split", 2, "1f1b", 0, 4, 1, 0, true, false},
-	{"2 cores: 1f1b, stages=2, micro=8, split", 2, "1f1b", 2, 8, 1, 0, true, false},
-	{"2 cores: 1f1b, stages=0, micro=8, shards=2, split", 2, "1f1b", 0, 8, 2, 0, true, false},
-	{"2 cores: auto (schedule, micro_batches)", 2, "auto", 0, 0, 1, 0, false, false},
-	{"ceiling: two 1-core baseline runs at once", 1, "sequential", 1, 1, 1, 1, false, true},
+	{"1 core: sequential, stages=1, micro=1", 1, "sequential", 1, 1, 1, 1, false, false, 0},
+	{"1 core: sequential, stages=1, micro=8", 1, "sequential", 1, 8, 1, 1, false, false, 0},
+	{"1 core: sequential, stages=1, micro=8, split", 1, "sequential", 1, 8, 1, 1, true, false, 0},
+	{"2 cores: sequential, stages=1, micro=1", 2, "sequential", 1, 1, 1, 2, false, false, 0},
+	{"1 core: sequential, stages=0, micro=8, split", 1, "sequential", 0, 8, 1, 1, true, false, 0},
+	{"2 cores: 1f1b, stages=0, micro=8", 2, "1f1b", 0, 8, 1, 0, false, false, 0},
+	{"2 cores: 1f1b, stages=0, micro=8, split", 2, "1f1b", 0, 8, 1, 0, true, false, 0},
+	{"2 cores: 1f1b, stages=0, micro=4, split", 2, "1f1b", 0, 4, 1, 0, true, false, 0},
+	{"2 cores: 1f1b, stages=2, micro=8, split", 2, "1f1b", 2, 8, 1, 0, true, false, 0},
+	{"2 cores: 1f1b, stages=0, micro=8, shards=2, split", 2, "1f1b", 0, 8, 2, 0, true, false, 0},
+	{"2 cores: auto (schedule, micro_batches)", 2, "auto", 0, 0, 1, 0, false, false, 0},
+	{"2 cores: sequential, stages=1, micro=1, replicas=2", 2, "sequential", 1, 1, 1, 0, false, false, 2},
+	{"2 cores: sequential, stages=0, micro=1, replicas=2", 2, "sequential", 0, 1, 1, 0, false, false, 2},
+	{"2 cores: 1f1b, stages=0, micro=2, split, replicas=2", 2, "1f1b", 0, 2, 1, 0, true, false, 2},
+	{"ceiling: two 1-core baseline runs at once", 1, "sequential", 1, 1, 1, 1, false, true, 0},
 }
 
 const twoCoreSeq = 3 // index in allVariants

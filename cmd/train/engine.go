@@ -46,9 +46,9 @@ func newEngine(c *config.Config, log *runLog, lay layout, r *trainRun) (*pipelin
 		shards[i] = max(1, l.Shards)
 	}
 	eng, err := pipeline.New(pipelineModel(c, r.sample), pipeline.Config{
-		Schedule: sched, MicroBatches: lay.Micro, Stages: lay.Stages, Shards: shards,
+		Schedule: sched, MicroBatches: lay.Micro, Stages: lay.Stages, Shards: shards, Replicas: lay.Replicas,
 		Loss: nn.Loss(c.Loss.Type), Optimizer: opt, ClipNorm: c.Optimizer.ClipNorm, ClipValue: c.Optimizer.ClipValue,
-		SampleRows: max(1, c.Data.BatchSize/lay.Micro),
+		SampleRows: max(1, c.Data.BatchSize/lay.Micro/max(1, lay.Replicas)),
 		Trace:      c.Log.Trace != "", Hang: hangAfter, Logger: &log.Logger,
 		GEMMThreads: c.Pipeline.GEMMThreads, SplitBackward: lay.Split,
 		Hosts: c.Pipeline.Hosts, Token: r.token, TLS: r.tls, RunID: log.id,
@@ -83,8 +83,11 @@ func (r *trainRun) logStages() {
 		ev := r.log.event("stage").Int("stage", info.Actor).Int("position", info.Position).Ints("layers", info.Layers).
 			Float64("busy_fraction", s.Busy.Seconds()/wall).Int("messages", s.Messages).Int("max_in_flight", s.MaxInFlight).
 			Int64("peak_activation_bytes", s.PeakActivationBytes).Int("threads", info.Threads)
-		if len(r.eng.Stages()) > r.eng.Positions() {
+		if plan := r.eng.Plan(); plan.PerReplica() > r.eng.Positions() {
 			ev = ev.Int("shard", info.Shard)
+		}
+		if r.eng.Plan().Replicas > 1 {
+			ev = ev.Int("replica", info.Replica)
 		}
 		if info.Host != "" {
 			ev = ev.Str("host", info.Host).Int64("wire_bytes", s.WireBytes)

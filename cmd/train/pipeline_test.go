@@ -2,6 +2,7 @@ package main
 
 import (
 	"bufio"
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"math"
@@ -218,5 +219,45 @@ func TestInterruptWritesCheckpoint(t *testing.T) {
 	stepAt := int(last[len(last)-1]["step"].(float64))
 	if stepAt < 50 {
 		t.Errorf("the interrupt checkpoint is at step %d, before the 50 steps seen", stepAt)
+	}
+}
+
+// TestReplicasResume: a run with 2 replicas stopped at step 20 and resumed
+// with 4 gives the step losses and the checkpointed weights and optimizer
+// state of an unbroken run with one, bit for bit; run_start records the key.
+func TestReplicasResume(t *testing.T) {
+	wholeDir := t.TempDir()
+	whole := runCmd(t, wholeDir, baseConfig)
+	want := stepLosses(whole.events)
+	dir := t.TempDir()
+	first := runCmd(t, dir, baseConfig, "--set", "pipeline.replicas=2", "--set", "train.max_steps=20")
+	if first.code != 0 {
+		t.Fatalf("replicas=2: exit %d:\n%s", first.code, first.stderr)
+	}
+	p := eventsNamed(first.events, "run_start")[0]["config"].(map[string]any)["pipeline"].(map[string]any)
+	if p["replicas"] != 2.0 {
+		t.Errorf("run_start pipeline.replicas = %v, want 2", p["replicas"])
+	}
+	second := runCmd(t, dir, baseConfig, "--set", "pipeline.replicas=4", "--resume")
+	if second.code != 0 {
+		t.Fatalf("replicas=4 resumed: exit %d:\n%s", second.code, second.stderr)
+	}
+	got := stepLosses(first.events)
+	for s, l := range stepLosses(second.events) {
+		got[s] = l
+	}
+	if len(got) != len(want) {
+		t.Fatalf("%d steps with replicas, %d without", len(got), len(want))
+	}
+	for s, l := range want {
+		if got[s] != l {
+			t.Errorf("step %d: loss %v with replicas 2 then 4, %v with one", s, got[s], l)
+		}
+	}
+	wantFiles, gotFiles := lastCheckpoint(t, wholeDir), lastCheckpoint(t, dir)
+	for name, b := range wantFiles {
+		if strings.HasSuffix(name, ".safetensors") && !bytes.Equal(gotFiles[name], b) {
+			t.Errorf("checkpoint file %s differs from the run with one replica", name)
+		}
 	}
 }

@@ -3,6 +3,7 @@ package main
 import (
 	"errors"
 	"fmt"
+	"runtime"
 	"slices"
 	"time"
 
@@ -20,10 +21,16 @@ type layout struct {
 	Stages   int
 	Micro    int
 	Split    bool // split_backward
+	Replicas int
 }
 
 func (l layout) String() string {
-	return fmt.Sprintf("%s, stages %d, micro_batches %d, split_backward %v", l.Schedule, l.Stages, l.Micro, l.Split)
+	return fmt.Sprintf("%s, stages %d, micro_batches %d, split_backward %v, replicas %d", l.Schedule, l.Stages, l.Micro, l.Split, l.Replicas)
+}
+
+// fields are the layout's keys, as a tune event lists them.
+func (l layout) fields() map[string]any {
+	return map[string]any{"schedule": l.Schedule, "stages": l.Stages, "micro_batches": l.Micro, "split_backward": l.Split, "replicas": l.Replicas}
 }
 
 // perMicroBatch reports whether the model has a layer whose results depend
@@ -64,6 +71,7 @@ func candidates(c *config.Config, sample []int) []layout {
 	if p.Schedule == "auto" {
 		scheds = []string{"sequential", "1f1b"}
 	}
+	reps := replicaCounts(p.Replicas, most)
 	var out []layout
 	for _, s := range scheds {
 		sched, _ := actors.ParseSchedule(s) // validated
@@ -72,7 +80,7 @@ func candidates(c *config.Config, sample []int) []layout {
 			case p.Schedule == "auto" && sched.OneAtATime():
 				// one actor with every core in each GEMM: micro-batches only cost
 				if m == micros[0] {
-					out = append(out, layout{s, 1, m, p.SplitBackward})
+					out = append(out, layout{s, 1, m, p.SplitBackward, reps[0]})
 				}
 			case p.MicroBatches.IsAuto() && !sched.OneAtATime() && m == 1 && len(micros) > 1:
 				// a pipeline of one micro-batch overlaps nothing
@@ -80,11 +88,36 @@ func candidates(c *config.Config, sample []int) []layout {
 				// dX goes upstream at once and each layer's weight gradient
 				// runs once over the whole step: measured faster for every
 				// pipelined layout, with the same results
-				out = append(out, layout{s, p.Stages, m, true})
+				out = append(out, layout{s, p.Stages, m, true, reps[0]})
 			default:
-				out = append(out, layout{s, p.Stages, m, p.SplitBackward})
+				out = append(out, layout{s, p.Stages, m, p.SplitBackward, reps[0]})
 			}
 		}
+	}
+	// replicas: a chain of one stage each, every replica on its own core,
+	// its share of the mini-batch as one micro-batch unless fixed
+	for _, r := range reps[1:] {
+		l := layout{p.Schedule, p.Stages, int(p.MicroBatches), p.SplitBackward, r}
+		if p.Schedule == "auto" {
+			l.Schedule, l.Stages = "sequential", 1
+		}
+		if p.MicroBatches.IsAuto() {
+			l.Micro = 1
+		}
+		out = append(out, l)
+	}
+	return out
+}
+
+// replicaCounts lists the replica counts a run may use: the one set, or
+// under "auto" 1 and the powers of two up to the cores and the chunks.
+func replicaCounts(set config.Auto, chunks int) []int {
+	if !set.IsAuto() {
+		return []int{int(set)}
+	}
+	out := []int{1}
+	for r := 2; r <= min(runtime.GOMAXPROCS(0), chunks); r *= 2 {
+		out = append(out, r)
 	}
 	return out
 }
@@ -147,11 +180,12 @@ func (r *trainRun) beforeStep() error {
 		if sps > median(t.rates[best]) {
 			best = i
 		}
-		arr[i] = map[string]any{"schedule": l.Schedule, "stages": l.Stages, "micro_batches": l.Micro, "split_backward": l.Split, "samples_per_sec": sps}
+		arr[i] = l.fields()
+		arr[i]["samples_per_sec"] = sps
 	}
 	chosen := t.cands[best]
 	r.log.event("tune").Interface("candidates", arr).
-		Interface("chosen", map[string]any{"schedule": chosen.Schedule, "stages": chosen.Stages, "micro_batches": chosen.Micro, "split_backward": chosen.Split}).
+		Interface("chosen", chosen.fields()).
 		Msgf("pipeline: %s", chosen)
 	if err := r.moveTo(best); err != nil {
 		return err

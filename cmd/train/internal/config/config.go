@@ -109,6 +109,7 @@ type Pipeline struct {
 	Stages        int      `toml:"stages" json:"stages"`                 // 0: one actor per layer
 	GEMMThreads   int      `toml:"gemm_threads" json:"gemm_threads"`     // goroutines per GEMM; 0: from the cores and the stage actors
 	SplitBackward bool     `toml:"split_backward" json:"split_backward"` // send dX upstream before computing dW
+	Replicas      Auto     `toml:"replicas" json:"replicas"`             // copies of the stage chain; "auto": the tuner's choice
 	Hosts         []string `toml:"hosts" json:"hosts"`                   // host:port of remote stage hosts
 }
 
@@ -166,7 +167,7 @@ func Default() *Config {
 			Eps:   1e-8,
 		},
 		Schedule: Schedule{Type: "constant", Gamma: 0.1},
-		Pipeline: Pipeline{Schedule: "auto"}, // micro_batches "auto"
+		Pipeline: Pipeline{Schedule: "auto", Replicas: 1}, // micro_batches "auto"
 		Train:    Train{Epochs: 1, CheckpointDir: "checkpoints"},
 		Log:      Log{Dir: "logs", Every: 10},
 	}

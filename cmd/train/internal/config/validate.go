@@ -318,6 +318,12 @@ func (c *Config) validatePipeline() error {
 	if err := atLeast("pipeline.gemm_threads", p.GEMMThreads, 0); err != nil {
 		return err
 	}
+	if int(p.Replicas) > c.Data.BatchSize {
+		return errorf("pipeline.replicas = %d exceeds data.batch_size = %d", p.Replicas, c.Data.BatchSize)
+	}
+	if p.Replicas != 1 && len(p.Hosts) > 0 {
+		return errorf("pipeline.replicas = %s: replicas run in one process; with pipeline.hosts it must be 1", p.Replicas)
+	}
 	seen := map[string]int{}
 	for i, h := range p.Hosts {
 		if err := checkHostPort(h); err != nil {
