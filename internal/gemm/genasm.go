@@ -25,6 +25,99 @@ type gen struct{ bytes.Buffer }
 
 func (g *gen) p(format string, args ...any) { fmt.Fprintf(&g.Buffer, format+"\n", args...) }
 
+// done ends a routine at its label name_done: clear the upper halves and
+// return.
+func (g *gen) done(name string) {
+	g.p("%s_done:", name)
+	g.p("\tVZEROUPPER")
+	g.p("\tRET")
+	g.p("")
+}
+
+// lowMask sets k to the low CX lanes, through tmp.
+func (g *gen) lowMask(tmp, k string) {
+	g.p("\tMOVL $1, %s", tmp)
+	g.p("\tSHLL CX, %s", tmp)
+	g.p("\tDECL %s", tmp)
+	g.p("\tKMOVW %s, %s", tmp, k)
+}
+
+// panelHead starts a packing routine of Go signature
+// func(dst, src *float32, lds, kc, nn[, pw] int): DI = dst, SI = src,
+// R8 = lds in bytes, R9 = kc.
+func (g *gen) panelHead(name, sig string, frame int) {
+	g.p("// func %s(%s)", name, sig)
+	g.p("TEXT ·%s(SB), NOSPLIT, $0-%d", name, frame)
+	g.p("\tMOVQ dst+0(FP), DI")
+	g.p("\tMOVQ src+8(FP), SI")
+	g.p("\tMOVQ lds+16(FP), R8")
+	g.p("\tSHLQ $2, R8") // row stride of src in bytes
+	g.p("\tMOVQ kc+24(FP), R9")
+}
+
+// stepLoop starts a transpose's loop over blocks of 16 k-steps, p0 = R13 =
+// 0, 16, ... while p0 < kc = R9 (else to label exit), and loads a block: CX
+// = cnt = min(16, kc-p0), rows i < R14 from base + p0*4 (R8 apart, K1 masks
+// them to cnt lanes) into Z0..Z(n-1), the others zeroed; whole blocks
+// without masks. The loop's label is name_ploop.
+func (g *gen) stepLoop(name, exit, base string, n int) {
+	g.p("\tXORQ R13, R13") // p0
+	g.p("%s_ploop:", name)
+	g.p("\tCMPQ R13, R9")
+	g.p("\tJGE %s_%s", name, exit)
+	g.p("\tMOVQ R9, CX")
+	g.p("\tSUBQ R13, CX")
+	g.p("\tCMPQ CX, $16")
+	g.p("\tJLE %s_lm", name)
+	g.p("\tMOVQ $16, CX")
+	g.p("%s_lm:", name)
+	g.lowMask("DX", "K1")
+	g.p("\tLEAQ (%s)(R13*4), DX", base)
+	g.p("\tCMPQ CX, $16")
+	g.p("\tJNE %s_lmasked", name)
+	g.p("\tCMPQ R14, $%d", n)
+	g.p("\tJLT %s_lmasked", name)
+	for i := range n {
+		g.p("\tVMOVUPS (DX), Z%d", i)
+		if i < n-1 {
+			g.p("\tADDQ R8, DX")
+		}
+	}
+	g.p("\tJMP %s_t", name)
+	g.p("%s_lmasked:", name)
+	for i := range n {
+		g.p("\tCMPQ R14, $%d", i)
+		g.p("\tJLE %s_z%d", name, i)
+		g.p("\tVMOVUPS.Z (DX), K1, Z%d", i)
+		if i < n-1 {
+			g.p("\tADDQ R8, DX")
+		}
+	}
+	g.p("\tJMP %s_t", name)
+	for i := range n {
+		g.p("%s_z%d:", name, i)
+		g.p("\tVPXORD Z%d, Z%d, Z%d", i, i, i)
+	}
+	g.p("%s_t:", name)
+}
+
+// unpack runs the first two transpose stages on rows Z0..Z(n-1): pairs of
+// rows interleaved by floats into Z(ps)..., then pairs of those by float
+// pairs into Z(pd)...; Go operand order is reversed: OP src2, src1, dst.
+func (g *gen) unpack(n, ps, pd int) {
+	for i := range n / 2 {
+		g.p("\tVUNPCKLPS Z%d, Z%d, Z%d", 2*i+1, 2*i, ps+2*i)
+		g.p("\tVUNPCKHPS Z%d, Z%d, Z%d", 2*i+1, 2*i, ps+2*i+1)
+	}
+	for i := range n / 4 {
+		t := ps + 4*i
+		g.p("\tVUNPCKLPD Z%d, Z%d, Z%d", t+2, t, pd+4*i)
+		g.p("\tVUNPCKHPD Z%d, Z%d, Z%d", t+2, t, pd+4*i+1)
+		g.p("\tVUNPCKLPD Z%d, Z%d, Z%d", t+3, t+1, pd+4*i+2)
+		g.p("\tVUNPCKHPD Z%d, Z%d, Z%d", t+3, t+1, pd+4*i+3)
+	}
+}
+
 // kernel emits one register-blocked micro-kernel of mr rows and nv vectors of
 // lanes floats. reg is "Z" (AVX-512, 32 registers) or "Y" (AVX2, 16 registers).
 //
@@ -187,19 +280,12 @@ func (g *gen) kernel(name string, mr, nv int, reg string, pack bool, pfSrc int, 
 	g.p("")
 }
 
-// transPanel emits transPanelAVX512(dst, src *float32, lds, kc, nn, pw int):
+// transPanel emits name(dst, src *float32, lds, kc, nn, pw int):
 // dst[p*pw+c] = src[c*lds+p] for p < kc and c < nn, and 0 for nn <= c < pw. It
 // packs a B micro-panel from Bᵀ storage and an A micro-panel from A storage,
 // 16×16 blocks at a time, with masked loads and stores at the edges.
-func (g *gen) transPanel() {
-	const name = "transPanelAVX512"
-	g.p("// func %s(dst, src *float32, lds, kc, nn, pw int)", name)
-	g.p("TEXT ·%s(SB), NOSPLIT, $0-48", name)
-	g.p("\tMOVQ dst+0(FP), DI")
-	g.p("\tMOVQ src+8(FP), SI")
-	g.p("\tMOVQ lds+16(FP), R8")
-	g.p("\tSHLQ $2, R8") // row stride of src in bytes
-	g.p("\tMOVQ kc+24(FP), R9")
+func (g *gen) transPanel(name string) {
+	g.panelHead(name, "dst, src *float32, lds, kc, nn, pw int", 48)
 	g.p("\tMOVQ pw+40(FP), R11")
 	g.p("\tMOVQ R11, R15")
 	g.p("\tSHLQ $2, R15")  // row stride of dst in bytes
@@ -218,72 +304,15 @@ func (g *gen) transPanel() {
 	g.p("\tMOVQ $16, CX")
 	g.p("\tMOVQ $1, R10")
 	g.p("%s_sm:", name)
-	g.p("\tMOVL $1, AX")
-	g.p("\tSHLL CX, AX")
-	g.p("\tDECL AX")
-	g.p("\tKMOVW AX, K3")
+	g.lowMask("AX", "K3")
 	// AX = src + c0*lds (first row of this block of columns); BX = dst + c0*4.
 	g.p("\tMOVQ R12, AX")
 	g.p("\tIMULQ R8, AX")
 	g.p("\tADDQ SI, AX")
 	g.p("\tLEAQ (DI)(R12*4), BX")
-	g.p("\tXORQ R13, R13") // p0
-	g.p("%s_ploop:", name)
-	g.p("\tCMPQ R13, R9")
-	g.p("\tJGE %s_cnext", name)
-	// CX = cnt = min(16, kc-p0); K1 = load mask of cnt lanes.
-	g.p("\tMOVQ R9, CX")
-	g.p("\tSUBQ R13, CX")
-	g.p("\tCMPQ CX, $16")
-	g.p("\tJLE %s_lm", name)
-	g.p("\tMOVQ $16, CX")
-	g.p("%s_lm:", name)
-	g.p("\tMOVL $1, DX")
-	g.p("\tSHLL CX, DX")
-	g.p("\tDECL DX")
-	g.p("\tKMOVW DX, K1")
-	// Load rows i < rows (masked to cnt), zero the rest; whole blocks
-	// without masks.
-	g.p("\tLEAQ (AX)(R13*4), DX")
-	g.p("\tCMPQ CX, $16")
-	g.p("\tJNE %s_lmasked", name)
-	g.p("\tCMPQ R14, $16")
-	g.p("\tJLT %s_lmasked", name)
-	for i := range 16 {
-		g.p("\tVMOVUPS (DX), Z%d", i)
-		if i < 15 {
-			g.p("\tADDQ R8, DX")
-		}
-	}
-	g.p("\tJMP %s_t", name)
-	g.p("%s_lmasked:", name)
-	for i := range 16 {
-		g.p("\tCMPQ R14, $%d", i)
-		g.p("\tJLE %s_z%d", name, i)
-		g.p("\tVMOVUPS.Z (DX), K1, Z%d", i)
-		if i < 15 {
-			g.p("\tADDQ R8, DX")
-		}
-	}
-	g.p("\tJMP %s_t", name)
-	for i := range 16 {
-		g.p("%s_z%d:", name, i)
-		g.p("\tVPXORD Z%d, Z%d, Z%d", i, i, i)
-	}
-	g.p("%s_t:", name)
-	// Transpose Z0..Z15 (rows) into Z0..Z15 (columns). Go operand order is
-	// reversed: OP src2, src1, dst.
-	for i := range 8 {
-		g.p("\tVUNPCKLPS Z%d, Z%d, Z%d", 2*i+1, 2*i, 16+2*i)
-		g.p("\tVUNPCKHPS Z%d, Z%d, Z%d", 2*i+1, 2*i, 16+2*i+1)
-	}
-	for i := range 4 {
-		t := 16 + 4*i
-		g.p("\tVUNPCKLPD Z%d, Z%d, Z%d", t+2, t, 4*i)
-		g.p("\tVUNPCKHPD Z%d, Z%d, Z%d", t+2, t, 4*i+1)
-		g.p("\tVUNPCKLPD Z%d, Z%d, Z%d", t+3, t+1, 4*i+2)
-		g.p("\tVUNPCKHPD Z%d, Z%d, Z%d", t+3, t+1, 4*i+3)
-	}
+	g.stepLoop(name, "cnext", "AX", 16)
+	// Transpose Z0..Z15 (rows) into Z0..Z15 (columns).
+	g.unpack(16, 16, 0)
 	// Now Z(4i+j) lane L holds column 4L+j of rows 4i..4i+3.
 	for j := range 4 {
 		s := 16 + 4*j
@@ -336,79 +365,19 @@ func (g *gen) transPanel() {
 	g.p("%s_cnext:", name)
 	g.p("\tADDQ $16, R12")
 	g.p("\tJMP %s_cloop", name)
-	g.p("%s_done:", name)
-	g.p("\tVZEROUPPER")
-	g.p("\tRET")
-	g.p("")
+	g.done(name)
 }
 
-// transPanel8 emits transPanel8AVX512(dst, src *float32, lds, kc, nn int),
+// transPanel8 emits name(dst, src *float32, lds, kc, nn int),
 // transPanel for pw = 8 (an A micro-panel from A storage): 8 rows of 16 steps
 // become 8 full vectors of 2 steps each, so no store is masked but the last.
-func (g *gen) transPanel8() {
-	const name = "transPanel8AVX512"
-	g.p("// func %s(dst, src *float32, lds, kc, nn int)", name)
-	g.p("TEXT ·%s(SB), NOSPLIT, $0-40", name)
-	g.p("\tMOVQ dst+0(FP), DI")
-	g.p("\tMOVQ src+8(FP), SI")
-	g.p("\tMOVQ lds+16(FP), R8")
-	g.p("\tSHLQ $2, R8")
-	g.p("\tMOVQ kc+24(FP), R9")
+func (g *gen) transPanel8(name string) {
+	g.panelHead(name, "dst, src *float32, lds, kc, nn int", 40)
 	g.p("\tMOVQ nn+32(FP), R14")
 	g.p("\tMOVL $0xff, AX")
 	g.p("\tKMOVW AX, K2")
-	g.p("\tXORQ R13, R13") // p0
-	g.p("%s_ploop:", name)
-	g.p("\tCMPQ R13, R9")
-	g.p("\tJGE %s_done", name)
-	g.p("\tMOVQ R9, CX")
-	g.p("\tSUBQ R13, CX")
-	g.p("\tCMPQ CX, $16")
-	g.p("\tJLE %s_lm", name)
-	g.p("\tMOVQ $16, CX")
-	g.p("%s_lm:", name)
-	g.p("\tMOVL $1, DX")
-	g.p("\tSHLL CX, DX")
-	g.p("\tDECL DX")
-	g.p("\tKMOVW DX, K1")
-	g.p("\tLEAQ (SI)(R13*4), DX")
-	g.p("\tCMPQ CX, $16")
-	g.p("\tJNE %s_lmasked", name)
-	g.p("\tCMPQ R14, $8")
-	g.p("\tJLT %s_lmasked", name)
-	for i := range 8 {
-		g.p("\tVMOVUPS (DX), Z%d", i)
-		if i < 7 {
-			g.p("\tADDQ R8, DX")
-		}
-	}
-	g.p("\tJMP %s_t", name)
-	g.p("%s_lmasked:", name)
-	for i := range 8 {
-		g.p("\tCMPQ R14, $%d", i)
-		g.p("\tJLE %s_z%d", name, i)
-		g.p("\tVMOVUPS.Z (DX), K1, Z%d", i)
-		if i < 7 {
-			g.p("\tADDQ R8, DX")
-		}
-	}
-	g.p("\tJMP %s_t", name)
-	for i := range 8 {
-		g.p("%s_z%d:", name, i)
-		g.p("\tVPXORD Z%d, Z%d, Z%d", i, i, i)
-	}
-	g.p("%s_t:", name)
-	for i := range 4 {
-		g.p("\tVUNPCKLPS Z%d, Z%d, Z%d", 2*i+1, 2*i, 8+2*i)
-		g.p("\tVUNPCKHPS Z%d, Z%d, Z%d", 2*i+1, 2*i, 8+2*i+1)
-	}
-	for i := range 2 {
-		t := 8 + 4*i
-		g.p("\tVUNPCKLPD Z%d, Z%d, Z%d", t+2, t, 16+4*i)
-		g.p("\tVUNPCKHPD Z%d, Z%d, Z%d", t+2, t, 16+4*i+1)
-		g.p("\tVUNPCKLPD Z%d, Z%d, Z%d", t+3, t+1, 16+4*i+2)
-		g.p("\tVUNPCKHPD Z%d, Z%d, Z%d", t+3, t+1, 16+4*i+3)
-	}
+	g.stepLoop(name, "done", "SI", 8)
+	g.unpack(8, 8, 16)
 	// Z(16+j) lane L: column 4L+j of rows 0..3; Z(20+j): of rows 4..7.
 	for j := range 4 {
 		g.p("\tVSHUFF32X4 $0x44, Z%d, Z%d, Z%d", 20+j, 16+j, 24+2*j)
@@ -448,25 +417,15 @@ func (g *gen) transPanel8() {
 		g.p("\tVMOVUPS Z%d, K2, %d(DX)", q, 64*q)
 		g.p("\tJMP %s_done", name)
 	}
-	g.p("%s_done:", name)
-	g.p("\tVZEROUPPER")
-	g.p("\tRET")
-	g.p("")
+	g.done(name)
 }
 
-// copyPanel emits copyPanelAVX512(dst, src *float32, lds, kc, nn, pw int):
+// copyPanel emits name(dst, src *float32, lds, kc, nn, pw int):
 // dst[p*pw+c] = src[p*lds+c] for p < kc and c < nn, and 0 for nn <= c < pw,
 // with pw <= 48. It packs a B micro-panel from B storage and an A micro-panel
 // from Aᵀ storage.
-func (g *gen) copyPanel() {
-	const name = "copyPanelAVX512"
-	g.p("// func %s(dst, src *float32, lds, kc, nn, pw int)", name)
-	g.p("TEXT ·%s(SB), NOSPLIT, $0-48", name)
-	g.p("\tMOVQ dst+0(FP), DI")
-	g.p("\tMOVQ src+8(FP), SI")
-	g.p("\tMOVQ lds+16(FP), R8")
-	g.p("\tSHLQ $2, R8")
-	g.p("\tMOVQ kc+24(FP), R9")
+func (g *gen) copyPanel(name string) {
+	g.panelHead(name, "dst, src *float32, lds, kc, nn, pw int", 48)
 	g.p("\tMOVQ nn+32(FP), R10")
 	g.p("\tMOVQ pw+40(FP), R11")
 	g.p("\tMOVQ R11, R15")
@@ -527,10 +486,7 @@ func (g *gen) copyPanel() {
 	g.p("\tADDQ R15, DI")
 	g.p("\tDECQ R9")
 	g.p("\tJNZ %s_loop", name)
-	g.p("%s_done:", name)
-	g.p("\tVZEROUPPER")
-	g.p("\tRET")
-	g.p("")
+	g.done(name)
 }
 
 func main() {
@@ -547,9 +503,9 @@ func main() {
 	}
 	g.kernel("kern8x48PfAVX512", 8, 3, "Z", false, 0, true, true)
 	g.kernel("kern8x48PackAVX512", 8, 3, "Z", true, 8, true, false)
-	g.transPanel()
-	g.transPanel8()
-	g.copyPanel()
+	g.transPanel("transPanelAVX512")
+	g.transPanel8("transPanel8AVX512")
+	g.copyPanel("copyPanelAVX512")
 	// AVX2 + FMA: 6 rows × 16 or 8 columns (12 or 6 accumulators).
 	for nv := 2; nv >= 1; nv-- {
 		g.kernel(fmt.Sprintf("kern6x%dAVX2", nv*8), 6, nv, "Y", false, 0, false, false)
