@@ -26,10 +26,7 @@ type PackedB struct {
 // Pack packs op(B), k×n, row-major with leading dimension ldb (B itself is
 // n×k when transB), into p, reusing p's storage when it is large enough.
 func (p *PackedB) Pack(transB bool, k, n int, b []float32, ldb int) {
-	br, bc := k, n
-	if transB {
-		br, bc = n, k
-	}
+	br, bc := stored(transB, k, n)
 	if k <= 0 || n <= 0 {
 		panic(fmt.Sprintf("gemm: Pack: sizes k=%d n=%d must be positive", k, n))
 	}
@@ -85,10 +82,7 @@ func (t Threads) SgemmPacked(transA bool, m int, alpha float32, a []float32, lda
 	if m < 0 {
 		panic(fmt.Sprintf("gemm: negative size m=%d", m))
 	}
-	ar, ac := m, k
-	if transA {
-		ar, ac = k, m
-	}
+	ar, ac := stored(transA, m, k)
 	checkMatrix("a", a, ar, ac, lda)
 	checkMatrix("c", c, m, n, ldc)
 	if m == 0 {
