@@ -42,3 +42,49 @@ peak() { (cd "$(dirname "${BASH_SOURCE[0]}")/.." && go run ./bench/peak -seconds
 
 # median of the numbers on stdin.
 median() { sort -g | awk '{v[NR]=$1} END {print (NR%2 ? v[(NR+1)/2] : (v[NR/2]+v[NR/2+1])/2)}'; }
+
+# start sets the reference up and prints the date, the machine, its peak
+# (kept in $peakout) and the reference.
+start() {
+	setup_reference
+	echo "== $(date -u +%F), $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | xargs), $(nproc) cores, Go $(go env GOVERSION)"
+	peakout=$(peak)
+	echo "$peakout"
+	describe_reference
+}
+
+# build_train makes $tmp, removed on exit, and builds train and epochrate in it.
+build_train() {
+	tmp=$(mktemp -d)
+	trap 'rm -rf "$tmp"' EXIT
+	go build -o "$tmp/train" ./cmd/train
+	go build -o "$tmp/epochrate" ./bench/epochrate
+}
+
+# The figures of a configuration NAME are the lines of $tmp/NAME (a
+# script's PREFIX, when it has one, goes before NAME). m prints their
+# median, best the largest median of the names given.
+m() { median <"$tmp/$1"; }
+best() { for n in "$@"; do m "$n"; done | sort -g | tail -1; }
+
+# latest PREFIX CONFIG... prints each configuration's name (its first word)
+# and latest figure, for a line a round.
+latest() {
+	local pre=$1 c
+	shift
+	for c in "$@"; do
+		set -- $c
+		printf '%s %s  ' "$1" "$(tail -1 "$tmp/$pre$1")"
+	done
+}
+
+# medians FORMAT PREFIX CONFIG... prints each configuration's name and
+# median by FORMAT, then its figures in brackets.
+medians() {
+	local format=$1 pre=$2 c
+	shift 2
+	for c in "$@"; do
+		set -- $c
+		printf "$format  (%s)\n" "$1" "$(m "$pre$1")" "$(tr '\n' ' ' <"$tmp/$pre$1")"
+	done
+}

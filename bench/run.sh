@@ -16,10 +16,7 @@ cd "$(dirname "$0")/.."
 . bench/reference.sh
 data=$(cd "${1:?usage: bash bench/run.sh DATA_DIR [ROUNDS] [matmul]}" && pwd)
 rounds=${2:-5}
-setup_reference
-echo "== $(date -u +%F), $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | xargs), $(nproc) cores, Go $(go env GOVERSION)"
-peakout=$(peak); echo "$peakout"
-describe_reference
+start
 
 if [ "${3:-}" = matmul ]; then
 	echo "== float32 matmul, GFLOP/s (median of 5 go runs; numpy: median of 7 timings)"
@@ -36,11 +33,8 @@ if [ "${3:-}" = matmul ]; then
 	exit 0
 fi
 
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
+build_train
 echo "$peakout" >"$tmp/peak"
-go build -o "$tmp/train" ./cmd/train
-go build -o "$tmp/epochrate" ./bench/epochrate
 # name, GOMAXPROCS (empty: all), schedule, micro_batches, stages, split_backward
 ours=("pt-1core 1 sequential 1 1 false" "pt-seq '' sequential 1 1 false" "pt-auto '' auto auto 0 false"
 	"pt-1f1b '' 1f1b 4 0 false" "pt-1f1b-split '' 1f1b 4 0 true")
@@ -61,18 +55,13 @@ for r in $(seq "$rounds"); do
 		eval set -- $c
 		ref ${3:+OPENBLAS_NUM_THREADS=$3} $py bench/mnist_torch.py "$data" "$2" | awk '{print $1}' >>"$tmp/$1"
 	done
-	echo "round $r: $(for f in "${ours[@]}" "${theirs[@]}"; do set -- $f; printf '%s %s  ' $1 "$(tail -1 "$tmp/$1")"; done)" >&2
+	echo "round $r: $(latest '' "${ours[@]}" "${theirs[@]}")" >&2
 done
 
 peak1=$(awk '/^AVX/ {print $4; exit}' "$tmp/peak")
 peakn=$(awk '/^AVX/ {print $8; exit}' "$tmp/peak")
 echo "== samples/s, medians of $rounds rounds (the runs in brackets)"
-for c in "${ours[@]}" "${theirs[@]}"; do
-	set -- $c
-	printf "%-14s %7.0f  (%s)\n" $1 "$(median <"$tmp/$1")" "$(tr '\n' ' ' <"$tmp/$1")"
-done
-m() { median <"$tmp/$1"; }
-best() { for n in "$@"; do m $n; done | sort -g | tail -1; }
+medians "%-14s %7.0f" '' "${ours[@]}" "${theirs[@]}"
 p1=$(m pt-1core); t1=$(m torch-1core)
 pb=$(best pt-seq pt-auto pt-1f1b pt-1f1b-split); tb=$(best torch-t1 torch-t2)
 awk -v p=$p1 -v t=$t1 -v pk=$peak1 'BEGIN {printf "one core:   pipetrain %.0f, PyTorch %.0f: %.2fx; pipetrain at %.0f%% of the one-core peak (%s GFLOP/s)\n", p, t, p/t, 100*p*2.41e6/(pk*1e9), pk}'

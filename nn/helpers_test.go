@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/pipetrain/pipetrain/nn"
+	"github.com/pipetrain/pipetrain/ops/opstest"
 	"github.com/pipetrain/pipetrain/tensor"
 )
 
@@ -86,19 +87,7 @@ func maxDiff(a, b *tt) float64 {
 	return m
 }
 
-// sameBits reports whether a and b have one dtype, one shape and identical bits.
-func sameBits(a, b *tt) bool {
-	if a.DType() != b.DType() || !tensor.EqualShapes(a.Shape(), b.Shape()) {
-		return false
-	}
-	av, bv := a.Float64s(), b.Float64s()
-	for i := range av {
-		if math.Float64bits(av[i]) != math.Float64bits(bv[i]) {
-			return false
-		}
-	}
-	return true
-}
+var sameBits = opstest.SameBits
 
 // cloneGrads returns copies of a layer's (or model's) gradients.
 func cloneGrads(ps []nn.Param) []*tt {

@@ -19,20 +19,9 @@ func ReLUInto(dst, x *tensor.Tensor) *tensor.Tensor {
 	if x.DType() == tensor.Float32 {
 		vec.Relu(dst.Data32(), x.Data32())
 	} else {
-		relu(dst.Data64(), x.Data64())
+		vec.ReluGo(dst.Data64(), x.Data64())
 	}
 	return dst
-}
-
-func relu(dst, x []float64) {
-	dst = dst[:len(x)]
-	for i, v := range x {
-		if v > 0 || v != v {
-			dst[i] = v
-		} else {
-			dst[i] = 0
-		}
-	}
 }
 
 // ReLUBackward passes grad where x > 0 and gives 0 elsewhere (0 at x = 0).
@@ -48,20 +37,9 @@ func ReLUBackwardInto(dst, grad, x *tensor.Tensor) *tensor.Tensor {
 	if x.DType() == tensor.Float32 {
 		vec.ReluBackward(dst.Data32(), grad.Data32(), x.Data32())
 	} else {
-		reluBackward(dst.Data64(), grad.Data64(), x.Data64())
+		vec.ReluBackwardGo(dst.Data64(), grad.Data64(), x.Data64())
 	}
 	return dst
-}
-
-func reluBackward(dst, g, x []float64) {
-	dst, g = dst[:len(x)], g[:len(x)]
-	for i, v := range x {
-		if v > 0 {
-			dst[i] = g[i]
-		} else {
-			dst[i] = 0
-		}
-	}
 }
 
 // LeakyReLU returns x where x > 0 and alpha*x elsewhere.

@@ -16,6 +16,7 @@ import (
 	"testing"
 
 	"github.com/pipetrain/pipetrain/ops"
+	"github.com/pipetrain/pipetrain/ops/opstest"
 	"github.com/pipetrain/pipetrain/tensor"
 )
 
@@ -1374,18 +1375,7 @@ func allOpCases() []opCase {
 	return cases
 }
 
-func sameBits(a, b *tt) bool {
-	if a.DType() != b.DType() || !tensor.EqualShapes(a.Shape(), b.Shape()) {
-		return false
-	}
-	av, bv := a.Float64s(), b.Float64s()
-	for i := range av {
-		if math.Float64bits(av[i]) != math.Float64bits(bv[i]) {
-			return false
-		}
-	}
-	return true
-}
+var sameBits = opstest.SameBits
 
 func TestEdgeInputsNeverModified(t *testing.T) {
 	for i, c := range allOpCases() {

@@ -211,52 +211,57 @@ func MSEBackward(grad, pred, target *tensor.Tensor) *tensor.Tensor {
 // BCE returns the mean binary cross-entropy of probabilities prob against target,
 // each log clamped below at -100 as PyTorch does. Shapes must match.
 func BCE(prob, target *tensor.Tensor) *tensor.Tensor {
-	sameShape("BCE", prob, target)
-	p, t := values(prob), values(target)
-	s := 0.0
-	for i := range p {
-		s -= t[i]*math.Max(math.Log(p[i]), -100) + (1-t[i])*math.Max(math.Log(1-p[i]), -100)
-	}
-	return fromValues(prob.DType(), []float64{s / float64(len(p))})
+	return meanLoss("BCE", prob, target, func(p, t float64) float64 {
+		return -(t*math.Max(math.Log(p), -100) + (1-t)*math.Max(math.Log(1-p), -100))
+	})
 }
 
 // BCEBackward returns the true derivative grad*(p - y)/max(p(1-p), 1e-12)/N, as
 // PyTorch computes it (not p - y, which is the gradient with respect to logits).
 func BCEBackward(grad, prob, target *tensor.Tensor) *tensor.Tensor {
-	sameShape("BCEBackward", prob, target)
-	dtypeOf("BCEBackward", grad, prob)
-	checkScalarGrad("BCEBackward", grad, prob)
-	p, t := values(prob), values(target)
-	scale := values(grad)[0] / float64(len(p))
-	out := make([]float64, len(p))
-	for i := range p {
-		out[i] = (p[i] - t[i]) / math.Max((1-p[i])*p[i], 1e-12) * scale
-	}
-	return fromValues(prob.DType(), out, prob.Shape()...)
+	return meanLossBackward("BCEBackward", grad, prob, target, func(p, t float64) float64 {
+		return (p - t) / math.Max((1-p)*p, 1e-12)
+	})
 }
 
 // BCEWithLogits returns the mean binary cross-entropy of sigmoid(logits) against
 // target in the stable form (1-y)x + log(1+e^-|x|) + max(-x, 0). Shapes must match.
 func BCEWithLogits(logits, target *tensor.Tensor) *tensor.Tensor {
-	sameShape("BCEWithLogits", logits, target)
-	x, t := values(logits), values(target)
-	s := 0.0
-	for i := range x {
-		s += (1-t[i])*x[i] + math.Log1p(math.Exp(-math.Abs(x[i]))) + math.Max(-x[i], 0)
-	}
-	return fromValues(logits.DType(), []float64{s / float64(len(x))})
+	return meanLoss("BCEWithLogits", logits, target, func(x, t float64) float64 {
+		return (1-t)*x + math.Log1p(math.Exp(-math.Abs(x))) + math.Max(-x, 0)
+	})
 }
 
 // BCEWithLogitsBackward returns grad*(sigmoid(logits) - target)/N.
 func BCEWithLogitsBackward(grad, logits, target *tensor.Tensor) *tensor.Tensor {
-	sameShape("BCEWithLogitsBackward", logits, target)
-	dtypeOf("BCEWithLogitsBackward", grad, logits)
-	checkScalarGrad("BCEWithLogitsBackward", grad, logits)
-	x, t := values(logits), values(target)
-	scale := values(grad)[0] / float64(len(x))
-	out := make([]float64, len(x))
-	for i := range x {
-		out[i] = (sigmoid(x[i]) - t[i]) * scale
+	return meanLossBackward("BCEWithLogitsBackward", grad, logits, target, func(x, t float64) float64 {
+		return sigmoid(x) - t
+	})
+}
+
+// meanLoss returns the mean of loss(x, t) over x and target of one shape,
+// summed in order.
+func meanLoss(op string, x, target *tensor.Tensor, loss func(x, t float64) float64) *tensor.Tensor {
+	sameShape(op, x, target)
+	v, t := values(x), values(target)
+	s := 0.0
+	for i := range v {
+		s += loss(v[i], t[i])
 	}
-	return fromValues(logits.DType(), out, logits.Shape()...)
+	return fromValues(x.DType(), []float64{s / float64(len(v))})
+}
+
+// meanLossBackward returns grad*d(x, t)/N elementwise, the gradient of a
+// meanLoss whose loss has the derivative d in x.
+func meanLossBackward(op string, grad, x, target *tensor.Tensor, d func(x, t float64) float64) *tensor.Tensor {
+	sameShape(op, x, target)
+	dtypeOf(op, grad, x)
+	checkScalarGrad(op, grad, x)
+	v, t := values(x), values(target)
+	scale := values(grad)[0] / float64(len(v))
+	out := make([]float64, len(v))
+	for i := range v {
+		out[i] = d(v[i], t[i]) * scale
+	}
+	return fromValues(x.DType(), out, x.Shape()...)
 }

@@ -58,21 +58,27 @@ func ClipCoef(totalNorm, maxNorm float64) float64 {
 // ScaleGrads multiplies every gradient by coef, in the gradient's dtype (coef is
 // rounded to float32 for float32 gradients). Params whose Grad is nil are skipped.
 func ScaleGrads(params []Param, coef float64) {
+	eachGrad(params,
+		func(g []float32) { scaleBy(g, float32(coef)) },
+		func(g []float64) { scaleBy(g, coef) })
+}
+
+func scaleBy[T float32 | float64](g []T, c T) {
+	for i := range g {
+		g[i] = g[i] * c
+	}
+}
+
+// eachGrad calls f32 or f64, by dtype, on the data of every gradient that is
+// not nil.
+func eachGrad(params []Param, f32 func([]float32), f64 func([]float64)) {
 	for _, p := range params {
-		if p.Grad == nil {
-			continue
-		}
-		if p.Grad.DType() == tensor.Float32 {
-			c := float32(coef)
-			g := p.Grad.Data32()
-			for i := range g {
-				g[i] = g[i] * c
-			}
-			continue
-		}
-		g := p.Grad.Data64()
-		for i := range g {
-			g[i] = g[i] * coef
+		switch {
+		case p.Grad == nil:
+		case p.Grad.DType() == tensor.Float32:
+			f32(p.Grad.Data32())
+		default:
+			f64(p.Grad.Data64())
 		}
 	}
 }
@@ -105,29 +111,18 @@ func ClipGradValue(params []Param, clip float64) {
 	if math.IsNaN(clip) || clip < 0 {
 		panic(fmt.Errorf("optim: ClipGradValue: clip %v must be >= 0", clip))
 	}
-	for _, p := range params {
-		if p.Grad == nil {
-			continue
-		}
-		if p.Grad.DType() == tensor.Float32 {
-			hi := float32(clip)
-			g := p.Grad.Data32()
-			for i, v := range g {
-				if v > hi {
-					g[i] = hi
-				} else if v < -hi {
-					g[i] = -hi
-				}
-			}
-			continue
-		}
-		g := p.Grad.Data64()
-		for i, v := range g {
-			if v > clip {
-				g[i] = clip
-			} else if v < -clip {
-				g[i] = -clip
-			}
+	eachGrad(params,
+		func(g []float32) { clampAbs(g, float32(clip)) },
+		func(g []float64) { clampAbs(g, clip) })
+}
+
+// clampAbs clamps g to [-hi, hi]; NaNs stay.
+func clampAbs[T float32 | float64](g []T, hi T) {
+	for i, v := range g {
+		if v > hi {
+			g[i] = hi
+		} else if v < -hi {
+			g[i] = -hi
 		}
 	}
 }

@@ -11,14 +11,8 @@ cd "$(dirname "$0")/../.."
 data=$(cd "${1:?usage: bash bench/cnn/run.sh MNIST_DIR [ROUNDS] [STEPS]}" && pwd)
 rounds=${2:-3}
 steps=${3:-150}
-setup_reference
-echo "== $(date -u +%F), $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | xargs), $(nproc) cores, Go $(go env GOVERSION)"
-peak
-describe_reference
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
-go build -o "$tmp/train" ./cmd/train
-go build -o "$tmp/epochrate" ./bench/epochrate
+start
+build_train
 # name, GOMAXPROCS (empty: all), schedule, micro_batches, stages
 ours=("pt-1core 1 sequential 1 1" "pt-seq '' sequential 1 1" "pt-auto '' auto auto 0")
 # name, torch threads, OPENBLAS_NUM_THREADS (empty: its default, every core)
@@ -37,14 +31,9 @@ for r in $(seq "$rounds"); do
 		eval set -- $c
 		ref ${3:+OPENBLAS_NUM_THREADS=$3} $py bench/cnn/torch_cnn.py "$data" "$2" $((steps + 10)) >>"$tmp/$1"
 	done
-	echo "round $r: $(for f in "${ours[@]}" "${theirs[@]}"; do set -- $f; printf '%s %s  ' $1 "$(tail -1 "$tmp/$1")"; done)" >&2
+	echo "round $r: $(latest '' "${ours[@]}" "${theirs[@]}")" >&2
 done
 echo "== samples/s, medians of $rounds rounds (the runs in brackets)"
-for c in "${ours[@]}" "${theirs[@]}"; do
-	set -- $c
-	printf "%-12s %6.0f  (%s)\n" $1 "$(median <"$tmp/$1")" "$(tr '\n' ' ' <"$tmp/$1")"
-done
-m() { median <"$tmp/$1"; }
-best() { for n in "$@"; do m $n; done | sort -g | tail -1; }
+medians "%-12s %6.0f" '' "${ours[@]}" "${theirs[@]}"
 awk -v p="$(m pt-1core)" -v t="$(m torch-1core)" 'BEGIN {printf "one core:  pipetrain %.0f, PyTorch %.0f: %.2fx\n", p, t, p/t}'
 awk -v p="$(best pt-seq pt-auto)" -v t="$(best torch-t1 torch-t2)" 'BEGIN {printf "best each: pipetrain %.0f, PyTorch %.0f: %.2fx\n", p, t, p/t}'

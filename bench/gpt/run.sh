@@ -14,14 +14,8 @@ cd "$(dirname "$0")/../.."
 data=$(realpath "${1:?usage: bash bench/gpt/run.sh INPUT_TXT [ROUNDS] [TIMED]}")
 rounds=${2:-3}
 timed=${3:-40}
-setup_reference
-echo "== $(date -u +%F), $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | xargs), $(nproc) cores, Go $(go env GOVERSION)"
-peak
-describe_reference
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
-go build -o "$tmp/train" ./cmd/train
-go build -o "$tmp/epochrate" ./bench/epochrate
+start
+build_train
 # name, GOMAXPROCS (empty: all), schedule, micro_batches, stages, split_backward
 ours=("pt-1core 1 sequential 1 1 false" "pt-seq '' sequential 1 1 false"
 	"pt-1f1b '' 1f1b 8 0 true" "pt-gpipe '' gpipe 8 0 true" "pt-1f1b-2 '' 1f1b 4 2 true")
@@ -46,17 +40,12 @@ for r in $(seq "$rounds"); do
 			ref $py bench/gpt/torch_gpt.py --data "$data" --mode speed --preset $p --threads $2 --blas_threads $3 --timed "$timed" |
 				tail -1 | $py -c 'import json, sys; print(json.load(sys.stdin)["tokens_per_s"])' >>"$tmp/$p-$1"
 		done
-		echo "round $r, $p: $(for f in "${ours[@]}" "${theirs[@]}"; do set -- $f; printf '%s %s  ' $1 "$(tail -1 "$tmp/$p-$1")"; done)(load $(cut -d' ' -f1 /proc/loadavg))" >&2
+		echo "round $r, $p: $(latest "$p-" "${ours[@]}" "${theirs[@]}")(load $(cut -d' ' -f1 /proc/loadavg))" >&2
 	done
 done
-m() { median <"$tmp/$1"; }
-best() { for n in "$@"; do m $n; done | sort -g | tail -1; }
 for p in recipe large; do
 	echo "== $p: tokens/s, medians of $rounds rounds (the runs in brackets)"
-	for c in "${ours[@]}" "${theirs[@]}"; do
-		set -- $c
-		printf "%-12s %7.0f  (%s)\n" $1 "$(m $p-$1)" "$(tr '\n' ' ' <"$tmp/$p-$1")"
-	done
+	medians "%-12s %7.0f" "$p-" "${ours[@]}" "${theirs[@]}"
 	awk -v p="$(m $p-pt-1core)" -v t="$(m $p-torch-1core)" 'BEGIN {printf "one core:  pipetrain %.0f, PyTorch %.0f: %.2fx\n", p, t, p/t}'
 	awk -v p="$(best $p-pt-1core $p-pt-seq $p-pt-1f1b $p-pt-gpipe $p-pt-1f1b-2)" -v t="$(best $p-torch-1core $p-torch-t1 $p-torch-t2)" \
 		'BEGIN {printf "best each: pipetrain %.0f, PyTorch %.0f: %.2fx\n", p, t, p/t}'

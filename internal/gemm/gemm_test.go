@@ -130,14 +130,8 @@ type operands struct {
 
 func newOperands(rng *rand.Rand, tA, tB bool, m, n, k, pad int) *operands {
 	o := &operands{tA: tA, tB: tB, m: m, n: n, k: k}
-	ar, ac := m, k
-	if tA {
-		ar, ac = k, m
-	}
-	br, bc := k, n
-	if tB {
-		br, bc = n, k
-	}
+	ar, ac := stored(tA, m, k)
+	br, bc := stored(tB, k, n)
 	fill := func(rows, cols int) ([]float32, int) {
 		ld := cols + pad
 		if ld == 0 {

@@ -31,10 +31,7 @@ func (p *PackedB) Pack(transB bool, k, n int, b []float32, ldb int) {
 
 // pack packs op(B) for kernel set ks.
 func (p *PackedB) pack(ks *kernelSet, transB bool, k, n int, b []float32, ldb int) {
-	br, bc := k, n
-	if transB {
-		br, bc = n, k
-	}
+	br, bc := stored(transB, k, n)
 	if k <= 0 || n <= 0 {
 		panic(fmt.Sprintf("gemm: Pack: sizes k=%d n=%d must be positive", k, n))
 	}
@@ -104,10 +101,7 @@ func (t Threads) packed(transA bool, m int, alpha float32, a []float32, lda int,
 	if m < 0 {
 		panic(fmt.Sprintf("gemm: negative size m=%d", m))
 	}
-	ar, ac := m, k
-	if transA {
-		ar, ac = k, m
-	}
+	ar, ac := stored(transA, m, k)
 	checkMatrix("a", a, ar, ac, lda)
 	checkMatrix("c", c, m, n, ldc)
 	if m == 0 {

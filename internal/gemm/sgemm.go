@@ -418,17 +418,20 @@ func checkSgemm(transA, transB bool, m, n, k int, a []float32, lda int, b []floa
 	if m < 0 || n < 0 || k < 0 {
 		panic(fmt.Sprintf("gemm: negative size m=%d n=%d k=%d", m, n, k))
 	}
-	ar, ac := m, k
-	if transA {
-		ar, ac = k, m
-	}
-	br, bc := k, n
-	if transB {
-		br, bc = n, k
-	}
+	ar, ac := stored(transA, m, k)
+	br, bc := stored(transB, k, n)
 	checkMatrix("a", a, ar, ac, lda)
 	checkMatrix("b", b, br, bc, ldb)
 	checkMatrix("c", c, m, n, ldc)
+}
+
+// stored returns the rows and columns that a rows×cols operand takes in
+// memory: swapped when it is stored transposed.
+func stored(trans bool, rows, cols int) (int, int) {
+	if trans {
+		return cols, rows
+	}
+	return rows, cols
 }
 
 // checkMatrix panics when s cannot hold a rows×cols matrix with leading dimension ld.

@@ -5,7 +5,9 @@ import "math"
 // Go references: the assembly must match them bit for bit, and builds
 // without assembly run them.
 
-func reluRef(dst, x []float32) {
+// ReluGo is Relu in Go for either float type: the assembly's reference, and
+// the float64 path of ops.
+func ReluGo[T float32 | float64](dst, x []T) {
 	dst = dst[:len(x)]
 	for i, v := range x {
 		if v > 0 || v != v {
@@ -16,7 +18,8 @@ func reluRef(dst, x []float32) {
 	}
 }
 
-func reluBackwardRef(dst, dy, x []float32) {
+// ReluBackwardGo is ReluBackward in Go for either float type, as ReluGo.
+func ReluBackwardGo[T float32 | float64](dst, dy, x []T) {
 	dst = dst[:len(x)]
 	dy = dy[:len(x)]
 	for i, v := range x {

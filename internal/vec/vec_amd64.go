@@ -62,12 +62,12 @@ func asmPrefix(m int, kernel func(n int)) int {
 
 func relu(dst, x []float32) {
 	n := asmPrefix(len(x), func(n int) { reluAVX2(&dst[0], &x[0], n) })
-	reluRef(dst[n:], x[n:])
+	ReluGo(dst[n:], x[n:])
 }
 
 func reluBackward(dst, dy, x []float32) {
 	n := asmPrefix(len(x), func(n int) { reluBackwardAVX2(&dst[0], &dy[0], &x[0], n) })
-	reluBackwardRef(dst[n:], dy[n:], x[n:])
+	ReluBackwardGo(dst[n:], dy[n:], x[n:])
 }
 
 func allFinite(x []float32) bool {

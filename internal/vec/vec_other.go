@@ -8,8 +8,8 @@ const impl = "go"
 // asmBuild reports whether this build carries the assembly.
 const asmBuild = false
 
-func relu(dst, x []float32)                            { reluRef(dst, x) }
-func reluBackward(dst, dy, x []float32)                { reluBackwardRef(dst, dy, x) }
+func relu(dst, x []float32)                            { ReluGo(dst, x) }
+func reluBackward(dst, dy, x []float32)                { ReluBackwardGo(dst, dy, x) }
 func allFinite(x []float32) bool                       { return allFiniteRef(x) }
 func add(dst, x []float32)                             { addRef(dst, x) }
 func addConst(dst []float32, c float32)                { addConstRef(dst, c) }

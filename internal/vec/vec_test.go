@@ -91,10 +91,10 @@ type kernel struct {
 var kernels = []kernel{
 	{name: "Relu", nargs: 2, exactNaN: true,
 		run: func(a [][]float32, _, _ float32) { Relu(a[0], a[1]) },
-		ref: func(a [][]float32, _, _ float32) { reluRef(a[0], a[1]) }},
+		ref: func(a [][]float32, _, _ float32) { ReluGo(a[0], a[1]) }},
 	{name: "ReluBackward", nargs: 3, exactNaN: true,
 		run: func(a [][]float32, _, _ float32) { ReluBackward(a[0], a[1], a[2]) },
-		ref: func(a [][]float32, _, _ float32) { reluBackwardRef(a[0], a[1], a[2]) }},
+		ref: func(a [][]float32, _, _ float32) { ReluBackwardGo(a[0], a[1], a[2]) }},
 	{name: "Add", nargs: 2,
 		run: func(a [][]float32, _, _ float32) { Add(a[0], a[1]) },
 		ref: func(a [][]float32, _, _ float32) { addRef(a[0], a[1]) }},

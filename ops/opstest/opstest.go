@@ -115,7 +115,7 @@ func (c Checker) Check(name string, inputs []*tensor.Tensor, f Func, backward Ba
 
 	var errs []error
 	for i := range inputs {
-		if !sameBits(inputs[i], snap[i]) {
+		if !SameBits(inputs[i], snap[i]) {
 			errs = append(errs, fmt.Errorf("%s: forward or backward modified input %d", where, i))
 		}
 	}
@@ -254,7 +254,8 @@ func weights(name string, seed uint64, shape []int) []float64 {
 	return w
 }
 
-func sameBits(a, b *tensor.Tensor) bool {
+// SameBits reports whether a and b have one dtype, one shape and identical bits.
+func SameBits(a, b *tensor.Tensor) bool {
 	if a.DType() != b.DType() || !tensor.EqualShapes(a.Shape(), b.Shape()) {
 		return false
 	}

@@ -3,47 +3,15 @@
 package deepmlp
 
 import (
+	_ "embed"
 	"math"
 	"slices"
 )
 
-// Model is the deep MLP's config file, 784-1024-1024-1024-10 on MNIST at
-// batch 256; everything a benchmark varies is a --set.
-const Model = `
-seed = 3
-[data]
-name = "mnist"
-download = false
-batch_size = 256
-[[model.layers]]
-type = "linear"
-units = 1024
-[[model.layers]]
-type = "relu"
-[[model.layers]]
-type = "linear"
-units = 1024
-[[model.layers]]
-type = "relu"
-[[model.layers]]
-type = "linear"
-units = 1024
-[[model.layers]]
-type = "relu"
-[[model.layers]]
-type = "linear"
-units = 10
-[optimizer]
-type = "sgd"
-lr = 0.05
-momentum = 0.9
-[train]
-epochs = 1
-checkpoint_every = 100000
-eval_every = 100000
-[log]
-every = 5
-`
+// Model is the deep MLP's config file, model.toml.
+//
+//go:embed model.toml
+var Model string
 
 // Median returns the median of xs, NaN for none.
 func Median(xs []float64) float64 {
