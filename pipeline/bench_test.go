@@ -305,21 +305,25 @@ func gptModel(blocks, dim, heads, tokens int) pipeline.Model {
 // BenchmarkGPTStep times a training step of the recipe's GPT (4 blocks,
 // width 128, 4 heads, context 64, batch 12, AdamW) and of the larger one
 // (6 blocks, width 192, 6 heads, context 128, batch 32) in each layout: one
-// stage actor ("seq"), or stage actors balanced over S stages under GPipe or
-// 1F1B with M micro-batches ("gpipe-S-M", "1f1b-S-M"); GOMAXPROCS sets the
-// cores:
+// stage actor ("seq"), or stage actors balanced over S stages (0: an actor
+// per layer) under GPipe or 1F1B with M micro-batches ("gpipe-S-M",
+// "1f1b-S-M", "-split" with split_backward); GOMAXPROCS sets the cores:
 // GOMAXPROCS=1 go test -run '^$' -bench 'GPTStep/recipe/seq' ./pipeline/
 func BenchmarkGPTStep(b *testing.B) {
 	type layout struct {
 		name          string
 		sched         actors.Schedule
 		stages, micro int
+		split         bool
 	}
-	layouts := []layout{{"seq", actors.Sequential, 1, 1}}
-	for _, st := range []int{2, 3} {
-		for _, m := range []int{2, 4, 8} {
-			layouts = append(layouts, layout{fmt.Sprintf("gpipe-%d-%d", st, m), actors.GPipe, st, m},
-				layout{fmt.Sprintf("1f1b-%d-%d", st, m), actors.OneFOneB, st, m})
+	layouts := []layout{{"seq", actors.Sequential, 1, 1, false}}
+	for _, st := range []int{0, 2, 3} {
+		for _, m := range []int{2, 4, 8, 16} {
+			for _, split := range []bool{false, true} {
+				sfx := map[bool]string{true: "-split"}[split]
+				layouts = append(layouts, layout{fmt.Sprintf("gpipe-%d-%d%s", st, m, sfx), actors.GPipe, st, m, split},
+					layout{fmt.Sprintf("1f1b-%d-%d%s", st, m, sfx), actors.OneFOneB, st, m, split})
+			}
 		}
 	}
 	for _, c := range []struct {
@@ -332,7 +336,7 @@ func BenchmarkGPTStep(b *testing.B) {
 			}
 			b.Run(c.name+"/"+l.name, func(b *testing.B) {
 				benchGPT(b, gptModel(c.blocks, c.dim, c.heads, c.tokens), c.batch, c.tokens,
-					pipeline.Config{Schedule: l.sched, MicroBatches: l.micro, Stages: l.stages})
+					pipeline.Config{Schedule: l.sched, MicroBatches: l.micro, Stages: l.stages, SplitBackward: l.split})
 			})
 		}
 	}

@@ -16,22 +16,27 @@ rounds=${2:-3}
 timed=${3:-40}
 start
 build_train
-# name, GOMAXPROCS (empty: all), schedule, micro_batches, stages, split_backward
-ours=("pt-1core 1 sequential 1 1 false" "pt-seq '' sequential 1 1 false"
-	"pt-1f1b '' 1f1b 8 0 true" "pt-gpipe '' gpipe 8 0 true" "pt-1f1b-2 '' 1f1b 4 2 true")
+# name, GOMAXPROCS (empty: all), schedule, micro_batches, stages (0: an actor
+# per layer), split_backward; M is the preset's most micro-batches (one or two
+# sequences each), tune the steps auto's tuning takes first
+ours=("pt-1core 1 sequential 1 1 false" "pt-1core-pipe 1 1f1b M 0 true" "pt-seq '' sequential 1 1 false"
+	"pt-1f1b '' 1f1b M 0 true" "pt-gpipe '' gpipe M 0 true" "pt-1f1b-2 '' 1f1b M 2 true" "pt-auto '' auto auto 0 false")
 # name, torch threads, OpenBLAS threads (0: its default, every core)
 theirs=("torch-1core 1 1" "torch-t1 1 0" "torch-t2 2 0")
 declare -A config=([recipe]=configs/shakespeare-char.toml [large]=configs/shakespeare-char-large.toml)
-declare -A block=([recipe]=64 [large]=128)
+declare -A block=([recipe]=64 [large]=128) most=([recipe]=8 [large]=16) tune=([recipe]=32 [large]=40)
 for r in $(seq "$rounds"); do
 	for p in recipe large; do
 		for c in "${ours[@]}"; do
-			eval set -- $c
+			eval set -- ${c/ M / ${most[$p]} }
 			dir="$tmp/logs-$p-$r-$1"
+			# auto's rate counts from the first step after its tuning and ten more
+			first=10
+			[ $3 = auto ] && first=$((${tune[$p]} + 10))
 			env ${2:+GOMAXPROCS=$2} "$tmp/train" --config "${config[$p]}" --log-format json \
-				--set data.path="$data" --set data.download=false --set train.max_steps=$((timed + 10)) \
+				--set data.path="$data" --set data.download=false --set train.max_steps=$((timed + first)) \
 				--set schedule.warmup_steps=2 --set pipeline.schedule=$3 --set pipeline.micro_batches=$4 \
-				--set pipeline.stages=$5 --set pipeline.split_backward=$6 --set log.every=10 --set log.dir="$dir" \
+				--set pipeline.stages=$5 --set pipeline.split_backward=$6 --set log.every=$first --set log.dir="$dir" \
 				--set train.checkpoint_dir="$tmp/ck" --set train.eval_every=1000000 >/dev/null 2>&1
 			"$tmp/epochrate" "$dir"/*.jsonl | awk -v t=${block[$p]} '{printf "%.0f\n", $1 * t}' >>"$tmp/$p-$1"
 		done
@@ -46,9 +51,11 @@ done
 for p in recipe large; do
 	echo "== $p: tokens/s, medians of $rounds rounds (the runs in brackets)"
 	medians "%-12s %7.0f" "$p-" "${ours[@]}" "${theirs[@]}"
-	awk -v p="$(m $p-pt-1core)" -v t="$(m $p-torch-1core)" 'BEGIN {printf "one core:  pipetrain %.0f, PyTorch %.0f: %.2fx\n", p, t, p/t}'
-	awk -v p="$(best $p-pt-1core $p-pt-seq $p-pt-1f1b $p-pt-gpipe $p-pt-1f1b-2)" -v t="$(best $p-torch-1core $p-torch-t1 $p-torch-t2)" \
-		'BEGIN {printf "best each: pipetrain %.0f, PyTorch %.0f: %.2fx\n", p, t, p/t}'
-	awk -v two="$(best $p-pt-seq $p-pt-1f1b $p-pt-gpipe $p-pt-1f1b-2)" -v one="$(m $p-pt-1core)" -v pipe="$(best $p-pt-1f1b $p-pt-gpipe)" \
-		'BEGIN {printf "pipetrain two cores: %.2fx its one-core; pipelined (an actor per block) %.2fx its best two-core\n", two/one, pipe/two}'
+	awk -v p="$(best $p-pt-1core $p-pt-1core-pipe)" -v t="$(m $p-torch-1core)" 'BEGIN {printf "one core:  pipetrain %.0f, PyTorch %.0f: %.2fx\n", p, t, p/t}'
+	two=$(best $p-pt-seq $p-pt-1f1b $p-pt-gpipe $p-pt-1f1b-2) one=$(best $p-pt-1core $p-pt-1core-pipe)
+	awk -v p="$(best $p-pt-1core $p-pt-1core-pipe $p-pt-seq $p-pt-1f1b $p-pt-gpipe $p-pt-1f1b-2)" \
+		-v t="$(best $p-torch-1core $p-torch-t1 $p-torch-t2)" 'BEGIN {printf "best each: pipetrain %.0f, PyTorch %.0f: %.2fx\n", p, t, p/t}'
+	awk -v two="$two" -v one="$one" -v pipe="$(best $p-pt-1f1b $p-pt-gpipe)" -v auto="$(m $p-pt-auto)" \
+		'BEGIN {printf "pipetrain: best two-core %.2fx its best one-core; pipelined (an actor per block) %.2fx, auto %.2fx its best two-core\n", two/one, pipe/two, auto/two}'
+	grep -h '"event":"tune"' "$tmp"/logs-$p-*-pt-auto/*.jsonl | grep -o '"chosen":{[^}]*}' | sort | uniq -c
 done

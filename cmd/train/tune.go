@@ -61,7 +61,7 @@ func candidates(c *config.Config, sample []int) []layout {
 		micros = []int{1}
 	case p.MicroBatches.IsAuto():
 		micros = nil
-		for _, m := range []int{1, 2, 4, 8} {
+		for _, m := range []int{1, 2, 4, 8, 16} {
 			if m <= most {
 				micros = append(micros, m)
 			}
