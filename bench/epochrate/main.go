@@ -1,23 +1,29 @@
 // Command epochrate prints the training samples per second of a train log: the
 // samples of the steps after the first step event up to the last, over the
 // time between the two events. Any log.every works; the step events of one
-// epoch of full batches give an exact count.
+// epoch of full batches give an exact count. With -from N the step events
+// before step N are left out (a run's tuning steps, say).
+//
+//	epochrate [-from N] LOG.jsonl
 package main
 
 import (
 	"bufio"
 	"encoding/json"
+	"flag"
 	"fmt"
 	"os"
 	"time"
 )
 
 func main() {
-	if len(os.Args) != 2 {
-		fmt.Fprintln(os.Stderr, "usage: epochrate LOG.jsonl")
+	from := flag.Int("from", 0, "leave out the step events before this step")
+	flag.Parse()
+	if flag.NArg() != 1 {
+		fmt.Fprintln(os.Stderr, "usage: epochrate [-from N] LOG.jsonl")
 		os.Exit(2)
 	}
-	f, err := os.Open(os.Args[1])
+	f, err := os.Open(flag.Arg(0))
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "epochrate:", err)
 		os.Exit(1)
@@ -46,6 +52,9 @@ func main() {
 		case "run_start":
 			batch = ev.Config.Data.BatchSize
 		case "step":
+			if ev.Step < *from {
+				continue
+			}
 			if first.IsZero() {
 				first, firstStep = ev.Time, ev.Step
 			}

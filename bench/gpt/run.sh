@@ -32,13 +32,13 @@ for r in $(seq "$rounds"); do
 			dir="$tmp/logs-$p-$r-$1"
 			# auto's rate counts from the first step after its tuning and ten more
 			first=10
-			[ $3 = auto ] && first=$((${tune[$p]} + 10))
+			[ $3 = auto ] && first=$((${tune[$p]} + 10 + 10 - ${tune[$p]} % 10))
 			env ${2:+GOMAXPROCS=$2} "$tmp/train" --config "${config[$p]}" --log-format json \
 				--set data.path="$data" --set data.download=false --set train.max_steps=$((timed + first)) \
 				--set schedule.warmup_steps=2 --set pipeline.schedule=$3 --set pipeline.micro_batches=$4 \
-				--set pipeline.stages=$5 --set pipeline.split_backward=$6 --set log.every=$first --set log.dir="$dir" \
+				--set pipeline.stages=$5 --set pipeline.split_backward=$6 --set log.every=10 --set log.dir="$dir" \
 				--set train.checkpoint_dir="$tmp/ck" --set train.eval_every=1000000 >/dev/null 2>&1
-			"$tmp/epochrate" "$dir"/*.jsonl | awk -v t=${block[$p]} '{printf "%.0f\n", $1 * t}' >>"$tmp/$p-$1"
+			"$tmp/epochrate" -from $first "$dir"/*.jsonl | awk -v t=${block[$p]} '{printf "%.0f\n", $1 * t}' >>"$tmp/$p-$1"
 		done
 		for c in "${theirs[@]}"; do
 			set -- $c
