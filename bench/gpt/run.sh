@@ -4,7 +4,7 @@
 # machine in interleaved rounds: the recipe's model
 # (configs/shakespeare-char.toml) and the larger one
 # (configs/shakespeare-char-large.toml). Medians of tokens/s over TIMED
-# training steps after 10 unclocked ones. One core against one core
+# training steps after 20 unclocked ones. One core against one core
 # (GOMAXPROCS=1; PyTorch one thread with OpenBLAS on one), then each side's
 # layouts on both cores. Not part of CI.
 #   bash bench/gpt/run.sh INPUT_TXT [ROUNDS] [TIMED]     # defaults 3 and 40
@@ -30,9 +30,9 @@ for r in $(seq "$rounds"); do
 		for c in "${ours[@]}"; do
 			eval set -- ${c/ M / ${most[$p]} }
 			dir="$tmp/logs-$p-$r-$1"
-			# auto's rate counts from the first step after its tuning and ten more
-			first=10
-			[ $3 = auto ] && first=$((${tune[$p]} + 10 + 10 - ${tune[$p]} % 10))
+			# the rate counts from step 20, for auto 20 steps after its tuning
+			first=20
+			[ $3 = auto ] && first=$((${tune[$p]} + 20 + 10 - ${tune[$p]} % 10))
 			env ${2:+GOMAXPROCS=$2} "$tmp/train" --config "${config[$p]}" --log-format json \
 				--set data.path="$data" --set data.download=false --set train.max_steps=$((timed + first)) \
 				--set schedule.warmup_steps=2 --set pipeline.schedule=$3 --set pipeline.micro_batches=$4 \
