@@ -96,6 +96,58 @@ func (g *gen) cvt2(dst, hi, lo int) {
 	g.raw(fmt.Sprintf("vcvtne2ps2bf16 zmm%d, zmm%d, zmm%d", dst, hi, lo), evex512(0x72, 3, dst, hi, lo, mem{}))
 }
 
+// amxOp returns the bytes of a VEX.128 W0 instruction of map 0F38, as AMX's
+// are: opcode op, implied prefix pp (0: none, 1: 66, 2: F3, 3: F2), vvvv
+// the tile v, ModRM.reg the tile reg, and r/m the tile rm or, when rm < 0,
+// [base + index*1 + disp] through a SIB byte (index < 0: none), which
+// TILELOADD and TILESTORED require. Go's assembler has no AMX mnemonics.
+func amxOp(op, pp byte, reg, v, rm, base, index, disp int) []byte {
+	inv := func(x int) byte { return byte(x>>3&1 ^ 1) }
+	var modrm byte
+	var tail []byte
+	x, b := 0, 0
+	if rm >= 0 {
+		modrm = 0xC0 | byte(rm&7)
+	} else {
+		sib := byte(4<<3 | base&7) // no index
+		if index >= 0 {
+			x, sib = index, byte(index&7)<<3|byte(base&7)
+		}
+		b = base
+		modrm, tail = 4, []byte{sib}
+		if disp != 0 || base&7 == 5 {
+			modrm, tail = 0x44, append(tail, byte(int8(disp)))
+		}
+	}
+	modrm |= byte(reg&7) << 3
+	return append([]byte{0xC4, 0x80&^(byte(reg>>3&1)<<7) | inv(x)<<6 | inv(b)<<5 | 2, byte(^v&15)<<3 | pp, op, modrm}, tail...)
+}
+
+// tileMem is the Intel syntax of [base + index*1 + disp].
+func tileMem(base, index, disp int) string {
+	s := gpName[base]
+	if index >= 0 {
+		s += "+" + gpName[index]
+	}
+	if disp != 0 {
+		s += fmt.Sprintf("%+d", disp)
+	}
+	return "[" + s + "]"
+}
+
+func (g *gen) tileLoad(t, base, index, disp int) {
+	g.raw(fmt.Sprintf("tileloadd tmm%d, %s", t, tileMem(base, index, disp)), amxOp(0x4B, 3, t, 0, -1, base, index, disp))
+}
+
+func (g *gen) tileStore(t, base, index, disp int) {
+	g.raw(fmt.Sprintf("tilestored %s, tmm%d", tileMem(base, index, disp), t), amxOp(0x4B, 2, t, 0, -1, base, index, disp))
+}
+
+// tdpbf16 emits TDPBF16PS: tile c += tile a · tile b.
+func (g *gen) tdpbf16(c, a, b int) {
+	g.raw(fmt.Sprintf("tdpbf16ps tmm%d, tmm%d, tmm%d", c, a, b), amxOp(0x5C, 2, c, b, a, 0, 0, 0))
+}
+
 var gpName = []string{"rax", "rcx", "rdx", "rbx", "rsp", "rbp", "rsi", "rdi",
 	"r8", "r9", "r10", "r11", "r12", "r13", "r14", "r15"}
 
@@ -287,6 +339,131 @@ func (g *gen) epilogue(name string, mr, nv int, reg string, bf16 bool) {
 	g.p("\tVZEROUPPER")
 	g.p("\tRET")
 	g.p("")
+}
+
+// Registers by number for amxOp.
+const (
+	rAX, rCX, rDX, rBX, rSP, rBP, rSI, rDI = 0, 1, 2, 3, 4, 5, 6, 7
+	rR8, rR9, rR10                         = 8, 9, 10
+)
+
+// amxKernel emits kern16xNAMX, N = 16·nv (nv = 1 or 2), a micro-kernel on
+// AMX tiles: C tiles 0 (and 1) of 16×16 fp32, A's in tile 4 (16 rows of
+// 16 pairs), B's in tiles 6 (and 7), 16 pairs of 16 columns. The A panel
+// holds its steps in chunks of 16 pairs, each 16 rows of 16 (the last
+// chunk, of rem < 16 pairs, 16 rows of rem: tile 5, with B's last rem
+// rows in tiles 2 and 3); the B panel is the pair panel of nv·16 lanes.
+// One call configures the tiles, sums, stores C's tiles to the frame and
+// releases them: no tile state lives across calls or goroutine switches.
+// The epilogue is the bf16 kernels' (alpha*acc and beta*C rounded apart).
+func (g *gen) amxKernel(nv int) {
+	name := fmt.Sprintf("kern16x%dAMX", 16*nv)
+	pw := 16 * nv
+	g.p("// func %s(k int, a, b, c *float32, ldc int, alpha, beta float32)", name)
+	g.p("TEXT ·%s(SB), 0, $%d-48", name, 64+16*pw*4)
+	g.p("\tMOVQ k+0(FP), CX")
+	g.p("\tMOVQ a+8(FP), SI")
+	g.p("\tMOVQ b+16(FP), BX")
+	g.p("\tMOVQ c+24(FP), DI")
+	g.p("\tMOVQ ldc+32(FP), DX")
+	g.p("\tSHLQ $2, DX")
+	g.p("\tINCQ CX")
+	g.p("\tSHRQ $1, CX") // pairs
+	g.p("\tMOVQ CX, R11")
+	g.p("\tANDQ $15, R11") // rem
+	g.p("\tSHRQ $4, CX")   // full chunks
+	// The configuration at 0(SP): palette 1, colsb (2 bytes) at 16+2t and
+	// rows at 48+t for tile t; unused tiles zero.
+	g.p("\tVPXORD Z0, Z0, Z0")
+	g.p("\tVMOVDQU64 Z0, 0(SP)")
+	g.p("\tMOVB $1, 0(SP)")
+	full := []int{4}
+	for v := range nv {
+		full = append(full, v, 6+v)
+	}
+	for _, t := range full {
+		g.p("\tMOVW $64, %d(SP)", 16+2*t)
+		g.p("\tMOVB $16, %d(SP)", 48+t)
+	}
+	g.p("\tTESTQ R11, R11")
+	g.p("\tJZ %s_cfg", name)
+	g.p("\tLEAQ (R11*4), R10") // A's last chunk: rows of rem pairs
+	g.p("\tMOVW R10, %d(SP)", 16+2*5)
+	g.p("\tMOVB $16, %d(SP)", 48+5)
+	for v := range nv {
+		g.p("\tMOVW $64, %d(SP)", 16+2*(2+v))
+		g.p("\tMOVB R11, %d(SP)", 48+2+v)
+	}
+	g.p("%s_cfg:", name)
+	g.p("\tMOVQ SP, AX")
+	g.raw("ldtilecfg [rax]", amxOp(0x49, 0, 0, 0, -1, rAX, -1, 0))
+	for v := range nv {
+		g.raw(fmt.Sprintf("tilezero tmm%d", v), amxOp(0x49, 3, v, 0, 0, 0, 0, 0))
+	}
+	g.p("\tMOVQ $64, R8")
+	g.p("\tMOVQ $%d, R9", pw*4)
+	g.p("\tTESTQ CX, CX")
+	g.p("\tJZ %s_rem", name)
+	g.p("%s_loop:", name)
+	g.tileLoad(4, rSI, rR8, 0)
+	for v := range nv {
+		g.tileLoad(6+v, rBX, rR9, 64*v)
+		g.tdpbf16(v, 4, 6+v)
+	}
+	g.p("\tADDQ $1024, SI")
+	g.p("\tADDQ $%d, BX", 16*pw*4)
+	g.p("\tDECQ CX")
+	g.p("\tJNZ %s_loop", name)
+	g.p("%s_rem:", name)
+	g.p("\tTESTQ R11, R11")
+	g.p("\tJZ %s_tiles", name)
+	g.tileLoad(5, rSI, rR10, 0)
+	for v := range nv {
+		g.tileLoad(2+v, rBX, rR9, 64*v)
+		g.tdpbf16(v, 5, 2+v)
+	}
+	g.p("%s_tiles:", name)
+	g.p("\tLEAQ 64(SP), SI")
+	for v := range nv {
+		g.tileStore(v, rSI, rR9, 64*v)
+	}
+	g.raw("tilerelease", amxOp(0x49, 0, 0, 0, 0, 0, 0, 0))
+	g.amxEpilogue(name, nv)
+}
+
+// amxEpilogue emits C = alpha*acc + beta*C for a kernel whose 16 rows of
+// nv vectors of acc lie at 64(SP), as the bf16 epilogue does it.
+func (g *gen) amxEpilogue(name string, nv int) {
+	g.p("\tVBROADCASTSS alpha+40(FP), Z31")
+	g.p("\tMOVQ $16, CX")
+	g.p("\tMOVL beta+44(FP), R9")
+	g.p("\tANDL $0x7fffffff, R9")
+	g.p("\tJZ %s_beta0", name)
+	g.p("\tVBROADCASTSS beta+44(FP), Z30")
+	g.p("%s_row:", name)
+	for v := range nv {
+		g.p("\tVMULPS %d(DI), Z30, Z1", 64*v)
+		g.p("\tVMULPS %d(SI), Z31, Z0", 64*v)
+		g.p("\tVADDPS Z1, Z0, Z1")
+		g.p("\tVMOVUPS Z1, %d(DI)", 64*v)
+	}
+	g.amxNextRow(name+"_row", nv)
+	g.p("%s_beta0:", name)
+	for v := range nv {
+		g.p("\tVMULPS %d(SI), Z31, Z0", 64*v)
+		g.p("\tVMOVUPS Z0, %d(DI)", 64*v)
+	}
+	g.amxNextRow(name+"_beta0", nv)
+	g.p("")
+}
+
+func (g *gen) amxNextRow(loop string, nv int) {
+	g.p("\tADDQ DX, DI")
+	g.p("\tADDQ $%d, SI", 64*nv)
+	g.p("\tDECQ CX")
+	g.p("\tJNZ %s", loop)
+	g.p("\tVZEROUPPER")
+	g.p("\tRET")
 }
 
 // transPanel emits transPanelAVX512(dst, src *float32, lds, kc, nn, pw int):
@@ -753,6 +930,9 @@ func main() {
 	g.transPanel(true)
 	g.transPanel8(true)
 	g.copyPairs()
+	// AMX: 16×32 and 16×16 tiles of TDPBF16PS.
+	g.amxKernel(2)
+	g.amxKernel(1)
 	if err := os.WriteFile("kernels_amd64.s", g.Bytes(), 0o644); err != nil {
 		panic(err)
 	}

@@ -137,12 +137,47 @@ var bf16AVX512Kernels = kernelSet{
 
 	copyPanel:  copyPairsAVX512s,
 	transPanel: transPairsAVX512s,
+	model:      &goBF16Kernels,
 }
 
-// bf16KernelSets lists the bf16 kernels this CPU runs, fastest first.
+//go:noescape
+func kern16x32AMX(k int, a, b, c *float32, ldc int, alpha, beta float32)
+
+//go:noescape
+func kern16x16AMX(k int, a, b, c *float32, ldc int, alpha, beta float32)
+
+// amxKernels runs TDPBF16PS on 16×32 tiles of C (and 16×16), two 16×16
+// tiles of fp32 sums fed by one A tile (16 rows of 16 pairs) and two B
+// tiles (16 pairs of 16 columns) per chunk of 32 steps of k. Measured here
+// (go run ./bench/peak), TDPBF16PS issues once per 19 cycles, 16384 flops:
+// about 15 times VFMADD231PS's peak, so packing and the epilogue, not the
+// products, bound it. B panels are the AVX512_BF16 set's pair panels; A
+// panels are packed as those, a chunk at a time, and turned into rows.
+var amxKernels = kernelSet{
+	name:  "amx",
+	mr:    16,
+	vec:   16,
+	kerns: []microKernel{kern16x16AMX, kern16x32AMX},
+	kc:    bf16KC,
+	mc:    1024,
+	nc:    384,
+	pairs: true,
+
+	copyPanel:  copyPairsAVX512s,
+	transPanel: transPairsAVX512s,
+	copyA:      amxPanelA(copyPairsAVX512s, true),
+	transA:     amxPanelA(transPairsAVX512s, false),
+	model:      &goAMXKernels,
+}
+
+// bf16KernelSets lists the bf16 kernels this CPU runs, fastest first: AMX
+// where the CPU has it and Linux grants the process its tile state.
 func bf16KernelSets() []*kernelSet {
 	x := &cpu.X86
 	if x.HasAVX512F && x.HasAVX512VL && x.HasAVX512DQ && x.HasAVX512BW && x.HasAVX512BF16 {
+		if x.HasAMXTile && x.HasAMXBF16 && amxPermitted() {
+			return []*kernelSet{&amxKernels, &bf16AVX512Kernels, &goBF16Kernels}
+		}
 		return []*kernelSet{&bf16AVX512Kernels, &goBF16Kernels}
 	}
 	return []*kernelSet{&goBF16Kernels}

@@ -4524,3 +4524,185 @@ DATA pairIdx<>+48(SB)/8, $0x001d000d001c000c
 DATA pairIdx<>+56(SB)/8, $0x001f000f001e000e
 GLOBL pairIdx<>(SB), RODATA|NOPTR, $64
 
+// func kern16x32AMX(k int, a, b, c *float32, ldc int, alpha, beta float32)
+TEXT ·kern16x32AMX(SB), 0, $2112-48
+	MOVQ k+0(FP), CX
+	MOVQ a+8(FP), SI
+	MOVQ b+16(FP), BX
+	MOVQ c+24(FP), DI
+	MOVQ ldc+32(FP), DX
+	SHLQ $2, DX
+	INCQ CX
+	SHRQ $1, CX
+	MOVQ CX, R11
+	ANDQ $15, R11
+	SHRQ $4, CX
+	VPXORD Z0, Z0, Z0
+	VMOVDQU64 Z0, 0(SP)
+	MOVB $1, 0(SP)
+	MOVW $64, 24(SP)
+	MOVB $16, 52(SP)
+	MOVW $64, 16(SP)
+	MOVB $16, 48(SP)
+	MOVW $64, 28(SP)
+	MOVB $16, 54(SP)
+	MOVW $64, 18(SP)
+	MOVB $16, 49(SP)
+	MOVW $64, 30(SP)
+	MOVB $16, 55(SP)
+	TESTQ R11, R11
+	JZ kern16x32AMX_cfg
+	LEAQ (R11*4), R10
+	MOVW R10, 26(SP)
+	MOVB $16, 53(SP)
+	MOVW $64, 20(SP)
+	MOVB R11, 50(SP)
+	MOVW $64, 22(SP)
+	MOVB R11, 51(SP)
+kern16x32AMX_cfg:
+	MOVQ SP, AX
+	BYTE $0xc4; BYTE $0xe2; BYTE $0x78; BYTE $0x49; BYTE $0x04; BYTE $0x20 // ldtilecfg [rax]
+	BYTE $0xc4; BYTE $0xe2; BYTE $0x7b; BYTE $0x49; BYTE $0xc0 // tilezero tmm0
+	BYTE $0xc4; BYTE $0xe2; BYTE $0x7b; BYTE $0x49; BYTE $0xc8 // tilezero tmm1
+	MOVQ $64, R8
+	MOVQ $128, R9
+	TESTQ CX, CX
+	JZ kern16x32AMX_rem
+kern16x32AMX_loop:
+	BYTE $0xc4; BYTE $0xa2; BYTE $0x7b; BYTE $0x4b; BYTE $0x24; BYTE $0x06 // tileloadd tmm4, [rsi+r8]
+	BYTE $0xc4; BYTE $0xa2; BYTE $0x7b; BYTE $0x4b; BYTE $0x34; BYTE $0x0b // tileloadd tmm6, [rbx+r9]
+	BYTE $0xc4; BYTE $0xe2; BYTE $0x4a; BYTE $0x5c; BYTE $0xc4 // tdpbf16ps tmm0, tmm4, tmm6
+	BYTE $0xc4; BYTE $0xa2; BYTE $0x7b; BYTE $0x4b; BYTE $0x7c; BYTE $0x0b; BYTE $0x40 // tileloadd tmm7, [rbx+r9+64]
+	BYTE $0xc4; BYTE $0xe2; BYTE $0x42; BYTE $0x5c; BYTE $0xcc // tdpbf16ps tmm1, tmm4, tmm7
+	ADDQ $1024, SI
+	ADDQ $2048, BX
+	DECQ CX
+	JNZ kern16x32AMX_loop
+kern16x32AMX_rem:
+	TESTQ R11, R11
+	JZ kern16x32AMX_tiles
+	BYTE $0xc4; BYTE $0xa2; BYTE $0x7b; BYTE $0x4b; BYTE $0x2c; BYTE $0x16 // tileloadd tmm5, [rsi+r10]
+	BYTE $0xc4; BYTE $0xa2; BYTE $0x7b; BYTE $0x4b; BYTE $0x14; BYTE $0x0b // tileloadd tmm2, [rbx+r9]
+	BYTE $0xc4; BYTE $0xe2; BYTE $0x6a; BYTE $0x5c; BYTE $0xc5 // tdpbf16ps tmm0, tmm5, tmm2
+	BYTE $0xc4; BYTE $0xa2; BYTE $0x7b; BYTE $0x4b; BYTE $0x5c; BYTE $0x0b; BYTE $0x40 // tileloadd tmm3, [rbx+r9+64]
+	BYTE $0xc4; BYTE $0xe2; BYTE $0x62; BYTE $0x5c; BYTE $0xcd // tdpbf16ps tmm1, tmm5, tmm3
+kern16x32AMX_tiles:
+	LEAQ 64(SP), SI
+	BYTE $0xc4; BYTE $0xa2; BYTE $0x7a; BYTE $0x4b; BYTE $0x04; BYTE $0x0e // tilestored [rsi+r9], tmm0
+	BYTE $0xc4; BYTE $0xa2; BYTE $0x7a; BYTE $0x4b; BYTE $0x4c; BYTE $0x0e; BYTE $0x40 // tilestored [rsi+r9+64], tmm1
+	BYTE $0xc4; BYTE $0xe2; BYTE $0x78; BYTE $0x49; BYTE $0xc0 // tilerelease
+	VBROADCASTSS alpha+40(FP), Z31
+	MOVQ $16, CX
+	MOVL beta+44(FP), R9
+	ANDL $0x7fffffff, R9
+	JZ kern16x32AMX_beta0
+	VBROADCASTSS beta+44(FP), Z30
+kern16x32AMX_row:
+	VMULPS 0(DI), Z30, Z1
+	VMULPS 0(SI), Z31, Z0
+	VADDPS Z1, Z0, Z1
+	VMOVUPS Z1, 0(DI)
+	VMULPS 64(DI), Z30, Z1
+	VMULPS 64(SI), Z31, Z0
+	VADDPS Z1, Z0, Z1
+	VMOVUPS Z1, 64(DI)
+	ADDQ DX, DI
+	ADDQ $128, SI
+	DECQ CX
+	JNZ kern16x32AMX_row
+	VZEROUPPER
+	RET
+kern16x32AMX_beta0:
+	VMULPS 0(SI), Z31, Z0
+	VMOVUPS Z0, 0(DI)
+	VMULPS 64(SI), Z31, Z0
+	VMOVUPS Z0, 64(DI)
+	ADDQ DX, DI
+	ADDQ $128, SI
+	DECQ CX
+	JNZ kern16x32AMX_beta0
+	VZEROUPPER
+	RET
+
+// func kern16x16AMX(k int, a, b, c *float32, ldc int, alpha, beta float32)
+TEXT ·kern16x16AMX(SB), 0, $1088-48
+	MOVQ k+0(FP), CX
+	MOVQ a+8(FP), SI
+	MOVQ b+16(FP), BX
+	MOVQ c+24(FP), DI
+	MOVQ ldc+32(FP), DX
+	SHLQ $2, DX
+	INCQ CX
+	SHRQ $1, CX
+	MOVQ CX, R11
+	ANDQ $15, R11
+	SHRQ $4, CX
+	VPXORD Z0, Z0, Z0
+	VMOVDQU64 Z0, 0(SP)
+	MOVB $1, 0(SP)
+	MOVW $64, 24(SP)
+	MOVB $16, 52(SP)
+	MOVW $64, 16(SP)
+	MOVB $16, 48(SP)
+	MOVW $64, 28(SP)
+	MOVB $16, 54(SP)
+	TESTQ R11, R11
+	JZ kern16x16AMX_cfg
+	LEAQ (R11*4), R10
+	MOVW R10, 26(SP)
+	MOVB $16, 53(SP)
+	MOVW $64, 20(SP)
+	MOVB R11, 50(SP)
+kern16x16AMX_cfg:
+	MOVQ SP, AX
+	BYTE $0xc4; BYTE $0xe2; BYTE $0x78; BYTE $0x49; BYTE $0x04; BYTE $0x20 // ldtilecfg [rax]
+	BYTE $0xc4; BYTE $0xe2; BYTE $0x7b; BYTE $0x49; BYTE $0xc0 // tilezero tmm0
+	MOVQ $64, R8
+	MOVQ $64, R9
+	TESTQ CX, CX
+	JZ kern16x16AMX_rem
+kern16x16AMX_loop:
+	BYTE $0xc4; BYTE $0xa2; BYTE $0x7b; BYTE $0x4b; BYTE $0x24; BYTE $0x06 // tileloadd tmm4, [rsi+r8]
+	BYTE $0xc4; BYTE $0xa2; BYTE $0x7b; BYTE $0x4b; BYTE $0x34; BYTE $0x0b // tileloadd tmm6, [rbx+r9]
+	BYTE $0xc4; BYTE $0xe2; BYTE $0x4a; BYTE $0x5c; BYTE $0xc4 // tdpbf16ps tmm0, tmm4, tmm6
+	ADDQ $1024, SI
+	ADDQ $1024, BX
+	DECQ CX
+	JNZ kern16x16AMX_loop
+kern16x16AMX_rem:
+	TESTQ R11, R11
+	JZ kern16x16AMX_tiles
+	BYTE $0xc4; BYTE $0xa2; BYTE $0x7b; BYTE $0x4b; BYTE $0x2c; BYTE $0x16 // tileloadd tmm5, [rsi+r10]
+	BYTE $0xc4; BYTE $0xa2; BYTE $0x7b; BYTE $0x4b; BYTE $0x14; BYTE $0x0b // tileloadd tmm2, [rbx+r9]
+	BYTE $0xc4; BYTE $0xe2; BYTE $0x6a; BYTE $0x5c; BYTE $0xc5 // tdpbf16ps tmm0, tmm5, tmm2
+kern16x16AMX_tiles:
+	LEAQ 64(SP), SI
+	BYTE $0xc4; BYTE $0xa2; BYTE $0x7a; BYTE $0x4b; BYTE $0x04; BYTE $0x0e // tilestored [rsi+r9], tmm0
+	BYTE $0xc4; BYTE $0xe2; BYTE $0x78; BYTE $0x49; BYTE $0xc0 // tilerelease
+	VBROADCASTSS alpha+40(FP), Z31
+	MOVQ $16, CX
+	MOVL beta+44(FP), R9
+	ANDL $0x7fffffff, R9
+	JZ kern16x16AMX_beta0
+	VBROADCASTSS beta+44(FP), Z30
+kern16x16AMX_row:
+	VMULPS 0(DI), Z30, Z1
+	VMULPS 0(SI), Z31, Z0
+	VADDPS Z1, Z0, Z1
+	VMOVUPS Z1, 0(DI)
+	ADDQ DX, DI
+	ADDQ $64, SI
+	DECQ CX
+	JNZ kern16x16AMX_row
+	VZEROUPPER
+	RET
+kern16x16AMX_beta0:
+	VMULPS 0(SI), Z31, Z0
+	VMOVUPS Z0, 0(DI)
+	ADDQ DX, DI
+	ADDQ $64, SI
+	DECQ CX
+	JNZ kern16x16AMX_beta0
+	VZEROUPPER
+	RET
+

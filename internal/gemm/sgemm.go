@@ -40,6 +40,13 @@ type kernelSet struct {
 	// one 32-bit lane a pair, so a panel's step p lies at p/2 and takes half
 	// the space an fp32 panel has for it (the rest of the space is unused).
 	pairs bool
+
+	// copyA and transA, if not nil, pack A's micro-panels in place of
+	// copyPanel and transPanel (the AMX set's A tiles are rows of pairs).
+	copyA, transA panelPacker
+
+	// model, for a bf16 set in assembly, is the Go set that gives its bits.
+	model *kernelSet
 }
 
 func (ks *kernelSet) nr() int { return ks.vec * len(ks.kerns) }
@@ -298,14 +305,18 @@ type panelPacker func(dst, src []float32, lds, kc, nn, pw int)
 // mc zero.
 func (ks *kernelSet) packA(dst, a []float32, lda int, trans bool, i0, mc, p0, kc int) {
 	mr := ks.mr
+	copyA, transA := ks.copyPanel, ks.transPanel
+	if ks.copyA != nil {
+		copyA, transA = ks.copyA, ks.transA
+	}
 	for ir := 0; ir < mc; ir += mr {
 		mm := min(mr, mc-ir)
 		d := dst[ir*kc : ir*kc+mr*kc]
 		if trans {
 			// op(A) = Aᵀ: A is k×m, so a step's mr values are contiguous.
-			ks.copyPanel(d, a[p0*lda+i0+ir:], lda, kc, mm, mr)
+			copyA(d, a[p0*lda+i0+ir:], lda, kc, mm, mr)
 		} else {
-			ks.transPanel(d, a[(i0+ir)*lda+p0:], lda, kc, mm, mr)
+			transA(d, a[(i0+ir)*lda+p0:], lda, kc, mm, mr)
 		}
 	}
 }
