@@ -4,7 +4,10 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"runtime"
+	"sync"
 	"testing"
+	"time"
 )
 
 // specials are the values bf16 rounding and VDPBF16PS treat apart: zeros,
@@ -180,6 +183,64 @@ func TestPairPackers(t *testing.T) {
 							if math.Float32bits(got[i]) != math.Float32bits(want[i]) {
 								t.Fatalf("%s %sPairs(kc=%d nn=%d pw=%d) lane %d = %#08x, want %#08x", ks.name, name, kc, nn, pw, i, math.Float32bits(got[i]), math.Float32bits(want[i]))
 							}
+						}
+					}
+				}
+			}
+		}
+	}
+}
+
+// TestAMXPanelA checks the amx A packers against rows of pairs taken from
+// the source one by one (pairBF16), and the assembly set's against the Go
+// model's, bit for bit: chunks of 32 steps as 16 rows of 16 pairs, the
+// last as 16 rows of its pairs, rows past nn zero, nothing written past.
+func TestAMXPanelA(t *testing.T) {
+	rng := rand.New(rand.NewPCG(41, 42))
+	for _, ks := range bf16TestSets() {
+		if ks.copyA == nil {
+			continue
+		}
+		for _, kc := range []int{1, 2, 3, 31, 32, 33, 64, 65, 101} {
+			for _, nn := range []int{1, 7, 15, 16} {
+				lds := max(kc, nn) + rng.IntN(4)
+				src := make([]float32, max(kc, nn)*lds)
+				for i := range src {
+					src[i] = rng.Float32()*2 - 1
+				}
+				sprinkle(rng, src, 4, true)
+				for name, f := range map[string]panelPacker{"copy": ks.copyA, "trans": ks.transA} {
+					at := func(r, p int) float32 { return src[r*lds+p] }
+					if name == "copy" {
+						at = func(r, p int) float32 { return src[p*lds+r] }
+					}
+					got := make([]float32, 16*kc+16)
+					for i := range got {
+						got[i] = math.Float32frombits(0xdeadbeef)
+					}
+					f(got, src, lds, kc, nn, 16)
+					g := words(got)
+					for p0 := 0; p0 < kc; p0 += 32 {
+						n := (min(32, kc-p0) + 1) / 2
+						for r := range 16 {
+							for q := range n {
+								var want uint32
+								if p := p0 + 2*q; r < nn {
+									hi := float32(0)
+									if p+1 < kc {
+										hi = at(r, p+1)
+									}
+									want = pairBF16(at(r, p), hi)
+								}
+								if w := g[p0*8+r*n+q]; w != want {
+									t.Fatalf("%s %sA(kc=%d nn=%d): chunk %d row %d pair %d = %#08x, want %#08x", ks.name, name, kc, nn, p0/32, r, q, w, want)
+								}
+							}
+						}
+					}
+					for i := 16 * ((kc + 1) / 2); i < len(g); i++ {
+						if g[i] != 0xdeadbeef {
+							t.Fatalf("%s %sA(kc=%d nn=%d) wrote word %d", ks.name, name, kc, nn, i)
 						}
 					}
 				}
@@ -399,4 +460,67 @@ func TestSgemmPackedBF16Panics(t *testing.T) {
 			f()
 		}()
 	}
+}
+
+// TestSgemmBF16Concurrent runs every bf16 set on 16 goroutines at once
+// for half a second,
+// more than there are threads, with the collector running and allocating
+// beside them: goroutines switch threads, threads switch cores and signals
+// (preemption, GC) arrive while tiles hold sums, which the kernel must save
+// and restore (amx). Every result must be the bits of a lone call.
+func TestSgemmBF16Concurrent(t *testing.T) {
+	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(2 * runtime.NumCPU()))
+	withBF16Kernels(t, func(t *testing.T, ks *kernelSet) {
+		rng := rand.New(rand.NewPCG(39, 40))
+		cases := bf16Cases(rng, true)
+		for _, l := range layouts {
+			cases = append(cases, bf16Case{newOperands(rng, l[0], l[1], 100, 150, 700, 1), 1, 0.5})
+		}
+		want := make([][]float32, len(cases))
+		for i, o := range cases {
+			want[i] = o.run(1)
+		}
+		stop := make(chan struct{})
+		var garbage sync.WaitGroup
+		garbage.Go(func() {
+			var keep [][]byte
+			for {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				keep = append(keep, make([]byte, 1<<16))
+				if len(keep) > 64 {
+					keep = nil
+					runtime.GC()
+				}
+			}
+		})
+		var wg sync.WaitGroup
+		errs := make(chan string, 16)
+		start := time.Now()
+		for g := range 16 {
+			wg.Go(func() {
+				for r := 0; r < 10 || time.Since(start) < time.Second/2; r++ {
+					i := (g*7 + r) % len(cases)
+					o := cases[i]
+					got := o.run(Threads(1 + r%3))
+					for j := range got {
+						if !sameBits(got[j], want[i][j]) {
+							errs <- fmt.Sprintf("%s goroutine %d: C[%d] = %g, alone %g", o.name(), g, j, got[j], want[i][j])
+							return
+						}
+					}
+				}
+			})
+		}
+		wg.Wait()
+		close(stop)
+		garbage.Wait()
+		close(errs)
+		for e := range errs {
+			t.Error(e)
+		}
+	})
 }
