@@ -431,6 +431,73 @@ func (g *gen) amxKernel(nv int) {
 	g.amxEpilogue(name, nv)
 }
 
+// amxRows emits amxRowsAVX512(dst, src *float32, lds, kc, nn int), the amx
+// set's A packer from rows of steps (op(A) = A): 16 rows (rows nn..15
+// zero) of kc steps, src's row r at src[r*lds:], in chunks of 32 steps at
+// word 256·chunk, each 16 rows of its n pairs (16, or fewer in the last):
+// a row's 32 floats rounded to bf16 by one VCVTNE2PS2BF16 are its pairs.
+func (g *gen) amxRows() {
+	const name = "amxRowsAVX512"
+	g.p("// func %s(dst, src *float32, lds, kc, nn int)", name)
+	g.p("TEXT ·%s(SB), NOSPLIT, $0-40", name)
+	g.p("\tMOVQ dst+0(FP), DI")
+	g.p("\tMOVQ src+8(FP), SI")
+	g.p("\tMOVQ lds+16(FP), R8")
+	g.p("\tSHLQ $2, R8")
+	g.p("\tMOVQ kc+24(FP), R9")
+	g.p("\tMOVQ nn+32(FP), R10")
+	g.p("\tVPXORD Z3, Z3, Z3")
+	g.p("%s_chunk:", name)
+	// CX = floats of this chunk, min(32, kc left); K1, K2 load them; K3
+	// stores its n pairs, R12 = 4n bytes a row.
+	g.p("\tMOVQ R9, CX")
+	g.p("\tCMPQ CX, $32")
+	g.p("\tJLE %s_n", name)
+	g.p("\tMOVQ $32, CX")
+	g.p("%s_n:", name)
+	g.p("\tMOVQ $1, DX")
+	g.p("\tSHLQ CX, DX")
+	g.p("\tDECQ DX")
+	g.p("\tKMOVW DX, K1")
+	g.p("\tSHRQ $16, DX")
+	g.p("\tKMOVW DX, K2")
+	g.p("\tMOVQ CX, R12")
+	g.p("\tINCQ CX")
+	g.p("\tSHRQ $1, CX")
+	g.p("\tMOVQ $1, DX")
+	g.p("\tSHLQ CX, DX")
+	g.p("\tDECQ DX")
+	g.p("\tKMOVW DX, K3")
+	g.p("\tXCHGQ CX, R12")
+	g.p("\tSHLQ $2, R12")
+	g.p("\tMOVQ SI, AX")
+	g.p("\tMOVQ DI, BX")
+	g.p("\tXORQ R11, R11")
+	g.p("%s_row:", name)
+	g.p("\tCMPQ R11, R10")
+	g.p("\tJGE %s_zero", name)
+	g.p("\tVMOVUPS.Z (AX), K1, Z0")
+	g.p("\tVMOVUPS.Z 64(AX), K2, Z1")
+	g.cvt2(2, 1, 0)
+	g.p("\tVMOVDQU32 Z2, K3, (BX)")
+	g.p("\tJMP %s_next", name)
+	g.p("%s_zero:", name)
+	g.p("\tVMOVDQU32 Z3, K3, (BX)")
+	g.p("%s_next:", name)
+	g.p("\tADDQ R8, AX")
+	g.p("\tADDQ R12, BX")
+	g.p("\tINCQ R11")
+	g.p("\tCMPQ R11, $16")
+	g.p("\tJLT %s_row", name)
+	g.p("\tADDQ $128, SI") // 32 floats on
+	g.p("\tADDQ $1024, DI")
+	g.p("\tSUBQ CX, R9")
+	g.p("\tJNZ %s_chunk", name)
+	g.p("\tVZEROUPPER")
+	g.p("\tRET")
+	g.p("")
+}
+
 // amxEpilogue emits C = alpha*acc + beta*C for a kernel whose 16 rows of
 // nv vectors of acc lie at 64(SP), as the bf16 epilogue does it.
 func (g *gen) amxEpilogue(name string, nv int) {
@@ -933,6 +1000,7 @@ func main() {
 	// AMX: 16×32 and 16×16 tiles of TDPBF16PS.
 	g.amxKernel(2)
 	g.amxKernel(1)
+	g.amxRows()
 	if err := os.WriteFile("kernels_amd64.s", g.Bytes(), 0o644); err != nil {
 		panic(err)
 	}

@@ -146,13 +146,24 @@ func kern16x32AMX(k int, a, b, c *float32, ldc int, alpha, beta float32)
 //go:noescape
 func kern16x16AMX(k int, a, b, c *float32, ldc int, alpha, beta float32)
 
+//go:noescape
+func amxRowsAVX512(dst, src *float32, lds, kc, nn int)
+
+// amxRowsAVX512s is the amx set's transA: amxRowsAVX512 (pw is 16).
+func amxRowsAVX512s(dst, src []float32, lds, kc, nn, pw int) {
+	_ = dst[16*((kc+1)/2)-1]
+	_ = src[(nn-1)*lds+kc-1]
+	amxRowsAVX512(&dst[0], &src[0], lds, kc, nn)
+}
+
 // amxKernels runs TDPBF16PS on 16×32 tiles of C (and 16×16), two 16×16
 // tiles of fp32 sums fed by one A tile (16 rows of 16 pairs) and two B
 // tiles (16 pairs of 16 columns) per chunk of 32 steps of k. Measured here
 // (go run ./bench/peak), TDPBF16PS issues once per 19 cycles, 16384 flops:
 // about 15 times VFMADD231PS's peak, so packing and the epilogue, not the
 // products, bound it. B panels are the AVX512_BF16 set's pair panels; A
-// panels are packed as those, a chunk at a time, and turned into rows.
+// panels from rows of A are rounded a row at a time, those from columns
+// packed as pair panels a chunk at a time and turned into rows.
 var amxKernels = kernelSet{
 	name:  "amx",
 	mr:    16,
@@ -166,7 +177,7 @@ var amxKernels = kernelSet{
 	copyPanel:  copyPairsAVX512s,
 	transPanel: transPairsAVX512s,
 	copyA:      amxPanelA(copyPairsAVX512s, true),
-	transA:     amxPanelA(transPairsAVX512s, false),
+	transA:     amxRowsAVX512s,
 	model:      &goAMXKernels,
 }
 

@@ -4706,3 +4706,59 @@ kern16x16AMX_beta0:
 	VZEROUPPER
 	RET
 
+// func amxRowsAVX512(dst, src *float32, lds, kc, nn int)
+TEXT ·amxRowsAVX512(SB), NOSPLIT, $0-40
+	MOVQ dst+0(FP), DI
+	MOVQ src+8(FP), SI
+	MOVQ lds+16(FP), R8
+	SHLQ $2, R8
+	MOVQ kc+24(FP), R9
+	MOVQ nn+32(FP), R10
+	VPXORD Z3, Z3, Z3
+amxRowsAVX512_chunk:
+	MOVQ R9, CX
+	CMPQ CX, $32
+	JLE amxRowsAVX512_n
+	MOVQ $32, CX
+amxRowsAVX512_n:
+	MOVQ $1, DX
+	SHLQ CX, DX
+	DECQ DX
+	KMOVW DX, K1
+	SHRQ $16, DX
+	KMOVW DX, K2
+	MOVQ CX, R12
+	INCQ CX
+	SHRQ $1, CX
+	MOVQ $1, DX
+	SHLQ CX, DX
+	DECQ DX
+	KMOVW DX, K3
+	XCHGQ CX, R12
+	SHLQ $2, R12
+	MOVQ SI, AX
+	MOVQ DI, BX
+	XORQ R11, R11
+amxRowsAVX512_row:
+	CMPQ R11, R10
+	JGE amxRowsAVX512_zero
+	VMOVUPS.Z (AX), K1, Z0
+	VMOVUPS.Z 64(AX), K2, Z1
+	BYTE $0x62; BYTE $0xf2; BYTE $0x77; BYTE $0x48; BYTE $0x72; BYTE $0xd0 // vcvtne2ps2bf16 zmm2, zmm1, zmm0
+	VMOVDQU32 Z2, K3, (BX)
+	JMP amxRowsAVX512_next
+amxRowsAVX512_zero:
+	VMOVDQU32 Z3, K3, (BX)
+amxRowsAVX512_next:
+	ADDQ R8, AX
+	ADDQ R12, BX
+	INCQ R11
+	CMPQ R11, $16
+	JLT amxRowsAVX512_row
+	ADDQ $128, SI
+	ADDQ $1024, DI
+	SUBQ CX, R9
+	JNZ amxRowsAVX512_chunk
+	VZEROUPPER
+	RET
+
