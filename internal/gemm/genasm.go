@@ -353,14 +353,16 @@ const (
 // holds its steps in chunks of 16 pairs, each 16 rows of 16 (the last
 // chunk, of rem < 16 pairs, 16 rows of rem: tile 5, with B's last rem
 // rows in tiles 2 and 3); the B panel is the pair panel of nv·16 lanes.
-// One call configures the tiles, sums, stores C's tiles to the frame and
-// releases them: no tile state lives across calls or goroutine switches.
-// The epilogue is the bf16 kernels' (alpha*acc and beta*C rounded apart).
+// One call configures the tiles (unless the thread has this configuration
+// from the call before), sums and stores C's tiles to the frame: no sums
+// live across calls, and amxRelease, at the end of each part of a product,
+// frees the thread's tile state. The epilogue is the bf16 kernels'
+// (alpha*acc and beta*C rounded apart).
 func (g *gen) amxKernel(nv int) {
 	name := fmt.Sprintf("kern16x%dAMX", 16*nv)
 	pw := 16 * nv
 	g.p("// func %s(k int, a, b, c *float32, ldc int, alpha, beta float32)", name)
-	g.p("TEXT ·%s(SB), 0, $%d-48", name, 64+16*pw*4)
+	g.p("TEXT ·%s(SB), 0, $%d-48", name, 128+16*pw*4)
 	g.p("\tMOVQ k+0(FP), CX")
 	g.p("\tMOVQ a+8(FP), SI")
 	g.p("\tMOVQ b+16(FP), BX")
@@ -395,8 +397,18 @@ func (g *gen) amxKernel(nv int) {
 		g.p("\tMOVB R11, %d(SP)", 48+2+v)
 	}
 	g.p("%s_cfg:", name)
+	// LDTILECFG takes ~190 cycles, STTILECFG ~20: load the configuration
+	// only if the thread's (at 64(SP)) differs, as after amxRelease.
+	g.p("\tLEAQ 64(SP), AX")
+	g.raw("sttilecfg [rax]", amxOp(0x49, 1, 0, 0, -1, rAX, -1, 0))
+	g.p("\tVMOVDQU64 0(SP), Z0")
+	g.p("\tVPXORD 64(SP), Z0, Z0")
+	g.p("\tVPTESTMD Z0, Z0, K1")
+	g.p("\tKORTESTW K1, K1")
+	g.p("\tJZ %s_same", name)
 	g.p("\tMOVQ SP, AX")
 	g.raw("ldtilecfg [rax]", amxOp(0x49, 0, 0, 0, -1, rAX, -1, 0))
+	g.p("%s_same:", name)
 	for v := range nv {
 		g.raw(fmt.Sprintf("tilezero tmm%d", v), amxOp(0x49, 3, v, 0, 0, 0, 0, 0))
 	}
@@ -423,11 +435,10 @@ func (g *gen) amxKernel(nv int) {
 		g.tdpbf16(v, 5, 2+v)
 	}
 	g.p("%s_tiles:", name)
-	g.p("\tLEAQ 64(SP), SI")
+	g.p("\tLEAQ 128(SP), SI")
 	for v := range nv {
 		g.tileStore(v, rSI, rR9, 64*v)
 	}
-	g.raw("tilerelease", amxOp(0x49, 0, 0, 0, 0, 0, 0, 0))
 	g.amxEpilogue(name, nv)
 }
 
@@ -499,7 +510,7 @@ func (g *gen) amxRows() {
 }
 
 // amxEpilogue emits C = alpha*acc + beta*C for a kernel whose 16 rows of
-// nv vectors of acc lie at 64(SP), as the bf16 epilogue does it.
+// nv vectors of acc lie at 128(SP), as the bf16 epilogue does it.
 func (g *gen) amxEpilogue(name string, nv int) {
 	g.p("\tVBROADCASTSS alpha+40(FP), Z31")
 	g.p("\tMOVQ $16, CX")
@@ -1001,6 +1012,10 @@ func main() {
 	g.amxKernel(2)
 	g.amxKernel(1)
 	g.amxRows()
+	g.p("// func amxRelease(): TILERELEASE, the tiles back to their initial state.")
+	g.p("TEXT ·amxRelease(SB), NOSPLIT, $0-0")
+	g.raw("tilerelease", amxOp(0x49, 0, 0, 0, 0, 0, 0, 0))
+	g.p("\tRET")
 	if err := os.WriteFile("kernels_amd64.s", g.Bytes(), 0o644); err != nil {
 		panic(err)
 	}

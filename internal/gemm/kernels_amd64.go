@@ -146,6 +146,8 @@ func kern16x32AMX(k int, a, b, c *float32, ldc int, alpha, beta float32)
 //go:noescape
 func kern16x16AMX(k int, a, b, c *float32, ldc int, alpha, beta float32)
 
+func amxRelease()
+
 //go:noescape
 func amxRowsAVX512(dst, src *float32, lds, kc, nn int)
 
@@ -179,6 +181,7 @@ var amxKernels = kernelSet{
 	copyA:      amxPanelA(copyPairsAVX512s, true),
 	transA:     amxRowsAVX512s,
 	model:      &goAMXKernels,
+	release:    amxRelease,
 }
 
 // bf16KernelSets lists the bf16 kernels this CPU runs, fastest first: AMX

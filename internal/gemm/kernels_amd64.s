@@ -4525,7 +4525,7 @@ DATA pairIdx<>+56(SB)/8, $0x001f000f001e000e
 GLOBL pairIdx<>(SB), RODATA|NOPTR, $64
 
 // func kern16x32AMX(k int, a, b, c *float32, ldc int, alpha, beta float32)
-TEXT ·kern16x32AMX(SB), 0, $2112-48
+TEXT ·kern16x32AMX(SB), 0, $2176-48
 	MOVQ k+0(FP), CX
 	MOVQ a+8(FP), SI
 	MOVQ b+16(FP), BX
@@ -4560,8 +4560,16 @@ TEXT ·kern16x32AMX(SB), 0, $2112-48
 	MOVW $64, 22(SP)
 	MOVB R11, 51(SP)
 kern16x32AMX_cfg:
+	LEAQ 64(SP), AX
+	BYTE $0xc4; BYTE $0xe2; BYTE $0x79; BYTE $0x49; BYTE $0x04; BYTE $0x20 // sttilecfg [rax]
+	VMOVDQU64 0(SP), Z0
+	VPXORD 64(SP), Z0, Z0
+	VPTESTMD Z0, Z0, K1
+	KORTESTW K1, K1
+	JZ kern16x32AMX_same
 	MOVQ SP, AX
 	BYTE $0xc4; BYTE $0xe2; BYTE $0x78; BYTE $0x49; BYTE $0x04; BYTE $0x20 // ldtilecfg [rax]
+kern16x32AMX_same:
 	BYTE $0xc4; BYTE $0xe2; BYTE $0x7b; BYTE $0x49; BYTE $0xc0 // tilezero tmm0
 	BYTE $0xc4; BYTE $0xe2; BYTE $0x7b; BYTE $0x49; BYTE $0xc8 // tilezero tmm1
 	MOVQ $64, R8
@@ -4587,10 +4595,9 @@ kern16x32AMX_rem:
 	BYTE $0xc4; BYTE $0xa2; BYTE $0x7b; BYTE $0x4b; BYTE $0x5c; BYTE $0x0b; BYTE $0x40 // tileloadd tmm3, [rbx+r9+64]
 	BYTE $0xc4; BYTE $0xe2; BYTE $0x62; BYTE $0x5c; BYTE $0xcd // tdpbf16ps tmm1, tmm5, tmm3
 kern16x32AMX_tiles:
-	LEAQ 64(SP), SI
+	LEAQ 128(SP), SI
 	BYTE $0xc4; BYTE $0xa2; BYTE $0x7a; BYTE $0x4b; BYTE $0x04; BYTE $0x0e // tilestored [rsi+r9], tmm0
 	BYTE $0xc4; BYTE $0xa2; BYTE $0x7a; BYTE $0x4b; BYTE $0x4c; BYTE $0x0e; BYTE $0x40 // tilestored [rsi+r9+64], tmm1
-	BYTE $0xc4; BYTE $0xe2; BYTE $0x78; BYTE $0x49; BYTE $0xc0 // tilerelease
 	VBROADCASTSS alpha+40(FP), Z31
 	MOVQ $16, CX
 	MOVL beta+44(FP), R9
@@ -4625,7 +4632,7 @@ kern16x32AMX_beta0:
 	RET
 
 // func kern16x16AMX(k int, a, b, c *float32, ldc int, alpha, beta float32)
-TEXT ·kern16x16AMX(SB), 0, $1088-48
+TEXT ·kern16x16AMX(SB), 0, $1152-48
 	MOVQ k+0(FP), CX
 	MOVQ a+8(FP), SI
 	MOVQ b+16(FP), BX
@@ -4654,8 +4661,16 @@ TEXT ·kern16x16AMX(SB), 0, $1088-48
 	MOVW $64, 20(SP)
 	MOVB R11, 50(SP)
 kern16x16AMX_cfg:
+	LEAQ 64(SP), AX
+	BYTE $0xc4; BYTE $0xe2; BYTE $0x79; BYTE $0x49; BYTE $0x04; BYTE $0x20 // sttilecfg [rax]
+	VMOVDQU64 0(SP), Z0
+	VPXORD 64(SP), Z0, Z0
+	VPTESTMD Z0, Z0, K1
+	KORTESTW K1, K1
+	JZ kern16x16AMX_same
 	MOVQ SP, AX
 	BYTE $0xc4; BYTE $0xe2; BYTE $0x78; BYTE $0x49; BYTE $0x04; BYTE $0x20 // ldtilecfg [rax]
+kern16x16AMX_same:
 	BYTE $0xc4; BYTE $0xe2; BYTE $0x7b; BYTE $0x49; BYTE $0xc0 // tilezero tmm0
 	MOVQ $64, R8
 	MOVQ $64, R9
@@ -4676,9 +4691,8 @@ kern16x16AMX_rem:
 	BYTE $0xc4; BYTE $0xa2; BYTE $0x7b; BYTE $0x4b; BYTE $0x14; BYTE $0x0b // tileloadd tmm2, [rbx+r9]
 	BYTE $0xc4; BYTE $0xe2; BYTE $0x6a; BYTE $0x5c; BYTE $0xc5 // tdpbf16ps tmm0, tmm5, tmm2
 kern16x16AMX_tiles:
-	LEAQ 64(SP), SI
+	LEAQ 128(SP), SI
 	BYTE $0xc4; BYTE $0xa2; BYTE $0x7a; BYTE $0x4b; BYTE $0x04; BYTE $0x0e // tilestored [rsi+r9], tmm0
-	BYTE $0xc4; BYTE $0xe2; BYTE $0x78; BYTE $0x49; BYTE $0xc0 // tilerelease
 	VBROADCASTSS alpha+40(FP), Z31
 	MOVQ $16, CX
 	MOVL beta+44(FP), R9
@@ -4762,3 +4776,7 @@ amxRowsAVX512_next:
 	VZEROUPPER
 	RET
 
+// func amxRelease(): TILERELEASE, the tiles back to their initial state.
+TEXT ·amxRelease(SB), NOSPLIT, $0-0
+	BYTE $0xc4; BYTE $0xe2; BYTE $0x78; BYTE $0x49; BYTE $0xc0 // tilerelease
+	RET

@@ -47,6 +47,11 @@ type kernelSet struct {
 
 	// model, for a bf16 set in assembly, is the Go set that gives its bits.
 	model *kernelSet
+
+	// release, if not nil, frees state the kernels leave on the thread
+	// (amx: the tile configuration, kept from call to call since loading
+	// it costs more than a small tile's products); run calls it last.
+	release func()
 }
 
 func (ks *kernelSet) nr() int { return ks.vec * len(ks.kerns) }
@@ -206,6 +211,9 @@ func (w *workspace) run(ks *kernelSet, g *sgemmArgs, i0, i1, j0, j1 int, apre []
 		w.bp = grow(w.bp, min(ncb, roundUp(j1-j0, vec))*kcb, &largest)
 	}
 	w.tile = grow(w.tile, mr*nr, &largest)
+	if ks.release != nil {
+		defer ks.release()
+	}
 	c, ldc, alpha := g.c, g.ldc, g.alpha
 	for pc := 0; pc < g.k; pc += kcb {
 		kc := min(kcb, g.k-pc)
