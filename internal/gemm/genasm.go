@@ -374,38 +374,70 @@ func (g *gen) amxKernel(nv int) {
 	g.p("\tMOVQ CX, R11")
 	g.p("\tANDQ $15, R11") // rem
 	g.p("\tSHRQ $4, CX")   // full chunks
-	// The configuration at 0(SP): palette 1, colsb (2 bytes) at 16+2t and
-	// rows at 48+t for tile t; unused tiles zero.
+	// The configuration: palette 1 (byte 0), colsb (2 bytes) at 16+2t and
+	// rows at 48+t for tile t, unused tiles zero; bytes 16-31 and 48-55 in
+	// AX, R12 and R13, rem's tiles (2, 3 and 5) zero when rem is.
+	var colsLo, colsHi, rows, remCols, remRows uint64
+	set := func(t int, cols, r uint64, ofRem bool) {
+		c, sh := &colsLo, 16*t
+		if t >= 4 {
+			c, sh = &colsHi, 16*(t-4)
+		}
+		*c |= cols << sh
+		if ofRem {
+			remCols |= cols << sh // t < 4
+			remRows |= r << (8 * t)
+			return
+		}
+		rows |= r << (8 * t)
+	}
+	set(4, 64, 16, false)
+	set(5, 0, 16, true)
+	for v := range nv {
+		set(v, 64, 16, false)
+		set(6+v, 64, 16, false)
+		set(2+v, 64, 0, true)
+	}
+	colsLo &^= remCols
+	rows &^= remRows
+	g.p("\tMOVQ R11, R10")
+	g.p("\tNEGQ R10")
+	g.p("\tSBBQ R10, R10") // R10 = -1 if rem, else 0
+	g.p("\tMOVQ $%#x, AX", remCols)
+	g.p("\tANDQ R10, AX")
+	g.p("\tMOVQ $%#x, R14", colsLo)
+	g.p("\tORQ R14, AX")
+	g.p("\tMOVQ R11, R12")
+	g.p("\tSHLQ $18, R12") // tile 5: 4·rem bytes a row
+	g.p("\tMOVQ $%#x, R14", colsHi)
+	g.p("\tORQ R14, R12")
+	g.p("\tMOVQ $%#x, R13", remRows)
+	g.p("\tANDQ R10, R13")
+	g.p("\tMOVQ $%#x, R14", rows)
+	g.p("\tORQ R14, R13")
+	for v := range nv {
+		g.p("\tMOVQ R11, R14")
+		g.p("\tSHLQ $%d, R14", 8*(2+v)) // tiles 2, 3: rem rows
+		g.p("\tORQ R14, R13")
+	}
+	// LDTILECFG takes ~190 cycles, STTILECFG ~20: load the configuration
+	// only if the thread's (at 64(SP)) differs, as after amxRelease.
+	// (Scalar compares: a vector load of STTILECFG's bytes stalls.)
+	g.p("\tLEAQ 64(SP), R14")
+	g.raw("sttilecfg [r14]", amxOp(0x49, 1, 0, 0, -1, 14, -1, 0))
+	g.p("\tCMPQ AX, 80(SP)")
+	g.p("\tJNE %s_load", name)
+	g.p("\tCMPQ R12, 88(SP)")
+	g.p("\tJNE %s_load", name)
+	g.p("\tCMPQ R13, 112(SP)")
+	g.p("\tJEQ %s_same", name)
+	g.p("%s_load:", name)
 	g.p("\tVPXORD Z0, Z0, Z0")
 	g.p("\tVMOVDQU64 Z0, 0(SP)")
 	g.p("\tMOVB $1, 0(SP)")
-	full := []int{4}
-	for v := range nv {
-		full = append(full, v, 6+v)
-	}
-	for _, t := range full {
-		g.p("\tMOVW $64, %d(SP)", 16+2*t)
-		g.p("\tMOVB $16, %d(SP)", 48+t)
-	}
-	g.p("\tTESTQ R11, R11")
-	g.p("\tJZ %s_cfg", name)
-	g.p("\tLEAQ (R11*4), R10") // A's last chunk: rows of rem pairs
-	g.p("\tMOVW R10, %d(SP)", 16+2*5)
-	g.p("\tMOVB $16, %d(SP)", 48+5)
-	for v := range nv {
-		g.p("\tMOVW $64, %d(SP)", 16+2*(2+v))
-		g.p("\tMOVB R11, %d(SP)", 48+2+v)
-	}
-	g.p("%s_cfg:", name)
-	// LDTILECFG takes ~190 cycles, STTILECFG ~20: load the configuration
-	// only if the thread's (at 64(SP)) differs, as after amxRelease.
-	g.p("\tLEAQ 64(SP), AX")
-	g.raw("sttilecfg [rax]", amxOp(0x49, 1, 0, 0, -1, rAX, -1, 0))
-	g.p("\tVMOVDQU64 0(SP), Z0")
-	g.p("\tVPXORD 64(SP), Z0, Z0")
-	g.p("\tVPTESTMD Z0, Z0, K1")
-	g.p("\tKORTESTW K1, K1")
-	g.p("\tJZ %s_same", name)
+	g.p("\tMOVQ AX, 16(SP)")
+	g.p("\tMOVQ R12, 24(SP)")
+	g.p("\tMOVQ R13, 48(SP)")
 	g.p("\tMOVQ SP, AX")
 	g.raw("ldtilecfg [rax]", amxOp(0x49, 0, 0, 0, -1, rAX, -1, 0))
 	g.p("%s_same:", name)
@@ -429,6 +461,7 @@ func (g *gen) amxKernel(nv int) {
 	g.p("%s_rem:", name)
 	g.p("\tTESTQ R11, R11")
 	g.p("\tJZ %s_tiles", name)
+	g.p("\tLEAQ (R11*4), R10") // A's last chunk: rows of rem pairs
 	g.tileLoad(5, rSI, rR10, 0)
 	for v := range nv {
 		g.tileLoad(2+v, rBX, rR9, 64*v)
