@@ -475,6 +475,122 @@ func (g *gen) amxKernel(nv int) {
 	g.amxEpilogue(name, nv)
 }
 
+// transpose16 emits the transpose of Z0..Z15 (rows of 16 lanes) into
+// Z0..Z15 (columns), with Z16..Z31 as scratch.
+func (g *gen) transpose16() {
+	// Go operand order is reversed: OP src2, src1, dst.
+	for i := range 8 {
+		g.p("\tVUNPCKLPS Z%d, Z%d, Z%d", 2*i+1, 2*i, 16+2*i)
+		g.p("\tVUNPCKHPS Z%d, Z%d, Z%d", 2*i+1, 2*i, 16+2*i+1)
+	}
+	for i := range 4 {
+		t := 16 + 4*i
+		g.p("\tVUNPCKLPD Z%d, Z%d, Z%d", t+2, t, 4*i)
+		g.p("\tVUNPCKHPD Z%d, Z%d, Z%d", t+2, t, 4*i+1)
+		g.p("\tVUNPCKLPD Z%d, Z%d, Z%d", t+3, t+1, 4*i+2)
+		g.p("\tVUNPCKHPD Z%d, Z%d, Z%d", t+3, t+1, 4*i+3)
+	}
+	// Now Z(4i+j) lane L holds column 4L+j of rows 4i..4i+3.
+	for j := range 4 {
+		s := 16 + 4*j
+		g.p("\tVSHUFF32X4 $0x44, Z%d, Z%d, Z%d", 4+j, j, s)
+		g.p("\tVSHUFF32X4 $0xEE, Z%d, Z%d, Z%d", 4+j, j, s+1)
+		g.p("\tVSHUFF32X4 $0x44, Z%d, Z%d, Z%d", 12+j, 8+j, s+2)
+		g.p("\tVSHUFF32X4 $0xEE, Z%d, Z%d, Z%d", 12+j, 8+j, s+3)
+	}
+	for j := range 4 {
+		s := 16 + 4*j
+		for l := range 4 {
+			imm := "0x88"
+			if l%2 == 1 {
+				imm = "0xDD"
+			}
+			src1, src2 := s, s+2
+			if l >= 2 {
+				src1, src2 = s+1, s+3
+			}
+			g.p("\tVSHUFF32X4 $%s, Z%d, Z%d, Z%d", imm, src2, src1, 4*l+j)
+		}
+	}
+}
+
+// amxCols emits amxColsAVX512(dst, src *float32, lds, kc, nn int), the amx
+// set's A packer from columns of steps (op(A) = Aᵀ): amxRowsAVX512's
+// layout, step p of row r at src[p*lds+r]. A chunk's rows 2q and 2q+1 make
+// pair vector q (VCVTNE2PS2BF16, VPERMW, as copyPairsAVX512), and the 16
+// pair vectors transposed are the chunk's 16 rows.
+func (g *gen) amxCols() {
+	const name = "amxColsAVX512"
+	g.p("// func %s(dst, src *float32, lds, kc, nn int)", name)
+	g.p("TEXT ·%s(SB), NOSPLIT, $0-40", name)
+	g.p("\tMOVQ dst+0(FP), DI")
+	g.p("\tMOVQ src+8(FP), SI")
+	g.p("\tMOVQ lds+16(FP), R8")
+	g.p("\tSHLQ $2, R8")
+	g.p("\tMOVQ kc+24(FP), R9")
+	g.p("\tMOVQ nn+32(FP), CX")
+	g.p("\tMOVL $1, AX")
+	g.p("\tSHLL CX, AX")
+	g.p("\tDECL AX")
+	g.p("\tKMOVW AX, K1") // the nn columns
+	g.p("%s_chunk:", name)
+	g.amxChunkMasks(name)
+	g.p("\tVMOVDQU64 pairIdx<>(SB), Z31")
+	g.p("\tMOVQ SI, AX")
+	for q := range 16 {
+		g.p("\tCMPQ CX, $%d", 2*q)
+		g.p("\tJLE %s_zero%d", name, q)
+		g.p("\tVMOVUPS.Z (AX), K1, Z%d", q)
+		g.p("\tVPXORD Z16, Z16, Z16")
+		g.p("\tCMPQ CX, $%d", 2*q+1)
+		g.p("\tJLE %s_cvt%d", name, q)
+		g.p("\tVMOVUPS.Z (AX)(R8*1), K1, Z16")
+		g.p("%s_cvt%d:", name, q)
+		g.cvt2(q, 16, q)
+		g.p("\tVPERMW Z%d, Z31, Z%d", q, q)
+		g.p("\tLEAQ (AX)(R8*2), AX")
+		g.p("\tJMP %s_next%d", name, q)
+		g.p("%s_zero%d:", name, q)
+		g.p("\tVPXORD Z%d, Z%d, Z%d", q, q, q)
+		g.p("%s_next%d:", name, q)
+	}
+	g.transpose16()
+	g.p("\tMOVQ DI, BX")
+	for r := range 16 {
+		g.p("\tVMOVDQU32 Z%d, K3, (BX)", r)
+		g.p("\tADDQ R12, BX")
+	}
+	g.p("\tADDQ $1024, DI")
+	g.p("\tMOVQ R8, AX")
+	g.p("\tSHLQ $5, AX")
+	g.p("\tADDQ AX, SI") // 32 steps on
+	g.p("\tSUBQ CX, R9")
+	g.p("\tJNZ %s_chunk", name)
+	g.p("\tVZEROUPPER")
+	g.p("\tRET")
+	g.p("")
+}
+
+// amxChunkMasks emits, for the chunk of min(32, R9) steps, CX = its steps,
+// K1, K2 = lanes of its floats 0-15 and 16-31 (amxRows), K3 = its n pairs
+// and R12 = 4n, bytes a row of its A tile.
+func (g *gen) amxChunkMasks(name string) {
+	g.p("\tMOVQ R9, CX")
+	g.p("\tCMPQ CX, $32")
+	g.p("\tJLE %s_n", name)
+	g.p("\tMOVQ $32, CX")
+	g.p("%s_n:", name)
+	g.p("\tMOVQ CX, R12")
+	g.p("\tINCQ CX")
+	g.p("\tSHRQ $1, CX")
+	g.p("\tMOVQ $1, DX")
+	g.p("\tSHLQ CX, DX")
+	g.p("\tDECQ DX")
+	g.p("\tKMOVW DX, K3")
+	g.p("\tXCHGQ CX, R12")
+	g.p("\tSHLQ $2, R12")
+}
+
 // amxRows emits amxRowsAVX512(dst, src *float32, lds, kc, nn int), the amx
 // set's A packer from rows of steps (op(A) = A): 16 rows (rows nn..15
 // zero) of kc steps, src's row r at src[r*lds:], in chunks of 32 steps at
@@ -492,28 +608,13 @@ func (g *gen) amxRows() {
 	g.p("\tMOVQ nn+32(FP), R10")
 	g.p("\tVPXORD Z3, Z3, Z3")
 	g.p("%s_chunk:", name)
-	// CX = floats of this chunk, min(32, kc left); K1, K2 load them; K3
-	// stores its n pairs, R12 = 4n bytes a row.
-	g.p("\tMOVQ R9, CX")
-	g.p("\tCMPQ CX, $32")
-	g.p("\tJLE %s_n", name)
-	g.p("\tMOVQ $32, CX")
-	g.p("%s_n:", name)
+	g.amxChunkMasks(name)
 	g.p("\tMOVQ $1, DX")
 	g.p("\tSHLQ CX, DX")
 	g.p("\tDECQ DX")
 	g.p("\tKMOVW DX, K1")
 	g.p("\tSHRQ $16, DX")
 	g.p("\tKMOVW DX, K2")
-	g.p("\tMOVQ CX, R12")
-	g.p("\tINCQ CX")
-	g.p("\tSHRQ $1, CX")
-	g.p("\tMOVQ $1, DX")
-	g.p("\tSHLQ CX, DX")
-	g.p("\tDECQ DX")
-	g.p("\tKMOVW DX, K3")
-	g.p("\tXCHGQ CX, R12")
-	g.p("\tSHLQ $2, R12")
 	g.p("\tMOVQ SI, AX")
 	g.p("\tMOVQ DI, BX")
 	g.p("\tXORQ R11, R11")
@@ -629,41 +730,7 @@ func (g *gen) transPanel(bf16 bool) {
 	g.p("\tCMPQ R13, R9")
 	g.p("\tJGE %s_cnext", name)
 	g.loadRows(name, 16, "AX", bf16)
-	// Transpose Z0..Z15 (rows) into Z0..Z15 (columns). Go operand order is
-	// reversed: OP src2, src1, dst.
-	for i := range 8 {
-		g.p("\tVUNPCKLPS Z%d, Z%d, Z%d", 2*i+1, 2*i, 16+2*i)
-		g.p("\tVUNPCKHPS Z%d, Z%d, Z%d", 2*i+1, 2*i, 16+2*i+1)
-	}
-	for i := range 4 {
-		t := 16 + 4*i
-		g.p("\tVUNPCKLPD Z%d, Z%d, Z%d", t+2, t, 4*i)
-		g.p("\tVUNPCKHPD Z%d, Z%d, Z%d", t+2, t, 4*i+1)
-		g.p("\tVUNPCKLPD Z%d, Z%d, Z%d", t+3, t+1, 4*i+2)
-		g.p("\tVUNPCKHPD Z%d, Z%d, Z%d", t+3, t+1, 4*i+3)
-	}
-	// Now Z(4i+j) lane L holds column 4L+j of rows 4i..4i+3.
-	for j := range 4 {
-		s := 16 + 4*j
-		g.p("\tVSHUFF32X4 $0x44, Z%d, Z%d, Z%d", 4+j, j, s)
-		g.p("\tVSHUFF32X4 $0xEE, Z%d, Z%d, Z%d", 4+j, j, s+1)
-		g.p("\tVSHUFF32X4 $0x44, Z%d, Z%d, Z%d", 12+j, 8+j, s+2)
-		g.p("\tVSHUFF32X4 $0xEE, Z%d, Z%d, Z%d", 12+j, 8+j, s+3)
-	}
-	for j := range 4 {
-		s := 16 + 4*j
-		for l := range 4 {
-			imm := "0x88"
-			if l%2 == 1 {
-				imm = "0xDD"
-			}
-			src1, src2 := s, s+2
-			if l >= 2 {
-				src1, src2 = s+1, s+3
-			}
-			g.p("\tVSHUFF32X4 $%s, Z%d, Z%d, Z%d", imm, src2, src1, 4*l+j)
-		}
-	}
+	g.transpose16()
 	// Store columns j < cnt (Zj holds step p0+j, or pair p0/2+j) at
 	// dst[(p0+j)*pw + c0].
 	g.p("\tMOVQ R13, DX")
@@ -1045,6 +1112,7 @@ func main() {
 	g.amxKernel(2)
 	g.amxKernel(1)
 	g.amxRows()
+	g.amxCols()
 	g.p("// func amxRelease(): TILERELEASE, the tiles back to their initial state.")
 	g.p("TEXT ·amxRelease(SB), NOSPLIT, $0-0")
 	g.raw("tilerelease", amxOp(0x49, 0, 0, 0, 0, 0, 0, 0))

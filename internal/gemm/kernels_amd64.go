@@ -158,6 +158,16 @@ func amxRowsAVX512s(dst, src []float32, lds, kc, nn, pw int) {
 	amxRowsAVX512(&dst[0], &src[0], lds, kc, nn)
 }
 
+//go:noescape
+func amxColsAVX512(dst, src *float32, lds, kc, nn int)
+
+// amxColsAVX512s is the amx set's copyA: amxColsAVX512 (pw is 16).
+func amxColsAVX512s(dst, src []float32, lds, kc, nn, pw int) {
+	_ = dst[16*((kc+1)/2)-1]
+	_ = src[(kc-1)*lds+nn-1]
+	amxColsAVX512(&dst[0], &src[0], lds, kc, nn)
+}
+
 // amxKernels runs TDPBF16PS on 16×32 tiles of C (and 16×16), two 16×16
 // tiles of fp32 sums fed by one A tile (16 rows of 16 pairs) and two B
 // tiles (16 pairs of 16 columns) per chunk of 32 steps of k. Measured here
@@ -165,7 +175,7 @@ func amxRowsAVX512s(dst, src []float32, lds, kc, nn, pw int) {
 // about 15 times VFMADD231PS's peak, so packing and the epilogue, not the
 // products, bound it. B panels are the AVX512_BF16 set's pair panels; A
 // panels from rows of A are rounded a row at a time, those from columns
-// packed as pair panels a chunk at a time and turned into rows.
+// interleaved into pairs and transposed in registers.
 var amxKernels = kernelSet{
 	name:  "amx",
 	mr:    16,
@@ -178,7 +188,7 @@ var amxKernels = kernelSet{
 
 	copyPanel:  copyPairsAVX512s,
 	transPanel: transPairsAVX512s,
-	copyA:      amxPanelA(copyPairsAVX512s, true),
+	copyA:      amxColsAVX512s,
 	transA:     amxRowsAVX512s,
 	model:      &goAMXKernels,
 	release:    amxRelease,
