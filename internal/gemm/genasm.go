@@ -521,13 +521,7 @@ func (g *gen) transpose16() {
 // pair vectors transposed are the chunk's 16 rows.
 func (g *gen) amxCols() {
 	const name = "amxColsAVX512"
-	g.p("// func %s(dst, src *float32, lds, kc, nn int)", name)
-	g.p("TEXT ·%s(SB), NOSPLIT, $0-40", name)
-	g.p("\tMOVQ dst+0(FP), DI")
-	g.p("\tMOVQ src+8(FP), SI")
-	g.p("\tMOVQ lds+16(FP), R8")
-	g.p("\tSHLQ $2, R8")
-	g.p("\tMOVQ kc+24(FP), R9")
+	g.packHeader(name)
 	g.p("\tMOVQ nn+32(FP), CX")
 	g.p("\tMOVL $1, AX")
 	g.p("\tSHLL CX, AX")
@@ -571,6 +565,18 @@ func (g *gen) amxCols() {
 	g.p("")
 }
 
+// packHeader emits the start of a packer func(dst, src *float32, lds, kc,
+// nn int): DI = dst, SI = src, R8 = lds in bytes, R9 = kc.
+func (g *gen) packHeader(name string) {
+	g.p("// func %s(dst, src *float32, lds, kc, nn int)", name)
+	g.p("TEXT ·%s(SB), NOSPLIT, $0-40", name)
+	g.p("\tMOVQ dst+0(FP), DI")
+	g.p("\tMOVQ src+8(FP), SI")
+	g.p("\tMOVQ lds+16(FP), R8")
+	g.p("\tSHLQ $2, R8")
+	g.p("\tMOVQ kc+24(FP), R9")
+}
+
 // amxChunkMasks emits, for the chunk of min(32, R9) steps, CX = its steps,
 // K1, K2 = lanes of its floats 0-15 and 16-31 (amxRows), K3 = its n pairs
 // and R12 = 4n, bytes a row of its A tile.
@@ -598,13 +604,7 @@ func (g *gen) amxChunkMasks(name string) {
 // a row's 32 floats rounded to bf16 by one VCVTNE2PS2BF16 are its pairs.
 func (g *gen) amxRows() {
 	const name = "amxRowsAVX512"
-	g.p("// func %s(dst, src *float32, lds, kc, nn int)", name)
-	g.p("TEXT ·%s(SB), NOSPLIT, $0-40", name)
-	g.p("\tMOVQ dst+0(FP), DI")
-	g.p("\tMOVQ src+8(FP), SI")
-	g.p("\tMOVQ lds+16(FP), R8")
-	g.p("\tSHLQ $2, R8")
-	g.p("\tMOVQ kc+24(FP), R9")
+	g.packHeader(name)
 	g.p("\tMOVQ nn+32(FP), R10")
 	g.p("\tVPXORD Z3, Z3, Z3")
 	g.p("%s_chunk:", name)
@@ -862,13 +862,7 @@ func (g *gen) transPanel8(bf16 bool) {
 	if bf16 {
 		name = "transPairs8AVX512"
 	}
-	g.p("// func %s(dst, src *float32, lds, kc, nn int)", name)
-	g.p("TEXT ·%s(SB), NOSPLIT, $0-40", name)
-	g.p("\tMOVQ dst+0(FP), DI")
-	g.p("\tMOVQ src+8(FP), SI")
-	g.p("\tMOVQ lds+16(FP), R8")
-	g.p("\tSHLQ $2, R8")
-	g.p("\tMOVQ kc+24(FP), R9")
+	g.packHeader(name)
 	g.p("\tMOVQ nn+32(FP), R14")
 	g.p("\tMOVL $0xff, AX")
 	g.p("\tKMOVW AX, K2")
