@@ -141,9 +141,10 @@
 // switches and signals (tested with 16 goroutines under GC). LDTILECFG
 // costs ~190 cycles, more than a small tile's products, so a call keeps
 // the thread's configuration when STTILECFG shows it is the one it needs,
-// and each part of a product ends with TILERELEASE. (Storing the tiles
-// straight into C when alpha = 1 and beta = 0 measured 2-3 times slower
-// than through the frame.)
+// and each part of a product ends with TILERELEASE. When alpha = 1 and
+// beta = 0 (C = acc) the tiles are stored straight into C, whose lines the
+// call prefetches first: TILESTORED to lines not in L1 ran 2-3 times
+// slower than the store to the frame and the epilogue.
 //
 // TDPBF16PS does not take VDPBF16PS's steps (Intel SDM, checked on this
 // CPU): per instruction, an element's even products and its odd products

@@ -441,6 +441,13 @@ func (g *gen) amxKernel(nv int) {
 	g.p("\tMOVQ SP, AX")
 	g.raw("ldtilecfg [rax]", amxOp(0x49, 0, 0, 0, -1, rAX, -1, 0))
 	g.p("%s_same:", name)
+	g.p("\tMOVQ DI, R14")
+	for range 16 {
+		for v := range nv {
+			g.p("\tPREFETCHT0 %d(R14)", 64*v)
+		}
+		g.p("\tADDQ DX, R14")
+	}
 	for v := range nv {
 		g.raw(fmt.Sprintf("tilezero tmm%d", v), amxOp(0x49, 3, v, 0, 0, 0, 0, 0))
 	}
@@ -468,6 +475,19 @@ func (g *gen) amxKernel(nv int) {
 		g.tdpbf16(v, 5, 2+v)
 	}
 	g.p("%s_tiles:", name)
+	// alpha = 1 and beta = ±0 (C = acc, a forward product): acc*1 is acc,
+	// so the tiles are stored into C itself, prefetched for writing.
+	g.p("\tMOVL beta+44(FP), R9")
+	g.p("\tANDL $0x7fffffff, R9")
+	g.p("\tJNZ %s_scratch", name)
+	g.p("\tCMPL alpha+40(FP), $0x3f800000")
+	g.p("\tJNE %s_scratch", name)
+	for v := range nv {
+		g.tileStore(v, rDI, rDX, 64*v)
+	}
+	g.p("\tRET")
+	g.p("%s_scratch:", name)
+	g.p("\tMOVQ $%d, R9", pw*4)
 	g.p("\tLEAQ 128(SP), SI")
 	for v := range nv {
 		g.tileStore(v, rSI, rR9, 64*v)
