@@ -132,24 +132,25 @@
 // cycles: 3.5 TFLOP/s a core, 15 times VFMADD231PS's 220, so packing, the
 // epilogue and the per-call tile set-up bound it, not the products. B
 // panels are the pair panels below; A panels hold each chunk of 32 steps
-// as 16 rows of pairs (the last chunk, of n pairs, as 16 rows of n, a tile
-// configured to n), packed by VCVTNE2PS2BF16 a row at a time or, from
-// columns, interleaved and transposed in registers. A kernel call is one
-// assembly function, which Go does not preempt: it sums in tiles, stores
-// them to its frame and applies the epilogue, so no sums live across
-// calls, and the kernel saves tiles with the rest of a thread's state at
-// switches and signals (tested with 16 goroutines under GC). LDTILECFG
-// costs ~190 cycles, more than a small tile's products, so a call keeps
-// the thread's configuration when STTILECFG shows it is the one it needs,
-// and each part of a product ends with TILERELEASE. When alpha = 1 and
+// as 16 rows of 16 pairs, packed by VCVTNE2PS2BF16 a row at a time or,
+// from columns, interleaved and transposed in registers. Both are padded
+// with zero pairs to whole chunks (k blocks are multiples of 32 steps), so
+// that every tile has one shape. LDTILECFG costs ~190 cycles, more than a
+// small tile's products, so each part of a product locks its goroutine to
+// its thread, configures the tiles once and releases them (TILERELEASE)
+// at its end. A kernel call is one assembly function, which Go does not
+// preempt: it sums in tiles and stores them, so no sums live across calls,
+// and the kernel saves tiles with the rest of a thread's state at switches
+// and signals (tested with 16 goroutines under GC). When alpha = 1 and
 // beta = 0 (C = acc) the tiles are stored straight into C, whose lines the
-// call prefetches first: TILESTORED to lines not in L1 ran 2-3 times
-// slower than the store to the frame and the epilogue.
+// call prefetches first (TILESTORED to lines not in L1 ran 2-3 times
+// slower than the store to the frame and the epilogue).
 //
 // TDPBF16PS does not take VDPBF16PS's steps (Intel SDM, checked on this
-// CPU): per instruction, an element's even products and its odd products
-// are summed apart, each from zero in float32 FMAs (nearest even,
-// denormals flushed), then C += even + odd, both adds rounded and flushed.
+// CPU): per instruction (16 pairs, padding included), an element's even
+// products and its odd products are summed apart, each from zero in
+// float32 FMAs (nearest even, denormals flushed), then C += even + odd,
+// both adds rounded and flushed.
 // So amx results differ from the other sets' in the last bits, and its Go
 // model (go-amx, which runs in tests only) takes these steps with amx's
 // tiles and k blocks; the tests hold the assembly to it bit for bit. On a

@@ -348,113 +348,40 @@ const (
 )
 
 // amxKernel emits kern16xNAMX, N = 16·nv (nv = 1 or 2), a micro-kernel on
-// AMX tiles: C tiles 0 (and 1) of 16×16 fp32, A's in tile 4 (16 rows of
-// 16 pairs), B's in tiles 6 (and 7), 16 pairs of 16 columns. The A panel
-// holds its steps in chunks of 16 pairs, each 16 rows of 16 (the last
-// chunk, of rem < 16 pairs, 16 rows of rem: tile 5, with B's last rem
-// rows in tiles 2 and 3); the B panel is the pair panel of nv·16 lanes.
-// One call configures the tiles (unless the thread has this configuration
-// from the call before), sums and stores C's tiles to the frame: no sums
-// live across calls, and amxRelease, at the end of each part of a product,
-// frees the thread's tile state. The epilogue is the bf16 kernels'
+// AMX tiles as amxConfigure sets them: C tiles 0 (and 1) of 16×16 fp32,
+// A's in tile 4 (16 rows of 16 pairs), B's in tiles 6 (and 7), 16 pairs of
+// 16 columns. The A panel holds its steps in chunks of 32, each 16 rows of
+// 16 pairs; the B panel is the pair panel of nv·16 lanes; both are padded
+// with zero pairs to whole chunks. One call sums in tiles and stores them:
+// no sums live across calls. With alpha = 1 and beta = ±0 (C = acc) the
+// tiles go straight to C, its lines prefetched first (TILESTORED to lines
+// not in L1 is slow); else to the frame, for the bf16 kernels' epilogue
 // (alpha*acc and beta*C rounded apart).
 func (g *gen) amxKernel(nv int) {
 	name := fmt.Sprintf("kern16x%dAMX", 16*nv)
 	pw := 16 * nv
 	g.p("// func %s(k int, a, b, c *float32, ldc int, alpha, beta float32)", name)
-	g.p("TEXT ·%s(SB), 0, $%d-48", name, 128+16*pw*4)
+	g.p("TEXT ·%s(SB), 0, $%d-48", name, 16*pw*4)
 	g.p("\tMOVQ k+0(FP), CX")
 	g.p("\tMOVQ a+8(FP), SI")
 	g.p("\tMOVQ b+16(FP), BX")
 	g.p("\tMOVQ c+24(FP), DI")
 	g.p("\tMOVQ ldc+32(FP), DX")
 	g.p("\tSHLQ $2, DX")
-	g.p("\tINCQ CX")
-	g.p("\tSHRQ $1, CX") // pairs
-	g.p("\tMOVQ CX, R11")
-	g.p("\tANDQ $15, R11") // rem
-	g.p("\tSHRQ $4, CX")   // full chunks
-	// The configuration: palette 1 (byte 0), colsb (2 bytes) at 16+2t and
-	// rows at 48+t for tile t, unused tiles zero; bytes 16-31 and 48-55 in
-	// AX, R12 and R13, rem's tiles (2, 3 and 5) zero when rem is.
-	var colsLo, colsHi, rows, remCols, remRows uint64
-	set := func(t int, cols, r uint64, ofRem bool) {
-		c, sh := &colsLo, 16*t
-		if t >= 4 {
-			c, sh = &colsHi, 16*(t-4)
-		}
-		*c |= cols << sh
-		if ofRem {
-			remCols |= cols << sh // t < 4
-			remRows |= r << (8 * t)
-			return
-		}
-		rows |= r << (8 * t)
-	}
-	set(4, 64, 16, false)
-	set(5, 0, 16, true)
-	for v := range nv {
-		set(v, 64, 16, false)
-		set(6+v, 64, 16, false)
-		set(2+v, 64, 0, true)
-	}
-	colsLo &^= remCols
-	rows &^= remRows
-	g.p("\tMOVQ R11, R10")
-	g.p("\tNEGQ R10")
-	g.p("\tSBBQ R10, R10") // R10 = -1 if rem, else 0
-	g.p("\tMOVQ $%#x, AX", remCols)
-	g.p("\tANDQ R10, AX")
-	g.p("\tMOVQ $%#x, R14", colsLo)
-	g.p("\tORQ R14, AX")
-	g.p("\tMOVQ R11, R12")
-	g.p("\tSHLQ $18, R12") // tile 5: 4·rem bytes a row
-	g.p("\tMOVQ $%#x, R14", colsHi)
-	g.p("\tORQ R14, R12")
-	g.p("\tMOVQ $%#x, R13", remRows)
-	g.p("\tANDQ R10, R13")
-	g.p("\tMOVQ $%#x, R14", rows)
-	g.p("\tORQ R14, R13")
-	for v := range nv {
-		g.p("\tMOVQ R11, R14")
-		g.p("\tSHLQ $%d, R14", 8*(2+v)) // tiles 2, 3: rem rows
-		g.p("\tORQ R14, R13")
-	}
-	// LDTILECFG takes ~190 cycles, STTILECFG ~20: load the configuration
-	// only if the thread's (at 64(SP)) differs, as after amxRelease.
-	// (Scalar compares: a vector load of STTILECFG's bytes stalls.)
-	g.p("\tLEAQ 64(SP), R14")
-	g.raw("sttilecfg [r14]", amxOp(0x49, 1, 0, 0, -1, 14, -1, 0))
-	g.p("\tCMPQ AX, 80(SP)")
-	g.p("\tJNE %s_load", name)
-	g.p("\tCMPQ R12, 88(SP)")
-	g.p("\tJNE %s_load", name)
-	g.p("\tCMPQ R13, 112(SP)")
-	g.p("\tJEQ %s_same", name)
-	g.p("%s_load:", name)
-	g.p("\tVPXORD Z0, Z0, Z0")
-	g.p("\tVMOVDQU64 Z0, 0(SP)")
-	g.p("\tMOVB $1, 0(SP)")
-	g.p("\tMOVQ AX, 16(SP)")
-	g.p("\tMOVQ R12, 24(SP)")
-	g.p("\tMOVQ R13, 48(SP)")
-	g.p("\tMOVQ SP, AX")
-	g.raw("ldtilecfg [rax]", amxOp(0x49, 0, 0, 0, -1, rAX, -1, 0))
-	g.p("%s_same:", name)
-	g.p("\tMOVQ DI, R14")
+	g.p("\tADDQ $31, CX")
+	g.p("\tSHRQ $5, CX") // chunks
+	g.p("\tMOVQ DI, R10")
 	for range 16 {
 		for v := range nv {
-			g.p("\tPREFETCHT0 %d(R14)", 64*v)
+			g.p("\tPREFETCHT0 %d(R10)", 64*v)
 		}
-		g.p("\tADDQ DX, R14")
+		g.p("\tADDQ DX, R10")
 	}
 	for v := range nv {
 		g.raw(fmt.Sprintf("tilezero tmm%d", v), amxOp(0x49, 3, v, 0, 0, 0, 0, 0))
 	}
 	g.p("\tMOVQ $64, R8")
 	g.p("\tMOVQ $%d, R9", pw*4)
-	g.p("\tTESTQ CX, CX")
-	g.p("\tJZ %s_rem", name)
 	g.p("%s_loop:", name)
 	g.tileLoad(4, rSI, rR8, 0)
 	for v := range nv {
@@ -465,34 +392,41 @@ func (g *gen) amxKernel(nv int) {
 	g.p("\tADDQ $%d, BX", 16*pw*4)
 	g.p("\tDECQ CX")
 	g.p("\tJNZ %s_loop", name)
-	g.p("%s_rem:", name)
-	g.p("\tTESTQ R11, R11")
-	g.p("\tJZ %s_tiles", name)
-	g.p("\tLEAQ (R11*4), R10") // A's last chunk: rows of rem pairs
-	g.tileLoad(5, rSI, rR10, 0)
-	for v := range nv {
-		g.tileLoad(2+v, rBX, rR9, 64*v)
-		g.tdpbf16(v, 5, 2+v)
-	}
-	g.p("%s_tiles:", name)
-	// alpha = 1 and beta = ±0 (C = acc, a forward product): acc*1 is acc,
-	// so the tiles are stored into C itself, prefetched for writing.
-	g.p("\tMOVL beta+44(FP), R9")
-	g.p("\tANDL $0x7fffffff, R9")
-	g.p("\tJNZ %s_scratch", name)
+	g.p("\tMOVL beta+44(FP), R10")
+	g.p("\tANDL $0x7fffffff, R10")
+	g.p("\tJNZ %s_frame", name)
 	g.p("\tCMPL alpha+40(FP), $0x3f800000")
-	g.p("\tJNE %s_scratch", name)
+	g.p("\tJNE %s_frame", name)
 	for v := range nv {
 		g.tileStore(v, rDI, rDX, 64*v)
 	}
 	g.p("\tRET")
-	g.p("%s_scratch:", name)
-	g.p("\tMOVQ $%d, R9", pw*4)
-	g.p("\tLEAQ 128(SP), SI")
+	g.p("%s_frame:", name)
+	g.p("\tMOVQ SP, SI")
 	for v := range nv {
 		g.tileStore(v, rSI, rR9, 64*v)
 	}
 	g.amxEpilogue(name, nv)
+}
+
+// amxConfigure emits amxConfigure(): LDTILECFG of the amx kernels' tiles,
+// 0, 1, 4, 6 and 7, each 16 rows of 64 bytes (palette 1; colsb at 16+2t,
+// rows at 48+t for tile t).
+func (g *gen) amxConfigure() {
+	g.p("// func amxConfigure()")
+	g.p("TEXT ·amxConfigure(SB), NOSPLIT, $64-0")
+	g.p("\tVPXORD Z0, Z0, Z0")
+	g.p("\tVMOVDQU64 Z0, 0(SP)")
+	g.p("\tMOVB $1, 0(SP)")
+	for _, t := range []int{0, 1, 4, 6, 7} {
+		g.p("\tMOVW $64, %d(SP)", 16+2*t)
+		g.p("\tMOVB $16, %d(SP)", 48+t)
+	}
+	g.p("\tMOVQ SP, AX")
+	g.raw("ldtilecfg [rax]", amxOp(0x49, 0, 0, 0, -1, rAX, -1, 0))
+	g.p("\tVZEROUPPER")
+	g.p("\tRET")
+	g.p("")
 }
 
 // transpose16 emits the transpose of Z0..Z15 (rows of 16 lanes) into
@@ -548,7 +482,7 @@ func (g *gen) amxCols() {
 	g.p("\tDECL AX")
 	g.p("\tKMOVW AX, K1") // the nn columns
 	g.p("%s_chunk:", name)
-	g.amxChunkMasks(name)
+	g.amxChunk(name)
 	g.p("\tVMOVDQU64 pairIdx<>(SB), Z31")
 	g.p("\tMOVQ SI, AX")
 	for q := range 16 {
@@ -569,10 +503,8 @@ func (g *gen) amxCols() {
 		g.p("%s_next%d:", name, q)
 	}
 	g.transpose16()
-	g.p("\tMOVQ DI, BX")
 	for r := range 16 {
-		g.p("\tVMOVDQU32 Z%d, K3, (BX)", r)
-		g.p("\tADDQ R12, BX")
+		g.p("\tVMOVDQU32 Z%d, %d(DI)", r, 64*r)
 	}
 	g.p("\tADDQ $1024, DI")
 	g.p("\tMOVQ R8, AX")
@@ -597,38 +529,27 @@ func (g *gen) packHeader(name string) {
 	g.p("\tMOVQ kc+24(FP), R9")
 }
 
-// amxChunkMasks emits, for the chunk of min(32, R9) steps, CX = its steps,
-// K1, K2 = lanes of its floats 0-15 and 16-31 (amxRows), K3 = its n pairs
-// and R12 = 4n, bytes a row of its A tile.
-func (g *gen) amxChunkMasks(name string) {
+// amxChunk emits CX = min(32, R9), the steps of the chunk at hand.
+func (g *gen) amxChunk(name string) {
 	g.p("\tMOVQ R9, CX")
 	g.p("\tCMPQ CX, $32")
 	g.p("\tJLE %s_n", name)
 	g.p("\tMOVQ $32, CX")
 	g.p("%s_n:", name)
-	g.p("\tMOVQ CX, R12")
-	g.p("\tINCQ CX")
-	g.p("\tSHRQ $1, CX")
-	g.p("\tMOVQ $1, DX")
-	g.p("\tSHLQ CX, DX")
-	g.p("\tDECQ DX")
-	g.p("\tKMOVW DX, K3")
-	g.p("\tXCHGQ CX, R12")
-	g.p("\tSHLQ $2, R12")
 }
 
 // amxRows emits amxRowsAVX512(dst, src *float32, lds, kc, nn int), the amx
 // set's A packer from rows of steps (op(A) = A): 16 rows (rows nn..15
 // zero) of kc steps, src's row r at src[r*lds:], in chunks of 32 steps at
-// word 256·chunk, each 16 rows of its n pairs (16, or fewer in the last):
-// a row's 32 floats rounded to bf16 by one VCVTNE2PS2BF16 are its pairs.
+// word 256·chunk, each 16 rows of 16 pairs (zero past kc): a row's 32
+// floats rounded to bf16 by one VCVTNE2PS2BF16 are its pairs.
 func (g *gen) amxRows() {
 	const name = "amxRowsAVX512"
 	g.packHeader(name)
 	g.p("\tMOVQ nn+32(FP), R10")
 	g.p("\tVPXORD Z3, Z3, Z3")
 	g.p("%s_chunk:", name)
-	g.amxChunkMasks(name)
+	g.amxChunk(name)
 	g.p("\tMOVQ $1, DX")
 	g.p("\tSHLQ CX, DX")
 	g.p("\tDECQ DX")
@@ -644,13 +565,13 @@ func (g *gen) amxRows() {
 	g.p("\tVMOVUPS.Z (AX), K1, Z0")
 	g.p("\tVMOVUPS.Z 64(AX), K2, Z1")
 	g.cvt2(2, 1, 0)
-	g.p("\tVMOVDQU32 Z2, K3, (BX)")
+	g.p("\tVMOVDQU32 Z2, (BX)")
 	g.p("\tJMP %s_next", name)
 	g.p("%s_zero:", name)
-	g.p("\tVMOVDQU32 Z3, K3, (BX)")
+	g.p("\tVMOVDQU32 Z3, (BX)")
 	g.p("%s_next:", name)
 	g.p("\tADDQ R8, AX")
-	g.p("\tADDQ R12, BX")
+	g.p("\tADDQ $64, BX")
 	g.p("\tINCQ R11")
 	g.p("\tCMPQ R11, $16")
 	g.p("\tJLT %s_row", name)
@@ -664,7 +585,7 @@ func (g *gen) amxRows() {
 }
 
 // amxEpilogue emits C = alpha*acc + beta*C for a kernel whose 16 rows of
-// nv vectors of acc lie at 128(SP), as the bf16 epilogue does it.
+// nv vectors of acc lie at SI (its frame), as the bf16 epilogue does it.
 func (g *gen) amxEpilogue(name string, nv int) {
 	g.p("\tVBROADCASTSS alpha+40(FP), Z31")
 	g.p("\tMOVQ $16, CX")
@@ -1125,6 +1046,7 @@ func main() {
 	// AMX: 16×32 and 16×16 tiles of TDPBF16PS.
 	g.amxKernel(2)
 	g.amxKernel(1)
+	g.amxConfigure()
 	g.amxRows()
 	g.amxCols()
 	g.p("// func amxRelease(): TILERELEASE, the tiles back to their initial state.")

@@ -171,6 +171,7 @@ var goAMXKernels = kernelSet{
 	transPanel: transPairsGo,
 	copyA:      amxPanelA(copyPairsGo, true),
 	transA:     amxPanelA(transPairsGo, false),
+	tile:       32,
 }
 
 func kern16x16AMXGo(k int, a, b, c *float32, ldc int, alpha, beta float32) {
@@ -182,23 +183,23 @@ func kern16x32AMXGo(k int, a, b, c *float32, ldc int, alpha, beta float32) {
 }
 
 // kernAMXGo is the amx kernels' sum in Go for a 16×pw tile: per chunk of
-// up to 16 pairs (one TDPBF16PS), an element's even (low) and odd (high)
-// products are summed apart from zero, each add a float32 FMA flushed as
-// dotBF16's, then acc += even + odd, both adds rounded and flushed. The A
-// panel holds a chunk as 16 rows of its n pairs, the B panel as n rows of
-// pw lanes. The epilogue is kern4x4BF16Go's.
+// 16 pairs (one TDPBF16PS; the panels are padded with zero pairs to whole
+// chunks), an element's even (low) and odd (high) products are summed
+// apart from zero, each add a float32 FMA flushed as dotBF16's, then acc
+// += even + odd, both adds rounded and flushed. The A panel holds a chunk
+// as 16 rows of 16 pairs, the B panel as 16 rows of pw lanes. The epilogue
+// is kern4x4BF16Go's.
 func kernAMXGo(pw, k int, a, b, c *float32, ldc int, alpha, beta float32) {
-	kh := (k + 1) / 2
+	kh := (k + 31) / 32 * 16
 	as := unsafe.Slice((*uint32)(unsafe.Pointer(a)), 16*kh)
 	bs := unsafe.Slice((*uint32)(unsafe.Pointer(b)), pw*kh)
 	var acc [16][32]float32
 	for q0 := 0; q0 < kh; q0 += 16 {
-		n := min(16, kh-q0)
-		at, bt := as[16*q0:16*(q0+n)], bs[pw*q0:pw*(q0+n)]
+		at, bt := as[16*q0:16*q0+256], bs[pw*q0:pw*q0+16*pw]
 		for r := range 16 {
 			for j := range pw {
 				var even, odd float32
-				for q, x := range at[r*n : r*n+n] {
+				for q, x := range at[16*r : 16*r+16] {
 					y := bt[q*pw+j]
 					even = fmaFTZ(even, math.Float32frombits(x<<16), math.Float32frombits(y<<16))
 					odd = fmaFTZ(odd, math.Float32frombits(x&^0xffff), math.Float32frombits(y&^0xffff))
@@ -227,9 +228,9 @@ var amxScratch = sync.Pool{New: func() any { return new([256]float32) }}
 // amxPanelA returns the amx sets' A packer for the given pair packer, a
 // copyPanel (steps p at src[p*lds:], copy) or a transPanel: 16 rows
 // (rows nn..15 zero) of kc steps, in chunks of 32 steps, 16 rows of 16
-// pairs each (the last chunk, of n < 16 pairs, 16 rows of n), at word
-// 256·chunk: each an A tile of TDPBF16PS. pack writes a chunk as 16 lanes
-// a pair, which is the transpose.
+// pairs each (zero past kc), at word 256·chunk: each an A tile of
+// TDPBF16PS. pack writes a chunk as 16 lanes a pair, which is the
+// transpose.
 func amxPanelA(pack panelPacker, copy bool) panelPacker {
 	return func(dst, src []float32, lds, kc, nn, pw int) {
 		t := amxScratch.Get().(*[256]float32)
@@ -240,12 +241,12 @@ func amxPanelA(pack panelPacker, copy bool) panelPacker {
 				at = p0 * lds
 			}
 			kk := min(32, kc-p0)
+			clear(t[:])
 			pack(t[:], src[at:], lds, kk, nn, 16)
-			n := (kk + 1) / 2
-			d := words(dst[p0*8 : p0*8+16*n])
+			d := words(dst[p0*8 : p0*8+256])
 			for r := range 16 {
-				for q := range n {
-					d[r*n+q] = tw[q*16+r]
+				for q := range 16 {
+					d[16*r+q] = tw[q*16+r]
 				}
 			}
 		}
