@@ -1,8 +1,9 @@
 // Command peak measures this machine's float32 FMA peak: a loop of
 // independent VFMADD231PS instructions (16 on ZMM registers where AVX-512
 // runs, 14 on YMM), on one core and on every core at once; where
-// AVX512_BF16 runs, the same for VDPBF16PS, and both instructions'
-// throughput and latency in cycles. Speed figures are
+// AVX512_BF16 runs, the same for VDPBF16PS, and where AMX runs (Linux
+// grants the tile state) for TDPBF16PS on 4 independent 16×16 tiles of C;
+// and the instructions' throughput and latency in cycles. Speed figures are
 // given as shares of it, since machines of one kind differ from day to day.
 //
 //	go run ./bench/peak [-seconds 1]
@@ -22,6 +23,7 @@ import (
 func main() {
 	seconds := flag.Float64("seconds", 1, "how long each measurement runs")
 	flag.Parse()
+	amx := enableAMX()
 	type loop struct {
 		name  string
 		ok    bool
@@ -33,6 +35,8 @@ func main() {
 		{"AVX2", cpu.X86.HasAVX2 && cpu.X86.HasFMA, 224, fmaYMM},
 		// 16 VDPBF16PS on zmm: 32 bf16 products and 32 adds each.
 		{"AVX512-BF16 VDPBF16PS", cpu.X86.HasAVX512BF16, 1024, dpbf16ZMM},
+		// 4 TDPBF16PS: 16×16 sums of 32 bf16 products each.
+		{"AMX TDPBF16PS", amx, 4 * 16 * 16 * 32 * 2, tdpTilesLoop},
 	}
 	cores := runtime.GOMAXPROCS(0)
 	fmt.Printf("cpu: %s, %d cores (GOMAXPROCS); float32 FMA peak, independent VFMADD231PS (16 on zmm, 14 on ymm):\n", cpuName(), cores)
@@ -45,23 +49,28 @@ func main() {
 		fmt.Printf("%s: one core %.1f GFLOP/s, %d cores %.1f GFLOP/s\n", l.name, one, cores, all)
 	}
 	if cpu.X86.HasAVX512F {
-		latencies(cpu.X86.HasAVX512BF16)
+		latencies(cpu.X86.HasAVX512BF16, amx)
 	}
 }
 
 // latencies prints, in cycles, the throughput and latency of VFMADD231PS
-// and VDPBF16PS on zmm: the time of 16 independent and of 16 dependent
-// instructions, over that of a chain of 16 ADDQ (one cycle each), medians
-// of 41 interleaved runs. The kernels' tiles need latency×throughput
-// independent accumulators.
-func latencies(bf16 bool) {
+// and VDPBF16PS on zmm (and TDPBF16PS on tiles): the time of 16 independent
+// and of 16 dependent instructions, over that of a chain of 16 ADDQ (one
+// cycle each), medians of 41 interleaved runs. The kernels' tiles need
+// latency×throughput independent accumulators.
+func latencies(bf16, amx bool) {
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()
 	fs := []func(int){addChain, fmaZMM, fmaChain}
-	names := []string{"VFMADD231PS"}
+	names := []string{"VFMADD231PS zmm"}
 	if bf16 {
 		fs = append(fs, dpbf16ZMM, dpbf16Chain)
-		names = append(names, "VDPBF16PS")
+		names = append(names, "VDPBF16PS zmm")
+	}
+	if amx {
+		// 4 instructions a round: 4 rounds for the others' 16.
+		fs = append(fs, func(n int) { tdpTilesLoop(4 * n) }, func(n int) { tdpChainLoop(4 * n) })
+		names = append(names, "TDPBF16PS")
 	}
 	times := make([][]float64, len(fs))
 	for range 41 {
@@ -80,7 +89,7 @@ func latencies(bf16 bool) {
 	fmt.Printf("one core at about %.2f GHz (a chain of ADDQ):\n", 1/med[0])
 	for i, name := range names {
 		thru, lat := med[1+2*i]/med[0], med[2+2*i]/med[0]
-		fmt.Printf("%s zmm: %.2f cycles an instruction (%.2f a cycle), latency %.1f cycles\n", name, thru, 1/thru, lat)
+		fmt.Printf("%s: %.2f cycles an instruction (%.2f a cycle), latency %.1f cycles\n", name, thru, 1/thru, lat)
 	}
 }
 

@@ -93,3 +93,44 @@ loop:
 	DECQ CX
 	JNZ  loop
 	RET
+
+// AMX in VEX bytes (Go's assembler has none; objdump -d shows them), tile
+// registers by number, SI the base and DX the stride of a tile's rows.
+#define ldtilecfgSI   BYTE $0xc4; BYTE $0xe2; BYTE $0x78; BYTE $0x49; BYTE $0x06
+#define tileloadd(t)  BYTE $0xc4; BYTE $0xe2; BYTE $0x7b; BYTE $0x4b; BYTE $(0x04+8*t); BYTE $0x16
+#define tilezero(t)   BYTE $0xc4; BYTE $0xe2; BYTE $0x7b; BYTE $0x49; BYTE $(0xc0+8*t)
+#define tilerelease   BYTE $0xc4; BYTE $0xe2; BYTE $0x78; BYTE $0x49; BYTE $0xc0
+// tdp(c, a, b) is TDPBF16PS tmm c, tmm a, tmm b: c += a·b (b in VEX.vvvv).
+#define tdp(c, a, b)  BYTE $0xc4; BYTE $0xe2; BYTE $(8*(15-b)+2); BYTE $0x5c; BYTE $(0xc0+8*c+a)
+#define tdpLoop(body) \
+	ldtilecfgSI; \
+	ADDQ $64, SI; \
+	MOVQ $64, DX; \
+	tileloadd(4); \
+	tileloadd(5); \
+	tileloadd(6); \
+	tileloadd(7); \
+	tilezero(0); \
+	tilezero(1); \
+	tilezero(2); \
+	tilezero(3); \
+loop: \
+	body; \
+	DECQ CX; \
+	JNZ  loop; \
+	tilerelease; \
+	RET
+
+// func tdpTiles(n int, tiles *byte): 4 TDPBF16PS into 4 C tiles a round
+// (A tiles 4, 5 and B tiles 6, 7, 16 rows of 64 bytes each, from the 4 KB
+// after the 64-byte configuration at tiles), 4·16·16·32·2 flops.
+TEXT ·tdpTiles(SB), NOSPLIT, $0-16
+	MOVQ n+0(FP), CX
+	MOVQ tiles+8(FP), SI
+	tdpLoop(tdp(0, 4, 6); tdp(1, 4, 7); tdp(2, 5, 6); tdp(3, 5, 7))
+
+// func tdpChain(n int, tiles *byte): 4 dependent TDPBF16PS into tile 0 a round.
+TEXT ·tdpChain(SB), NOSPLIT, $0-16
+	MOVQ n+0(FP), CX
+	MOVQ tiles+8(FP), SI
+	tdpLoop(tdp(0, 4, 6); tdp(0, 4, 6); tdp(0, 4, 6); tdp(0, 4, 6))

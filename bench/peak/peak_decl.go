@@ -19,3 +19,9 @@ func fmaChain(n int)
 
 //go:noescape
 func addChain(n int)
+
+//go:noescape
+func tdpTiles(n int, tiles *byte)
+
+//go:noescape
+func tdpChain(n int, tiles *byte)

@@ -4,7 +4,10 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"runtime"
+	"sync"
 	"testing"
+	"time"
 )
 
 // specials are the values bf16 rounding and VDPBF16PS treat apart: zeros,
@@ -48,12 +51,29 @@ func sameBits(x, y float32) bool {
 	return math.Float32bits(x) == math.Float32bits(y) || math.IsNaN(float64(x)) && math.IsNaN(float64(y))
 }
 
-// withBF16Kernels runs f once with each bf16 kernel set this build and CPU
-// can run.
+// bf16TestSets is every bf16 kernel set this build and CPU can run, and
+// the Go model of the amx set, which runs anywhere.
+func bf16TestSets() []*kernelSet {
+	s := bf16KernelSets()
+	if s[0].model != &goAMXKernels {
+		s = append(s, &goAMXKernels)
+	}
+	return s
+}
+
+// modelOf is the Go set whose bits ks gives: its model, or ks itself.
+func modelOf(ks *kernelSet) *kernelSet {
+	if ks.model != nil {
+		return ks.model
+	}
+	return ks
+}
+
+// withBF16Kernels runs f once with each of bf16TestSets as bf16Kernels.
 func withBF16Kernels(t *testing.T, f func(t *testing.T, ks *kernelSet)) {
 	saved := bf16Kernels
 	defer func() { bf16Kernels = saved }()
-	for _, ks := range bf16KernelSets() {
+	for _, ks := range bf16TestSets() {
 		bf16Kernels = ks
 		t.Run(ks.name, func(t *testing.T) { f(t, ks) })
 	}
@@ -76,33 +96,54 @@ func TestToBF16(t *testing.T) {
 	}
 }
 
-// TestBF16Steps checks VDPBF16PS's steps on every bf16 kernel set, the
-// assembly and the Go model alike, with 1×1 products whose results tell
-// the steps apart.
+// TestBF16Steps checks the steps of VDPBF16PS (want) or TDPBF16PS (amx)
+// on every bf16 kernel set, the assembly and the Go models alike, with 1×1
+// products whose results tell the steps apart.
 func TestBF16Steps(t *testing.T) {
+	negZero, inf := float32(math.Copysign(0, -1)), float32(math.Inf(1))
+	// k = 35: step 0 and the next chunk of 32 (TDPBF16PS's), steps 32, 34.
+	chunks := make([]float32, 35)
+	chunks[0], chunks[32], chunks[34] = 0x1p24, 1, 1
+	ones := make([]float32, 35)
+	for i := range ones {
+		ones[i] = 1
+	}
 	withBF16Kernels(t, func(t *testing.T, ks *kernelSet) {
 		for _, c := range []struct {
-			what string
-			a, b []float32
-			want float32
+			what      string
+			a, b      []float32
+			want, amx float32
 		}{
 			// Pairs (0,1) and (2,3): acc = 0 + 1 + 0, then + x - 1 with x =
 			// 2^-24(1+2^-7). Odd first: 1 + x rounds to 1 + 2^-23, less 1
-			// leaves 2^-23; even first would leave x.
-			{"odd step first", []float32{0, 1, 1, 0x1.02p-24}, []float32{0, 1, -1, 1}, 0x1p-23},
-			{"odd k pairs with zero", []float32{2, 3, 5}, []float32{7, 11, 13}, 2*7 + 3*11 + 5*13},
-			{"denormal sum flushed", []float32{0x1p-70, 0}, []float32{0x1p-70, 0}, 0},
-			{"denormal sum flushed, sign kept", []float32{0x1p-100, 0x1p-20}, []float32{-0x1p-30, 0}, float32(math.Copysign(0, -1))},
-			{"denormal input read as zero", []float32{1e-40, 1}, []float32{1e30, 1}, 1},
-			{"operands rounded to bf16", []float32{0x1.01p0, 0x1.03p0}, []float32{1, 1}, 1 + 0x1.04p0},
-			{"tiny product adds exactly", []float32{1, 0x1p-70}, []float32{0x1p-126, 0x1p-70}, 0x1p-126},
-			{"overflowing product", []float32{0x1p100, -0x1p100}, []float32{0x1p100, 0x1p100}, float32(math.Inf(-1))},
+			// leaves 2^-23; even first would leave x. TDPBF16PS: even
+			// 0 - 1, odd 1 + x → 1 + 2^-23, summed: 2^-23.
+			{"odd step first", []float32{0, 1, 1, 0x1.02p-24}, []float32{0, 1, -1, 1}, 0x1p-23, 0x1p-23},
+			// VDPBF16PS: 1, 2, 2 + x → 2, 1. TDPBF16PS: even 1 - 1,
+			// odd 1 + x → 1 + 2^-23, then even + odd.
+			{"even and odd summed apart", []float32{1, 1, -1, 0x1.02p-24}, ones[:4], 1, 1 + 0x1p-23},
+			// VDPBF16PS: 2^24 + 1 rounds to 2^24, twice. TDPBF16PS: the
+			// chunk of steps 32-34 sums 2 first, then adds it to 2^24.
+			{"chunks of 32 steps summed apart", chunks, ones, 0x1p24, 0x1p24 + 2},
+			{"odd k pairs with zero", []float32{2, 3, 5}, []float32{7, 11, 13}, 2*7 + 3*11 + 5*13, 2*7 + 3*11 + 5*13},
+			{"denormal sum flushed", []float32{0x1p-70, 0}, []float32{0x1p-70, 0}, 0, 0},
+			// TDPBF16PS: even -0 (flushed) + odd +0 is +0.
+			{"denormal sum flushed, sign kept", []float32{0x1p-100, 0x1p-20}, []float32{-0x1p-30, 0}, negZero, 0},
+			{"denormal input read as zero", []float32{1e-40, 1}, []float32{1e30, 1}, 1, 1},
+			{"operands rounded to bf16", []float32{0x1.01p0, 0x1.03p0}, []float32{1, 1}, 1 + 0x1.04p0, 1 + 0x1.04p0},
+			{"tiny product adds exactly", []float32{1, 0x1p-70}, []float32{0x1p-126, 0x1p-70}, 0x1p-126, 0x1p-126},
+			// VDPBF16PS: -inf, plus 2^200 exactly. TDPBF16PS: even +inf, odd -inf.
+			{"overflowing product", []float32{0x1p100, -0x1p100}, []float32{0x1p100, 0x1p100}, -inf, inf - inf},
 		} {
+			want := c.want
+			if modelOf(ks) == &goAMXKernels {
+				want = c.amx
+			}
 			k := len(c.a)
 			got := []float32{float32(math.NaN())}
 			SgemmBF16(false, false, 1, 1, k, 1, c.a, k, c.b, 1, 0, got, 1)
-			if math.Float32bits(got[0]) != math.Float32bits(c.want) {
-				t.Errorf("%s: %v·%v = %g (%#08x), want %g", c.what, c.a, c.b, got[0], math.Float32bits(got[0]), c.want)
+			if !sameBits(got[0], want) {
+				t.Errorf("%s: %v·%v = %g (%#08x), want %g (%#08x)", c.what, c.a, c.b, got[0], math.Float32bits(got[0]), want, math.Float32bits(want))
 			}
 		}
 	})
@@ -142,6 +183,63 @@ func TestPairPackers(t *testing.T) {
 							if math.Float32bits(got[i]) != math.Float32bits(want[i]) {
 								t.Fatalf("%s %sPairs(kc=%d nn=%d pw=%d) lane %d = %#08x, want %#08x", ks.name, name, kc, nn, pw, i, math.Float32bits(got[i]), math.Float32bits(want[i]))
 							}
+						}
+					}
+				}
+			}
+		}
+	}
+}
+
+// TestAMXPanelA checks the amx A packers, the assembly and the Go model's,
+// against rows of pairs taken from the source one by one (pairBF16), bit
+// for bit: chunks of 32 steps as 16 rows of 16 pairs, pairs past kc and
+// rows past nn zero, nothing written past the last chunk.
+func TestAMXPanelA(t *testing.T) {
+	rng := rand.New(rand.NewPCG(41, 42))
+	for _, ks := range bf16TestSets() {
+		if ks.copyA == nil {
+			continue
+		}
+		for _, kc := range []int{1, 2, 3, 31, 32, 33, 64, 65, 101} {
+			for _, nn := range []int{1, 7, 15, 16} {
+				lds := max(kc, nn) + rng.IntN(4)
+				src := make([]float32, max(kc, nn)*lds)
+				for i := range src {
+					src[i] = rng.Float32()*2 - 1
+				}
+				sprinkle(rng, src, 4, true)
+				for name, f := range map[string]panelPacker{"copy": ks.copyA, "trans": ks.transA} {
+					at := func(r, p int) float32 { return src[r*lds+p] }
+					if name == "copy" {
+						at = func(r, p int) float32 { return src[p*lds+r] }
+					}
+					got := make([]float32, 8*roundUp(kc, 32)+16)
+					for i := range got {
+						got[i] = math.Float32frombits(0xdeadbeef)
+					}
+					f(got, src, lds, kc, nn, 16)
+					g := words(got)
+					for p0 := 0; p0 < kc; p0 += 32 {
+						for r := range 16 {
+							for q := range 16 {
+								var want uint32
+								if p := p0 + 2*q; r < nn && p < kc {
+									hi := float32(0)
+									if p+1 < kc {
+										hi = at(r, p+1)
+									}
+									want = pairBF16(at(r, p), hi)
+								}
+								if w := g[p0*8+16*r+q]; w != want {
+									t.Fatalf("%s %sA(kc=%d nn=%d): chunk %d row %d pair %d = %#08x, want %#08x", ks.name, name, kc, nn, p0/32, r, q, w, want)
+								}
+							}
+						}
+					}
+					for i := 8 * roundUp(kc, 32); i < len(g); i++ {
+						if g[i] != 0xdeadbeef {
+							t.Fatalf("%s %sA(kc=%d nn=%d) wrote word %d", ks.name, name, kc, nn, i)
 						}
 					}
 				}
@@ -226,20 +324,24 @@ func bf16Cases(rng *rand.Rand, short bool) []bf16Case {
 }
 
 // TestSgemmBF16SameBits holds every bf16 kernel set, the assembly among
-// them, to the Go kernel bit for bit (NaN to NaN), for thread budgets 1 to
+// them, to its Go model bit for bit (NaN to NaN), for thread budgets 1 to
 // 3, on random data with denormals, infinities, NaN, overflow and
 // underflow, odd k, shapes off the tiles, both transposes and alpha/beta
 // cases.
 func TestSgemmBF16SameBits(t *testing.T) {
 	cases := bf16Cases(rand.New(rand.NewPCG(33, 34)), testing.Short())
-	saved := bf16Kernels
-	defer func() { bf16Kernels = saved }()
-	bf16Kernels = &goBF16Kernels
-	want := make([][]float32, len(cases))
-	for i, o := range cases {
-		want[i] = o.run(1)
-	}
+	wants := map[*kernelSet][][]float32{}
 	withBF16Kernels(t, func(t *testing.T, ks *kernelSet) {
+		model := modelOf(ks)
+		want, ok := wants[model]
+		if !ok {
+			bf16Kernels = model
+			for _, o := range cases {
+				want = append(want, o.run(1))
+			}
+			wants[model] = want
+			bf16Kernels = ks
+		}
 		for i, o := range cases {
 			for th := 1; th <= 3; th++ {
 				o.compare(t, fmt.Sprintf("%s threads=%d", ks.name, th), o.run(Threads(th)), want[i])
@@ -357,4 +459,67 @@ func TestSgemmPackedBF16Panics(t *testing.T) {
 			f()
 		}()
 	}
+}
+
+// TestSgemmBF16Concurrent runs every bf16 set on 16 goroutines at once
+// for half a second,
+// more than there are threads, with the collector running and allocating
+// beside them: goroutines switch threads, threads switch cores and signals
+// (preemption, GC) arrive while tiles hold sums, which the kernel must save
+// and restore (amx). Every result must be the bits of a lone call.
+func TestSgemmBF16Concurrent(t *testing.T) {
+	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(2 * runtime.NumCPU()))
+	withBF16Kernels(t, func(t *testing.T, ks *kernelSet) {
+		rng := rand.New(rand.NewPCG(39, 40))
+		cases := bf16Cases(rng, true)
+		for _, l := range layouts {
+			cases = append(cases, bf16Case{newOperands(rng, l[0], l[1], 100, 150, 700, 1), 1, 0.5})
+		}
+		want := make([][]float32, len(cases))
+		for i, o := range cases {
+			want[i] = o.run(1)
+		}
+		stop := make(chan struct{})
+		var garbage sync.WaitGroup
+		garbage.Go(func() {
+			var keep [][]byte
+			for {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				keep = append(keep, make([]byte, 1<<16))
+				if len(keep) > 64 {
+					keep = nil
+					runtime.GC()
+				}
+			}
+		})
+		var wg sync.WaitGroup
+		errs := make(chan string, 16)
+		start := time.Now()
+		for g := range 16 {
+			wg.Go(func() {
+				for r := 0; r < 10 || time.Since(start) < time.Second/2; r++ {
+					i := (g*7 + r) % len(cases)
+					o := cases[i]
+					got := o.run(Threads(1 + r%3))
+					for j := range got {
+						if !sameBits(got[j], want[i][j]) {
+							errs <- fmt.Sprintf("%s goroutine %d: C[%d] = %g, alone %g", o.name(), g, j, got[j], want[i][j])
+							return
+						}
+					}
+				}
+			})
+		}
+		wg.Wait()
+		close(stop)
+		garbage.Wait()
+		close(errs)
+		for e := range errs {
+			t.Error(e)
+		}
+	})
 }

@@ -123,20 +123,53 @@
 // most bf16KC (1024) steps as Sgemm cuts it, even, so that a pair never
 // straddles two; an odd k pairs its last step with zero.
 //
-// On CPUs with AVX512_BF16 (set avx512bf16) the kernels are avx512's 8×48,
-// 8×32 and 8×16 tiles with one VDPBF16PS per accumulator and pair step,
+// On CPUs with AMX (AMX-BF16 and AMX-TILE, with AVX-512 for packing), once
+// Linux grants the process the tile state (arch_prctl ARCH_REQ_XCOMP_PERM;
+// without it the first tile instruction raises SIGILL), the set is amx:
+// TDPBF16PS on 16×32 tiles of C (two 16×16 fp32 tiles, one A tile of 16
+// rows of 16 pairs, two B tiles of 16 pairs of 16 columns) per 32 steps of
+// k. Measured here (go run ./bench/peak), TDPBF16PS issues once per 19
+// cycles: 3.5 TFLOP/s a core, 15 times VFMADD231PS's 220, so packing, the
+// epilogue and the per-call tile set-up bound it, not the products. B
+// panels are the pair panels below; A panels hold each chunk of 32 steps
+// as 16 rows of 16 pairs, packed by VCVTNE2PS2BF16 a row at a time or,
+// from columns, interleaved and transposed in registers. Both are padded
+// with zero pairs to whole chunks (k blocks are multiples of 32 steps), so
+// that every tile has one shape. LDTILECFG costs ~190 cycles, more than a
+// small tile's products, so each part of a product locks its goroutine to
+// its thread, configures the tiles once and releases them (TILERELEASE)
+// at its end. A kernel call is one assembly function, which Go does not
+// preempt: it sums in tiles and stores them, so no sums live across calls,
+// and the kernel saves tiles with the rest of a thread's state at switches
+// and signals (tested with 16 goroutines under GC). When alpha = 1 and
+// beta = 0 (C = acc) the tiles are stored straight into C, whose lines the
+// call prefetches first (TILESTORED to lines not in L1 ran 2-3 times
+// slower than the store to the frame and the epilogue).
+//
+// TDPBF16PS does not take VDPBF16PS's steps (Intel SDM, checked on this
+// CPU): per instruction (16 pairs, padding included), an element's even
+// products and its odd products are summed apart, each from zero in
+// float32 FMAs (nearest even, denormals flushed), then C += even + odd,
+// both adds rounded and flushed.
+// So amx results differ from the other sets' in the last bits, and its Go
+// model (go-amx, which runs in tests only) takes these steps with amx's
+// tiles and k blocks; the tests hold the assembly to it bit for bit. On a
+// host without AMX the same call gives avx512bf16's bits, as go-bf16's.
+//
+// On CPUs with AVX512_BF16 but no AMX (set avx512bf16) the kernels are
+// avx512's 8×48, 8×32 and 8×16 tiles with one VDPBF16PS per accumulator and pair step,
 // A's pair broadcast from memory ({1to16}); the packers convert 32 floats
 // at a time (VCVTNE2PS2BF16) and interleave two rows into pairs (VPERMW)
 // or transpose 16×16 blocks of pairs as transPanel does. Go's assembler has
 // no mnemonic for either instruction: genasm.go emits their EVEX bytes, the
 // Intel syntax beside them (checked against objdump -d). Measured here (go
 // run ./bench/peak), VDPBF16PS zmm issues once per 2.2 cycles with a
-// latency of 8.8: 118 GFLOP/s a core, half of VFMADD231PS's 235. On such a
-// CPU SgemmBF16 is slower than Sgemm (about 0.4-0.7× on the shapes of
+// latency of 8.8: 118 GFLOP/s a core, half of VFMADD231PS's 235. With it
+// SgemmBF16 was slower than Sgemm here (about 0.4-0.7× on the shapes of
 // BenchmarkTrainingShapes); it gains only where VDPBF16PS runs at full
 // rate, or where memory bounds the fp32 product.
 //
-// Elsewhere, and under purego, the go-bf16 set takes the same steps in Go.
+// Elsewhere, and under purego, the go-bf16 set takes VDPBF16PS's steps in Go.
 // Per lane and pair, VDPBF16PS (Intel SDM) adds the product of the odd
 // (high) halves to the accumulator, then that of the even (low) halves,
 // each as a float32 FMA rounded to nearest even, and flushes a denormal
@@ -146,5 +179,5 @@
 // rounds alpha*acc and beta*C apart and adds them, which Go can state
 // exactly (Sgemm's fuses them). The two sets share their k blocks, so they
 // give the same bits (tested, NaN payloads aside), and, as with Sgemm, any
-// thread budget gives the same bits.
+// thread budget gives the same bits, with every set.
 package gemm

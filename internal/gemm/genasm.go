@@ -96,6 +96,58 @@ func (g *gen) cvt2(dst, hi, lo int) {
 	g.raw(fmt.Sprintf("vcvtne2ps2bf16 zmm%d, zmm%d, zmm%d", dst, hi, lo), evex512(0x72, 3, dst, hi, lo, mem{}))
 }
 
+// amxOp returns the bytes of a VEX.128 W0 instruction of map 0F38, as AMX's
+// are: opcode op, implied prefix pp (0: none, 1: 66, 2: F3, 3: F2), vvvv
+// the tile v, ModRM.reg the tile reg, and r/m the tile rm or, when rm < 0,
+// [base + index*1 + disp] through a SIB byte (index < 0: none), which
+// TILELOADD and TILESTORED require. Go's assembler has no AMX mnemonics.
+func amxOp(op, pp byte, reg, v, rm, base, index, disp int) []byte {
+	inv := func(x int) byte { return byte(x>>3&1 ^ 1) }
+	var modrm byte
+	var tail []byte
+	x, b := 0, 0
+	if rm >= 0 {
+		modrm = 0xC0 | byte(rm&7)
+	} else {
+		sib := byte(4<<3 | base&7) // no index
+		if index >= 0 {
+			x, sib = index, byte(index&7)<<3|byte(base&7)
+		}
+		b = base
+		modrm, tail = 4, []byte{sib}
+		if disp != 0 || base&7 == 5 {
+			modrm, tail = 0x44, append(tail, byte(int8(disp)))
+		}
+	}
+	modrm |= byte(reg&7) << 3
+	return append([]byte{0xC4, 0x80&^(byte(reg>>3&1)<<7) | inv(x)<<6 | inv(b)<<5 | 2, byte(^v&15)<<3 | pp, op, modrm}, tail...)
+}
+
+// tileMem is the Intel syntax of [base + index*1 + disp].
+func tileMem(base, index, disp int) string {
+	s := gpName[base]
+	if index >= 0 {
+		s += "+" + gpName[index]
+	}
+	if disp != 0 {
+		s += fmt.Sprintf("%+d", disp)
+	}
+	return "[" + s + "]"
+}
+
+func (g *gen) tileLoad(t, base, index, disp int) {
+	g.raw(fmt.Sprintf("tileloadd tmm%d, %s", t, tileMem(base, index, disp)), amxOp(0x4B, 3, t, 0, -1, base, index, disp))
+}
+
+func (g *gen) tileStore(t, base, index, disp int) {
+	g.raw(fmt.Sprintf("tilestored %s, tmm%d", tileMem(base, index, disp), t), amxOp(0x4B, 2, t, 0, -1, base, index, disp))
+}
+
+// tdpbf16 emits TDPBF16PS: tile c += tile a · tile b.
+func (g *gen) tdpbf16(c, a, b int) {
+	g.raw(fmt.Sprintf("tdpbf16ps tmm%d, tmm%d, tmm%d", c, a, b), amxOp(0x5C, 2, c, b, a, 0, 0, 0))
+}
+
 var gpName = []string{"rax", "rcx", "rdx", "rbx", "rsp", "rbp", "rsi", "rdi",
 	"r8", "r9", "r10", "r11", "r12", "r13", "r14", "r15"}
 
@@ -289,6 +341,284 @@ func (g *gen) epilogue(name string, mr, nv int, reg string, bf16 bool) {
 	g.p("")
 }
 
+// Registers by number for amxOp.
+const (
+	rAX, rCX, rDX, rBX, rSP, rBP, rSI, rDI = 0, 1, 2, 3, 4, 5, 6, 7
+	rR8, rR9, rR10                         = 8, 9, 10
+)
+
+// amxKernel emits kern16xNAMX, N = 16·nv (nv = 1 or 2), a micro-kernel on
+// AMX tiles as amxConfigure sets them: C tiles 0 (and 1) of 16×16 fp32,
+// A's in tile 4 (16 rows of 16 pairs), B's in tiles 6 (and 7), 16 pairs of
+// 16 columns. The A panel holds its steps in chunks of 32, each 16 rows of
+// 16 pairs; the B panel is the pair panel of nv·16 lanes; both are padded
+// with zero pairs to whole chunks. One call sums in tiles and stores them:
+// no sums live across calls. With alpha = 1 and beta = ±0 (C = acc) the
+// tiles go straight to C, its lines prefetched first (TILESTORED to lines
+// not in L1 is slow); else to the frame, for the bf16 kernels' epilogue
+// (alpha*acc and beta*C rounded apart).
+func (g *gen) amxKernel(nv int) {
+	name := fmt.Sprintf("kern16x%dAMX", 16*nv)
+	pw := 16 * nv
+	g.p("// func %s(k int, a, b, c *float32, ldc int, alpha, beta float32)", name)
+	g.p("TEXT ·%s(SB), 0, $%d-48", name, 16*pw*4)
+	g.p("\tMOVQ k+0(FP), CX")
+	g.p("\tMOVQ a+8(FP), SI")
+	g.p("\tMOVQ b+16(FP), BX")
+	g.p("\tMOVQ c+24(FP), DI")
+	g.p("\tMOVQ ldc+32(FP), DX")
+	g.p("\tSHLQ $2, DX")
+	g.p("\tADDQ $31, CX")
+	g.p("\tSHRQ $5, CX") // chunks
+	g.p("\tMOVQ DI, R10")
+	for range 16 {
+		for v := range nv {
+			g.p("\tPREFETCHT0 %d(R10)", 64*v)
+		}
+		g.p("\tADDQ DX, R10")
+	}
+	for v := range nv {
+		g.raw(fmt.Sprintf("tilezero tmm%d", v), amxOp(0x49, 3, v, 0, 0, 0, 0, 0))
+	}
+	g.p("\tMOVQ $64, R8")
+	g.p("\tMOVQ $%d, R9", pw*4)
+	g.p("%s_loop:", name)
+	g.tileLoad(4, rSI, rR8, 0)
+	for v := range nv {
+		g.tileLoad(6+v, rBX, rR9, 64*v)
+		g.tdpbf16(v, 4, 6+v)
+	}
+	g.p("\tADDQ $1024, SI")
+	g.p("\tADDQ $%d, BX", 16*pw*4)
+	g.p("\tDECQ CX")
+	g.p("\tJNZ %s_loop", name)
+	g.p("\tMOVL beta+44(FP), R10")
+	g.p("\tANDL $0x7fffffff, R10")
+	g.p("\tJNZ %s_frame", name)
+	g.p("\tCMPL alpha+40(FP), $0x3f800000")
+	g.p("\tJNE %s_frame", name)
+	for v := range nv {
+		g.tileStore(v, rDI, rDX, 64*v)
+	}
+	g.p("\tRET")
+	g.p("%s_frame:", name)
+	g.p("\tMOVQ SP, SI")
+	for v := range nv {
+		g.tileStore(v, rSI, rR9, 64*v)
+	}
+	g.amxEpilogue(name, nv)
+}
+
+// amxConfigure emits amxConfigure(): LDTILECFG of the amx kernels' tiles,
+// 0, 1, 4, 6 and 7, each 16 rows of 64 bytes (palette 1; colsb at 16+2t,
+// rows at 48+t for tile t).
+func (g *gen) amxConfigure() {
+	g.p("// func amxConfigure()")
+	g.p("TEXT ·amxConfigure(SB), NOSPLIT, $64-0")
+	g.p("\tVPXORD Z0, Z0, Z0")
+	g.p("\tVMOVDQU64 Z0, 0(SP)")
+	g.p("\tMOVB $1, 0(SP)")
+	for _, t := range []int{0, 1, 4, 6, 7} {
+		g.p("\tMOVW $64, %d(SP)", 16+2*t)
+		g.p("\tMOVB $16, %d(SP)", 48+t)
+	}
+	g.p("\tMOVQ SP, AX")
+	g.raw("ldtilecfg [rax]", amxOp(0x49, 0, 0, 0, -1, rAX, -1, 0))
+	g.p("\tVZEROUPPER")
+	g.p("\tRET")
+	g.p("")
+}
+
+// transpose16 emits the transpose of Z0..Z15 (rows of 16 lanes) into
+// Z0..Z15 (columns), with Z16..Z31 as scratch.
+func (g *gen) transpose16() {
+	// Go operand order is reversed: OP src2, src1, dst.
+	for i := range 8 {
+		g.p("\tVUNPCKLPS Z%d, Z%d, Z%d", 2*i+1, 2*i, 16+2*i)
+		g.p("\tVUNPCKHPS Z%d, Z%d, Z%d", 2*i+1, 2*i, 16+2*i+1)
+	}
+	for i := range 4 {
+		t := 16 + 4*i
+		g.p("\tVUNPCKLPD Z%d, Z%d, Z%d", t+2, t, 4*i)
+		g.p("\tVUNPCKHPD Z%d, Z%d, Z%d", t+2, t, 4*i+1)
+		g.p("\tVUNPCKLPD Z%d, Z%d, Z%d", t+3, t+1, 4*i+2)
+		g.p("\tVUNPCKHPD Z%d, Z%d, Z%d", t+3, t+1, 4*i+3)
+	}
+	// Now Z(4i+j) lane L holds column 4L+j of rows 4i..4i+3.
+	for j := range 4 {
+		s := 16 + 4*j
+		g.p("\tVSHUFF32X4 $0x44, Z%d, Z%d, Z%d", 4+j, j, s)
+		g.p("\tVSHUFF32X4 $0xEE, Z%d, Z%d, Z%d", 4+j, j, s+1)
+		g.p("\tVSHUFF32X4 $0x44, Z%d, Z%d, Z%d", 12+j, 8+j, s+2)
+		g.p("\tVSHUFF32X4 $0xEE, Z%d, Z%d, Z%d", 12+j, 8+j, s+3)
+	}
+	for j := range 4 {
+		s := 16 + 4*j
+		for l := range 4 {
+			imm := "0x88"
+			if l%2 == 1 {
+				imm = "0xDD"
+			}
+			src1, src2 := s, s+2
+			if l >= 2 {
+				src1, src2 = s+1, s+3
+			}
+			g.p("\tVSHUFF32X4 $%s, Z%d, Z%d, Z%d", imm, src2, src1, 4*l+j)
+		}
+	}
+}
+
+// amxCols emits amxColsAVX512(dst, src *float32, lds, kc, nn int), the amx
+// set's A packer from columns of steps (op(A) = Aᵀ): amxRowsAVX512's
+// layout, step p of row r at src[p*lds+r]. A chunk's rows 2q and 2q+1 make
+// pair vector q (VCVTNE2PS2BF16, VPERMW, as copyPairsAVX512), and the 16
+// pair vectors transposed are the chunk's 16 rows.
+func (g *gen) amxCols() {
+	const name = "amxColsAVX512"
+	g.packHeader(name)
+	g.p("\tMOVQ nn+32(FP), CX")
+	g.p("\tMOVL $1, AX")
+	g.p("\tSHLL CX, AX")
+	g.p("\tDECL AX")
+	g.p("\tKMOVW AX, K1") // the nn columns
+	g.p("%s_chunk:", name)
+	g.amxChunk(name)
+	g.p("\tVMOVDQU64 pairIdx<>(SB), Z31")
+	g.p("\tMOVQ SI, AX")
+	for q := range 16 {
+		g.p("\tCMPQ CX, $%d", 2*q)
+		g.p("\tJLE %s_zero%d", name, q)
+		g.p("\tVMOVUPS.Z (AX), K1, Z%d", q)
+		g.p("\tVPXORD Z16, Z16, Z16")
+		g.p("\tCMPQ CX, $%d", 2*q+1)
+		g.p("\tJLE %s_cvt%d", name, q)
+		g.p("\tVMOVUPS.Z (AX)(R8*1), K1, Z16")
+		g.p("%s_cvt%d:", name, q)
+		g.cvt2(q, 16, q)
+		g.p("\tVPERMW Z%d, Z31, Z%d", q, q)
+		g.p("\tLEAQ (AX)(R8*2), AX")
+		g.p("\tJMP %s_next%d", name, q)
+		g.p("%s_zero%d:", name, q)
+		g.p("\tVPXORD Z%d, Z%d, Z%d", q, q, q)
+		g.p("%s_next%d:", name, q)
+	}
+	g.transpose16()
+	for r := range 16 {
+		g.p("\tVMOVDQU32 Z%d, %d(DI)", r, 64*r)
+	}
+	g.p("\tADDQ $1024, DI")
+	g.p("\tMOVQ R8, AX")
+	g.p("\tSHLQ $5, AX")
+	g.p("\tADDQ AX, SI") // 32 steps on
+	g.p("\tSUBQ CX, R9")
+	g.p("\tJNZ %s_chunk", name)
+	g.p("\tVZEROUPPER")
+	g.p("\tRET")
+	g.p("")
+}
+
+// packHeader emits the start of a packer func(dst, src *float32, lds, kc,
+// nn int): DI = dst, SI = src, R8 = lds in bytes, R9 = kc.
+func (g *gen) packHeader(name string) {
+	g.p("// func %s(dst, src *float32, lds, kc, nn int)", name)
+	g.p("TEXT ·%s(SB), NOSPLIT, $0-40", name)
+	g.p("\tMOVQ dst+0(FP), DI")
+	g.p("\tMOVQ src+8(FP), SI")
+	g.p("\tMOVQ lds+16(FP), R8")
+	g.p("\tSHLQ $2, R8")
+	g.p("\tMOVQ kc+24(FP), R9")
+}
+
+// amxChunk emits CX = min(32, R9), the steps of the chunk at hand.
+func (g *gen) amxChunk(name string) {
+	g.p("\tMOVQ R9, CX")
+	g.p("\tCMPQ CX, $32")
+	g.p("\tJLE %s_n", name)
+	g.p("\tMOVQ $32, CX")
+	g.p("%s_n:", name)
+}
+
+// amxRows emits amxRowsAVX512(dst, src *float32, lds, kc, nn int), the amx
+// set's A packer from rows of steps (op(A) = A): 16 rows (rows nn..15
+// zero) of kc steps, src's row r at src[r*lds:], in chunks of 32 steps at
+// word 256·chunk, each 16 rows of 16 pairs (zero past kc): a row's 32
+// floats rounded to bf16 by one VCVTNE2PS2BF16 are its pairs.
+func (g *gen) amxRows() {
+	const name = "amxRowsAVX512"
+	g.packHeader(name)
+	g.p("\tMOVQ nn+32(FP), R10")
+	g.p("\tVPXORD Z3, Z3, Z3")
+	g.p("%s_chunk:", name)
+	g.amxChunk(name)
+	g.p("\tMOVQ $1, DX")
+	g.p("\tSHLQ CX, DX")
+	g.p("\tDECQ DX")
+	g.p("\tKMOVW DX, K1")
+	g.p("\tSHRQ $16, DX")
+	g.p("\tKMOVW DX, K2")
+	g.p("\tMOVQ SI, AX")
+	g.p("\tMOVQ DI, BX")
+	g.p("\tXORQ R11, R11")
+	g.p("%s_row:", name)
+	g.p("\tCMPQ R11, R10")
+	g.p("\tJGE %s_zero", name)
+	g.p("\tVMOVUPS.Z (AX), K1, Z0")
+	g.p("\tVMOVUPS.Z 64(AX), K2, Z1")
+	g.cvt2(2, 1, 0)
+	g.p("\tVMOVDQU32 Z2, (BX)")
+	g.p("\tJMP %s_next", name)
+	g.p("%s_zero:", name)
+	g.p("\tVMOVDQU32 Z3, (BX)")
+	g.p("%s_next:", name)
+	g.p("\tADDQ R8, AX")
+	g.p("\tADDQ $64, BX")
+	g.p("\tINCQ R11")
+	g.p("\tCMPQ R11, $16")
+	g.p("\tJLT %s_row", name)
+	g.p("\tADDQ $128, SI") // 32 floats on
+	g.p("\tADDQ $1024, DI")
+	g.p("\tSUBQ CX, R9")
+	g.p("\tJNZ %s_chunk", name)
+	g.p("\tVZEROUPPER")
+	g.p("\tRET")
+	g.p("")
+}
+
+// amxEpilogue emits C = alpha*acc + beta*C for a kernel whose 16 rows of
+// nv vectors of acc lie at SI (its frame), as the bf16 epilogue does it.
+func (g *gen) amxEpilogue(name string, nv int) {
+	g.p("\tVBROADCASTSS alpha+40(FP), Z31")
+	g.p("\tMOVQ $16, CX")
+	g.p("\tMOVL beta+44(FP), R9")
+	g.p("\tANDL $0x7fffffff, R9")
+	g.p("\tJZ %s_beta0", name)
+	g.p("\tVBROADCASTSS beta+44(FP), Z30")
+	g.p("%s_row:", name)
+	for v := range nv {
+		g.p("\tVMULPS %d(DI), Z30, Z1", 64*v)
+		g.p("\tVMULPS %d(SI), Z31, Z0", 64*v)
+		g.p("\tVADDPS Z1, Z0, Z1")
+		g.p("\tVMOVUPS Z1, %d(DI)", 64*v)
+	}
+	g.amxNextRow(name+"_row", nv)
+	g.p("%s_beta0:", name)
+	for v := range nv {
+		g.p("\tVMULPS %d(SI), Z31, Z0", 64*v)
+		g.p("\tVMOVUPS Z0, %d(DI)", 64*v)
+	}
+	g.amxNextRow(name+"_beta0", nv)
+	g.p("")
+}
+
+func (g *gen) amxNextRow(loop string, nv int) {
+	g.p("\tADDQ DX, DI")
+	g.p("\tADDQ $%d, SI", 64*nv)
+	g.p("\tDECQ CX")
+	g.p("\tJNZ %s", loop)
+	g.p("\tVZEROUPPER")
+	g.p("\tRET")
+}
+
 // transPanel emits transPanelAVX512(dst, src *float32, lds, kc, nn, pw int):
 // dst[p*pw+c] = src[c*lds+p] for p < kc and c < nn, and 0 for nn <= c < pw. It
 // packs a B micro-panel from Bᵀ storage and an A micro-panel from A storage,
@@ -341,41 +671,7 @@ func (g *gen) transPanel(bf16 bool) {
 	g.p("\tCMPQ R13, R9")
 	g.p("\tJGE %s_cnext", name)
 	g.loadRows(name, 16, "AX", bf16)
-	// Transpose Z0..Z15 (rows) into Z0..Z15 (columns). Go operand order is
-	// reversed: OP src2, src1, dst.
-	for i := range 8 {
-		g.p("\tVUNPCKLPS Z%d, Z%d, Z%d", 2*i+1, 2*i, 16+2*i)
-		g.p("\tVUNPCKHPS Z%d, Z%d, Z%d", 2*i+1, 2*i, 16+2*i+1)
-	}
-	for i := range 4 {
-		t := 16 + 4*i
-		g.p("\tVUNPCKLPD Z%d, Z%d, Z%d", t+2, t, 4*i)
-		g.p("\tVUNPCKHPD Z%d, Z%d, Z%d", t+2, t, 4*i+1)
-		g.p("\tVUNPCKLPD Z%d, Z%d, Z%d", t+3, t+1, 4*i+2)
-		g.p("\tVUNPCKHPD Z%d, Z%d, Z%d", t+3, t+1, 4*i+3)
-	}
-	// Now Z(4i+j) lane L holds column 4L+j of rows 4i..4i+3.
-	for j := range 4 {
-		s := 16 + 4*j
-		g.p("\tVSHUFF32X4 $0x44, Z%d, Z%d, Z%d", 4+j, j, s)
-		g.p("\tVSHUFF32X4 $0xEE, Z%d, Z%d, Z%d", 4+j, j, s+1)
-		g.p("\tVSHUFF32X4 $0x44, Z%d, Z%d, Z%d", 12+j, 8+j, s+2)
-		g.p("\tVSHUFF32X4 $0xEE, Z%d, Z%d, Z%d", 12+j, 8+j, s+3)
-	}
-	for j := range 4 {
-		s := 16 + 4*j
-		for l := range 4 {
-			imm := "0x88"
-			if l%2 == 1 {
-				imm = "0xDD"
-			}
-			src1, src2 := s, s+2
-			if l >= 2 {
-				src1, src2 = s+1, s+3
-			}
-			g.p("\tVSHUFF32X4 $%s, Z%d, Z%d, Z%d", imm, src2, src1, 4*l+j)
-		}
-	}
+	g.transpose16()
 	// Store columns j < cnt (Zj holds step p0+j, or pair p0/2+j) at
 	// dst[(p0+j)*pw + c0].
 	g.p("\tMOVQ R13, DX")
@@ -507,13 +803,7 @@ func (g *gen) transPanel8(bf16 bool) {
 	if bf16 {
 		name = "transPairs8AVX512"
 	}
-	g.p("// func %s(dst, src *float32, lds, kc, nn int)", name)
-	g.p("TEXT ·%s(SB), NOSPLIT, $0-40", name)
-	g.p("\tMOVQ dst+0(FP), DI")
-	g.p("\tMOVQ src+8(FP), SI")
-	g.p("\tMOVQ lds+16(FP), R8")
-	g.p("\tSHLQ $2, R8")
-	g.p("\tMOVQ kc+24(FP), R9")
+	g.packHeader(name)
 	g.p("\tMOVQ nn+32(FP), R14")
 	g.p("\tMOVL $0xff, AX")
 	g.p("\tKMOVW AX, K2")
@@ -753,6 +1043,16 @@ func main() {
 	g.transPanel(true)
 	g.transPanel8(true)
 	g.copyPairs()
+	// AMX: 16×32 and 16×16 tiles of TDPBF16PS.
+	g.amxKernel(2)
+	g.amxKernel(1)
+	g.amxConfigure()
+	g.amxRows()
+	g.amxCols()
+	g.p("// func amxRelease(): TILERELEASE, the tiles back to their initial state.")
+	g.p("TEXT ·amxRelease(SB), NOSPLIT, $0-0")
+	g.raw("tilerelease", amxOp(0x49, 0, 0, 0, 0, 0, 0, 0))
+	g.p("\tRET")
 	if err := os.WriteFile("kernels_amd64.s", g.Bytes(), 0o644); err != nil {
 		panic(err)
 	}

@@ -1,6 +1,10 @@
 package gemm
 
-import "unsafe"
+import (
+	"math"
+	"sync"
+	"unsafe"
+)
 
 // goKernels is the portable micro-kernel: 4×4 tiles in scalar Go, with the same
 // packing, blocking and threading as the assembly kernels.
@@ -146,5 +150,106 @@ func transPairsGo(dst, src []float32, lds, kc, nn, pw int) {
 	}
 	for q := 0; nn < pw && q < (kc+1)/2; q++ {
 		clear(d[q*pw+nn : q*pw+pw])
+	}
+}
+
+// goAMXKernels is the Go model of the amx set: its tiles, panels and k
+// blocks, and TDPBF16PS's steps (Intel SDM) in scalar Go, so that both
+// give the same bits. It runs in tests only; purego builds and CPUs
+// without AMX run go-bf16, whose steps are VDPBF16PS's.
+var goAMXKernels = kernelSet{
+	name:  "go-amx",
+	mr:    16,
+	vec:   16,
+	kerns: []microKernel{kern16x16AMXGo, kern16x32AMXGo},
+	kc:    bf16KC,
+	mc:    1024,
+	nc:    384,
+	pairs: true,
+
+	copyPanel:  copyPairsGo,
+	transPanel: transPairsGo,
+	copyA:      amxPanelA(copyPairsGo, true),
+	transA:     amxPanelA(transPairsGo, false),
+	tile:       32,
+}
+
+func kern16x16AMXGo(k int, a, b, c *float32, ldc int, alpha, beta float32) {
+	kernAMXGo(16, k, a, b, c, ldc, alpha, beta)
+}
+
+func kern16x32AMXGo(k int, a, b, c *float32, ldc int, alpha, beta float32) {
+	kernAMXGo(32, k, a, b, c, ldc, alpha, beta)
+}
+
+// kernAMXGo is the amx kernels' sum in Go for a 16×pw tile: per chunk of
+// 16 pairs (one TDPBF16PS; the panels are padded with zero pairs to whole
+// chunks), an element's even (low) and odd (high) products are summed
+// apart from zero, each add a float32 FMA flushed as dotBF16's, then acc
+// += even + odd, both adds rounded and flushed. The A panel holds a chunk
+// as 16 rows of 16 pairs, the B panel as 16 rows of pw lanes. The epilogue
+// is kern4x4BF16Go's.
+func kernAMXGo(pw, k int, a, b, c *float32, ldc int, alpha, beta float32) {
+	kh := (k + 31) / 32 * 16
+	as := unsafe.Slice((*uint32)(unsafe.Pointer(a)), 16*kh)
+	bs := unsafe.Slice((*uint32)(unsafe.Pointer(b)), pw*kh)
+	var acc [16][32]float32
+	for q0 := 0; q0 < kh; q0 += 16 {
+		at, bt := as[16*q0:16*q0+256], bs[pw*q0:pw*q0+16*pw]
+		for r := range 16 {
+			for j := range pw {
+				var even, odd float32
+				for q, x := range at[16*r : 16*r+16] {
+					y := bt[q*pw+j]
+					even = fmaFTZ(even, math.Float32frombits(x<<16), math.Float32frombits(y<<16))
+					odd = fmaFTZ(odd, math.Float32frombits(x&^0xffff), math.Float32frombits(y&^0xffff))
+				}
+				acc[r][j] = flush(acc[r][j] + flush(even+odd))
+			}
+		}
+	}
+	cs := unsafe.Slice(c, 15*ldc+pw)
+	for r := range 16 {
+		row := cs[r*ldc : r*ldc+pw]
+		for j := range row {
+			v := float32(alpha * acc[r][j])
+			if beta != 0 {
+				v += float32(beta * row[j])
+			}
+			row[j] = v
+		}
+	}
+}
+
+// amxScratch holds the pair panel of one chunk while amxPanelA turns it
+// into rows: pooled, since pack is called through a func value.
+var amxScratch = sync.Pool{New: func() any { return new([256]float32) }}
+
+// amxPanelA returns the amx sets' A packer for the given pair packer, a
+// copyPanel (steps p at src[p*lds:], copy) or a transPanel: 16 rows
+// (rows nn..15 zero) of kc steps, in chunks of 32 steps, 16 rows of 16
+// pairs each (zero past kc), at word 256·chunk: each an A tile of
+// TDPBF16PS. pack writes a chunk as 16 lanes a pair, which is the
+// transpose.
+func amxPanelA(pack panelPacker, copy bool) panelPacker {
+	return func(dst, src []float32, lds, kc, nn, pw int) {
+		t := amxScratch.Get().(*[256]float32)
+		tw := words(t[:])
+		for p0 := 0; p0 < kc; p0 += 32 {
+			at := p0
+			if copy {
+				at = p0 * lds
+			}
+			kk := min(32, kc-p0)
+			clear(t[:])
+			pack(t[:], src[at:], lds, kk, nn, 16)
+			d := words(dst[p0*8 : p0*8+256])
+			for r := range 16 {
+				for q := range 16 {
+					d[16*r+q] = tw[q*16+r]
+				}
+			}
+		}
+		amxScratch.Put(t)
 	}
 }

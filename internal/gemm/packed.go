@@ -36,7 +36,7 @@ func (p *PackedB) pack(ks *kernelSet, transB bool, k, n int, b []float32, ldb in
 		panic(fmt.Sprintf("gemm: Pack: sizes k=%d n=%d must be positive", k, n))
 	}
 	checkMatrix("b", b, br, bc, ldb)
-	kcb := kBlock(k, ks.kc, false)
+	kcb := ks.kBlock(k, false)
 	p.k, p.n, p.ks = k, n, ks
 	p.width = roundUp(n, ks.vec)
 	size := p.width * roundUp(k, kcb)

@@ -49,17 +49,17 @@ func (j *job) Part(q int) {
 
 // pack runs pack part q of the job: its share of the micro-panels of op(A),
 // each k block after the other, in the layout run reads when given apre
-// (block pc at apre[pc*mPad:], its panel of rows r at r*kc within it).
+// (block pc at apre[pc*mPad:], its panel of rows r at r*depth(kc) within it).
 func (j *job) pack(q int) {
 	g, ks := &j.g, j.ks
-	kcb := kBlock(g.k, ks.kc, g.chunked)
+	kcb := ks.kBlock(g.k, g.chunked)
 	mPad := roundUp(g.m, ks.mr)
 	panels := mPad / ks.mr
 	units := panels * ((g.k + kcb - 1) / kcb)
 	for u := par.Bound(q, j.packParts, units, 1); u < par.Bound(q+1, j.packParts, units, 1); u++ {
 		pc, r := (u/panels)*kcb, (u%panels)*ks.mr
 		kc := min(kcb, g.k-pc)
-		ks.packA(j.apre[pc*mPad+r*kc:], g.a, g.lda, g.transA, r, min(ks.mr, g.m-r), pc, kc)
+		ks.packA(j.apre[pc*mPad+r*ks.depth(kc):], g.a, g.lda, g.transA, r, min(ks.mr, g.m-r), pc, kc)
 	}
 }
 
@@ -99,7 +99,7 @@ func runParallel(ks *kernelSet, g *sgemmArgs, parts int, alongN bool, threads in
 	if alongN {
 		// Column parts all need all of op(A): the threads pack it together
 		// first, so that it is packed once and no part packs alone.
-		kcb := kBlock(g.k, ks.kc, g.chunked)
+		kcb := ks.kBlock(g.k, g.chunked)
 		if size := roundUp(g.m, ks.mr) * roundUp(g.k, kcb); size <= sharedAMax {
 			sa = shareds.Get()
 			sa.buf = grow(sa.buf, size, &largestShared)

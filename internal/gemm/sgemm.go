@@ -40,6 +40,30 @@ type kernelSet struct {
 	// one 32-bit lane a pair, so a panel's step p lies at p/2 and takes half
 	// the space an fp32 panel has for it (the rest of the space is unused).
 	pairs bool
+
+	// copyA and transA, if not nil, pack A's micro-panels in place of
+	// copyPanel and transPanel (the AMX set's A tiles are rows of pairs).
+	copyA, transA panelPacker
+
+	// model, for a bf16 set in assembly, is the Go set that gives its bits.
+	model *kernelSet
+
+	// tile, if not 0, is the k steps panels are padded to (with zeros):
+	// the amx sets' tiles hold 32 steps. Their k blocks are multiples of it.
+	tile int
+
+	// begin and release, if not nil, run first and last in run, on its
+	// goroutine: amx locks it to its thread and configures the thread's
+	// tiles for the kernels, then frees them and unlocks.
+	begin, release func()
+}
+
+// depth is the k steps a panel of kc steps takes in memory.
+func (ks *kernelSet) depth(kc int) int {
+	if ks.tile > 0 {
+		return roundUp(kc, ks.tile)
+	}
+	return kc
 }
 
 func (ks *kernelSet) nr() int { return ks.vec * len(ks.kerns) }
@@ -66,15 +90,18 @@ type sgemmArgs struct {
 }
 
 // kBlock returns the depth of the blocks k is cut into: the fewest blocks of at
-// most kc, made about equal and rounded up to a multiple of 4, or of KChunk in
-// chunked mode (kc is a multiple of KChunk, so the bound holds). It depends
-// only on k, kc and the mode, never on the thread count, so each element of C
-// always sees the same blocks in the same order.
-func kBlock(k, kc int, chunked bool) int {
-	nb := (k + kc - 1) / kc
+// most ks.kc, made about equal and rounded up to a multiple of 4, of ks.tile,
+// or of KChunk in chunked mode (kc is a multiple of both, so the bound
+// holds). It depends only on k, the set and the mode, never on the thread
+// count, so each element of C always sees the same blocks in the same order.
+func (ks *kernelSet) kBlock(k int, chunked bool) int {
+	nb := (k + ks.kc - 1) / ks.kc
 	kb := (k + nb - 1) / nb
-	if chunked {
+	switch {
+	case chunked:
 		return roundUp(kb, KChunk)
+	case ks.tile > 0:
+		return roundUp(kb, ks.tile)
 	}
 	return (kb + 3) &^ 3
 }
@@ -179,7 +206,7 @@ func nBlock(n, nc, nr int) int {
 // all of them.
 func (w *workspace) run(ks *kernelSet, g *sgemmArgs, i0, i1, j0, j1 int, apre []float32) {
 	mr, nr, vec := ks.mr, ks.nr(), ks.vec
-	kcb := kBlock(g.k, ks.kc, g.chunked)
+	kcb := ks.kBlock(g.k, g.chunked)
 	ncb := nBlock(j1-j0, ks.nc, nr)
 	// With B packed in advance and the rows in one A block, the blocks of B
 	// lie in memory in the order they are swept: the widest kernel
@@ -199,9 +226,14 @@ func (w *workspace) run(ks *kernelSet, g *sgemmArgs, i0, i1, j0, j1 int, apre []
 		w.bp = grow(w.bp, min(ncb, roundUp(j1-j0, vec))*kcb, &largest)
 	}
 	w.tile = grow(w.tile, mr*nr, &largest)
+	if ks.begin != nil {
+		ks.begin()
+		defer ks.release()
+	}
 	c, ldc, alpha := g.c, g.ldc, g.alpha
 	for pc := 0; pc < g.k; pc += kcb {
 		kc := min(kcb, g.k-pc)
+		kd := ks.depth(kc)
 		beta := g.beta
 		if pc > 0 {
 			beta = 1
@@ -227,7 +259,7 @@ func (w *workspace) run(ks *kernelSet, g *sgemmArgs, i0, i1, j0, j1 int, apre []
 						nn := min(nr, nc-jr)
 						pw := roundUp(nn, vec)
 						kern := ks.kerns[pw/vec-1]
-						bp := bpk[jr*kc:]
+						bp := bpk[jr*kd:]
 						ci := (ic+ir)*ldc + jc + jr
 						var bsrc []float32
 						if fused && ir == 0 && nn == nr {
@@ -239,10 +271,10 @@ func (w *workspace) run(ks *kernelSet, g *sgemmArgs, i0, i1, j0, j1 int, apre []
 								pfp = pf
 								pf = pf[min(len(pf), kc*lineFloats):]
 							}
-							ks.segment(g.chunked, kern, kc, a[ir*kc:], bp, pw, &c[ci], ldc, alpha, beta, bsrc, g.ldb, pfp)
+							ks.segment(g.chunked, kern, kc, a[ir*kd:], bp, pw, &c[ci], ldc, alpha, beta, bsrc, g.ldb, pfp)
 							continue
 						}
-						w.edgeTile(ks, g, kern, kc, a[ir*kc:], bp, pw, c[ci:], mm, nn, beta, bsrc)
+						w.edgeTile(ks, g, kern, kc, a[ir*kd:], bp, pw, c[ci:], mm, nn, beta, bsrc)
 					}
 				}
 			}
@@ -257,7 +289,7 @@ func (w *workspace) blockB(ks *kernelSet, g *sgemmArgs, pc, kc, jc, nc int) (bpk
 	fused = ks.kernPack != nil && !g.transB && g.bpre == nil
 	switch {
 	case g.bpre != nil:
-		return g.bpre.data[pc*g.bpre.width+jc*kc:], false
+		return g.bpre.data[pc*g.bpre.width+jc*ks.depth(kc):], false
 	case fused:
 		if tail := nc % ks.nr(); tail != 0 {
 			jr := nc - tail
@@ -298,14 +330,19 @@ type panelPacker func(dst, src []float32, lds, kc, nn, pw int)
 // mc zero.
 func (ks *kernelSet) packA(dst, a []float32, lda int, trans bool, i0, mc, p0, kc int) {
 	mr := ks.mr
+	copyA, transA := ks.copyPanel, ks.transPanel
+	if ks.copyA != nil {
+		copyA, transA = ks.copyA, ks.transA
+	}
+	kd := ks.depth(kc)
 	for ir := 0; ir < mc; ir += mr {
 		mm := min(mr, mc-ir)
-		d := dst[ir*kc : ir*kc+mr*kc]
+		d := dst[ir*kd : ir*kd+mr*kd]
 		if trans {
 			// op(A) = Aᵀ: A is k×m, so a step's mr values are contiguous.
-			ks.copyPanel(d, a[p0*lda+i0+ir:], lda, kc, mm, mr)
+			copyA(d, a[p0*lda+i0+ir:], lda, kc, mm, mr)
 		} else {
-			ks.transPanel(d, a[(i0+ir)*lda+p0:], lda, kc, mm, mr)
+			transA(d, a[(i0+ir)*lda+p0:], lda, kc, mm, mr)
 		}
 	}
 }
@@ -315,16 +352,19 @@ func (ks *kernelSet) packA(dst, a []float32, lda int, trans bool, i0, mc, p0, kc
 // last panel is only as wide as the remaining columns rounded up to vec, and
 // columns past nc are zero.
 func (ks *kernelSet) packB(dst, b []float32, ldb int, trans bool, j0, nc, p0, kc int) {
-	nr, vec := ks.nr(), ks.vec
+	nr, vec, kd := ks.nr(), ks.vec, ks.depth(kc)
 	for jr := 0; jr < nc; jr += nr {
 		nn := min(nr, nc-jr)
 		pw := roundUp(nn, vec)
-		d := dst[jr*kc : jr*kc+pw*kc]
+		d := dst[jr*kd : jr*kd+pw*kd]
 		if trans {
 			// op(B) = Bᵀ: B is n×k, so a column of op(B) is a row of B.
 			ks.transPanel(d, b[(j0+jr)*ldb+p0:], ldb, kc, nn, pw)
 		} else {
 			ks.copyPanel(d, b[p0*ldb+j0+jr:], ldb, kc, nn, pw)
+		}
+		if kd > kc { // pair steps past kc's, to the tile's depth
+			clear(d[(kc+1)/2*pw : kd/2*pw])
 		}
 	}
 }

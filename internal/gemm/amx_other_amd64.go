@@ -1,0 +1,6 @@
+//go:build !purego && !linux
+
+package gemm
+
+// amxPermitted: the tile state is asked of Linux only.
+func amxPermitted() bool { return false }
