@@ -122,6 +122,7 @@ type Updater struct {
 	ClipValue float64         // 0: off; clamps each gradient element first
 	ClipNorm  bool            // report sums of squares and wait for the global factor
 	Threads   int             // goroutines the stage's kernels may use (nn.Pass.Threads)
+	Precision nn.Precision    // of the layers' products (nn.Pass.Precision)
 	// TurnThreads, when set, is the budget of the weight gradients a
 	// stage sharing its weights adds while it holds the turn: the other
 	// replicas' stages at its place wait meanwhile, so it may use their cores.
@@ -269,7 +270,7 @@ func (s *Stage) forward(ctx actor.Context, f *Forward) {
 	if f.Eval {
 		kind = SpanEval
 	}
-	p := nn.Pass{Step: f.Step, Micro: f.Micro, Row: f.Row, Train: !f.Eval, Weights: s.weights, Micros: f.Micros, Threads: s.updater.Threads}
+	p := nn.Pass{Step: f.Step, Micro: f.Micro, Row: f.Row, Train: !f.Eval, Weights: s.weights, Micros: f.Micros, Threads: s.updater.Threads, Precision: s.updater.Precision}
 	if !f.Eval {
 		p.Arena = s.arenas.at(f.Seq, f.Micro)
 		if share := f.Share; f.Total > 0 {
@@ -397,7 +398,7 @@ func (s *Stage) runBackward(ctx actor.Context, step, micro int, dy *tensor.Tenso
 }
 
 func (s *Stage) backward(ctx actor.Context, step, micro int, dy *tensor.Tensor) {
-	p := nn.Pass{Step: step, Micro: micro, Train: true, Arena: s.arenas.current(micro), Weights: s.weights, Micros: s.micros, Threads: s.updater.Threads}
+	p := nn.Pass{Step: step, Micro: micro, Train: true, Arena: s.arenas.current(micro), Weights: s.weights, Micros: s.micros, Threads: s.updater.Threads, Precision: s.updater.Precision}
 	// replicas leave their weight gradients to the end of the step (a
 	// replica > 0 must wait for the turn), when the others wait for them
 	split := s.w.SplitBackward || s.shares() && !s.rep.ordered

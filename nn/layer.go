@@ -27,6 +27,39 @@ type Pass struct {
 	// pass, the caller's included; 0 means runtime.GOMAXPROCS(0). Results do
 	// not depend on it.
 	Threads int
+	// Precision is that of the float32 products of linear, conv2d and
+	// attention layers; float64 ignores it.
+	Precision Precision
+}
+
+// Precision is how float32 layers compute their GEMM products: FP32, or
+// BF16 (operands rounded to bfloat16 where the GEMM packs them, sums in
+// float32). Everything else (weights, gradients, norms, losses) is float32
+// either way.
+type Precision uint8
+
+const (
+	FP32 Precision = iota
+	BF16
+)
+
+// String returns the config's name of p: "fp32" or "bf16".
+func (p Precision) String() string {
+	if p == BF16 {
+		return "bf16"
+	}
+	return "fp32"
+}
+
+// ParsePrecision returns the Precision named s; "" is FP32.
+func ParsePrecision(s string) (Precision, error) {
+	switch s {
+	case "", "fp32":
+		return FP32, nil
+	case "bf16":
+		return BF16, nil
+	}
+	return FP32, fmt.Errorf("nn: precision %q is not fp32 or bf16", s)
 }
 
 // Param is a parameter and its accumulated gradient, of the same dtype and

@@ -28,20 +28,46 @@ type Linear struct {
 // apart first costs it 17% of a step of the MNIST MLP.
 type linearPacks struct {
 	fwd, bwd       gemm.PackedB
-	fwdFor, bwdFor uint64 // the versions packed; 0: none
+	fwdFor, bwdFor packKey // the versions packed; Weights 0: none
+}
+
+// packKey is what a pack was made for: a weights version, and bf16 or fp32
+// panels (PackBF16 or Pack).
+type packKey struct {
+	weights   uint64
+	precision Precision
 }
 
 // use reports whether pass p should use the packed weights, and whether
 // they must be packed first.
-func use(p Pass, packed *uint64) (usePacked, pack bool) {
+func use(p Pass, packed *packKey) (usePacked, pack bool) {
 	if p.Weights == 0 || p.Micros < 2 {
 		return false, false
 	}
-	if *packed == p.Weights {
+	key := packKey{p.Weights, p.Precision}
+	if *packed == key {
 		return true, false
 	}
-	*packed = p.Weights
+	*packed = key
 	return true, true
+}
+
+// packW packs W (transposed or not) for p's precision.
+func (l *Linear) packW(p Pass, pb *gemm.PackedB, trans bool, k, n int) {
+	if p.Precision == BF16 {
+		pb.PackBF16(trans, k, n, l.W.Data32(), l.In)
+	} else {
+		pb.Pack(trans, k, n, l.W.Data32(), l.In)
+	}
+}
+
+// sgemmPacked is C = A·pb + beta·C in p's precision.
+func sgemmPacked(p Pass, m int, a []float32, lda int, pb *gemm.PackedB, beta float32, c []float32, ldc int) {
+	if p.Precision == BF16 {
+		gemm.Threads(p.Threads).SgemmPackedBF16(false, m, 1, a, lda, pb, beta, c, ldc)
+	} else {
+		gemm.Threads(p.Threads).SgemmPacked(false, m, 1, a, lda, pb, beta, c, ldc)
+	}
 }
 
 // NewLinear returns a layer with weights drawn by init from rng, and biases
@@ -102,15 +128,15 @@ func (l *Linear) Forward(p Pass, x *tensor.Tensor) *tensor.Tensor {
 	}
 	if packed {
 		if pack {
-			l.packs.fwd.Pack(true, l.In, l.Out, l.W.Data32(), l.In)
+			l.packW(p, &l.packs.fwd, true, l.In, l.Out)
 		}
 		y32, b := y.Data32(), l.B.Data32()
 		for i := range n {
 			copy(y32[i*l.Out:(i+1)*l.Out], b)
 		}
-		gemm.Threads(p.Threads).SgemmPacked(false, n, 1, x.Data32(), l.In, &l.packs.fwd, 1, y32, l.Out)
+		sgemmPacked(p, n, x.Data32(), l.In, &l.packs.fwd, 1, y32, l.Out)
 	} else if x.DType() == tensor.Float32 {
-		linearForward(p.Threads, y.Data32(), x.Data32(), l.W.Data32(), l.B.Data32(), n, l.In, l.Out, sgemm)
+		linearForward(p.Threads, y.Data32(), x.Data32(), l.W.Data32(), l.B.Data32(), n, l.In, l.Out, sgemmFor(p.Precision))
 	} else {
 		linearForward(p.Threads, y.Data64(), x.Data64(), l.W.Data64(), l.B.Data64(), n, l.In, l.Out, dgemm)
 	}
@@ -155,11 +181,11 @@ func (l *Linear) BackwardInput(p Pass, dy *tensor.Tensor) *tensor.Tensor {
 	}
 	if packed {
 		if pack {
-			l.packs.bwd.Pack(false, l.Out, l.In, l.W.Data32(), l.In)
+			l.packW(p, &l.packs.bwd, false, l.Out, l.In)
 		}
-		gemm.Threads(p.Threads).SgemmPacked(false, n, 1, dy.Data32(), l.Out, &l.packs.bwd, 0, dx.Data32(), l.In)
+		sgemmPacked(p, n, dy.Data32(), l.Out, &l.packs.bwd, 0, dx.Data32(), l.In)
 	} else if x.DType() == tensor.Float32 {
-		gemm.Threads(p.Threads).Sgemm(false, false, n, l.In, l.Out, 1, dy.Data32(), l.Out, l.W.Data32(), l.In, 0, dx.Data32(), l.In)
+		sgemmFor(p.Precision)(p.Threads, false, false, n, l.In, l.Out, 1, dy.Data32(), l.Out, l.W.Data32(), l.In, 0, dx.Data32(), l.In)
 	} else {
 		gemm.Dgemm(false, false, n, l.In, l.Out, 1, dy.Data64(), l.Out, l.W.Data64(), l.In, 0, dx.Data64(), l.In)
 	}
@@ -174,7 +200,7 @@ func (l *Linear) BackwardParams(p Pass) {
 	dy := l.dy.take("Linear", p)
 	n := x.Dim(0)
 	if x.DType() == tensor.Float32 {
-		linearParamGrads(p.Threads, dy.Data32(), x.Data32(), l.GW.Data32(), l.GB.Data32(), n, l.In, l.Out, sgemmChunked)
+		linearParamGrads(p.Threads, dy.Data32(), x.Data32(), l.GW.Data32(), l.GB.Data32(), n, l.In, l.Out, sgemmChunkedFor(p.Precision))
 	} else {
 		linearParamGrads(p.Threads, dy.Data64(), x.Data64(), l.GW.Data64(), l.GB.Data64(), n, l.In, l.Out, dgemmChunked)
 	}
@@ -184,6 +210,18 @@ type gemmFunc[T float32 | float64] func(threads int, tA, tB bool, m, n, k int, a
 
 func sgemm(threads int, tA, tB bool, m, n, k int, alpha float32, a []float32, lda int, b []float32, ldb int, beta float32, c []float32, ldc int) {
 	gemm.Threads(threads).Sgemm(tA, tB, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc)
+}
+
+func sgemmBF16(threads int, tA, tB bool, m, n, k int, alpha float32, a []float32, lda int, b []float32, ldb int, beta float32, c []float32, ldc int) {
+	gemm.Threads(threads).SgemmBF16(tA, tB, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc)
+}
+
+// sgemmFor returns the float32 GEMM of precision pr.
+func sgemmFor(pr Precision) gemmFunc[float32] {
+	if pr == BF16 {
+		return sgemmBF16
+	}
+	return sgemm
 }
 
 // dgemm is gonum's BLAS, which has its own threads.
@@ -229,7 +267,7 @@ func (l *Linear) BackwardParamsAll(ps []Pass) {
 				l.x.take("Linear", ps[j])
 				l.dy.take("Linear", ps[j])
 			}
-			linearParamGrads(ps[i].Threads, dys, xs, l.GW.Data32(), l.GB.Data32(), n, l.In, l.Out, sgemmChunked)
+			linearParamGrads(ps[i].Threads, dys, xs, l.GW.Data32(), l.GB.Data32(), n, l.In, l.Out, sgemmChunkedFor(ps[i].Precision))
 		} else {
 			linearParamGrads(ps[i].Threads, dy.Data64(), x.Data64(), l.GW.Data64(), l.GB.Data64(), n, l.In, l.Out, dgemmChunked)
 		}
@@ -248,6 +286,18 @@ func adjoin[T any](a, b []T) ([]T, bool) {
 
 func sgemmChunked(threads int, tA, tB bool, m, n, k int, alpha float32, a []float32, lda int, b []float32, ldb int, beta float32, c []float32, ldc int) {
 	gemm.Threads(threads).SgemmChunked(tA, tB, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc)
+}
+
+func sgemmBF16Chunked(threads int, tA, tB bool, m, n, k int, alpha float32, a []float32, lda int, b []float32, ldb int, beta float32, c []float32, ldc int) {
+	gemm.Threads(threads).SgemmBF16Chunked(tA, tB, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc)
+}
+
+// sgemmChunkedFor returns the chunked float32 GEMM of precision pr.
+func sgemmChunkedFor(pr Precision) gemmFunc[float32] {
+	if pr == BF16 {
+		return sgemmBF16Chunked
+	}
+	return sgemmChunked
 }
 
 func dgemmChunked(_ int, tA, tB bool, m, n, k int, alpha float64, a []float64, lda int, b []float64, ldb int, beta float64, c []float64, ldc int) {

@@ -15,6 +15,8 @@ type Sequential struct {
 	Layers  []Layer
 	Loss    Loss
 	Threads int // goroutines each kernel may use (Pass.Threads); 0: all the Go runtime has
+	// Precision is that of the layers' products (Pass.Precision).
+	Precision Precision
 	// Granule is the rows of a mini-batch's chunks (nn.Granule); 0 means
 	// ChunkRows, for models of one token a sample.
 	Granule int
@@ -78,7 +80,7 @@ func (s *Sequential) TrainStep(step int, x *tensor.Tensor, t Target, micro int) 
 	s.weights++
 	spans := SplitRowsBy(n, micro, cmp.Or(s.Granule, ChunkRows))
 	for m, sp := range spans {
-		p := Pass{Step: step, Micro: m, Row: sp.Lo, Train: true, Weights: s.weights, Micros: len(spans), Threads: s.Threads}
+		p := Pass{Step: step, Micro: m, Row: sp.Lo, Train: true, Weights: s.weights, Micros: len(spans), Threads: s.Threads, Precision: s.Precision}
 		h := Rows(x, sp.Lo, sp.Hi)
 		for i, l := range s.Layers {
 			h = l.Forward(p, h)
@@ -125,7 +127,7 @@ func (s *Sequential) Evaluate(x *tensor.Tensor, t Target, batch int) (loss, accu
 	s.weights++
 	for lo := 0; lo < n; lo += batch {
 		hi := min(lo+batch, n)
-		out := s.Forward(Pass{Weights: s.weights, Micros: (n + batch - 1) / batch, Threads: s.Threads}, Rows(x, lo, hi))
+		out := s.Forward(Pass{Weights: s.weights, Micros: (n + batch - 1) / batch, Threads: s.Threads, Precision: s.Precision}, Rows(x, lo, hi))
 		tt := t.Slice(lo, hi)
 		l, _ := s.Loss.Compute(out, tt, 0)
 		loss += l * float64(hi-lo) / float64(n)

@@ -26,9 +26,10 @@ type Config struct {
 	Replicas     int   // copies of the chain, each on its share of a mini-batch's chunks (0 or 1: one)
 	Shards       []int // per layer: split a linear or conv2d layer's units over this many actors (0 or 1: none)
 	Loss         nn.Loss
-	Optimizer    optim.Spec // each parameter-owning stage builds its own from it
-	ClipNorm     float64    // 0: off
-	ClipValue    float64    // 0: off
+	Optimizer    optim.Spec   // each parameter-owning stage builds its own from it
+	ClipNorm     float64      // 0: off
+	ClipValue    float64      // 0: off
+	Precision    nn.Precision // of the layers' products; the workers' stages get it too
 
 	SampleRows    int           // rows of the cost sample (default 64)
 	GEMMThreads   int           // goroutines each stage actor's kernels may use; 0: all cores for one busy actor, else a share each
@@ -275,7 +276,7 @@ func (e *Engine) spawnStage(id int, s Slot) error {
 		e.all = append(e.all, pid)
 		return nil
 	}
-	up := actors.Updater{ClipValue: e.cfg.ClipValue, ClipNorm: e.cfg.ClipNorm > 0, Threads: e.plan.Threads}
+	up := actors.Updater{ClipValue: e.cfg.ClipValue, ClipNorm: e.cfg.ClipNorm > 0, Threads: e.plan.Threads, Precision: e.cfg.Precision}
 	if e.plan.Replicas > 1 && e.cfg.GEMMThreads == 0 {
 		up.TurnThreads = runtime.GOMAXPROCS(0)
 	}

@@ -81,6 +81,11 @@ func referenceOn(t testing.TB, layers []nn.Layer, batchOf func(step int) (*tenso
 	if len(granule) > 0 {
 		seq.Granule = granule[0]
 	}
+	return trainSequential(t, seq, batchOf, micro)
+}
+
+// trainSequential trains seq on one goroutine as referenceOn does.
+func trainSequential(t testing.TB, seq *nn.Sequential, batchOf func(step int) (*tensor.Tensor, nn.Target), micro int) ([]float64, map[string][]float32) {
 	opt := newSGD(t)
 	ps := seq.Params() // optimizers take the layers' parameters as they are
 	var losses []float64

@@ -48,7 +48,12 @@ var tied = func() pipeline.Model {
 // referenceGPT trains m with nn.Sequential as a trainer of tied weights
 // does: the copies' gradients summed, the norm counting each weight once.
 func referenceGPT(t *testing.T, m pipeline.Model, micro int) ([]float64, map[string][]float32) {
-	seq := &nn.Sequential{Layers: layersOf(t, m), Loss: nn.CrossEntropy, Granule: nn.Granule(nn.Tokens(m.Specs, m.Sample))}
+	return referenceGPTIn(t, m, micro, nn.FP32)
+}
+
+// referenceGPTIn is referenceGPT with the products in precision pr.
+func referenceGPTIn(t *testing.T, m pipeline.Model, micro int, pr nn.Precision) ([]float64, map[string][]float32) {
+	seq := &nn.Sequential{Layers: layersOf(t, m), Loss: nn.CrossEntropy, Granule: nn.Granule(nn.Tokens(m.Specs, m.Sample)), Precision: pr}
 	ties := nn.Ties(m.Specs)
 	opt := newSGD(t)
 	ps := seq.Params()

@@ -210,7 +210,8 @@ func (e *Engine) buildRemote(id int, s Slot) (*actor.PID, int, error) {
 	b := &wire.Build{Run: e.runWire(), Id: int64(id), Name: name, Model: model, Features: int64(tensor.SizeOf(e.model.Sample)),
 		Seed: e.model.Seed, Lo: int64(s.First), Hi: int64(s.First + len(s.Layers)), Shard: int64(s.Shard),
 		NeedDx: s.Position > 0, Optimizer: opt, ClipValue: e.cfg.ClipValue, ClipNorm: e.cfg.ClipNorm > 0,
-		Position: int64(s.Position), Layers: wire.Int64s(pos.Layers), Sample: wire.Int64s(e.model.Sample)}
+		Position: int64(s.Position), Layers: wire.Int64s(pos.Layers), Sample: wire.Int64s(e.model.Sample),
+		Precision: e.cfg.Precision.String()}
 	if e.model.DType == tensor.Float64 {
 		b.Dtype = wire.DType_FLOAT64
 	}

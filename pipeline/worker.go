@@ -372,7 +372,11 @@ func buildStage(m *wire.Build, threads int, g *actors.Graph) (*actors.Stage, int
 		}
 		layers[0] = sh.Shard(int(m.ColLo), int(m.ColHi))
 	}
-	up := actors.Updater{ClipValue: m.ClipValue, ClipNorm: m.ClipNorm, Threads: threads}
+	pr, err := nn.ParsePrecision(m.Precision)
+	if err != nil {
+		return nil, 0, err
+	}
+	up := actors.Updater{ClipValue: m.ClipValue, ClipNorm: m.ClipNorm, Threads: threads, Precision: pr}
 	if hasParams(layers) {
 		var spec optim.Spec
 		if err := json.Unmarshal(m.Optimizer, &spec); err != nil {

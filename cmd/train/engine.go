@@ -47,7 +47,7 @@ func newEngine(c *config.Config, log *runLog, lay layout, r *trainRun) (*pipelin
 	}
 	eng, err := pipeline.New(pipelineModel(c, r.sample), pipeline.Config{
 		Schedule: sched, MicroBatches: lay.Micro, Stages: lay.Stages, Shards: shards, Replicas: lay.Replicas,
-		Loss: nn.Loss(c.Loss.Type), Optimizer: opt, ClipNorm: c.Optimizer.ClipNorm, ClipValue: c.Optimizer.ClipValue,
+		Loss: nn.Loss(c.Loss.Type), Optimizer: opt, Precision: precision(c), ClipNorm: c.Optimizer.ClipNorm, ClipValue: c.Optimizer.ClipValue,
 		SampleRows: max(1, c.Data.BatchSize/lay.Micro/max(1, lay.Replicas)),
 		Trace:      c.Log.Trace != "", Hang: hangAfter, Logger: &log.Logger,
 		GEMMThreads: c.Pipeline.GEMMThreads, SplitBackward: lay.Split,
@@ -57,6 +57,12 @@ func newEngine(c *config.Config, log *runLog, lay layout, r *trainRun) (*pipelin
 		return nil, badInputf("pipeline: %v", strings.TrimPrefix(err.Error(), "pipeline: "))
 	}
 	return eng, nil
+}
+
+// precision is train.precision, validated with the config.
+func precision(c *config.Config) nn.Precision {
+	p, _ := nn.ParsePrecision(c.Train.Precision)
+	return p
 }
 
 // optimizerSpec is the [optimizer] table as the spec every stage builds its

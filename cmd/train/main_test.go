@@ -259,6 +259,47 @@ func TestResumeIsExact(t *testing.T) {
 	}
 }
 
+// TestResumeBF16: a bf16 run (logged as such, its losses not fp32's)
+// stopped at step 20 and resumed continues with the unbroken run's losses,
+// bit for bit; resuming it as fp32 is refused, naming both precisions.
+func TestResumeBF16(t *testing.T) {
+	bf16 := []string{"--set", "train.precision=bf16"}
+	whole := runCmd(t, t.TempDir(), baseConfig, bf16...)
+	fp32 := stepLosses(runCmd(t, t.TempDir(), baseConfig).events)
+	dir := t.TempDir()
+	first := runCmd(t, dir, baseConfig, append(bf16, "--set", "train.max_steps=20")...)
+	refused := runCmd(t, dir, baseConfig, "--resume")
+	second := runCmd(t, dir, baseConfig, append(bf16, "--resume")...)
+	for _, r := range []runResult{whole, first, second} {
+		if r.code != 0 {
+			t.Fatalf("exit %d:\n%s", r.code, r.stderr)
+		}
+	}
+	if l := lastLine(refused.stderr); refused.code != exitBadInput || !strings.Contains(l, `train.precision = "bf16", not "fp32"`) {
+		t.Errorf("resuming a bf16 checkpoint as fp32: exit %d, last stderr line %q", refused.code, l)
+	}
+	start := eventsNamed(whole.events, "run_start")
+	if len(start) != 1 || start[0]["config"].(map[string]any)["train"].(map[string]any)["precision"] != "bf16" {
+		t.Errorf("run_start does not log train.precision = bf16: %v", start)
+	}
+	want, got := stepLosses(whole.events), stepLosses(second.events)
+	if len(got) != len(want)-20 {
+		t.Fatalf("resumed run logged %d steps, want %d", len(got), len(want)-20)
+	}
+	differ := false
+	for s, l := range want {
+		differ = differ || fp32[s] != l
+	}
+	if !differ {
+		t.Error("bf16 run logged fp32's losses")
+	}
+	for s, l := range got {
+		if math.Float64bits(want[s]) != math.Float64bits(l) {
+			t.Errorf("step %d: resumed loss %v, unbroken %v", s, l, want[s])
+		}
+	}
+}
+
 // TestResumeUnderAuto: a run under pipeline "auto" stopped while tuning and
 // resumed (which tunes again) gives the unbroken run's losses, bit for bit.
 func TestResumeUnderAuto(t *testing.T) {
@@ -358,6 +399,7 @@ func TestBadInputExitsTwo(t *testing.T) {
 		{"negative gemm_threads", nil, strings.Replace(baseConfig, "[pipeline]\n", "[pipeline]\ngemm_threads = -1\n", 1), "pipeline.gemm_threads = -1"},
 		{"split_backward not a bool", nil, strings.Replace(baseConfig, "[pipeline]\n", "[pipeline]\nsplit_backward = 1\n", 1), "pipeline.split_backward = 1"},
 		{"resume without checkpoint", []string{"--resume"}, baseConfig, "--resume"},
+		{"bad precision", nil, strings.Replace(baseConfig, "[train]\n", "[train]\nprecision = \"fp16\"\n", 1), `train.precision = "fp16": want one of fp32, bf16`},
 		{"worker beyond loopback without token", []string{"worker", "--listen", "0.0.0.0:0", "--log-dir", t.TempDir()}, "", "only with a token"},
 		{"worker empty token file", []string{"worker", "--listen", "127.0.0.1:0", "--token-file", emptyFile(t)}, "", "--token-file"},
 		{"missing token file", []string{"--token-file", filepath.Join(dir, "none")}, baseConfig, "--token-file"},

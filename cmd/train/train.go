@@ -515,7 +515,7 @@ func (r *trainRun) save(root string) (string, error) {
 	}
 	meta := checkpoint.Meta{
 		Version: 1, Step: r.step, Epoch: r.epoch, Batch: r.batch, Seed: r.cfg.Seed,
-		OptimizerType: st.Kind, OptimizerStep: st.Step, ConfigHash: configHash(r.cfg),
+		OptimizerType: st.Kind, OptimizerStep: st.Step, ConfigHash: configHash(r.cfg), Precision: precision(r.cfg).String(),
 		Extra: map[string]any{"optimizer_params": st.NumParams},
 	}
 	r.early.record(meta.Extra)
@@ -549,6 +549,9 @@ func (r *trainRun) restore() error {
 	if meta.ConfigHash != configHash(r.cfg) {
 		return badInputf("--resume: %s was written for a different model, data or optimizer than this config", dir)
 	}
+	if err := samePrecision(dir, meta.Precision, precision(r.cfg).String()); err != nil {
+		return err
+	}
 	nparams := 0
 	if v, ok := meta.Extra["optimizer_params"].(json.Number); ok {
 		n, err := v.Int64()
@@ -567,6 +570,18 @@ func (r *trainRun) restore() error {
 		return badInputf("--resume: %s: %v", dir, err)
 	}
 	r.log.event("resume").Int("step", r.step).Int("epoch", r.epoch+1).Int("batch", r.batch).Str("path", dir).Msg("resumed")
+	return nil
+}
+
+// samePrecision refuses to resume a run in another precision than it was
+// saved in: the resumed losses would not be the unbroken run's.
+func samePrecision(dir, saved, want string) error {
+	if saved == "" {
+		saved = "fp32" // checkpoints from before train.precision
+	}
+	if saved != want {
+		return badInputf("--resume: %s was trained with train.precision = %q, not %q: set train.precision = %q to resume it", dir, saved, want, saved)
+	}
 	return nil
 }
 

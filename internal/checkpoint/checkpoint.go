@@ -44,15 +44,19 @@ const (
 // weights. It records where training stands so that a resumed run continues
 // exactly where the saved one was.
 type Meta struct {
-	Version       int            `json:"version"`        // format version; Save fills in 0 as Version
-	Step          int            `json:"step"`           // optimizer steps completed
-	Epoch         int            `json:"epoch"`          // epoch of the next batch
-	Batch         int            `json:"batch"`          // index of the next batch within Epoch
-	Seed          uint64         `json:"seed"`           // the run's seed
-	OptimizerType string         `json:"optimizer"`      // "sgd", "adam", "adamw"
-	OptimizerStep int            `json:"optimizer_step"` // the optimizer's own step count (Adam's bias correction)
-	ConfigHash    string         `json:"config_hash"`    // to refuse resuming with an incompatible config
-	Extra         map[string]any `json:"extra,omitempty"`
+	Version       int    `json:"version"`        // format version; Save fills in 0 as Version
+	Step          int    `json:"step"`           // optimizer steps completed
+	Epoch         int    `json:"epoch"`          // epoch of the next batch
+	Batch         int    `json:"batch"`          // index of the next batch within Epoch
+	Seed          uint64 `json:"seed"`           // the run's seed
+	OptimizerType string `json:"optimizer"`      // "sgd", "adam", "adamw"
+	OptimizerStep int    `json:"optimizer_step"` // the optimizer's own step count (Adam's bias correction)
+	ConfigHash    string `json:"config_hash"`    // to refuse resuming with an incompatible config
+	// Precision is the run's train.precision, "fp32" or "bf16" (of its
+	// products: the weights are float32 either way); empty in older
+	// checkpoints, which are fp32.
+	Precision string         `json:"precision,omitempty"`
+	Extra     map[string]any `json:"extra,omitempty"`
 	// Model describes the model, so that the checkpoint alone rebuilds it
 	// (package model's Description); empty in checkpoints older than it.
 	Model json.RawMessage `json:"model,omitempty"`

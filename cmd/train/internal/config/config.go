@@ -121,6 +121,7 @@ type Train struct {
 	CheckpointDir   string `toml:"checkpoint_dir" json:"checkpoint_dir"`
 	CheckpointEvery int    `toml:"checkpoint_every" json:"checkpoint_every"` // 0: at each epoch's end
 	EarlyStop       int    `toml:"early_stop" json:"early_stop"`             // stop after this many evaluations without a better validation loss; 0: off
+	Precision       string `toml:"precision" json:"precision"`               // of linear, conv2d and attention products: fp32 | bf16
 }
 
 // Log is the [log] table.
@@ -168,7 +169,7 @@ func Default() *Config {
 		},
 		Schedule: Schedule{Type: "constant", Gamma: 0.1},
 		Pipeline: Pipeline{Schedule: "auto", Replicas: 1}, // micro_batches "auto"
-		Train:    Train{Epochs: 1, CheckpointDir: "checkpoints"},
+		Train:    Train{Epochs: 1, CheckpointDir: "checkpoints", Precision: "fp32"},
 		Log:      Log{Dir: "logs", Every: 10},
 	}
 }

@@ -24,6 +24,7 @@ var (
 	optimizerTypes    = []string{"sgd", "adam", "adamw"}
 	scheduleTypes     = []string{"constant", "step", "cosine"}
 	pipelineSchedules = append([]string{"auto"}, actors.ScheduleNames()...)
+	precisions        = []string{"fp32", "bf16"}
 )
 
 // layerKeys lists the keys that belong to each layer type: "type" and the
@@ -381,7 +382,7 @@ func (c *Config) validateTrain() error {
 	if t.EarlyStop > 0 && !(c.Data.ValidationFraction > 0) {
 		return errorf("train.early_stop = %d needs a validation split: set data.validation_fraction, e.g. 0.1", t.EarlyStop)
 	}
-	return nil
+	return oneOf("train.precision", t.Precision, precisions)
 }
 
 func (c *Config) validateLog() error {
