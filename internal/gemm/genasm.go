@@ -193,6 +193,66 @@ func (g *gen) tdpbf16(c, a, b int) {
 var gpName = []string{"rax", "rcx", "rdx", "rbx", "rsp", "rbp", "rsi", "rdi",
 	"r8", "r9", "r10", "r11", "r12", "r13", "r14", "r15"}
 
+// regFile returns the lanes of a vector register ("Z" or "Y") and how many
+// there are (AVX-512: 32, AVX2: 16).
+func regFile(reg string) (lanes, nregs int) {
+	if reg == "Y" {
+		return 8, 16
+	}
+	return 16, 32
+}
+
+// kernelHead emits a micro-kernel's signature and argument loads (see
+// kernel): SI = bsrc, R11 = lds in bytes, R12 = pfSrc rows of it with
+// pack; R13 = pf with pfB; then kernArgs.
+func (g *gen) kernelHead(name string, pack bool, pfSrc int, pfB bool) {
+	const sig = "k int, a, b, c *float32, ldc int, alpha, beta float32"
+	if pack {
+		g.p("// func %s(%s, bsrc *float32, lds int)", name, sig)
+		g.p("TEXT ·%s(SB), NOSPLIT, $0-64", name)
+		g.p("\tMOVQ bsrc+48(FP), SI")
+		g.p("\tMOVQ lds+56(FP), R11")
+		g.p("\tSHLQ $2, R11")
+		if pfSrc > 0 {
+			g.p("\tIMUL3Q $%d, R11, R12", pfSrc)
+		}
+	} else if pfB {
+		g.p("// func %s(%s, pf *float32)", name, sig)
+		g.p("TEXT ·%s(SB), NOSPLIT, $0-56", name)
+		g.p("\tMOVQ pf+48(FP), R13")
+	} else {
+		g.p("// func %s(%s)", name, sig)
+		g.p("TEXT ·%s(SB), NOSPLIT, $0-48", name)
+	}
+	g.kernArgs("AX")
+}
+
+// kernelInit zeroes a kernel's mr·nv accumulators and, with pfC, starts
+// fetching its C tile (mr rows of nr floats), which the epilogue needs
+// after k steps.
+func (g *gen) kernelInit(mr, nv, nr int, reg string, pfC bool) {
+	for i := range mr * nv {
+		if reg == "Z" {
+			g.p("\tVPXORD %s%d, %s%d, %s%d", reg, i, reg, i, reg, i)
+		} else {
+			g.p("\tVXORPS %s%d, %s%d, %s%d", reg, i, reg, i, reg, i)
+		}
+	}
+	if !pfC {
+		return
+	}
+	g.p("\tMOVQ DI, R10")
+	for r := range mr {
+		for off := 0; off < nr*4; off += 64 {
+			g.p("\tPREFETCHT0 %d(R10)", off)
+		}
+		g.p("\tPREFETCHT0 %d(R10)", nr*4-1)
+		if r < mr-1 {
+			g.p("\tADDQ DX, R10")
+		}
+	}
+}
+
 // kernel emits one register-blocked micro-kernel of mr rows and nv vectors of
 // lanes floats. reg is "Z" (AVX-512, 32 registers) or "Y" (AVX2, 16 registers).
 //
@@ -207,10 +267,7 @@ var gpName = []string{"rax", "rcx", "rdx", "rbx", "rsp", "rbp", "rsi", "rdi",
 // and so on. Sgemm points it at the B block it will sweep next, so that block
 // streams in from memory while this one is worked on.
 func (g *gen) kernel(name string, mr, nv int, reg string, pack bool, pfSrc int, pfC, pfB, bf16 bool) {
-	lanes, nregs := 16, 32
-	if reg == "Y" {
-		lanes, nregs = 8, 16
-	}
+	lanes, nregs := regFile(reg)
 	vb := lanes * 4 // bytes per vector
 	nr := nv * lanes
 	if mr*nv+nv+1 > nregs {
@@ -221,44 +278,8 @@ func (g *gen) kernel(name string, mr, nv int, reg string, pack bool, pfSrc int, 
 	bc := fmt.Sprintf("%s%d", reg, nregs-1)
 	const unroll = 4
 
-	if pack {
-		g.p("// func %s(k int, a, b, c *float32, ldc int, alpha, beta float32, bsrc *float32, lds int)", name)
-		g.p("TEXT ·%s(SB), NOSPLIT, $0-64", name)
-		g.p("\tMOVQ bsrc+48(FP), SI")
-		g.p("\tMOVQ lds+56(FP), R11")
-		g.p("\tSHLQ $2, R11")
-		if pfSrc > 0 {
-			g.p("\tIMUL3Q $%d, R11, R12", pfSrc)
-		}
-	} else if pfB {
-		g.p("// func %s(k int, a, b, c *float32, ldc int, alpha, beta float32, pf *float32)", name)
-		g.p("TEXT ·%s(SB), NOSPLIT, $0-56", name)
-		g.p("\tMOVQ pf+48(FP), R13")
-	} else {
-		g.p("// func %s(k int, a, b, c *float32, ldc int, alpha, beta float32)", name)
-		g.p("TEXT ·%s(SB), NOSPLIT, $0-48", name)
-	}
-	g.kernArgs("AX")
-	for i := range mr * nv {
-		if reg == "Z" {
-			g.p("\tVPXORD %s%d, %s%d, %s%d", reg, i, reg, i, reg, i)
-		} else {
-			g.p("\tVXORPS %s%d, %s%d, %s%d", reg, i, reg, i, reg, i)
-		}
-	}
-	if pfC {
-		// Start fetching the C tile now; the epilogue needs it after k steps.
-		g.p("\tMOVQ DI, R10")
-		for r := range mr {
-			for off := 0; off < nr*4; off += 64 {
-				g.p("\tPREFETCHT0 %d(R10)", off)
-			}
-			g.p("\tPREFETCHT0 %d(R10)", nr*4-1)
-			if r < mr-1 {
-				g.p("\tADDQ DX, R10")
-			}
-		}
-	}
+	g.kernelHead(name, pack, pfSrc, pfB)
+	g.kernelInit(mr, nv, nr, reg, pfC)
 	step := func(u int) {
 		if pack {
 			if pfSrc > 0 {
@@ -294,6 +315,14 @@ func (g *gen) kernel(name string, mr, nv int, reg string, pack bool, pfSrc int, 
 			}
 		}
 	}
+	// advance moves A, B (and pf) on by n steps.
+	advance := func(n int) {
+		g.p("\tADDQ $%d, AX", n*mr*4)
+		g.p("\tADDQ $%d, BX", n*nr*4)
+		if pfB {
+			g.p("\tADDQ $%d, R13", n*64)
+		}
+	}
 	if bf16 {
 		g.p("\tINCQ CX") // steps of bf16 pairs: (k+1)/2
 		g.p("\tSHRQ $1, CX")
@@ -305,11 +334,7 @@ func (g *gen) kernel(name string, mr, nv int, reg string, pack bool, pfSrc int, 
 	for u := range unroll {
 		step(u)
 	}
-	g.p("\tADDQ $%d, AX", unroll*mr*4)
-	g.p("\tADDQ $%d, BX", unroll*nr*4)
-	if pfB {
-		g.p("\tADDQ $%d, R13", unroll*64)
-	}
+	advance(unroll)
 	g.p("\tDECQ R8")
 	g.p("\tJNZ %s_loop4", name)
 	g.p("%s_tail:", name)
@@ -317,11 +342,7 @@ func (g *gen) kernel(name string, mr, nv int, reg string, pack bool, pfSrc int, 
 	g.p("\tJZ %s_store", name)
 	g.p("%s_loop1:", name)
 	step(0)
-	g.p("\tADDQ $%d, AX", mr*4)
-	g.p("\tADDQ $%d, BX", nr*4)
-	if pfB {
-		g.p("\tADDQ $64, R13")
-	}
+	advance(1)
 	g.p("\tDECQ CX")
 	g.p("\tJNZ %s_loop1", name)
 
@@ -333,44 +354,41 @@ func (g *gen) kernel(name string, mr, nv int, reg string, pack bool, pfSrc int, 
 // in one FMA; the bf16 ones round alpha*acc and beta*C each and add them,
 // steps the Go kernel can take exactly.
 func (g *gen) epilogue(name string, mr, nv int, reg string, bf16 bool) {
-	lanes, nregs := 16, 32
-	if reg == "Y" {
-		lanes, nregs = 8, 16
-	}
+	lanes, nregs := regFile(reg)
 	vb := lanes * 4
 	acc := func(r, v int) string { return fmt.Sprintf("%s%d", reg, r*nv+v) }
 	al, be, t := fmt.Sprintf("%s%d", reg, nregs-1), fmt.Sprintf("%s%d", reg, nregs-2), fmt.Sprintf("%s%d", reg, nregs-3)
 	g.p("%s_store:", name)
 	g.p("\tVBROADCASTSS alpha+40(FP), %s", al)
 	g.betaZero("R9", "JZ", name+"_beta0")
-	g.p("\tVBROADCASTSS beta+44(FP), %s", be)
-	for r := range mr {
-		for v := range nv {
-			g.p("\tVMULPS %d(DI), %s, %s", v*vb, be, t)
-			if bf16 {
-				g.p("\tVMULPS %s, %s, %s", acc(r, v), al, acc(r, v))
-				g.p("\tVADDPS %s, %s, %s", t, acc(r, v), t)
-			} else {
-				g.p("\tVFMADD231PS %s, %s, %s", acc(r, v), al, t)
+	// tile emits body for each vector of the tile, row by row down C.
+	tile := func(body func(a, c string)) {
+		for r := range mr {
+			for v := range nv {
+				body(acc(r, v), fmt.Sprintf("%d(DI)", v*vb))
 			}
-			g.p("\tVMOVUPS %s, %d(DI)", t, v*vb)
+			if r < mr-1 {
+				g.p("\tADDQ DX, DI")
+			}
 		}
-		if r < mr-1 {
-			g.p("\tADDQ DX, DI")
-		}
+		g.ret()
 	}
-	g.ret()
+	g.p("\tVBROADCASTSS beta+44(FP), %s", be)
+	tile(func(a, c string) {
+		g.p("\tVMULPS %s, %s, %s", c, be, t)
+		if bf16 {
+			g.p("\tVMULPS %s, %s, %s", a, al, a)
+			g.p("\tVADDPS %s, %s, %s", t, a, t)
+		} else {
+			g.p("\tVFMADD231PS %s, %s, %s", a, al, t)
+		}
+		g.p("\tVMOVUPS %s, %s", t, c)
+	})
 	g.p("%s_beta0:", name)
-	for r := range mr {
-		for v := range nv {
-			g.p("\tVMULPS %s, %s, %s", acc(r, v), al, acc(r, v))
-			g.p("\tVMOVUPS %s, %d(DI)", acc(r, v), v*vb)
-		}
-		if r < mr-1 {
-			g.p("\tADDQ DX, DI")
-		}
-	}
-	g.ret()
+	tile(func(a, c string) {
+		g.p("\tVMULPS %s, %s, %s", a, al, a)
+		g.p("\tVMOVUPS %s, %s", a, c)
+	})
 	g.p("")
 }
 
@@ -536,10 +554,7 @@ func (g *gen) amxCols() {
 	g.p("\tMOVQ R8, AX")
 	g.p("\tSHLQ $5, AX")
 	g.p("\tADDQ AX, SI") // 32 steps on
-	g.p("\tSUBQ CX, R9")
-	g.p("\tJNZ %s_chunk", name)
-	g.ret()
-	g.p("")
+	g.nextChunk(name)
 }
 
 // packHeader emits the start of a packer func(dst, src *float32, lds, kc,
@@ -564,6 +579,15 @@ func (g *gen) packHeader(name string, pw bool) {
 func (g *gen) amxChunk(name string) {
 	g.p("\tMOVQ R9, CX")
 	g.minCX(32, name+"_n")
+}
+
+// nextChunk closes an amx packer's loop over chunks (amxChunk): kc less
+// the chunk's CX steps, on while any remain.
+func (g *gen) nextChunk(name string) {
+	g.p("\tSUBQ CX, R9")
+	g.p("\tJNZ %s_chunk", name)
+	g.ret()
+	g.p("")
 }
 
 // amxRows emits amxRowsAVX512(dst, src *float32, lds, kc, nn int), the amx
@@ -603,10 +627,7 @@ func (g *gen) amxRows() {
 	g.p("\tJLT %s_row", name)
 	g.p("\tADDQ $128, SI") // 32 floats on
 	g.p("\tADDQ $1024, DI")
-	g.p("\tSUBQ CX, R9")
-	g.p("\tJNZ %s_chunk", name)
-	g.ret()
-	g.p("")
+	g.nextChunk(name)
 }
 
 // amxEpilogue emits C = alpha*acc + beta*C for a kernel whose 16 rows of
