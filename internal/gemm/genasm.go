@@ -26,6 +26,48 @@ type gen struct{ bytes.Buffer }
 
 func (g *gen) p(format string, args ...any) { fmt.Fprintf(&g.Buffer, format+"\n", args...) }
 
+// ret returns from a routine that used the upper vector registers, clearing
+// them first so the SSE code after it pays no transition penalty.
+func (g *gen) ret() {
+	g.p("\tVZEROUPPER")
+	g.p("\tRET")
+}
+
+// kernArgs loads a micro-kernel's arguments: CX = k, a into the register
+// a, BX = b, DI = c, DX = ldc in bytes.
+func (g *gen) kernArgs(a string) {
+	g.p("\tMOVQ k+0(FP), CX")
+	g.p("\tMOVQ a+8(FP), %s", a)
+	g.p("\tMOVQ b+16(FP), BX")
+	g.p("\tMOVQ c+24(FP), DI")
+	g.p("\tMOVQ ldc+32(FP), DX")
+	g.p("\tSHLQ $2, DX")
+}
+
+// betaZero emits the test of beta = ±0 (sign bit masked off, in the
+// register r) and jump (JZ when it is, JNZ when not) to label.
+func (g *gen) betaZero(r, jump, label string) {
+	g.p("\tMOVL beta+44(FP), %s", r)
+	g.p("\tANDL $0x7fffffff, %s", r)
+	g.p("\t%s %s", jump, label)
+}
+
+// ones emits r = 2^CX - 1, the mask of CX lanes, in 32-bit (w "L") or
+// 64-bit (w "Q", for the two 16-lane masks of 32 floats) operations.
+func (g *gen) ones(w, r string) {
+	g.p("\tMOV%s $1, %s", w, r)
+	g.p("\tSHL%s CX, %s", w, r)
+	g.p("\tDEC%s %s", w, r)
+}
+
+// minCX emits CX = min(CX, n), label after it.
+func (g *gen) minCX(n int, label string) {
+	g.p("\tCMPQ CX, $%d", n)
+	g.p("\tJLE %s", label)
+	g.p("\tMOVQ $%d, CX", n)
+	g.p("%s:", label)
+}
+
 // mem is a memory operand [base + disp] of a general register (AX = 0, CX,
 // DX, BX, SP, BP, SI, DI, R8 = 8, ..., R15), {1to16} of its dword with bcast.
 type mem struct {
@@ -151,6 +193,66 @@ func (g *gen) tdpbf16(c, a, b int) {
 var gpName = []string{"rax", "rcx", "rdx", "rbx", "rsp", "rbp", "rsi", "rdi",
 	"r8", "r9", "r10", "r11", "r12", "r13", "r14", "r15"}
 
+// regFile returns the lanes of a vector register ("Z" or "Y") and how many
+// there are (AVX-512: 32, AVX2: 16).
+func regFile(reg string) (lanes, nregs int) {
+	if reg == "Y" {
+		return 8, 16
+	}
+	return 16, 32
+}
+
+// kernelHead emits a micro-kernel's signature and argument loads (see
+// kernel): SI = bsrc, R11 = lds in bytes, R12 = pfSrc rows of it with
+// pack; R13 = pf with pfB; then kernArgs.
+func (g *gen) kernelHead(name string, pack bool, pfSrc int, pfB bool) {
+	const sig = "k int, a, b, c *float32, ldc int, alpha, beta float32"
+	if pack {
+		g.p("// func %s(%s, bsrc *float32, lds int)", name, sig)
+		g.p("TEXT ·%s(SB), NOSPLIT, $0-64", name)
+		g.p("\tMOVQ bsrc+48(FP), SI")
+		g.p("\tMOVQ lds+56(FP), R11")
+		g.p("\tSHLQ $2, R11")
+		if pfSrc > 0 {
+			g.p("\tIMUL3Q $%d, R11, R12", pfSrc)
+		}
+	} else if pfB {
+		g.p("// func %s(%s, pf *float32)", name, sig)
+		g.p("TEXT ·%s(SB), NOSPLIT, $0-56", name)
+		g.p("\tMOVQ pf+48(FP), R13")
+	} else {
+		g.p("// func %s(%s)", name, sig)
+		g.p("TEXT ·%s(SB), NOSPLIT, $0-48", name)
+	}
+	g.kernArgs("AX")
+}
+
+// kernelInit zeroes a kernel's mr·nv accumulators and, with pfC, starts
+// fetching its C tile (mr rows of nr floats), which the epilogue needs
+// after k steps.
+func (g *gen) kernelInit(mr, nv, nr int, reg string, pfC bool) {
+	for i := range mr * nv {
+		if reg == "Z" {
+			g.p("\tVPXORD %s%d, %s%d, %s%d", reg, i, reg, i, reg, i)
+		} else {
+			g.p("\tVXORPS %s%d, %s%d, %s%d", reg, i, reg, i, reg, i)
+		}
+	}
+	if !pfC {
+		return
+	}
+	g.p("\tMOVQ DI, R10")
+	for r := range mr {
+		for off := 0; off < nr*4; off += 64 {
+			g.p("\tPREFETCHT0 %d(R10)", off)
+		}
+		g.p("\tPREFETCHT0 %d(R10)", nr*4-1)
+		if r < mr-1 {
+			g.p("\tADDQ DX, R10")
+		}
+	}
+}
+
 // kernel emits one register-blocked micro-kernel of mr rows and nv vectors of
 // lanes floats. reg is "Z" (AVX-512, 32 registers) or "Y" (AVX2, 16 registers).
 //
@@ -165,10 +267,7 @@ var gpName = []string{"rax", "rcx", "rdx", "rbx", "rsp", "rbp", "rsi", "rdi",
 // and so on. Sgemm points it at the B block it will sweep next, so that block
 // streams in from memory while this one is worked on.
 func (g *gen) kernel(name string, mr, nv int, reg string, pack bool, pfSrc int, pfC, pfB, bf16 bool) {
-	lanes, nregs := 16, 32
-	if reg == "Y" {
-		lanes, nregs = 8, 16
-	}
+	lanes, nregs := regFile(reg)
 	vb := lanes * 4 // bytes per vector
 	nr := nv * lanes
 	if mr*nv+nv+1 > nregs {
@@ -179,49 +278,8 @@ func (g *gen) kernel(name string, mr, nv int, reg string, pack bool, pfSrc int, 
 	bc := fmt.Sprintf("%s%d", reg, nregs-1)
 	const unroll = 4
 
-	if pack {
-		g.p("// func %s(k int, a, b, c *float32, ldc int, alpha, beta float32, bsrc *float32, lds int)", name)
-		g.p("TEXT ·%s(SB), NOSPLIT, $0-64", name)
-		g.p("\tMOVQ bsrc+48(FP), SI")
-		g.p("\tMOVQ lds+56(FP), R11")
-		g.p("\tSHLQ $2, R11")
-		if pfSrc > 0 {
-			g.p("\tIMUL3Q $%d, R11, R12", pfSrc)
-		}
-	} else if pfB {
-		g.p("// func %s(k int, a, b, c *float32, ldc int, alpha, beta float32, pf *float32)", name)
-		g.p("TEXT ·%s(SB), NOSPLIT, $0-56", name)
-		g.p("\tMOVQ pf+48(FP), R13")
-	} else {
-		g.p("// func %s(k int, a, b, c *float32, ldc int, alpha, beta float32)", name)
-		g.p("TEXT ·%s(SB), NOSPLIT, $0-48", name)
-	}
-	g.p("\tMOVQ k+0(FP), CX")
-	g.p("\tMOVQ a+8(FP), AX")
-	g.p("\tMOVQ b+16(FP), BX")
-	g.p("\tMOVQ c+24(FP), DI")
-	g.p("\tMOVQ ldc+32(FP), DX")
-	g.p("\tSHLQ $2, DX")
-	for i := range mr * nv {
-		if reg == "Z" {
-			g.p("\tVPXORD %s%d, %s%d, %s%d", reg, i, reg, i, reg, i)
-		} else {
-			g.p("\tVXORPS %s%d, %s%d, %s%d", reg, i, reg, i, reg, i)
-		}
-	}
-	if pfC {
-		// Start fetching the C tile now; the epilogue needs it after k steps.
-		g.p("\tMOVQ DI, R10")
-		for r := range mr {
-			for off := 0; off < nr*4; off += 64 {
-				g.p("\tPREFETCHT0 %d(R10)", off)
-			}
-			g.p("\tPREFETCHT0 %d(R10)", nr*4-1)
-			if r < mr-1 {
-				g.p("\tADDQ DX, R10")
-			}
-		}
-	}
+	g.kernelHead(name, pack, pfSrc, pfB)
+	g.kernelInit(mr, nv, nr, reg, pfC)
 	step := func(u int) {
 		if pack {
 			if pfSrc > 0 {
@@ -257,6 +315,14 @@ func (g *gen) kernel(name string, mr, nv int, reg string, pack bool, pfSrc int, 
 			}
 		}
 	}
+	// advance moves A, B (and pf) on by n steps.
+	advance := func(n int) {
+		g.p("\tADDQ $%d, AX", n*mr*4)
+		g.p("\tADDQ $%d, BX", n*nr*4)
+		if pfB {
+			g.p("\tADDQ $%d, R13", n*64)
+		}
+	}
 	if bf16 {
 		g.p("\tINCQ CX") // steps of bf16 pairs: (k+1)/2
 		g.p("\tSHRQ $1, CX")
@@ -268,11 +334,7 @@ func (g *gen) kernel(name string, mr, nv int, reg string, pack bool, pfSrc int, 
 	for u := range unroll {
 		step(u)
 	}
-	g.p("\tADDQ $%d, AX", unroll*mr*4)
-	g.p("\tADDQ $%d, BX", unroll*nr*4)
-	if pfB {
-		g.p("\tADDQ $%d, R13", unroll*64)
-	}
+	advance(unroll)
 	g.p("\tDECQ R8")
 	g.p("\tJNZ %s_loop4", name)
 	g.p("%s_tail:", name)
@@ -280,11 +342,7 @@ func (g *gen) kernel(name string, mr, nv int, reg string, pack bool, pfSrc int, 
 	g.p("\tJZ %s_store", name)
 	g.p("%s_loop1:", name)
 	step(0)
-	g.p("\tADDQ $%d, AX", mr*4)
-	g.p("\tADDQ $%d, BX", nr*4)
-	if pfB {
-		g.p("\tADDQ $64, R13")
-	}
+	advance(1)
 	g.p("\tDECQ CX")
 	g.p("\tJNZ %s_loop1", name)
 
@@ -296,48 +354,41 @@ func (g *gen) kernel(name string, mr, nv int, reg string, pack bool, pfSrc int, 
 // in one FMA; the bf16 ones round alpha*acc and beta*C each and add them,
 // steps the Go kernel can take exactly.
 func (g *gen) epilogue(name string, mr, nv int, reg string, bf16 bool) {
-	lanes, nregs := 16, 32
-	if reg == "Y" {
-		lanes, nregs = 8, 16
-	}
+	lanes, nregs := regFile(reg)
 	vb := lanes * 4
 	acc := func(r, v int) string { return fmt.Sprintf("%s%d", reg, r*nv+v) }
 	al, be, t := fmt.Sprintf("%s%d", reg, nregs-1), fmt.Sprintf("%s%d", reg, nregs-2), fmt.Sprintf("%s%d", reg, nregs-3)
 	g.p("%s_store:", name)
 	g.p("\tVBROADCASTSS alpha+40(FP), %s", al)
-	g.p("\tMOVL beta+44(FP), R9")
-	g.p("\tANDL $0x7fffffff, R9")
-	g.p("\tJZ %s_beta0", name)
-	g.p("\tVBROADCASTSS beta+44(FP), %s", be)
-	for r := range mr {
-		for v := range nv {
-			g.p("\tVMULPS %d(DI), %s, %s", v*vb, be, t)
-			if bf16 {
-				g.p("\tVMULPS %s, %s, %s", acc(r, v), al, acc(r, v))
-				g.p("\tVADDPS %s, %s, %s", t, acc(r, v), t)
-			} else {
-				g.p("\tVFMADD231PS %s, %s, %s", acc(r, v), al, t)
+	g.betaZero("R9", "JZ", name+"_beta0")
+	// tile emits body for each vector of the tile, row by row down C.
+	tile := func(body func(a, c string)) {
+		for r := range mr {
+			for v := range nv {
+				body(acc(r, v), fmt.Sprintf("%d(DI)", v*vb))
 			}
-			g.p("\tVMOVUPS %s, %d(DI)", t, v*vb)
+			if r < mr-1 {
+				g.p("\tADDQ DX, DI")
+			}
 		}
-		if r < mr-1 {
-			g.p("\tADDQ DX, DI")
-		}
+		g.ret()
 	}
-	g.p("\tVZEROUPPER")
-	g.p("\tRET")
+	g.p("\tVBROADCASTSS beta+44(FP), %s", be)
+	tile(func(a, c string) {
+		g.p("\tVMULPS %s, %s, %s", c, be, t)
+		if bf16 {
+			g.p("\tVMULPS %s, %s, %s", a, al, a)
+			g.p("\tVADDPS %s, %s, %s", t, a, t)
+		} else {
+			g.p("\tVFMADD231PS %s, %s, %s", a, al, t)
+		}
+		g.p("\tVMOVUPS %s, %s", t, c)
+	})
 	g.p("%s_beta0:", name)
-	for r := range mr {
-		for v := range nv {
-			g.p("\tVMULPS %s, %s, %s", acc(r, v), al, acc(r, v))
-			g.p("\tVMOVUPS %s, %d(DI)", acc(r, v), v*vb)
-		}
-		if r < mr-1 {
-			g.p("\tADDQ DX, DI")
-		}
-	}
-	g.p("\tVZEROUPPER")
-	g.p("\tRET")
+	tile(func(a, c string) {
+		g.p("\tVMULPS %s, %s, %s", a, al, a)
+		g.p("\tVMOVUPS %s, %s", a, c)
+	})
 	g.p("")
 }
 
@@ -362,12 +413,7 @@ func (g *gen) amxKernel(nv int) {
 	pw := 16 * nv
 	g.p("// func %s(k int, a, b, c *float32, ldc int, alpha, beta float32)", name)
 	g.p("TEXT ·%s(SB), 0, $%d-48", name, 16*pw*4)
-	g.p("\tMOVQ k+0(FP), CX")
-	g.p("\tMOVQ a+8(FP), SI")
-	g.p("\tMOVQ b+16(FP), BX")
-	g.p("\tMOVQ c+24(FP), DI")
-	g.p("\tMOVQ ldc+32(FP), DX")
-	g.p("\tSHLQ $2, DX")
+	g.kernArgs("SI")
 	g.p("\tADDQ $31, CX")
 	g.p("\tSHRQ $5, CX") // chunks
 	g.p("\tMOVQ DI, R10")
@@ -392,9 +438,7 @@ func (g *gen) amxKernel(nv int) {
 	g.p("\tADDQ $%d, BX", 16*pw*4)
 	g.p("\tDECQ CX")
 	g.p("\tJNZ %s_loop", name)
-	g.p("\tMOVL beta+44(FP), R10")
-	g.p("\tANDL $0x7fffffff, R10")
-	g.p("\tJNZ %s_frame", name)
+	g.betaZero("R10", "JNZ", name+"_frame")
 	g.p("\tCMPL alpha+40(FP), $0x3f800000")
 	g.p("\tJNE %s_frame", name)
 	for v := range nv {
@@ -424,48 +468,50 @@ func (g *gen) amxConfigure() {
 	}
 	g.p("\tMOVQ SP, AX")
 	g.raw("ldtilecfg [rax]", amxOp(0x49, 0, 0, 0, -1, rAX, -1, 0))
-	g.p("\tVZEROUPPER")
-	g.p("\tRET")
+	g.ret()
 	g.p("")
 }
 
 // transpose16 emits the transpose of Z0..Z15 (rows of 16 lanes) into
 // Z0..Z15 (columns), with Z16..Z31 as scratch.
 func (g *gen) transpose16() {
-	// Go operand order is reversed: OP src2, src1, dst.
-	for i := range 8 {
-		g.p("\tVUNPCKLPS Z%d, Z%d, Z%d", 2*i+1, 2*i, 16+2*i)
-		g.p("\tVUNPCKHPS Z%d, Z%d, Z%d", 2*i+1, 2*i, 16+2*i+1)
-	}
-	for i := range 4 {
-		t := 16 + 4*i
-		g.p("\tVUNPCKLPD Z%d, Z%d, Z%d", t+2, t, 4*i)
-		g.p("\tVUNPCKHPD Z%d, Z%d, Z%d", t+2, t, 4*i+1)
-		g.p("\tVUNPCKLPD Z%d, Z%d, Z%d", t+3, t+1, 4*i+2)
-		g.p("\tVUNPCKHPD Z%d, Z%d, Z%d", t+3, t+1, 4*i+3)
-	}
+	g.unpack4x4(16, 0, 16, 0)
 	// Now Z(4i+j) lane L holds column 4L+j of rows 4i..4i+3.
 	for j := range 4 {
 		s := 16 + 4*j
-		g.p("\tVSHUFF32X4 $0x44, Z%d, Z%d, Z%d", 4+j, j, s)
-		g.p("\tVSHUFF32X4 $0xEE, Z%d, Z%d, Z%d", 4+j, j, s+1)
-		g.p("\tVSHUFF32X4 $0x44, Z%d, Z%d, Z%d", 12+j, 8+j, s+2)
-		g.p("\tVSHUFF32X4 $0xEE, Z%d, Z%d, Z%d", 12+j, 8+j, s+3)
+		g.shuf128(0x44, 0xEE, 4+j, j, s, s+1)
+		g.shuf128(0x44, 0xEE, 12+j, 8+j, s+2, s+3)
 	}
 	for j := range 4 {
 		s := 16 + 4*j
-		for l := range 4 {
-			imm := "0x88"
-			if l%2 == 1 {
-				imm = "0xDD"
-			}
-			src1, src2 := s, s+2
-			if l >= 2 {
-				src1, src2 = s+1, s+3
-			}
-			g.p("\tVSHUFF32X4 $%s, Z%d, Z%d, Z%d", imm, src2, src1, 4*l+j)
-		}
+		g.shuf128(0x88, 0xDD, s+2, s, j, 4+j)
+		g.shuf128(0x88, 0xDD, s+3, s+1, 8+j, 12+j)
 	}
+}
+
+// unpack4x4 emits the in-lane steps of a transpose of the n rows (n a
+// multiple of 4) in Z(src).., through Z(tmp)..: after it Z(dst+4i+j) lane
+// L (of 128 bits) holds column 4L+j of rows 4i..4i+3.
+func (g *gen) unpack4x4(n, src, tmp, dst int) {
+	// Go operand order is reversed: OP src2, src1, dst.
+	for i := range n / 2 {
+		g.p("\tVUNPCKLPS Z%d, Z%d, Z%d", src+2*i+1, src+2*i, tmp+2*i)
+		g.p("\tVUNPCKHPS Z%d, Z%d, Z%d", src+2*i+1, src+2*i, tmp+2*i+1)
+	}
+	for i := range n / 4 {
+		t := tmp + 4*i
+		g.p("\tVUNPCKLPD Z%d, Z%d, Z%d", t+2, t, dst+4*i)
+		g.p("\tVUNPCKHPD Z%d, Z%d, Z%d", t+2, t, dst+4*i+1)
+		g.p("\tVUNPCKLPD Z%d, Z%d, Z%d", t+3, t+1, dst+4*i+2)
+		g.p("\tVUNPCKHPD Z%d, Z%d, Z%d", t+3, t+1, dst+4*i+3)
+	}
+}
+
+// shuf128 emits VSHUFF32X4 of Z hi and Z lo by imm0 into Z d0 and by imm1
+// into Z d1, the two halves of a 128-bit-lane shuffle.
+func (g *gen) shuf128(imm0, imm1, hi, lo, d0, d1 int) {
+	g.p("\tVSHUFF32X4 $0x%02X, Z%d, Z%d, Z%d", imm0, hi, lo, d0)
+	g.p("\tVSHUFF32X4 $0x%02X, Z%d, Z%d, Z%d", imm1, hi, lo, d1)
 }
 
 // amxCols emits amxColsAVX512(dst, src *float32, lds, kc, nn int), the amx
@@ -475,11 +521,9 @@ func (g *gen) transpose16() {
 // pair vectors transposed are the chunk's 16 rows.
 func (g *gen) amxCols() {
 	const name = "amxColsAVX512"
-	g.packHeader(name)
+	g.packHeader(name, false)
 	g.p("\tMOVQ nn+32(FP), CX")
-	g.p("\tMOVL $1, AX")
-	g.p("\tSHLL CX, AX")
-	g.p("\tDECL AX")
+	g.ones("L", "AX")
 	g.p("\tKMOVW AX, K1") // the nn columns
 	g.p("%s_chunk:", name)
 	g.amxChunk(name)
@@ -510,18 +554,20 @@ func (g *gen) amxCols() {
 	g.p("\tMOVQ R8, AX")
 	g.p("\tSHLQ $5, AX")
 	g.p("\tADDQ AX, SI") // 32 steps on
-	g.p("\tSUBQ CX, R9")
-	g.p("\tJNZ %s_chunk", name)
-	g.p("\tVZEROUPPER")
-	g.p("\tRET")
-	g.p("")
+	g.nextChunk(name)
 }
 
 // packHeader emits the start of a packer func(dst, src *float32, lds, kc,
-// nn int): DI = dst, SI = src, R8 = lds in bytes, R9 = kc.
-func (g *gen) packHeader(name string) {
-	g.p("// func %s(dst, src *float32, lds, kc, nn int)", name)
-	g.p("TEXT ·%s(SB), NOSPLIT, $0-40", name)
+// nn int), or with pw func(dst, src *float32, lds, kc, nn, pw int): DI =
+// dst, SI = src, R8 = lds in bytes, R9 = kc.
+func (g *gen) packHeader(name string, pw bool) {
+	if pw {
+		g.p("// func %s(dst, src *float32, lds, kc, nn, pw int)", name)
+		g.p("TEXT ·%s(SB), NOSPLIT, $0-48", name)
+	} else {
+		g.p("// func %s(dst, src *float32, lds, kc, nn int)", name)
+		g.p("TEXT ·%s(SB), NOSPLIT, $0-40", name)
+	}
 	g.p("\tMOVQ dst+0(FP), DI")
 	g.p("\tMOVQ src+8(FP), SI")
 	g.p("\tMOVQ lds+16(FP), R8")
@@ -532,10 +578,16 @@ func (g *gen) packHeader(name string) {
 // amxChunk emits CX = min(32, R9), the steps of the chunk at hand.
 func (g *gen) amxChunk(name string) {
 	g.p("\tMOVQ R9, CX")
-	g.p("\tCMPQ CX, $32")
-	g.p("\tJLE %s_n", name)
-	g.p("\tMOVQ $32, CX")
-	g.p("%s_n:", name)
+	g.minCX(32, name+"_n")
+}
+
+// nextChunk closes an amx packer's loop over chunks (amxChunk): kc less
+// the chunk's CX steps, on while any remain.
+func (g *gen) nextChunk(name string) {
+	g.p("\tSUBQ CX, R9")
+	g.p("\tJNZ %s_chunk", name)
+	g.ret()
+	g.p("")
 }
 
 // amxRows emits amxRowsAVX512(dst, src *float32, lds, kc, nn int), the amx
@@ -545,14 +597,12 @@ func (g *gen) amxChunk(name string) {
 // floats rounded to bf16 by one VCVTNE2PS2BF16 are its pairs.
 func (g *gen) amxRows() {
 	const name = "amxRowsAVX512"
-	g.packHeader(name)
+	g.packHeader(name, false)
 	g.p("\tMOVQ nn+32(FP), R10")
 	g.p("\tVPXORD Z3, Z3, Z3")
 	g.p("%s_chunk:", name)
 	g.amxChunk(name)
-	g.p("\tMOVQ $1, DX")
-	g.p("\tSHLQ CX, DX")
-	g.p("\tDECQ DX")
+	g.ones("Q", "DX")
 	g.p("\tKMOVW DX, K1")
 	g.p("\tSHRQ $16, DX")
 	g.p("\tKMOVW DX, K2")
@@ -577,11 +627,7 @@ func (g *gen) amxRows() {
 	g.p("\tJLT %s_row", name)
 	g.p("\tADDQ $128, SI") // 32 floats on
 	g.p("\tADDQ $1024, DI")
-	g.p("\tSUBQ CX, R9")
-	g.p("\tJNZ %s_chunk", name)
-	g.p("\tVZEROUPPER")
-	g.p("\tRET")
-	g.p("")
+	g.nextChunk(name)
 }
 
 // amxEpilogue emits C = alpha*acc + beta*C for a kernel whose 16 rows of
@@ -589,9 +635,7 @@ func (g *gen) amxRows() {
 func (g *gen) amxEpilogue(name string, nv int) {
 	g.p("\tVBROADCASTSS alpha+40(FP), Z31")
 	g.p("\tMOVQ $16, CX")
-	g.p("\tMOVL beta+44(FP), R9")
-	g.p("\tANDL $0x7fffffff, R9")
-	g.p("\tJZ %s_beta0", name)
+	g.betaZero("R9", "JZ", name+"_beta0")
 	g.p("\tVBROADCASTSS beta+44(FP), Z30")
 	g.p("%s_row:", name)
 	for v := range nv {
@@ -615,8 +659,7 @@ func (g *gen) amxNextRow(loop string, nv int) {
 	g.p("\tADDQ $%d, SI", 64*nv)
 	g.p("\tDECQ CX")
 	g.p("\tJNZ %s", loop)
-	g.p("\tVZEROUPPER")
-	g.p("\tRET")
+	g.ret()
 }
 
 // transPanel emits transPanelAVX512(dst, src *float32, lds, kc, nn, pw int):
@@ -632,16 +675,8 @@ func (g *gen) transPanel(bf16 bool) {
 	if bf16 {
 		name = "transPairsAVX512"
 	}
-	g.p("// func %s(dst, src *float32, lds, kc, nn, pw int)", name)
-	g.p("TEXT ·%s(SB), NOSPLIT, $0-48", name)
-	g.p("\tMOVQ dst+0(FP), DI")
-	g.p("\tMOVQ src+8(FP), SI")
-	g.p("\tMOVQ lds+16(FP), R8")
-	g.p("\tSHLQ $2, R8") // row stride of src in bytes
-	g.p("\tMOVQ kc+24(FP), R9")
-	g.p("\tMOVQ pw+40(FP), R11")
-	g.p("\tMOVQ R11, R15")
-	g.p("\tSHLQ $2, R15")  // row stride of dst in bytes
+	g.packHeader(name, true)
+	g.pwArg()
 	g.p("\tXORQ R12, R12") // c0
 	g.p("%s_cloop:", name)
 	g.p("\tCMPQ R12, R11")
@@ -657,19 +692,14 @@ func (g *gen) transPanel(bf16 bool) {
 	g.p("\tMOVQ $16, CX")
 	g.p("\tMOVQ $1, R10")
 	g.p("%s_sm:", name)
-	g.p("\tMOVL $1, AX")
-	g.p("\tSHLL CX, AX")
-	g.p("\tDECL AX")
+	g.ones("L", "AX")
 	g.p("\tKMOVW AX, K3")
 	// AX = src + c0*lds (first row of this block of columns); BX = dst + c0*4.
 	g.p("\tMOVQ R12, AX")
 	g.p("\tIMULQ R8, AX")
 	g.p("\tADDQ SI, AX")
 	g.p("\tLEAQ (DI)(R12*4), BX")
-	g.p("\tXORQ R13, R13") // p0
-	g.p("%s_ploop:", name)
-	g.p("\tCMPQ R13, R9")
-	g.p("\tJGE %s_cnext", name)
+	g.ploop(name, "_cnext")
 	g.loadRows(name, 16, "AX", bf16)
 	g.transpose16()
 	// Store columns j < cnt (Zj holds step p0+j, or pair p0/2+j) at
@@ -707,9 +737,24 @@ func (g *gen) transPanel(bf16 bool) {
 	g.p("\tADDQ $16, R12")
 	g.p("\tJMP %s_cloop", name)
 	g.p("%s_done:", name)
-	g.p("\tVZEROUPPER")
-	g.p("\tRET")
+	g.ret()
 	g.p("")
+}
+
+// pwArg loads a packer's pw: R11 = pw, R15 = dst's row stride in bytes.
+func (g *gen) pwArg() {
+	g.p("\tMOVQ pw+40(FP), R11")
+	g.p("\tMOVQ R11, R15")
+	g.p("\tSHLQ $2, R15")
+}
+
+// nextRow steps copyPanel a row on (R8 bytes in src, R15 in dst) and loops
+// to label while R9 rows remain.
+func (g *gen) nextRow(label string) {
+	g.p("\tADDQ R8, SI")
+	g.p("\tADDQ R15, DI")
+	g.p("\tDECQ R9")
+	g.p("\tJNZ %s", label)
 }
 
 // rowFloats is how many floats of a source row the transposing packers
@@ -721,6 +766,15 @@ func (g *gen) rowFloats(bf16 bool) int {
 	return 16
 }
 
+// ploop opens a transposing packer's loop over its blocks of steps, from
+// p0 (R13) = 0 while p0 < kc (R9), leaving to name+exit.
+func (g *gen) ploop(name, exit string) {
+	g.p("\tXORQ R13, R13")
+	g.p("%s_ploop:", name)
+	g.p("\tCMPQ R13, R9")
+	g.p("\tJGE %s%s", name, exit)
+}
+
 // loadRows emits a transposing packer's load of one block: rows i < R14
 // (of rows) from base+4*p0, then on by R8 a row, each 16 floats (masked to the CX left in
 // the row, kc-p0 with p0 in R13), into Zi; rows past R14 zero. With bf16
@@ -730,14 +784,9 @@ func (g *gen) loadRows(name string, rows int, base string, bf16 bool) {
 	span := g.rowFloats(bf16)
 	g.p("\tMOVQ R9, CX")
 	g.p("\tSUBQ R13, CX")
-	g.p("\tCMPQ CX, $%d", span)
-	g.p("\tJLE %s_lm", name)
-	g.p("\tMOVQ $%d, CX", span)
-	g.p("%s_lm:", name)
+	g.minCX(span, name+"_lm")
 	// K1 = lanes of the CX floats left (K4: of floats 16-31, with bf16).
-	g.p("\tMOVQ $1, DX")
-	g.p("\tSHLQ CX, DX")
-	g.p("\tDECQ DX")
+	g.ones("Q", "DX")
 	g.p("\tKMOVW DX, K1")
 	if bf16 {
 		g.p("\tSHRQ $16, DX")
@@ -803,39 +852,23 @@ func (g *gen) transPanel8(bf16 bool) {
 	if bf16 {
 		name = "transPairs8AVX512"
 	}
-	g.packHeader(name)
+	g.packHeader(name, false)
 	g.p("\tMOVQ nn+32(FP), R14")
 	g.p("\tMOVL $0xff, AX")
 	g.p("\tKMOVW AX, K2")
-	g.p("\tXORQ R13, R13") // p0
-	g.p("%s_ploop:", name)
-	g.p("\tCMPQ R13, R9")
-	g.p("\tJGE %s_done", name)
+	g.ploop(name, "_done")
 	g.loadRows(name, 8, "SI", bf16)
-	for i := range 4 {
-		g.p("\tVUNPCKLPS Z%d, Z%d, Z%d", 2*i+1, 2*i, 8+2*i)
-		g.p("\tVUNPCKHPS Z%d, Z%d, Z%d", 2*i+1, 2*i, 8+2*i+1)
-	}
-	for i := range 2 {
-		t := 8 + 4*i
-		g.p("\tVUNPCKLPD Z%d, Z%d, Z%d", t+2, t, 16+4*i)
-		g.p("\tVUNPCKHPD Z%d, Z%d, Z%d", t+2, t, 16+4*i+1)
-		g.p("\tVUNPCKLPD Z%d, Z%d, Z%d", t+3, t+1, 16+4*i+2)
-		g.p("\tVUNPCKHPD Z%d, Z%d, Z%d", t+3, t+1, 16+4*i+3)
-	}
+	g.unpack4x4(8, 0, 8, 16)
 	// Z(16+j) lane L: column 4L+j of rows 0..3; Z(20+j): of rows 4..7.
 	for j := range 4 {
-		g.p("\tVSHUFF32X4 $0x44, Z%d, Z%d, Z%d", 20+j, 16+j, 24+2*j)
-		g.p("\tVSHUFF32X4 $0xEE, Z%d, Z%d, Z%d", 20+j, 16+j, 24+2*j+1)
+		g.shuf128(0x44, 0xEE, 20+j, 16+j, 24+2*j, 24+2*j+1)
 	}
 	// Output q (columns 2q, 2q+1) for j pair (0,1) and (2,3).
 	for pair := range 2 {
 		a, b := 24+4*pair, 26+4*pair // shuffles of j = 2·pair and 2·pair+1
 		// columns 4L + 2·pair, 4L + 2·pair + 1 for L = 0..3 → q = 2L + pair
-		g.p("\tVSHUFF32X4 $0x88, Z%d, Z%d, Z%d", b, a, 0*2+pair)
-		g.p("\tVSHUFF32X4 $0xDD, Z%d, Z%d, Z%d", b, a, 1*2+pair)
-		g.p("\tVSHUFF32X4 $0x88, Z%d, Z%d, Z%d", b+1, a+1, 2*2+pair)
-		g.p("\tVSHUFF32X4 $0xDD, Z%d, Z%d, Z%d", b+1, a+1, 3*2+pair)
+		g.shuf128(0x88, 0xDD, b, a, 0*2+pair, 1*2+pair)
+		g.shuf128(0x88, 0xDD, b+1, a+1, 2*2+pair, 3*2+pair)
 	}
 	// Store: dst + p0*32 + q*64 (p0/2 pairs: dst + p0*16 + q*64).
 	g.p("\tMOVQ R13, DX")
@@ -867,8 +900,7 @@ func (g *gen) transPanel8(bf16 bool) {
 		g.p("\tJMP %s_done", name)
 	}
 	g.p("%s_done:", name)
-	g.p("\tVZEROUPPER")
-	g.p("\tRET")
+	g.ret()
 	g.p("")
 }
 
@@ -877,17 +909,9 @@ func (g *gen) transPanel8(bf16 bool) {
 // R11 pw, R15 dst's row stride in bytes) and the masks of the vectors of a
 // row: K1..K3 load lanes (columns < nn), K4..K6 store lanes (columns < pw).
 func (g *gen) copyHeader(name string) {
-	g.p("// func %s(dst, src *float32, lds, kc, nn, pw int)", name)
-	g.p("TEXT ·%s(SB), NOSPLIT, $0-48", name)
-	g.p("\tMOVQ dst+0(FP), DI")
-	g.p("\tMOVQ src+8(FP), SI")
-	g.p("\tMOVQ lds+16(FP), R8")
-	g.p("\tSHLQ $2, R8")
-	g.p("\tMOVQ kc+24(FP), R9")
+	g.packHeader(name, true)
 	g.p("\tMOVQ nn+32(FP), R10")
-	g.p("\tMOVQ pw+40(FP), R11")
-	g.p("\tMOVQ R11, R15")
-	g.p("\tSHLQ $2, R15")
+	g.pwArg()
 	// lanes(x, v) = clamp(x-16v, 0, 16).
 	mask := func(src string, v int, k string) {
 		g.p("\tMOVQ %s, CX", src)
@@ -898,9 +922,7 @@ func (g *gen) copyHeader(name string) {
 		g.p("\tMOVQ $0xffff, AX")
 		g.p("\tCMPQ CX, $16")
 		g.p("\tJGE %s_m%s", name, k)
-		g.p("\tMOVL $1, AX")
-		g.p("\tSHLL CX, AX")
-		g.p("\tDECL AX")
+		g.ones("L", "AX")
 		g.p("%s_m%s:", name, k)
 		g.p("\tKMOVW AX, %s", k)
 	}
@@ -949,8 +971,7 @@ func (g *gen) copyPairs() {
 	}
 	g.p("\tJMP %s_body", name)
 	g.p("%s_done:", name)
-	g.p("\tVZEROUPPER")
-	g.p("\tRET")
+	g.ret()
 	g.p("")
 	// Word 2j of a pair vector is word j of the converted rows (row 2q),
 	// word 2j+1 is word 16+j (row 2q+1).
@@ -991,10 +1012,7 @@ func (g *gen) copyPanel() {
 		for v := range nv {
 			g.p("\tVMOVUPS Z%d, %d(DI)", v, 64*v)
 		}
-		g.p("\tADDQ R8, SI")
-		g.p("\tADDQ R15, DI")
-		g.p("\tDECQ R9")
-		g.p("\tJNZ %s_full%d", name, nv)
+		g.nextRow(fmt.Sprintf("%s_full%d", name, nv))
 		g.p("\tJMP %s_done", name)
 	}
 	g.p("%s_loop:", name)
@@ -1004,13 +1022,9 @@ func (g *gen) copyPanel() {
 	for v := range 3 {
 		g.p("\tVMOVUPS Z%d, K%d, %d(DI)", v, 4+v, 64*v)
 	}
-	g.p("\tADDQ R8, SI")
-	g.p("\tADDQ R15, DI")
-	g.p("\tDECQ R9")
-	g.p("\tJNZ %s_loop", name)
+	g.nextRow(name + "_loop")
 	g.p("%s_done:", name)
-	g.p("\tVZEROUPPER")
-	g.p("\tRET")
+	g.ret()
 	g.p("")
 }
 

@@ -28,9 +28,21 @@ func copyPanelAVX512(dst, src *float32, lds, kc, nn, pw int)
 //go:noescape
 func transPanel8AVX512(dst, src *float32, lds, kc, nn int)
 
-func transPanelAVX512s(dst, src []float32, lds, kc, nn, pw int) {
-	_ = dst[kc*pw-1]
+// checkTrans and checkCopy panic unless dst has n words and src holds the
+// kc steps of nn columns (checkTrans: a column's steps adjacent, as in Bᵀ or
+// A; checkCopy: a step's columns adjacent): the assembly packers check nothing.
+func checkTrans(dst, src []float32, n, lds, kc, nn int) {
+	_ = dst[n-1]
 	_ = src[(nn-1)*lds+kc-1]
+}
+
+func checkCopy(dst, src []float32, n, lds, kc, nn int) {
+	_ = dst[n-1]
+	_ = src[(kc-1)*lds+nn-1]
+}
+
+func transPanelAVX512s(dst, src []float32, lds, kc, nn, pw int) {
+	checkTrans(dst, src, kc*pw, lds, kc, nn)
 	if pw == 8 {
 		transPanel8AVX512(&dst[0], &src[0], lds, kc, nn)
 		return
@@ -39,8 +51,7 @@ func transPanelAVX512s(dst, src []float32, lds, kc, nn, pw int) {
 }
 
 func copyPanelAVX512s(dst, src []float32, lds, kc, nn, pw int) {
-	_ = dst[kc*pw-1]
-	_ = src[(kc-1)*lds+nn-1]
+	checkCopy(dst, src, kc*pw, lds, kc, nn)
 	copyPanelAVX512(&dst[0], &src[0], lds, kc, nn, pw)
 }
 
@@ -108,8 +119,7 @@ func transPairs8AVX512(dst, src *float32, lds, kc, nn int)
 func copyPairsAVX512(dst, src *float32, lds, kc, nn, pw int)
 
 func transPairsAVX512s(dst, src []float32, lds, kc, nn, pw int) {
-	_ = dst[(kc+1)/2*pw-1]
-	_ = src[(nn-1)*lds+kc-1]
+	checkTrans(dst, src, (kc+1)/2*pw, lds, kc, nn)
 	if pw == 8 {
 		transPairs8AVX512(&dst[0], &src[0], lds, kc, nn)
 		return
@@ -118,8 +128,7 @@ func transPairsAVX512s(dst, src []float32, lds, kc, nn, pw int) {
 }
 
 func copyPairsAVX512s(dst, src []float32, lds, kc, nn, pw int) {
-	_ = dst[(kc+1)/2*pw-1]
-	_ = src[(kc-1)*lds+nn-1]
+	checkCopy(dst, src, (kc+1)/2*pw, lds, kc, nn)
 	copyPairsAVX512(&dst[0], &src[0], lds, kc, nn, pw)
 }
 
@@ -172,8 +181,7 @@ func amxRowsAVX512(dst, src *float32, lds, kc, nn int)
 
 // amxRowsAVX512s is the amx set's transA: amxRowsAVX512 (pw is 16).
 func amxRowsAVX512s(dst, src []float32, lds, kc, nn, pw int) {
-	_ = dst[256*((kc+31)/32)-1]
-	_ = src[(nn-1)*lds+kc-1]
+	checkTrans(dst, src, 256*((kc+31)/32), lds, kc, nn)
 	amxRowsAVX512(&dst[0], &src[0], lds, kc, nn)
 }
 
@@ -182,8 +190,7 @@ func amxColsAVX512(dst, src *float32, lds, kc, nn int)
 
 // amxColsAVX512s is the amx set's copyA: amxColsAVX512 (pw is 16).
 func amxColsAVX512s(dst, src []float32, lds, kc, nn, pw int) {
-	_ = dst[256*((kc+31)/32)-1]
-	_ = src[(kc-1)*lds+nn-1]
+	checkCopy(dst, src, 256*((kc+31)/32), lds, kc, nn)
 	amxColsAVX512(&dst[0], &src[0], lds, kc, nn)
 }
 
