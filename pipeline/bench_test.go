@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"runtime"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -366,4 +367,49 @@ func benchGPT(b *testing.B, m pipeline.Model, batch, tokens int, cfg pipeline.Co
 		}
 	}
 	b.ReportMetric(float64(batch*tokens)*float64(b.N)/b.Elapsed().Seconds(), "tokens/s")
+}
+
+// BenchmarkBubble runs equal-cost stages under GPipe and 1F1B and reports
+// the idle fraction of the forward/backward phase (median over the steps)
+// beside the theory, (p-1)/(m+p-1). The theory gives each stage a device of
+// its own, so the layers sleep their cost: the benchmark measures the
+// schedule, not stages sharing two cores. Other load only lengthens the
+// bubble, which is why this is a benchmark, not a test:
+// go test -run '^$' -bench Bubble -benchtime 20x ./pipeline/
+func BenchmarkBubble(b *testing.B) {
+	for _, pm := range [][2]int{{2, 8}, {4, 8}} {
+		p, m := pm[0], pm[1]
+		for _, sched := range []actors.Schedule{actors.GPipe, actors.OneFOneB} {
+			b.Run(fmt.Sprintf("%v/p=%d/m=%d", sched, p, m), func(b *testing.B) {
+				layers, passes := passModel(b, p)
+				for _, l := range passes {
+					l.fwd, l.bwd, l.sleep = 1500*time.Microsecond, 3000*time.Microsecond, true
+				}
+				// the linear layer shares the first stage; it costs microseconds
+				eng := newPassEngine(b, layers, pipeline.Config{Schedule: sched, Stages: p, MicroBatches: m, Trace: true})
+				defer eng.Close()
+				var bubbles []float64
+				step := 0
+				for b.Loop() {
+					step++
+					x, tg := batch(step)
+					if _, err := eng.Step(step, 0.01, x, tg); err != nil {
+						b.Fatal(err)
+					}
+					stats, err := eng.Stats(true)
+					if err != nil {
+						b.Fatal(err)
+					}
+					if step > 2 { // warm up
+						bubbles = append(bubbles, pipeline.Bubble(stats, eng.Stages()))
+					}
+				}
+				if len(bubbles) > 0 {
+					slices.Sort(bubbles)
+					b.ReportMetric(bubbles[len(bubbles)/2], "bubble")
+				}
+				b.ReportMetric(float64(p-1)/float64(m+p-1), "theory")
+			})
+		}
+	}
 }

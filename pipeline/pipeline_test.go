@@ -8,7 +8,6 @@ import (
 	"os"
 	"runtime"
 	"slices"
-	"sort"
 	"strings"
 	"testing"
 	"time"
@@ -348,56 +347,6 @@ func TestSnapshotRestoreContinues(t *testing.T) {
 		}
 		if la != lb {
 			t.Errorf("step %d: restored engine gives %v, original %v", step, lb, la)
-		}
-	}
-}
-
-// TestBubble runs equal-cost stages and compares the idle fraction of the
-// forward/backward phase with the theory, (p-1)/(m+p-1). The theory gives each
-// stage a device of its own; the layers sleep their cost so that the test
-// measures the schedule, not two stages and the loss actor sharing two cores.
-func TestBubble(t *testing.T) {
-	if os.Getenv("PIPETRAIN_TIMING") == "" || raceEnabled {
-		t.Skip("timing test: run alone with PIPETRAIN_TIMING=1 go test -run TestBubble ./pipeline (other tests on the same cores distort it)")
-	}
-	for _, pm := range [][2]int{{2, 8}, {4, 8}} {
-		p, m := pm[0], pm[1]
-		for _, sched := range []actors.Schedule{actors.GPipe, actors.OneFOneB} {
-			layers, passes := passModel(t, p)
-			for _, l := range passes {
-				l.fwd, l.bwd, l.sleep = 1500*time.Microsecond, 3000*time.Microsecond, true
-			}
-			// the linear layer shares the first stage; it costs microseconds
-			eng := newPassEngine(t, layers, pipeline.Config{Schedule: sched, Stages: p, MicroBatches: m, Trace: true})
-			// Outside load can only lengthen a bubble: take the best of up to three
-			// trials, each the median of five steps, as the schedule's own bubble.
-			got, step := math.Inf(1), 0
-			var bubbles []float64
-			for trial := 0; trial < 3 && math.Abs(got-float64(p-1)/float64(m+p-1)) > 0.05; trial++ {
-				bubbles = bubbles[:0]
-				for i := 0; i < 7; i++ {
-					step++
-					x, tg := batch(step)
-					if _, err := eng.Step(step, 0.01, x, tg); err != nil {
-						t.Fatal(err)
-					}
-					stats, err := eng.Stats(true)
-					if err != nil {
-						t.Fatal(err)
-					}
-					if i >= 2 { // warm up
-						bubbles = append(bubbles, pipeline.Bubble(stats, eng.Stages()))
-					}
-				}
-				sort.Float64s(bubbles)
-				got = math.Min(got, bubbles[len(bubbles)/2])
-			}
-			eng.Close()
-			want := float64(p-1) / float64(m+p-1)
-			t.Logf("%v p=%d m=%d: bubble %.3f (median of %v), theory %.3f", sched, p, m, got, fmt.Sprintf("%.3f", bubbles), want)
-			if math.Abs(got-want) > 0.05 {
-				t.Errorf("%v p=%d m=%d: measured bubble %.3f, theory %.3f: more than 5 points apart", sched, p, m, got, want)
-			}
 		}
 	}
 }

@@ -3,10 +3,7 @@ package gemm
 import (
 	"fmt"
 	"math/rand/v2"
-	"os"
-	"slices"
 	"testing"
-	"time"
 )
 
 // BenchmarkSgemm measures the shapes of issue 5 (and the MNIST MLP's layers):
@@ -84,50 +81,6 @@ func BenchmarkSgemmChunked(b *testing.B) {
 					}(Threads(th))
 				})
 			}
-		}
-	}
-}
-
-// TestChunkedCost times SgemmChunked against Sgemm on the same weight-gradient
-// shapes, alternating them in 41 rounds of 20 calls so that a noisy machine
-// slows both alike, and logs the medians. Run alone:
-// PIPETRAIN_TIMING=1 go test -run TestChunkedCost -v ./internal/gemm/
-func TestChunkedCost(t *testing.T) {
-	if os.Getenv("PIPETRAIN_TIMING") == "" {
-		t.Skip("timing: run alone with PIPETRAIN_TIMING=1")
-	}
-	for _, s := range [][3]int{{1024, 1024, 256}, {512, 784, 128}} {
-		m, n, k := s[0], s[1], s[2]
-		o := newOperands(rand.New(rand.NewPCG(1, 2)), true, false, m, n, k, 0)
-		for _, th := range []int{1, 2} {
-			func(th Threads) {
-				var plain, chunked []float64
-				for r := range 41 {
-					for _, ch := range []bool{r%2 == 0, r%2 != 0} {
-						f := Threads.Sgemm
-						if ch {
-							f = Threads.SgemmChunked
-						}
-						const reps = 20
-						start := time.Now()
-						for range reps {
-							f(th, true, false, m, n, k, 1, o.a, o.lda, o.b, o.ldb, 1, o.c, o.ldc)
-						}
-						us := float64(time.Since(start).Nanoseconds()) / 1e3 / reps
-						if ch {
-							chunked = append(chunked, us)
-						} else {
-							plain = append(plain, us)
-						}
-					}
-				}
-				slices.Sort(plain)
-				slices.Sort(chunked)
-				p, c := plain[len(plain)/2], chunked[len(chunked)/2]
-				gflops := func(us float64) float64 { return 2 * float64(m*n*k) / us / 1e3 }
-				t.Logf("%dx%dx%d TN threads=%d: Sgemm %.0f µs (%.0f GFLOP/s), SgemmChunked %.0f µs (%.0f GFLOP/s): %+.1f%%",
-					m, n, k, th, p, gflops(p), c, gflops(c), 100*(c/p-1))
-			}(Threads(th))
 		}
 	}
 }

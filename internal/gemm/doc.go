@@ -106,7 +106,7 @@
 // gradient independent of how a mini-batch is cut into micro-batches. Each
 // chunk costs one extra load and store of the C tile: 4-5% on an MLP's
 // weight-gradient shapes (1024×1024×256 and 512×784×128 with op(A) = Aᵀ;
-// PIPETRAIN_TIMING=1 go test -run TestChunkedCost -v). DgemmChunked does the
+// go test -run '^$' -bench SgemmChunked ./internal/gemm/). DgemmChunked does the
 // same in float64, with one gonum Dgemm per chunk.
 //
 // # bf16 products
