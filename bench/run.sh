@@ -11,6 +11,7 @@
 # thread and OPENBLAS_NUM_THREADS=1 (else its BLAS uses every core). Then the
 # best configuration of each on every core. Figures are samples/s; "share"
 # is the step's 2.41 MFLOP a sample over the FMA peak measured in the same run.
+# The -bf16 rows run with train.precision = "bf16" (bf16 products).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 . bench/reference.sh
@@ -35,9 +36,10 @@ fi
 
 build_train
 echo "$peakout" >"$tmp/peak"
-# name, GOMAXPROCS (empty: all), schedule, micro_batches, stages, split_backward
-ours=("pt-1core 1 sequential 1 1 false" "pt-seq '' sequential 1 1 false" "pt-auto '' auto auto 0 false"
-	"pt-1f1b '' 1f1b 4 0 false" "pt-1f1b-split '' 1f1b 4 0 true")
+# name, GOMAXPROCS (empty: all), schedule, micro_batches, stages, split_backward, train.precision
+ours=("pt-1core 1 sequential 1 1 false fp32" "pt-seq '' sequential 1 1 false fp32" "pt-auto '' auto auto 0 false fp32"
+	"pt-1f1b '' 1f1b 4 0 false fp32" "pt-1f1b-split '' 1f1b 4 0 true fp32"
+	"pt-1core-bf16 1 sequential 1 1 false bf16" "pt-seq-bf16 '' sequential 1 1 false bf16")
 # name, torch threads, OPENBLAS_NUM_THREADS (empty: its default, every core)
 theirs=("torch-1core 1 1" "torch-t1 1 ''" "torch-t2 2 ''")
 for r in $(seq "$rounds"); do
@@ -47,7 +49,7 @@ for r in $(seq "$rounds"); do
 		env ${2:+GOMAXPROCS=$2} "$tmp/train" --config configs/mnist.toml --log-format json \
 			--set data.path="$data" --set data.download=false --set train.epochs=1 \
 			--set pipeline.schedule=$3 --set pipeline.micro_batches=$4 --set pipeline.stages=$5 \
-			--set pipeline.split_backward=$6 --set log.every=10 --set log.dir="$dir" \
+			--set pipeline.split_backward=$6 --set train.precision=$7 --set log.every=10 --set log.dir="$dir" \
 			--set train.checkpoint_dir="$tmp/ck" 2>/dev/null
 		"$tmp/epochrate" "$dir"/*.jsonl >>"$tmp/$1"
 	done
@@ -73,3 +75,5 @@ printf "per round, one core: median %.2fx\n" "$(per_round pt-1core torch-1core |
 paste "$tmp/pt-seq" "$tmp/pt-auto" "$tmp/pt-1f1b" "$tmp/pt-1f1b-split" | awk '{m=0; for (i=1;i<=NF;i++) if ($i>m) m=$i; print m}' >"$tmp/pt-best"
 paste "$tmp/torch-t1" "$tmp/torch-t2" | awk '{print ($1>$2)?$1:$2}' >"$tmp/torch-best"
 printf "per round, best each: median %.2fx\n" "$(per_round pt-best torch-best | median)"
+# PyTorch in fp32: its bf16 autocast is not measured here.
+awk -v p="$(m pt-1core-bf16)" -v q="$p1" -v b="$(m pt-seq-bf16)" -v f="$(m pt-seq)" -v t=$tb 'BEGIN {printf "bf16: one core %.2fx its fp32, two cores %.2fx; two cores %.2fx PyTorch'"'"'s best\n", p/q, b/f, b/t}'
