@@ -136,7 +136,7 @@ func (l *Linear) Forward(p Pass, x *tensor.Tensor) *tensor.Tensor {
 		}
 		sgemmPacked(p, n, x.Data32(), l.In, &l.packs.fwd, 1, y32, l.Out)
 	} else if x.DType() == tensor.Float32 {
-		linearForward(p.Threads, y.Data32(), x.Data32(), l.W.Data32(), l.B.Data32(), n, l.In, l.Out, sgemmFor(p.Precision))
+		linearForward(p.Threads, y.Data32(), x.Data32(), l.W.Data32(), l.B.Data32(), n, l.In, l.Out, sgemmFor(p.Precision, false))
 	} else {
 		linearForward(p.Threads, y.Data64(), x.Data64(), l.W.Data64(), l.B.Data64(), n, l.In, l.Out, dgemm)
 	}
@@ -185,7 +185,7 @@ func (l *Linear) BackwardInput(p Pass, dy *tensor.Tensor) *tensor.Tensor {
 		}
 		sgemmPacked(p, n, dy.Data32(), l.Out, &l.packs.bwd, 0, dx.Data32(), l.In)
 	} else if x.DType() == tensor.Float32 {
-		sgemmFor(p.Precision)(p.Threads, false, false, n, l.In, l.Out, 1, dy.Data32(), l.Out, l.W.Data32(), l.In, 0, dx.Data32(), l.In)
+		sgemmFor(p.Precision, false)(gemm.Threads(p.Threads), false, false, n, l.In, l.Out, 1, dy.Data32(), l.Out, l.W.Data32(), l.In, 0, dx.Data32(), l.In)
 	} else {
 		gemm.Dgemm(false, false, n, l.In, l.Out, 1, dy.Data64(), l.Out, l.W.Data64(), l.In, 0, dx.Data64(), l.In)
 	}
@@ -200,32 +200,31 @@ func (l *Linear) BackwardParams(p Pass) {
 	dy := l.dy.take("Linear", p)
 	n := x.Dim(0)
 	if x.DType() == tensor.Float32 {
-		linearParamGrads(p.Threads, dy.Data32(), x.Data32(), l.GW.Data32(), l.GB.Data32(), n, l.In, l.Out, sgemmChunkedFor(p.Precision))
+		linearParamGrads(p.Threads, dy.Data32(), x.Data32(), l.GW.Data32(), l.GB.Data32(), n, l.In, l.Out, sgemmFor(p.Precision, true))
 	} else {
 		linearParamGrads(p.Threads, dy.Data64(), x.Data64(), l.GW.Data64(), l.GB.Data64(), n, l.In, l.Out, dgemmChunked)
 	}
 }
 
-type gemmFunc[T float32 | float64] func(threads int, tA, tB bool, m, n, k int, alpha T, a []T, lda int, b []T, ldb int, beta T, c []T, ldc int)
+// gemmFunc is a GEMM on up to threads goroutines: gemm.Threads' methods.
+type gemmFunc[T float32 | float64] func(threads gemm.Threads, tA, tB bool, m, n, k int, alpha T, a []T, lda int, b []T, ldb int, beta T, c []T, ldc int)
 
-func sgemm(threads int, tA, tB bool, m, n, k int, alpha float32, a []float32, lda int, b []float32, ldb int, beta float32, c []float32, ldc int) {
-	gemm.Threads(threads).Sgemm(tA, tB, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc)
-}
-
-func sgemmBF16(threads int, tA, tB bool, m, n, k int, alpha float32, a []float32, lda int, b []float32, ldb int, beta float32, c []float32, ldc int) {
-	gemm.Threads(threads).SgemmBF16(tA, tB, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc)
-}
-
-// sgemmFor returns the float32 GEMM of precision pr.
-func sgemmFor(pr Precision) gemmFunc[float32] {
-	if pr == BF16 {
-		return sgemmBF16
+// sgemmFor returns the float32 GEMM of precision pr, summing k in chunks
+// (gemm.KChunk) when chunked.
+func sgemmFor(pr Precision, chunked bool) gemmFunc[float32] {
+	switch {
+	case pr == BF16 && chunked:
+		return gemm.Threads.SgemmBF16Chunked
+	case pr == BF16:
+		return gemm.Threads.SgemmBF16
+	case chunked:
+		return gemm.Threads.SgemmChunked
 	}
-	return sgemm
+	return gemm.Threads.Sgemm
 }
 
 // dgemm is gonum's BLAS, which has its own threads.
-func dgemm(_ int, tA, tB bool, m, n, k int, alpha float64, a []float64, lda int, b []float64, ldb int, beta float64, c []float64, ldc int) {
+func dgemm(_ gemm.Threads, tA, tB bool, m, n, k int, alpha float64, a []float64, lda int, b []float64, ldb int, beta float64, c []float64, ldc int) {
 	gemm.Dgemm(tA, tB, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc)
 }
 
@@ -267,7 +266,7 @@ func (l *Linear) BackwardParamsAll(ps []Pass) {
 				l.x.take("Linear", ps[j])
 				l.dy.take("Linear", ps[j])
 			}
-			linearParamGrads(ps[i].Threads, dys, xs, l.GW.Data32(), l.GB.Data32(), n, l.In, l.Out, sgemmChunkedFor(ps[i].Precision))
+			linearParamGrads(ps[i].Threads, dys, xs, l.GW.Data32(), l.GB.Data32(), n, l.In, l.Out, sgemmFor(ps[i].Precision, true))
 		} else {
 			linearParamGrads(ps[i].Threads, dy.Data64(), x.Data64(), l.GW.Data64(), l.GB.Data64(), n, l.In, l.Out, dgemmChunked)
 		}
@@ -284,23 +283,7 @@ func adjoin[T any](a, b []T) ([]T, bool) {
 	return full[:len(a)+len(b)], true
 }
 
-func sgemmChunked(threads int, tA, tB bool, m, n, k int, alpha float32, a []float32, lda int, b []float32, ldb int, beta float32, c []float32, ldc int) {
-	gemm.Threads(threads).SgemmChunked(tA, tB, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc)
-}
-
-func sgemmBF16Chunked(threads int, tA, tB bool, m, n, k int, alpha float32, a []float32, lda int, b []float32, ldb int, beta float32, c []float32, ldc int) {
-	gemm.Threads(threads).SgemmBF16Chunked(tA, tB, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc)
-}
-
-// sgemmChunkedFor returns the chunked float32 GEMM of precision pr.
-func sgemmChunkedFor(pr Precision) gemmFunc[float32] {
-	if pr == BF16 {
-		return sgemmBF16Chunked
-	}
-	return sgemmChunked
-}
-
-func dgemmChunked(_ int, tA, tB bool, m, n, k int, alpha float64, a []float64, lda int, b []float64, ldb int, beta float64, c []float64, ldc int) {
+func dgemmChunked(_ gemm.Threads, tA, tB bool, m, n, k int, alpha float64, a []float64, lda int, b []float64, ldb int, beta float64, c []float64, ldc int) {
 	gemm.DgemmChunked(tA, tB, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc)
 }
 
@@ -308,7 +291,7 @@ func linearForward[T float32 | float64](threads int, y, x, w, b []T, n, in, out 
 	for i := range n {
 		copy(y[i*out:(i+1)*out], b)
 	}
-	mm(threads, false, true, n, out, in, 1, x, in, w, in, 1, y, out)
+	mm(gemm.Threads(threads), false, true, n, out, in, 1, x, in, w, in, 1, y, out)
 }
 
 // linearParamGrads adds dW += dYᵀ·X and db += Σ dY over the n rows. Neither
@@ -316,7 +299,7 @@ func linearForward[T float32 | float64](threads int, y, x, w, b []T, n, in, out 
 // of ChunkRows: mm sums the rows in chunks of ChunkRows added into dW in order
 // (gemm.SgemmChunked), and db takes one row at a time, in row order.
 func linearParamGrads[T float32 | float64](threads int, dy, x, gw, gb []T, n, in, out int, mm gemmFunc[T]) {
-	mm(threads, true, false, out, in, n, 1, dy, out, x, in, 1, gw, in)
+	mm(gemm.Threads(threads), true, false, out, in, n, 1, dy, out, x, in, 1, gw, in)
 	if gb32, ok := any(gb).([]float32); ok {
 		dy32 := any(dy).([]float32)
 		for i := range n {
