@@ -84,8 +84,10 @@ func referenceOn(t testing.TB, layers []nn.Layer, batchOf func(step int) (*tenso
 	return trainSequential(t, seq, batchOf, micro)
 }
 
-// trainSequential trains seq on one goroutine as referenceOn does.
-func trainSequential(t testing.TB, seq *nn.Sequential, batchOf func(step int) (*tensor.Tensor, nn.Target), micro int) ([]float64, map[string][]float32) {
+// trainSequential trains seq on one goroutine as referenceOn does. With
+// ties it trains as a trainer of tied weights does: the copies' gradients
+// summed, the norm counting each weight once.
+func trainSequential(t testing.TB, seq *nn.Sequential, batchOf func(step int) (*tensor.Tensor, nn.Target), micro int, ties ...nn.Tie) ([]float64, map[string][]float32) {
 	opt := newSGD(t)
 	ps := seq.Params() // optimizers take the layers' parameters as they are
 	var losses []float64
@@ -96,7 +98,12 @@ func trainSequential(t testing.TB, seq *nn.Sequential, batchOf func(step int) (*
 		if err != nil {
 			t.Fatal(err)
 		}
-		optim.ClipGradNorm(ps, clipNorm)
+		if len(ties) == 0 {
+			optim.ClipGradNorm(ps, clipNorm)
+		} else {
+			nn.SumTied(ps, ties)
+			optim.ScaleGrads(ps, optim.ClipCoef(optim.GradNorm(nn.Untied(ps, ties)), clipNorm))
+		}
 		if err := opt.Step(ps, lr(step)); err != nil {
 			t.Fatal(err)
 		}

@@ -8,7 +8,6 @@ import (
 
 	"github.com/pipetrain/pipetrain/actors"
 	"github.com/pipetrain/pipetrain/nn"
-	"github.com/pipetrain/pipetrain/optim"
 	"github.com/pipetrain/pipetrain/pipeline"
 	"github.com/pipetrain/pipetrain/tensor"
 )
@@ -54,29 +53,7 @@ func referenceGPT(t *testing.T, m pipeline.Model, micro int) ([]float64, map[str
 // referenceGPTIn is referenceGPT with the products in precision pr.
 func referenceGPTIn(t *testing.T, m pipeline.Model, micro int, pr nn.Precision) ([]float64, map[string][]float32) {
 	seq := &nn.Sequential{Layers: layersOf(t, m), Loss: nn.CrossEntropy, Granule: nn.Granule(nn.Tokens(m.Specs, m.Sample)), Precision: pr}
-	ties := nn.Ties(m.Specs)
-	opt := newSGD(t)
-	ps := seq.Params()
-	var losses []float64
-	for step := 1; step <= steps; step++ {
-		seq.ZeroGrad()
-		x, tg := gptBatch(step)
-		loss, err := seq.TrainStep(step, x, tg, micro)
-		if err != nil {
-			t.Fatal(err)
-		}
-		nn.SumTied(ps, ties)
-		optim.ScaleGrads(ps, optim.ClipCoef(optim.GradNorm(nn.Untied(ps, ties)), clipNorm))
-		if err := opt.Step(ps, lr(step)); err != nil {
-			t.Fatal(err)
-		}
-		losses = append(losses, loss)
-	}
-	w := map[string][]float32{}
-	for _, p := range ps {
-		w[p.Name] = p.Value.Float32s()
-	}
-	return losses, w
+	return trainSequential(t, seq, gptBatch, micro, nn.Ties(m.Specs)...)
 }
 
 // TestGPTEquivalence: a GPT gives nn.Sequential's losses and weights, bit
