@@ -20,11 +20,20 @@ import (
 	"bytes"
 	"fmt"
 	"os"
+	"strings"
 )
 
 type gen struct{ bytes.Buffer }
 
 func (g *gen) p(format string, args ...any) { fmt.Fprintf(&g.Buffer, format+"\n", args...) }
+
+// asm emits text's lines after the first (a fixed run of instructions), NAME
+// replaced by name.
+func (g *gen) asm(name, text string) {
+	for _, l := range strings.Split(text, "\n")[1:] {
+		g.p("%s", strings.ReplaceAll(l, "NAME", name))
+	}
+}
 
 // ret returns from a routine that used the upper vector registers, clearing
 // them first so the SSE code after it pays no transition penalty.
@@ -603,30 +612,33 @@ func (g *gen) amxRows() {
 	g.p("%s_chunk:", name)
 	g.amxChunk(name)
 	g.ones("Q", "DX")
-	g.p("\tKMOVW DX, K1")
-	g.p("\tSHRQ $16, DX")
-	g.p("\tKMOVW DX, K2")
-	g.p("\tMOVQ SI, AX")
-	g.p("\tMOVQ DI, BX")
-	g.p("\tXORQ R11, R11")
-	g.p("%s_row:", name)
-	g.p("\tCMPQ R11, R10")
-	g.p("\tJGE %s_zero", name)
-	g.p("\tVMOVUPS.Z (AX), K1, Z0")
-	g.p("\tVMOVUPS.Z 64(AX), K2, Z1")
+	g.asm(name, `
+	KMOVW DX, K1
+	SHRQ $16, DX
+	KMOVW DX, K2
+	MOVQ SI, AX
+	MOVQ DI, BX
+	XORQ R11, R11
+NAME_row:
+	CMPQ R11, R10
+	JGE NAME_zero
+	VMOVUPS.Z (AX), K1, Z0
+	VMOVUPS.Z 64(AX), K2, Z1`)
 	g.cvt2(2, 1, 0)
-	g.p("\tVMOVDQU32 Z2, (BX)")
-	g.p("\tJMP %s_next", name)
-	g.p("%s_zero:", name)
-	g.p("\tVMOVDQU32 Z3, (BX)")
-	g.p("%s_next:", name)
-	g.p("\tADDQ R8, AX")
-	g.p("\tADDQ $64, BX")
-	g.p("\tINCQ R11")
-	g.p("\tCMPQ R11, $16")
-	g.p("\tJLT %s_row", name)
-	g.p("\tADDQ $128, SI") // 32 floats on
-	g.p("\tADDQ $1024, DI")
+	// 32 floats of each row on, a chunk of 16 rows of 16 pairs written
+	g.asm(name, `
+	VMOVDQU32 Z2, (BX)
+	JMP NAME_next
+NAME_zero:
+	VMOVDQU32 Z3, (BX)
+NAME_next:
+	ADDQ R8, AX
+	ADDQ $64, BX
+	INCQ R11
+	CMPQ R11, $16
+	JLT NAME_row
+	ADDQ $128, SI
+	ADDQ $1024, DI`)
 	g.nextChunk(name)
 }
 
@@ -942,11 +954,12 @@ func (g *gen) copyHeader(name string) {
 func (g *gen) copyPairs() {
 	const name = "copyPairsAVX512"
 	g.copyHeader(name)
-	g.p("\tVMOVDQU64 pairIdx<>(SB), Z6")
-	g.p("%s_loop:", name)
-	g.p("\tCMPQ R9, $2")
-	g.p("\tJLT %s_tail", name)
-	g.p("\tLEAQ (SI)(R8*1), AX")
+	g.asm(name, `
+	VMOVDQU64 pairIdx<>(SB), Z6
+NAME_loop:
+	CMPQ R9, $2
+	JLT NAME_tail
+	LEAQ (SI)(R8*1), AX`)
 	for v := range 3 {
 		g.p("\tVMOVUPS.Z %d(SI), K%d, Z%d", 64*v, 1+v, v)
 		g.p("\tVMOVUPS.Z %d(AX), K%d, Z%d", 64*v, 1+v, 3+v)

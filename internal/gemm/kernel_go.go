@@ -157,21 +157,23 @@ func transPairsGo(dst, src []float32, lds, kc, nn, pw int) {
 // blocks, and TDPBF16PS's steps (Intel SDM) in scalar Go, so that both
 // give the same bits. It runs in tests only; purego builds and CPUs
 // without AMX run go-bf16, whose steps are VDPBF16PS's.
-var goAMXKernels = kernelSet{
-	name:  "go-amx",
-	mr:    16,
-	vec:   16,
-	kerns: []microKernel{kern16x16AMXGo, kern16x32AMXGo},
-	kc:    bf16KC,
-	mc:    1024,
-	nc:    384,
-	pairs: true,
+var goAMXKernels = amxSet("go-amx", []microKernel{kern16x16AMXGo, kern16x32AMXGo},
+	copyPairsGo, transPairsGo, amxPanelA(copyPairsGo, true), amxPanelA(transPairsGo, false))
 
-	copyPanel:  copyPairsGo,
-	transPanel: transPairsGo,
-	copyA:      amxPanelA(copyPairsGo, true),
-	transA:     amxPanelA(transPairsGo, false),
-	tile:       32,
+// wideBF16Set is the shape the assembly bf16 sets (and go-amx) share:
+// 16-lane tiles of mr rows, k in pairs in blocks of bf16KC steps, and the
+// avx512 set's A and B blocks.
+func wideBF16Set(name string, mr int, kerns []microKernel, copyPanel, transPanel panelPacker) kernelSet {
+	return kernelSet{name: name, mr: mr, vec: 16, kerns: kerns, kc: bf16KC, mc: 1024, nc: 384, pairs: true,
+		copyPanel: copyPanel, transPanel: transPanel}
+}
+
+// amxSet is an amx set: 16-row tiles whose A panels (copyA, transA) hold
+// rows of pairs, padded to whole tiles of 32 steps.
+func amxSet(name string, kerns []microKernel, copyPanel, transPanel, copyA, transA panelPacker) kernelSet {
+	s := wideBF16Set(name, 16, kerns, copyPanel, transPanel)
+	s.copyA, s.transA, s.tile = copyA, transA, 32
+	return s
 }
 
 func kern16x16AMXGo(k int, a, b, c *float32, ldc int, alpha, beta float32) {

@@ -138,20 +138,11 @@ func copyPairsAVX512s(dst, src []float32, lds, kc, nn, pw int) {
 // keep it busy; 24 make each B load and A pair serve several, and the tile
 // matches avx512's, so its packing routines serve (in a bf16 form). Its
 // peak, 64 flops per 2.2 cycles, is half VFMADD231PS's (2 a cycle).
-var bf16AVX512Kernels = kernelSet{
-	name:  "avx512bf16",
-	mr:    8,
-	vec:   16,
-	kerns: []microKernel{kern8x16BF16, kern8x32BF16, kern8x48BF16},
-	kc:    bf16KC,
-	mc:    1024,
-	nc:    384,
-	pairs: true,
-
-	copyPanel:  copyPairsAVX512s,
-	transPanel: transPairsAVX512s,
-	model:      &goBF16Kernels,
-}
+var bf16AVX512Kernels = func() kernelSet {
+	s := wideBF16Set("avx512bf16", 8, []microKernel{kern8x16BF16, kern8x32BF16, kern8x48BF16}, copyPairsAVX512s, transPairsAVX512s)
+	s.model = &goBF16Kernels
+	return s
+}()
 
 //go:noescape
 func kern16x32AMX(k int, a, b, c *float32, ldc int, alpha, beta float32)
@@ -203,25 +194,11 @@ func amxColsAVX512s(dst, src []float32, lds, kc, nn, pw int) {
 // panels from rows of A are rounded a row at a time, those from columns
 // interleaved into pairs and transposed in registers; both are padded to
 // whole chunks, so one tile configuration, set once a run, serves.
-var amxKernels = kernelSet{
-	name:  "amx",
-	mr:    16,
-	vec:   16,
-	kerns: []microKernel{kern16x16AMX, kern16x32AMX},
-	kc:    bf16KC,
-	mc:    1024,
-	nc:    384,
-	pairs: true,
-
-	copyPanel:  copyPairsAVX512s,
-	transPanel: transPairsAVX512s,
-	copyA:      amxColsAVX512s,
-	transA:     amxRowsAVX512s,
-	model:      &goAMXKernels,
-	tile:       32,
-	begin:      amxBegin,
-	release:    amxEnd,
-}
+var amxKernels = func() kernelSet {
+	s := amxSet("amx", []microKernel{kern16x16AMX, kern16x32AMX}, copyPairsAVX512s, transPairsAVX512s, amxColsAVX512s, amxRowsAVX512s)
+	s.model, s.begin, s.release = &goAMXKernels, amxBegin, amxEnd
+	return s
+}()
 
 // bf16KernelSets lists the bf16 kernels this CPU runs, fastest first: AMX
 // where the CPU has it and Linux grants the process its tile state.
