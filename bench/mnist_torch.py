@@ -1,7 +1,10 @@
 """PyTorch (OpenBLAS) MNIST MLP 784-512-256-10, batch 128, SGD lr 0.05 momentum
 0.9, one epoch of the real training data: the reference for pipetrain's
 training step. Prints samples/s over the steps after the first 10, as
-bench/epochrate counts pipetrain's. Usage: mnist_torch.py DATA_DIR [THREADS]"""
+bench/epochrate counts pipetrain's. With PRECISION bf16 the step runs under
+torch.autocast("cpu", dtype=torch.bfloat16), the products in bf16 (oneDNN).
+Usage: mnist_torch.py DATA_DIR [THREADS [PRECISION]]"""
+import contextlib
 import gzip
 import os
 import sys
@@ -13,6 +16,8 @@ import torch
 data = sys.argv[1]
 torch.set_num_threads(int(sys.argv[2]) if len(sys.argv) > 2 else 2)
 torch.manual_seed(1)
+bf16 = len(sys.argv) > 3 and sys.argv[3] == "bf16"
+autocast = (lambda: torch.autocast("cpu", dtype=torch.bfloat16)) if bf16 else contextlib.nullcontext
 
 
 def idx(name, offset):
@@ -39,7 +44,8 @@ for s, i in enumerate(range(0, x.shape[0] - 127, 128)):
         start = time.perf_counter()
     idx_ = perm[i:i + 128]
     opt.zero_grad()
-    loss = loss_fn(model(x[idx_]), y[idx_])
+    with autocast():
+        loss = loss_fn(model(x[idx_]), y[idx_])
     loss.backward()
     opt.step()
 elapsed = time.perf_counter() - start

@@ -35,6 +35,10 @@ print(f"PyTorch {torch.__version__}: {'; '.join(isa)}")
 for lib in threadpoolctl.threadpool_info():
     print(f"  {lib['internal_api']} {lib.get('version')} ({lib.get('threading_layer', '-')}, kernels for {lib.get('architecture', '-')}): {lib['filepath']}")
 PY
+	# the ISA oneDNN dispatches to, and its kernel for a bf16 (autocast) product
+	ref ONEDNN_VERBOSE=1 $py -c 'import torch
+with torch.autocast("cpu", dtype=torch.bfloat16):
+    torch.nn.Linear(64, 64)(torch.ones(8, 64))' | awk -F, '/isa:/ {sub(/^isa:/, "", $4); print "  oneDNN ISA: " $4} /exec,cpu,matmul/ {print "  oneDNN bf16 matmul: " $5; exit}'
 }
 
 # peak prints this machine's float32 FMA peak, one core and all.
@@ -59,6 +63,18 @@ build_train() {
 	trap 'rm -rf "$tmp"' EXIT
 	go build -o "$tmp/train" ./cmd/train
 	go build -o "$tmp/epochrate" ./bench/epochrate
+}
+
+# train_run ROUND NAME GOMAXPROCS CONFIG ARG...: one run of train on CONFIG
+# and $data with GOMAXPROCS (empty: all) and the --set ARGs given, logging
+# into the round's folder; its samples/s go to $tmp/NAME.
+train_run() {
+	local name=$2 procs=$3 config=$4 dir="$tmp/logs-$1-$2"
+	shift 4
+	env ${procs:+GOMAXPROCS=$procs} "$tmp/train" --config "$config" --log-format json \
+		--set data.path="$data" --set data.download=false --set log.every=10 --set log.dir="$dir" \
+		--set train.checkpoint_dir="$tmp/ck" "$@" 2>/dev/null
+	"$tmp/epochrate" "$dir"/*.jsonl >>"$tmp/$name"
 }
 
 # The figures of a configuration NAME are the lines of $tmp/NAME (a

@@ -3,7 +3,8 @@
 # by side on this machine, in interleaved rounds; medians of samples/s over
 # STEPS training steps (after 10 unclocked ones). One core against one core
 # (GOMAXPROCS=1; PyTorch one thread with OPENBLAS_NUM_THREADS=1), then the
-# best configuration of each on every core. Not part of CI.
+# best configuration of each on every core; the -bf16 rows with
+# train.precision = "bf16". Not part of CI.
 #   bash bench/cnn/run.sh MNIST_DIR [ROUNDS] [STEPS]     # defaults 3 and 150
 set -euo pipefail
 cd "$(dirname "$0")/../.."
@@ -13,19 +14,16 @@ rounds=${2:-3}
 steps=${3:-150}
 start
 build_train
-# name, GOMAXPROCS (empty: all), schedule, micro_batches, stages
-ours=("pt-1core 1 sequential 1 1" "pt-seq '' sequential 1 1" "pt-auto '' auto auto 0")
+# name, GOMAXPROCS (empty: all), schedule, micro_batches, stages, train.precision
+ours=("pt-1core 1 sequential 1 1 fp32" "pt-seq '' sequential 1 1 fp32" "pt-auto '' auto auto 0 fp32"
+	"pt-seq-bf16 '' sequential 1 1 bf16" "pt-auto-bf16 '' auto auto 0 bf16")
 # name, torch threads, OPENBLAS_NUM_THREADS (empty: its default, every core)
 theirs=("torch-1core 1 1" "torch-t1 1 ''" "torch-t2 2 ''")
 for r in $(seq "$rounds"); do
 	for c in "${ours[@]}"; do
 		eval set -- $c
-		dir="$tmp/logs-$r-$1"
-		env ${2:+GOMAXPROCS=$2} "$tmp/train" --config configs/cnn.toml --log-format json \
-			--set data.path="$data" --set data.download=false --set train.max_steps=$((steps + 10)) \
-			--set pipeline.schedule=$3 --set pipeline.micro_batches=$4 --set pipeline.stages=$5 \
-			--set log.every=10 --set log.dir="$dir" --set train.checkpoint_dir="$tmp/ck" --set train.eval_every=1000000 2>/dev/null
-		"$tmp/epochrate" "$dir"/*.jsonl >>"$tmp/$1"
+		train_run $r $1 "$2" configs/cnn.toml --set train.max_steps=$((steps + 10)) --set train.eval_every=1000000 \
+			--set pipeline.schedule=$3 --set pipeline.micro_batches=$4 --set pipeline.stages=$5 --set train.precision=$6
 	done
 	for c in "${theirs[@]}"; do
 		eval set -- $c
@@ -37,3 +35,4 @@ echo "== samples/s, medians of $rounds rounds (the runs in brackets)"
 medians "%-12s %6.0f" '' "${ours[@]}" "${theirs[@]}"
 awk -v p="$(m pt-1core)" -v t="$(m torch-1core)" 'BEGIN {printf "one core:  pipetrain %.0f, PyTorch %.0f: %.2fx\n", p, t, p/t}'
 awk -v p="$(best pt-seq pt-auto)" -v t="$(best torch-t1 torch-t2)" 'BEGIN {printf "best each: pipetrain %.0f, PyTorch %.0f: %.2fx\n", p, t, p/t}'
+awk -v b="$(best pt-seq-bf16 pt-auto-bf16)" -v f="$(best pt-seq pt-auto)" 'BEGIN {printf "bf16: best %.0f, %.2fx the best fp32 %.0f\n", b, b/f, f}'
