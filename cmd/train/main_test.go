@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"math"
 	"net"
 	"os"
@@ -14,6 +15,8 @@ import (
 	"testing"
 
 	"github.com/pipetrain/pipetrain/cmd/train/internal/config"
+	"github.com/pipetrain/pipetrain/internal/checkpoint"
+	"github.com/pipetrain/pipetrain/internal/gemm"
 )
 
 // baseConfig is a small digits model that trains in well under a second.
@@ -297,6 +300,51 @@ func TestResumeBF16(t *testing.T) {
 		if math.Float64bits(want[s]) != math.Float64bits(l) {
 			t.Errorf("step %d: resumed loss %v, unbroken %v", s, l, want[s])
 		}
+	}
+}
+
+// TestResumeOtherBF16Arithmetic: a bf16 run logs and saves the kind of its
+// products' arithmetic; resumed where its checkpoint says another kind, the
+// run goes on and its resume event warns that its bits will differ.
+func TestResumeOtherBF16Arithmetic(t *testing.T) {
+	dir := t.TempDir()
+	bf16 := []string{"--set", "train.precision=bf16"}
+	first := runCmd(t, dir, baseConfig, append(bf16, "--set", "train.max_steps=2")...)
+	if first.code != 0 {
+		t.Fatalf("exit %d:\n%s", first.code, first.stderr)
+	}
+	here := gemm.BF16Arithmetic()
+	if start := eventsNamed(first.events, "run_start"); len(start) != 1 || start[0]["bf16_arithmetic"] != here {
+		t.Errorf("run_start: bf16_arithmetic not %q: %v", here, start)
+	}
+	ck, ok, err := checkpoint.Latest(filepath.Join(dir, "checkpoints"))
+	if err != nil || !ok {
+		t.Fatalf("no checkpoint: %v", err)
+	}
+	state := filepath.Join(ck, checkpoint.StateFile)
+	data, err := os.ReadFile(state)
+	if err != nil {
+		t.Fatal(err)
+	}
+	saved := fmt.Sprintf(`"bf16_arithmetic": %q`, here)
+	if !bytes.Contains(data, []byte(saved)) {
+		t.Fatalf("%s does not hold %s", state, saved)
+	}
+	other := map[string]string{"amx": "avx512bf16", "avx512bf16": "amx"}[here]
+	data = bytes.Replace(data, []byte(saved), []byte(fmt.Sprintf(`"bf16_arithmetic": %q`, other)), 1)
+	if err := os.WriteFile(state, data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	second := runCmd(t, dir, baseConfig, append(bf16, "--resume", "--set", "train.max_steps=3")...)
+	if second.code != 0 {
+		t.Fatalf("resume: exit %d:\n%s", second.code, second.stderr)
+	}
+	r := eventsNamed(second.events, "resume")
+	if len(r) != 1 || r[0]["level"] != "warn" || r[0]["saved_bf16_arithmetic"] != other || r[0]["bf16_arithmetic"] != here {
+		t.Errorf("resume event %v: want a warning naming %q (saved) and %q", r, other, here)
+	}
+	if n := len(stepLosses(second.events)); n != 1 {
+		t.Errorf("resumed run logged %d steps, want 1", n)
 	}
 }
 

@@ -17,6 +17,7 @@ import (
 	"github.com/pipetrain/pipetrain/cmd/train/internal/config"
 	"github.com/pipetrain/pipetrain/dataset"
 	"github.com/pipetrain/pipetrain/internal/checkpoint"
+	"github.com/pipetrain/pipetrain/internal/gemm"
 	"github.com/pipetrain/pipetrain/model"
 	"github.com/pipetrain/pipetrain/nn"
 	"github.com/pipetrain/pipetrain/optim"
@@ -135,6 +136,9 @@ func (r *trainRun) logStart() {
 	ev := log.event("run_start").Interface("config", cfg.Resolved()).
 		Str("go_version", runtime.Version()).Int("cpus", runtime.NumCPU()).
 		Int("gomaxprocs", runtime.GOMAXPROCS(0)).Str("log_file", log.path)
+	if a := bf16Arithmetic(cfg); a != "" {
+		ev = ev.Str("bf16_arithmetic", a)
+	}
 	if sample := dataset.SampleShapeOf(cfg.Data.Name); sample != nil {
 		if shapes, err := nn.OutShapes(modelSpecs(cfg), sample); err == nil {
 			ev = ev.Ints("sample_shape", sample).Interface("layer_shapes", shapes)
@@ -516,7 +520,7 @@ func (r *trainRun) save(root string) (string, error) {
 	meta := checkpoint.Meta{
 		Version: 1, Step: r.step, Epoch: r.epoch, Batch: r.batch, Seed: r.cfg.Seed,
 		OptimizerType: st.Kind, OptimizerStep: st.Step, ConfigHash: configHash(r.cfg), Precision: precision(r.cfg).String(),
-		Extra: map[string]any{"optimizer_params": st.NumParams},
+		Extra: map[string]any{"optimizer_params": st.NumParams}, BF16Arithmetic: bf16Arithmetic(r.cfg),
 	}
 	r.early.record(meta.Extra)
 	if meta.Model, err = json.Marshal(r.desc); err != nil {
@@ -569,8 +573,25 @@ func (r *trainRun) restore() error {
 	if err := r.early.restore(meta.Extra); err != nil {
 		return badInputf("--resume: %s: %v", dir, err)
 	}
-	r.log.event("resume").Int("step", r.step).Int("epoch", r.epoch+1).Int("batch", r.batch).Str("path", dir).Msg("resumed")
+	ev, msg := r.log.Info(), "resumed"
+	here := bf16Arithmetic(r.cfg)
+	if meta.BF16Arithmetic != "" && meta.BF16Arithmetic != here {
+		// Not refused: the checkpoint is sound, only the last bits of what
+		// follows differ from the unbroken run's.
+		ev = r.log.Warn().Str("saved_bf16_arithmetic", meta.BF16Arithmetic).Str("bf16_arithmetic", here)
+		msg = fmt.Sprintf("resumed on a CPU whose bf16 products round differently (%s, saved with %s): the losses will not be the unbroken run's bit for bit", here, meta.BF16Arithmetic)
+	}
+	ev.Str("event", "resume").Int("step", r.step).Int("epoch", r.epoch+1).Int("batch", r.batch).Str("path", dir).Msg(msg)
 	return nil
+}
+
+// bf16Arithmetic is the kind of arithmetic of a bf16 run's products on this
+// CPU, "" for fp32.
+func bf16Arithmetic(c *config.Config) string {
+	if precision(c) != nn.BF16 {
+		return ""
+	}
+	return gemm.BF16Arithmetic()
 }
 
 // samePrecision refuses to resume a run in another precision than it was

@@ -55,8 +55,11 @@ type Meta struct {
 	// Precision is the run's train.precision, "fp32" or "bf16" (of its
 	// products: the weights are float32 either way); empty in older
 	// checkpoints, which are fp32.
-	Precision string         `json:"precision,omitempty"`
-	Extra     map[string]any `json:"extra,omitempty"`
+	Precision string `json:"precision,omitempty"`
+	// BF16Arithmetic, for a bf16 run, is the kind of CPU arithmetic its
+	// products took ("amx" or "avx512bf16": the kinds round differently).
+	BF16Arithmetic string         `json:"bf16_arithmetic,omitempty"`
+	Extra          map[string]any `json:"extra,omitempty"`
 	// Model describes the model, so that the checkpoint alone rebuilds it
 	// (package model's Description); empty in checkpoints older than it.
 	Model json.RawMessage `json:"model,omitempty"`

@@ -11,6 +11,20 @@ const bf16KC = 1024
 // bf16Kernels is the set SgemmBF16 runs: the first of bf16KernelSets.
 var bf16Kernels = bf16KernelSets()[0]
 
+// BF16Arithmetic names the steps SgemmBF16 and its kin take on this CPU:
+// "amx" where the amx set runs (TDPBF16PS's steps), else "avx512bf16"
+// (VDPBF16PS's, in assembly or in Go). Hosts of the two kinds give
+// different bits for the same bf16 product; each is deterministic.
+func BF16Arithmetic() string { return arithmetic(bf16Kernels) }
+
+// arithmetic is BF16Arithmetic of set s: the amx sets' tiles set them apart.
+func arithmetic(s *kernelSet) string {
+	if s.tile != 0 {
+		return "amx"
+	}
+	return "avx512bf16"
+}
+
 // SgemmBF16 is Threads(0).SgemmBF16.
 func SgemmBF16(transA, transB bool, m, n, k int, alpha float32, a []float32, lda int, b []float32, ldb int, beta float32, c []float32, ldc int) {
 	Threads(0).SgemmBF16(transA, transB, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc)

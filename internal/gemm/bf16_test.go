@@ -523,3 +523,22 @@ func TestSgemmBF16Concurrent(t *testing.T) {
 		}
 	})
 }
+
+// TestBF16Arithmetic checks that each set and its Go model are named alike,
+// that the two kinds of steps are told apart, and that BF16Arithmetic names
+// the set in use.
+func TestBF16Arithmetic(t *testing.T) {
+	for _, ks := range bf16TestSets() {
+		if a, m := arithmetic(ks), arithmetic(modelOf(ks)); a != m {
+			t.Errorf("set %s: arithmetic %q, its model's %q", ks.name, a, m)
+		}
+	}
+	for ks, want := range map[*kernelSet]string{&goBF16Kernels: "avx512bf16", &goAMXKernels: "amx"} {
+		if got := arithmetic(ks); got != want {
+			t.Errorf("set %s: arithmetic %q, want %q", ks.name, got, want)
+		}
+	}
+	if got, want := BF16Arithmetic(), arithmetic(bf16KernelSets()[0]); got != want {
+		t.Errorf("BF16Arithmetic() = %q, want %q (set %s)", got, want, bf16KernelSets()[0].name)
+	}
+}

@@ -155,6 +155,8 @@
 // model (go-amx, which runs in tests only) takes these steps with amx's
 // tiles and k blocks; the tests hold the assembly to it bit for bit. On a
 // host without AMX the same call gives avx512bf16's bits, as go-bf16's.
+// BF16Arithmetic names the kind in use ("amx" or "avx512bf16"), so that a
+// run can record it and tell when it resumes on the other kind.
 //
 // On CPUs with AVX512_BF16 but no AMX (set avx512bf16) the kernels are
 // avx512's 8×48, 8×32 and 8×16 tiles with one VDPBF16PS per accumulator and pair step,
