@@ -211,7 +211,7 @@ func (e *Engine) buildRemote(id int, s Slot) (*actor.PID, int, error) {
 		Seed: e.model.Seed, Lo: int64(s.First), Hi: int64(s.First + len(s.Layers)), Shard: int64(s.Shard),
 		NeedDx: s.Position > 0, Optimizer: opt, ClipValue: e.cfg.ClipValue, ClipNorm: e.cfg.ClipNorm > 0,
 		Position: int64(s.Position), Layers: wire.Int64s(pos.Layers), Sample: wire.Int64s(e.model.Sample),
-		Precision: e.cfg.Precision.String()}
+		Precision: e.cfg.Precision.String(), Replica: int64(s.Replica)}
 	if e.model.DType == tensor.Float64 {
 		b.Dtype = wire.DType_FLOAT64
 	}

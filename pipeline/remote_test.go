@@ -428,3 +428,93 @@ func TestRemoteGPT(t *testing.T) {
 		}
 	}
 }
+
+// TestRemoteReplicas: replicas over two workers, whose stages hold their
+// own weights (the gradients travel with the turn, the owner sends the
+// updated weights), give the losses and weights of one replica in one
+// process, bit for bit: the MLP at 1, 2 and 4 replicas under two
+// pipelined layouts, the GPT with a tied head (its embedding and head on
+// different workers) and the CNN with batch norm, whose running statistics
+// travel with the turn.
+func TestRemoteReplicas(t *testing.T) {
+	hosts := workers(t, 2, "")
+	for _, c := range []struct {
+		name     string
+		m        pipeline.Model
+		batchOf  func(int) (*tensor.Tensor, nn.Target)
+		cfg      pipeline.Config
+		replicas []int
+		micro    int // of the one-replica run: batch norm's statistics are per micro-batch
+	}{
+		{"mlp", testModel, batch, pipeline.Config{Schedule: actors.OneFOneB, MicroBatches: 2, Stages: 2}, []int{1, 2, 4}, 2},
+		{"mlp", testModel, batch, pipeline.Config{Schedule: actors.GPipe, MicroBatches: 4, Stages: 0, SplitBackward: true}, []int{2}, 4},
+		{"gpt", tied, gptBatch, pipeline.Config{Schedule: actors.OneFOneB, MicroBatches: 2, Stages: 3}, []int{2}, 2},
+		{"cnn", cnnModel(cnnSpecs(true)), cnnBatch, pipeline.Config{Schedule: actors.Sequential, MicroBatches: 1, Stages: 2}, []int{2}, 2},
+	} {
+		base := c.cfg
+		base.Loss, base.Optimizer, base.ClipNorm, base.RunID, base.Hang = nn.CrossEntropy, sgd, clipNorm, "replicas", 10*time.Second
+		one := base
+		one.MicroBatches = c.micro
+		wantLoss, wantW := trainEngineOn(t, c.m, one, c.batchOf)
+		for _, r := range c.replicas {
+			cfg := base
+			cfg.Replicas, cfg.Hosts = r, hosts
+			start := time.Now()
+			gotLoss, gotW := trainEngineOn(t, c.m, cfg, c.batchOf)
+			t.Logf("%s %v stages=%d micro=%d replicas=%d: %v", c.name, cfg.Schedule, cfg.Stages, cfg.MicroBatches, r, time.Since(start).Round(time.Millisecond))
+			if why := within(gotLoss, wantLoss, gotW, wantW, 0); why != "" {
+				t.Errorf("%s %v stages=%d micro=%d replicas=%d on hosts: %s", c.name, cfg.Schedule, cfg.Stages, cfg.MicroBatches, r, why)
+			}
+		}
+	}
+}
+
+// TestRemoteReplicasRestore: an engine of two replicas on workers that
+// restores a snapshot taken in one process (as a run resumed after a lost
+// worker does) gives every replica the restored weights: it continues with
+// nn.Sequential's losses and ends with its weights, bit for bit.
+func TestRemoteReplicasRestore(t *testing.T) {
+	hosts := workers(t, 2, "")
+	wantLoss, wantW := reference(t, 1)
+	cfg := pipeline.Config{Schedule: actors.OneFOneB, MicroBatches: 2, Stages: 2, Loss: nn.CrossEntropy, Optimizer: sgd,
+		ClipNorm: clipNorm, RunID: "restore", Hang: 10 * time.Second}
+	a, err := pipeline.New(testModel, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer a.Close()
+	cfg.Replicas, cfg.Hosts = 2, hosts
+	b, err := pipeline.New(testModel, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	for step := 1; step <= steps; step++ {
+		eng := a
+		if step > steps/2 {
+			eng = b
+		}
+		if step == steps/2+1 {
+			if err := a.MoveTo(b); err != nil {
+				t.Fatal(err)
+			}
+		}
+		x, tg := batch(step)
+		loss, err := eng.Step(step, lr(step), x, tg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if loss != wantLoss[step-1] {
+			t.Errorf("step %d: loss %v, nn.Sequential %v", step, loss, wantLoss[step-1])
+		}
+	}
+	w, _, err := b.Snapshot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, want := range wantW {
+		if !slices.Equal(w[name].Float32s(), want) {
+			t.Errorf("%s differs from nn.Sequential's after the restore", name)
+		}
+	}
+}
