@@ -772,12 +772,14 @@ func (s *Stage) turn(ctx actor.Context, m *GradTurn) {
 		s.fail(ctx, err)
 		return
 	}
+	// m is its sender's to reuse once the turn has gone round: read no more of it
+	step, seq := m.Step, m.Seq
 	if s.w.Replica == 0 {
-		s.gradsReady(ctx, m.Step)
+		s.gradsReady(ctx, step)
 		return
 	}
-	s.rep.turnSeq = m.Seq
-	if m.Seq != s.rep.seq {
+	s.rep.turnSeq = seq
+	if seq != s.rep.seq {
 		return // the step's forwards have not come yet
 	}
 	held := s.rep.held
@@ -786,7 +788,7 @@ func (s *Stage) turn(ctx actor.Context, m *GradTurn) {
 		s.backward(ctx, h.step, h.micro, h.dy)
 	}
 	s.maybeKick(ctx)
-	s.passTurn(ctx, m.Step)
+	s.passTurn(ctx, step)
 }
 
 // passTurn adds a replica's weight gradients into the shared ones once it
