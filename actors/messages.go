@@ -204,7 +204,7 @@ type Wire struct {
 	Tied                   []TiedLink   // the stage's weights that another copy shares
 
 	// with replicas
-	Replica   int            // the stage's replica; 0 owns the weights, the others share them
+	Replica   int            // the stage's replica; 0 owns the weights, the others share them (or copy them)
 	Copies    []*actor.PID   // the stage actors sharing its weights, by replica; nil: none, or no weights
 	CopyNames []string       // their stage names, for reports
 	OwnCopies bool           // each of Copies holds its own weights (on hosts): see GradTurn
