@@ -469,6 +469,21 @@ func TestRemoteReplicas(t *testing.T) {
 	}
 }
 
+// TestRemoteReplicasIdle: more replicas than the mini-batch has chunks
+// (the GPT's 4 over 8 replicas): the idle replicas' stages still take each
+// update's weights, and the bits are those of one replica in one process.
+func TestRemoteReplicasIdle(t *testing.T) {
+	hosts := workers(t, 2, "")
+	cfg := pipeline.Config{Schedule: actors.OneFOneB, MicroBatches: 2, Stages: 2, Loss: nn.CrossEntropy, Optimizer: sgd,
+		ClipNorm: clipNorm, RunID: "idle", Hang: 10 * time.Second}
+	wantLoss, wantW := trainEngineOn(t, tied, cfg, gptBatch)
+	cfg.Replicas, cfg.Hosts = 8, hosts
+	gotLoss, gotW := trainEngineOn(t, tied, cfg, gptBatch)
+	if why := within(gotLoss, wantLoss, gotW, wantW, 0); why != "" {
+		t.Error(why)
+	}
+}
+
 // TestRemoteReplicasBatchNorm: with batch norm, whose running statistics
 // travel with the turn, replicas on two workers give the bits of the same
 // replicas in one process (TestReplicasBatchNorm: those of one replica of
