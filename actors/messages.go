@@ -204,9 +204,11 @@ type Wire struct {
 	Tied                   []TiedLink   // the stage's weights that another copy shares
 
 	// with replicas
-	Replica int            // the stage's replica; 0 owns the weights, the others share them
-	Copies  []*actor.PID   // the stage actors sharing its weights, by replica; nil: none, or no weights
-	Chains  [][]*actor.PID // the loss actor's: each replica's last position (Prev is replica 0's)
+	Replica   int            // the stage's replica; 0 owns the weights, the others share them (or copy them)
+	Copies    []*actor.PID   // the stage actors sharing its weights, by replica; nil: none, or no weights
+	CopyNames []string       // their stage names, for reports
+	OwnCopies bool           // each of Copies holds its own weights (on hosts): see GradTurn
+	Chains    [][]*actor.PID // the loss actor's: each replica's last position (Prev is replica 0's)
 }
 
 // TiedLink is a stage's copy of a tied weight (a head sharing its
@@ -227,8 +229,27 @@ type TiedLink struct {
 // stage writes the shared gradients only while it holds the turn, so they
 // sum the chunks in the order one replica would: replica after replica, each
 // in its own micro-batch order. Stage to stage.
+//
+// With Wire.OwnCopies the stages share no memory, so the gradients travel
+// with the turn: Grads are the sender's gradients, summed so far, in
+// parameter order, and Buffers its buffers' values (batch norm's running
+// statistics, which the replicas' forwards update in turn); the receiver
+// copies them into its own before it adds. Both are shared read-only until
+// the receiver's next message.
 type GradTurn struct {
 	Step, Seq int
+	Grads     []*tensor.Tensor
+	Buffers   []*tensor.Tensor
+}
+
+// Weights gives a replica's stage that holds its own copy of the weights
+// (Wire.OwnCopies) the owner's parameter and buffer values after Step's
+// update, in Params order; the receiver copies them and reports
+// UpdateApplied to the coordinator, which starts the next step only then.
+// Values are shared read-only by every receiver. Stage to stage.
+type Weights struct {
+	Step   int
+	Values []*tensor.Tensor
 }
 
 // TiedGrad is a stage's gradient of its copy of a tied weight, for the

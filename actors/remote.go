@@ -77,6 +77,9 @@ func toPids(ps []*actor.PID) []*wire.Pid {
 }
 
 func fromPids(ps []*wire.Pid) []*actor.PID {
+	if len(ps) == 0 {
+		return nil // as in one process
+	}
 	out := make([]*actor.PID, len(ps))
 	for i, p := range ps {
 		out[i] = FromPid(p)
@@ -117,6 +120,9 @@ func toTensors(ts []*tensor.Tensor) []*wire.Tensor {
 }
 
 func fromTensors(ws []*wire.Tensor) ([]*tensor.Tensor, error) {
+	if len(ws) == 0 {
+		return nil, nil
+	}
 	out := make([]*tensor.Tensor, len(ws))
 	for i, w := range ws {
 		t, err := w.ToTensor()
@@ -175,13 +181,18 @@ func Encode(msg any, run Run, from string) (proto.Message, error) {
 	switch m := msg.(type) {
 	case *Forward:
 		return &wire.Forward{Run: r, Step: int64(m.Step), Micro: int64(m.Micro), Row: int64(m.Row), Total: int64(m.Total),
-			Seq: int64(m.Seq), Micros: int64(m.Micros), Shard: int64(m.Shard), Eval: m.Eval, X: wire.FromTensor(m.X)}, nil
+			Seq: int64(m.Seq), Micros: int64(m.Micros), Shard: int64(m.Shard), Eval: m.Eval, X: wire.FromTensor(m.X),
+			First: int64(m.First), Share: int64(m.Share), Replicas: int64(m.Replicas)}, nil
 	case *Backward:
 		return &wire.Backward{Run: r, Step: int64(m.Step), Micro: int64(m.Micro), Shard: int64(m.Shard), Dy: wire.FromTensor(m.DY)}, nil
 	case *BackwardDone:
 		return &wire.BackwardDone{Run: r, Step: int64(m.Step), Micro: int64(m.Micro), Actor: int64(m.Actor)}, nil
 	case *TiedGrad:
 		return &wire.TiedGrad{Run: r, Step: int64(m.Step), Tie: int64(m.Tie), G: wire.FromTensor(m.G)}, nil
+	case *GradTurn:
+		return &wire.GradTurn{Run: r, Step: int64(m.Step), Seq: int64(m.Seq), Grads: toTensors(m.Grads), Buffers: toTensors(m.Buffers)}, nil
+	case *Weights:
+		return &wire.Weights{Run: r, Step: int64(m.Step), Values: toTensors(m.Values)}, nil
 	case *GradNorm:
 		return &wire.GradNorm{Run: r, Step: int64(m.Step), Actor: int64(m.Actor), Sums: append([]float64(nil), m.Sums...)}, nil
 	case *Update:
@@ -193,7 +204,8 @@ func Encode(msg any, run Run, from string) (proto.Message, error) {
 	case *Wire:
 		return &wire.Links{Run: r, Coordinator: ToPid(m.Coordinator), Optimizer: ToPid(m.Optimizer), Next: toPids(m.Next),
 			Prev: toPids(m.Prev), PrevSplit: wire.Int64s(m.PrevSplit), InShards: int64(m.InShards), OutShards: int64(m.OutShards),
-			Limit: int64(m.Limit), SplitBackward: m.SplitBackward, NextNames: m.NextNames, PrevNames: m.PrevNames, Tied: toTied(m.Tied)}, nil
+			Limit: int64(m.Limit), SplitBackward: m.SplitBackward, NextNames: m.NextNames, PrevNames: m.PrevNames, Tied: toTied(m.Tied),
+			Replica: int64(m.Replica), Copies: toPids(m.Copies), CopyNames: m.CopyNames, OwnCopies: m.OwnCopies}, nil
 	case *Lost:
 		return &wire.Lost{Run: r, Host: m.Host, Stages: m.Stages, Why: m.Why}, nil
 	case *GetParams:
@@ -232,7 +244,8 @@ func Decode(msg any) (any, Run, error) {
 			return nil, Run{}, fmt.Errorf("actors: forward step %d micro-batch %d: %w", m.Step, m.Micro, err)
 		}
 		return &Forward{Step: int(m.Step), Micro: int(m.Micro), Row: int(m.Row), Total: int(m.Total), Seq: int(m.Seq),
-			Micros: int(m.Micros), Shard: int(m.Shard), Eval: m.Eval, X: x}, runOf(m.Run), nil
+			Micros: int(m.Micros), Shard: int(m.Shard), Eval: m.Eval, X: x,
+			First: int(m.First), Share: int(m.Share), Replicas: int(m.Replicas)}, runOf(m.Run), nil
 	case *wire.Backward:
 		dy, err := m.Dy.ToTensor()
 		if err != nil {
@@ -247,6 +260,21 @@ func Decode(msg any) (any, Run, error) {
 			return nil, Run{}, fmt.Errorf("actors: tied gradient %d of step %d: %w", m.Tie, m.Step, err)
 		}
 		return &TiedGrad{Step: int(m.Step), Tie: int(m.Tie), G: g}, runOf(m.Run), nil
+	case *wire.GradTurn:
+		grads, err := fromTensors(m.Grads)
+		if err == nil {
+			var bufs []*tensor.Tensor
+			if bufs, err = fromTensors(m.Buffers); err == nil {
+				return &GradTurn{Step: int(m.Step), Seq: int(m.Seq), Grads: grads, Buffers: bufs}, runOf(m.Run), nil
+			}
+		}
+		return nil, Run{}, fmt.Errorf("actors: the gradients' turn of step %d: %w", m.Step, err)
+	case *wire.Weights:
+		values, err := fromTensors(m.Values)
+		if err != nil {
+			return nil, Run{}, fmt.Errorf("actors: the weights of step %d: %w", m.Step, err)
+		}
+		return &Weights{Step: int(m.Step), Values: values}, runOf(m.Run), nil
 	case *wire.GradNorm:
 		return &GradNorm{Step: int(m.Step), Actor: int(m.Actor), Sums: m.Sums}, runOf(m.Run), nil
 	case *wire.Update:
@@ -255,10 +283,19 @@ func Decode(msg any) (any, Run, error) {
 		return &UpdateApplied{Step: int(m.Step), Actor: int(m.Actor)}, runOf(m.Run), nil
 	case *wire.Failed:
 		return &Failed{Actor: int(m.Actor), Err: m.Err.Err()}, runOf(m.Run), nil
+	}
+	return decodeControl(msg)
+}
+
+// decodeControl is Decode for the messages off the step's path: the
+// links, a lost host, and the engine's questions and their answers.
+func decodeControl(msg any) (any, Run, error) {
+	switch m := msg.(type) {
 	case *wire.Links:
 		return &Wire{Coordinator: FromPid(m.Coordinator), Optimizer: FromPid(m.Optimizer), Next: fromPids(m.Next),
 			Prev: fromPids(m.Prev), PrevSplit: wire.Ints(m.PrevSplit), InShards: int(m.InShards), OutShards: int(m.OutShards),
-			Limit: int(m.Limit), SplitBackward: m.SplitBackward, NextNames: m.NextNames, PrevNames: m.PrevNames, Tied: fromTied(m.Tied)}, runOf(m.Run), nil
+			Limit: int(m.Limit), SplitBackward: m.SplitBackward, NextNames: m.NextNames, PrevNames: m.PrevNames, Tied: fromTied(m.Tied),
+			Replica: int(m.Replica), Copies: fromPids(m.Copies), CopyNames: m.CopyNames, OwnCopies: m.OwnCopies}, runOf(m.Run), nil
 	case *wire.Lost:
 		return &Lost{Host: m.Host, Stages: m.Stages, Why: m.Why}, runOf(m.Run), nil
 	case *wire.GetParams:

@@ -22,7 +22,7 @@ func TestWireRoundTrip(t *testing.T) {
 	pid := actor.NewPID("127.0.0.1:7101", "stage-1")
 	run := Run{ID: "r1", Gen: 7}
 	for _, msg := range []any{
-		&Forward{Step: 1, Micro: 2, Row: 32, Total: 256, Seq: 4, Micros: 8, Shard: 1, Eval: true, X: x},
+		&Forward{Step: 1, Micro: 2, Row: 32, Total: 256, Seq: 4, Micros: 8, Shard: 1, Eval: true, X: x, First: 128, Share: 128, Replicas: 2},
 		&Backward{Step: 1, Micro: 2, Shard: 1, DY: x},
 		&BackwardDone{Step: 1, Micro: 2, Actor: 3},
 		&GradNorm{Step: 1, Actor: 2, Sums: []float64{1, 2}},
@@ -31,8 +31,12 @@ func TestWireRoundTrip(t *testing.T) {
 		&Failed{Actor: 2, Err: &nn.NonFiniteError{Layer: 3, Kind: "relu", Step: 5, Where: "forward"}},
 		&Wire{Coordinator: pid, Optimizer: pid, Next: []*actor.PID{pid}, Prev: []*actor.PID{pid, pid}, PrevSplit: []int{0, 3, 6},
 			InShards: 2, OutShards: 1, Limit: 3, SplitBackward: true, NextNames: []string{"stage 2"}, PrevNames: []string{"stage 0 shard 0", "stage 0 shard 1"},
-			Tied: []TiedLink{{Tie: 0, Param: 2, Head: true, Peer: pid}, {Tie: 1, Param: 0, Other: 4}}},
+			Tied:    []TiedLink{{Tie: 0, Param: 2, Head: true, Peer: pid}, {Tie: 1, Param: 0, Other: 4}},
+			Replica: 1, Copies: []*actor.PID{pid, pid}, CopyNames: []string{"stage 1", "replica 1 stage 1"}, OwnCopies: true},
 		&TiedGrad{Step: 3, Tie: 1, G: x},
+		&GradTurn{Step: 3, Seq: 5, Grads: []*tensor.Tensor{x, x}, Buffers: []*tensor.Tensor{x}},
+		&GradTurn{Step: 3, Seq: 5},
+		&Weights{Step: 3, Values: []*tensor.Tensor{x}},
 		&Lost{Host: "10.0.0.3:7101", Stages: []string{"stage 2"}, Why: "the connection from stage 1 on 10.0.0.2:7101 was lost"},
 		&GetParams{NamesOnly: true},
 		&Params{Actor: 1, Names: []string{"0.weight"}, Values: []*tensor.Tensor{x}, State: st},

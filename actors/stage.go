@@ -86,6 +86,12 @@ type replicaState struct {
 	buffered bool           // forwards wait for the turn too
 	bwdsDone bool           // a replica > 0 finished the step's backwards
 	held     []heldBackward // backwards waiting for the turn, in order
+
+	// with Wire.OwnCopies: each replica's stage holds its own weights
+	own     bool
+	out     GradTurn         // reused every step
+	weights Weights          // the owner's, reused every step
+	values  []*tensor.Tensor // scratch: the parameters' and buffers' tensors
 }
 
 type heldBackward struct {
@@ -102,6 +108,7 @@ func (s *Stage) shares() bool { return len(s.w.Copies) > 1 }
 
 // setReplica works out, from the stage's layers, what waits for the turn.
 func (s *Stage) setReplica() {
+	s.rep.own = s.w.OwnCopies && s.shares()
 	if s.w.Replica == 0 || !s.shares() {
 		return
 	}
@@ -180,6 +187,8 @@ func (s *Stage) Receive(ctx actor.Context) {
 		s.setReplica()
 		s.watch(ctx, m.Next, m.NextNames)
 		s.watch(ctx, m.Prev, m.PrevNames)
+		// the turn and the weights pass between copies
+		s.watch(ctx, m.Copies, m.CopyNames)
 		if ctx.Sender() != nil { // work from a neighbour in another process may come first otherwise
 			s.respond(ctx, &Ack{})
 		}
@@ -195,6 +204,13 @@ func (s *Stage) Receive(ctx actor.Context) {
 		s.maybeApply(ctx)
 	case *GradTurn:
 		s.turn(ctx, m)
+	case *Weights:
+		if err := s.setValues(m.Values); err != nil {
+			s.fail(ctx, err)
+			return
+		}
+		s.applied = UpdateApplied{Step: m.Step, Actor: s.id}
+		s.send(ctx, s.coord, &s.applied)
 	case *TiedGrad:
 		if s.tiedIn == nil {
 			s.tiedIn = map[int]*TiedGrad{}
@@ -462,7 +478,7 @@ func (s *Stage) backward(ctx actor.Context, step, micro int, dy *tensor.Tensor) 
 		return
 	}
 	if s.shares() && s.rep.active > 1 {
-		s.send(ctx, s.w.Copies[1], &GradTurn{Step: step, Seq: s.rep.seq})
+		s.handTurn(ctx, s.w.Copies[1], step)
 		return
 	}
 	s.gradsReady(ctx, step)
@@ -624,6 +640,9 @@ func (s *Stage) maybeApply(ctx actor.Context) {
 	if !ok {
 		return
 	}
+	if s.rep.own {
+		s.sendWeights(ctx, m.Step) // they report UpdateApplied themselves
+	}
 	s.applied = UpdateApplied{Step: m.Step, Actor: s.id}
 	s.send(ctx, s.coord, &s.applied)
 }
@@ -654,11 +673,19 @@ func (s *Stage) setParams(m *SetParams) error {
 			return fmt.Errorf("actors: %s: %w", s.name, err)
 		}
 	}
+	return s.setValues(m.Values)
+}
+
+// setValues replaces the parameter and buffer values, in Params order.
+func (s *Stage) setValues(values []*tensor.Tensor) error {
+	if err := s.checkValues(values); err != nil {
+		return err
+	}
 	for i, p := range s.ps {
-		p.Value.CopyFrom(m.Values[i])
+		p.Value.CopyFrom(values[i])
 	}
 	for i, b := range s.bufs {
-		b.value.CopyFrom(m.Values[len(s.ps)+i])
+		b.value.CopyFrom(values[len(s.ps)+i])
 	}
 	s.weights++
 	return nil
@@ -741,12 +768,18 @@ func (s *Stage) newStep(f *Forward) {
 // back from the last replica starts its update; another replica's runs
 // what waited for it.
 func (s *Stage) turn(ctx actor.Context, m *GradTurn) {
-	if s.w.Replica == 0 {
-		s.gradsReady(ctx, m.Step)
+	if err := s.takeTurn(m); err != nil {
+		s.fail(ctx, err)
 		return
 	}
-	s.rep.turnSeq = m.Seq
-	if m.Seq != s.rep.seq {
+	// m is its sender's to reuse once the turn has gone round: read no more of it
+	step, seq := m.Step, m.Seq
+	if s.w.Replica == 0 {
+		s.gradsReady(ctx, step)
+		return
+	}
+	s.rep.turnSeq = seq
+	if seq != s.rep.seq {
 		return // the step's forwards have not come yet
 	}
 	held := s.rep.held
@@ -755,7 +788,7 @@ func (s *Stage) turn(ctx actor.Context, m *GradTurn) {
 		s.backward(ctx, h.step, h.micro, h.dy)
 	}
 	s.maybeKick(ctx)
-	s.passTurn(ctx, m.Step)
+	s.passTurn(ctx, step)
 }
 
 // passTurn adds a replica's weight gradients into the shared ones once it
@@ -773,5 +806,68 @@ func (s *Stage) passTurn(ctx actor.Context, step int) {
 	if r := s.w.Replica + 1; r < s.rep.active {
 		next = s.w.Copies[r]
 	}
-	s.send(ctx, next, &GradTurn{Step: step, Seq: s.rep.seq})
+	s.handTurn(ctx, next, step)
+}
+
+// handTurn sends the turn of step to pid, with the gradients summed so far
+// and the buffers when each replica holds its own weights.
+func (s *Stage) handTurn(ctx actor.Context, pid *actor.PID, step int) {
+	t := &s.rep.out
+	*t = GradTurn{Step: step, Seq: s.rep.seq, Grads: t.Grads[:0], Buffers: t.Buffers[:0]}
+	if s.rep.own {
+		for _, p := range s.ps {
+			t.Grads = append(t.Grads, p.Grad)
+		}
+		for _, b := range s.bufs {
+			t.Buffers = append(t.Buffers, b.value)
+		}
+	}
+	s.send(ctx, pid, t)
+}
+
+// takeTurn copies the gradients and buffers a turn brings into the stage's
+// own, when each replica holds its own weights. Nothing of this step has
+// written them here yet: a replica adds only while it holds the turn, and
+// with buffers its forwards wait for it too.
+func (s *Stage) takeTurn(m *GradTurn) error {
+	if !s.rep.own {
+		return nil
+	}
+	if len(m.Grads) != len(s.ps) || len(m.Buffers) != len(s.bufs) {
+		return fmt.Errorf("actors: %s: a turn of step %d with %d gradients and %d buffers for %d and %d", s.name, m.Step, len(m.Grads), len(m.Buffers), len(s.ps), len(s.bufs))
+	}
+	for i, p := range s.ps {
+		if g := m.Grads[i]; g.DType() != p.Grad.DType() || !g.SameShape(p.Grad) {
+			return fmt.Errorf("actors: %s: the gradient of %s in a turn is %v %v, want %v %v", s.name, p.Name, g.DType(), g.Shape(), p.Grad.DType(), p.Grad.Shape())
+		}
+	}
+	for i, b := range s.bufs {
+		if v := m.Buffers[i]; v.DType() != b.value.DType() || !v.SameShape(b.value) {
+			return fmt.Errorf("actors: %s: buffer %s in a turn is %v %v, want %v %v", s.name, b.name, v.DType(), v.Shape(), b.value.DType(), b.value.Shape())
+		}
+	}
+	for i, p := range s.ps {
+		p.Grad.CopyFrom(m.Grads[i])
+	}
+	for i, b := range s.bufs {
+		b.value.CopyFrom(m.Buffers[i])
+	}
+	return nil
+}
+
+// sendWeights gives every other replica's stage at this place the weights
+// and buffers of step's update, when each holds its own.
+func (s *Stage) sendWeights(ctx actor.Context, step int) {
+	vs := s.rep.values[:0]
+	for _, p := range s.ps {
+		vs = append(vs, p.Value)
+	}
+	for _, b := range s.bufs {
+		vs = append(vs, b.value)
+	}
+	s.rep.values = vs
+	s.rep.weights = Weights{Step: step, Values: vs}
+	for _, pid := range s.w.Copies[1:] {
+		s.send(ctx, pid, &s.rep.weights)
+	}
 }

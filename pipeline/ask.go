@@ -95,9 +95,14 @@ func (e *Engine) answer(f *actor.Future) (any, error) {
 // weights, at once and returns their answers in stage order: the stages
 // answer in parallel, not one round trip after the other.
 func (e *Engine) askAll(msg func(i int) any) ([]any, error) {
-	owners := e.stages[:e.plan.PerReplica()]
-	futures := make([]*actor.Future, len(owners))
-	for i, pid := range owners {
+	return e.askEach(e.stages[:e.plan.PerReplica()], msg)
+}
+
+// askEach sends msg(i) to pids[i], all at once, and returns their answers
+// in order.
+func (e *Engine) askEach(pids []*actor.PID, msg func(i int) any) ([]any, error) {
+	futures := make([]*actor.Future, len(pids))
+	for i, pid := range pids {
 		f, err := e.future(pid, msg(i), queryTimeout)
 		if err != nil {
 			return nil, err

@@ -91,8 +91,8 @@
 // another layer with parameters holds its backwards until then, and one with
 // batch norm (whose running statistics it writes in the forward) its
 // forwards too. TestReplicas checks the bits for the MLP, the CNN and the
-// tied GPT under -race as well; evaluation and Snapshot and Restore use
-// replica 0 alone. Replicas run in this process only (not with Hosts).
+// tied GPT under -race as well; evaluation and Snapshot use replica 0
+// alone.
 //
 // # Failure, hangs and shutdown
 //
@@ -127,7 +127,8 @@
 // remote kind (a session per engine on each worker) and builds its own layers
 // from the Model (specs, sample shape, seed), so its weights are those of the
 // in-process stage bit for bit; its optimizer state stays with it, and only
-// activations, their gradients and scalars cross each step. A handshake
+// activations, their gradients and scalars cross each step (and with
+// replicas, each parameter block's gradients and weights: see below). A handshake
 // checks the protocol and the token before anything is spawned
 // (HandshakeError); the token is checked on every gRPC call, in constant
 // time. The engine watches each worker's session and runs a heartbeat every
@@ -147,6 +148,32 @@
 // process talks to its workers through one endpoint, shared by its engines
 // and stopped by CloseRemote: protoactor's remote sets gRPC's process-wide
 // logger whenever one starts, so one starts per process.
+//
+// # Replicas on hosts
+//
+// With Hosts, the R·S stage actors (S per chain) are placed as any others:
+// in id order, replica after replica, in contiguous blocks over the H hosts
+// (host h runs ids [h·R·S/H, (h+1)·R·S/H)), so with R = H each replica has a
+// host of its own, and with R = 2H two replicas share one. There no stage
+// actor shares memory with another: each stage actor of replicas 1 to R-1
+// builds its own layers from the Model, with its owner's weights bit for
+// bit, and holds no optimizer (Plan.OwnCopies), even on its owner's worker
+// (one rule for every placement; messages between actors of one worker pass
+// in memory, unencoded). The turn then carries the gradients: the owner
+// sends its own with the GradTurn, each replica's actor copies what it is
+// handed into its own gradients, adds its chunks by the same code as in one
+// process and hands the sums on, and the last hands them back to the owner,
+// which copies them in, swaps tied gradients, clips and updates as with one
+// replica. Batch norm's running statistics travel with the turn too, since
+// the replicas' forwards update them in turn. After its update the owner
+// sends its weights to every other replica's actor at its place
+// (actors.Weights), and each reports the update applied to the coordinator
+// itself, so the next step starts only once every copy holds the new
+// weights. Evaluation and Snapshot use replica 0; Restore sets every copy's
+// weights too, so a run resumed after a lost worker (which fails the step
+// as without replicas, naming the host and its stages) starts every replica
+// from the checkpoint. TestRemoteReplicas and TestRemoteReplicasRestore
+// check the bits over two workers.
 //
 // # Seeing the pipeline
 //

@@ -39,10 +39,11 @@ type Config struct {
 	Logger        *zerolog.Logger
 
 	// Hosts, when not empty, are the workers (`train worker`) that run the
-	// stage actors, in contiguous blocks in order; the coordinator, loss and
-	// optimizer actors stay here. Each stage builds its own layers there
-	// from the Model, and only activations, their gradients and scalars
-	// cross each step.
+	// stage actors, every replica's, in contiguous blocks in id order; the
+	// coordinator, loss and optimizer actors stay here. Each stage builds
+	// its own layers there from the Model, and only activations, their
+	// gradients and scalars cross each step, and with replicas each
+	// parameter block's gradients and weights (see the package doc).
 	Hosts []string
 	Token string // shared with the workers; required beyond loopback
 	TLS   TLS    // secures the links to the workers; empty: plaintext
@@ -156,9 +157,6 @@ func newEngine(layers []nn.Layer, m Model, cfg Config) (*Engine, error) {
 			e.shapes[nn.ParamName(i, b.Name)] = b.Value.Shape()
 		}
 	}
-	if cfg.Replicas > 1 && len(cfg.Hosts) > 0 {
-		return nil, fmt.Errorf("pipeline: replicas = %d with hosts: replicas run in this process only, for now", cfg.Replicas)
-	}
 	build := func(i int) (nn.Layer, error) {
 		ls, err := nn.BuildShape(m.Specs, m.Sample, m.Seed, m.DType, i, i+1)
 		if err != nil {
@@ -218,7 +216,11 @@ func (e *Engine) start() error {
 	for r := range first {
 		first[r] = e.pids(e.plan.Chain(r, 0))
 	}
-	coord := actors.NewCoordinator(n+2, e.graph, e.cfg.Schedule, e.cfg.MicroBatches, e.granule, first, e.loss, e.opt, len(paramIDs))
+	updaters := len(paramIDs)
+	if e.plan.OwnCopies() { // each replica's copy reports its new weights too
+		updaters *= e.plan.Replicas
+	}
+	coord := actors.NewCoordinator(n+2, e.graph, e.cfg.Schedule, e.cfg.MicroBatches, e.granule, first, e.loss, e.opt, updaters)
 	coord.SetRun(e.run)
 	name := ""
 	if e.hostSet != nil {

@@ -11,7 +11,6 @@ import (
 
 	"github.com/asynkron/protoactor-go/actor"
 	"github.com/asynkron/protoactor-go/remote"
-	"github.com/rs/zerolog"
 
 	"github.com/pipetrain/pipetrain/actors"
 	"github.com/pipetrain/pipetrain/actors/wire"
@@ -211,7 +210,7 @@ func (e *Engine) buildRemote(id int, s Slot) (*actor.PID, int, error) {
 		Seed: e.model.Seed, Lo: int64(s.First), Hi: int64(s.First + len(s.Layers)), Shard: int64(s.Shard),
 		NeedDx: s.Position > 0, Optimizer: opt, ClipValue: e.cfg.ClipValue, ClipNorm: e.cfg.ClipNorm > 0,
 		Position: int64(s.Position), Layers: wire.Int64s(pos.Layers), Sample: wire.Int64s(e.model.Sample),
-		Precision: e.cfg.Precision.String()}
+		Precision: e.cfg.Precision.String(), Replica: int64(s.Replica)}
 	if e.model.DType == tensor.Float64 {
 		b.Dtype = wire.DType_FLOAT64
 	}
@@ -249,108 +248,6 @@ func (e *Engine) closeHosts() {
 			_ = e.root.StopFuture(hs.monitor).Wait()
 		}
 	}
-}
-
-// shared is this process's one endpoint for talking to workers, which
-// every engine with hosts uses: protoactor's remote sets gRPC's
-// process-wide logger whenever one starts, so one starts per process.
-var shared struct {
-	sync.Mutex
-	system            *actor.ActorSystem
-	listen, advertise string
-	token             string
-	tls               TLS
-	users             int // engines open on it
-	undelivered       *undelivered
-	engines           map[actors.Run]*Engine // the live engines, by run and generation
-}
-
-// setLive records whether e is live, so that an undelivered message of its
-// run fails it.
-func (e *Engine) setLive(live bool) {
-	shared.Lock()
-	defer shared.Unlock()
-	if live {
-		shared.engines[e.run] = e
-	} else {
-		delete(shared.engines, e.run)
-	}
-}
-
-// failShared fails the live engine of run, if there is one here, and
-// returns its log.
-func failShared(run actors.Run, err error) (*zerolog.Logger, bool) {
-	shared.Lock()
-	e := shared.engines[run]
-	shared.Unlock()
-	if e == nil {
-		return nil, false
-	}
-	e.graph.Sent(e.coord)
-	e.root.Send(e.coord, &actors.Failed{Actor: -1, Err: err})
-	return &e.log, true
-}
-
-func sharedToken() string {
-	shared.Lock()
-	defer shared.Unlock()
-	return shared.token
-}
-
-// acquireShared returns this process's endpoint, starting it on first use;
-// releaseShared gives it back. Engines open at once share one token.
-func acquireShared(listen, advertise, token string, t TLS, logger *zerolog.Logger) (*actor.ActorSystem, error) {
-	shared.Lock()
-	defer shared.Unlock()
-	if shared.system != nil {
-		if shared.users > 0 && shared.token != token {
-			return nil, errors.New("pipeline: engines open at once must share one token")
-		}
-		if shared.listen != listen || shared.advertise != advertise {
-			return nil, fmt.Errorf("pipeline: this process reaches its workers at %s already, not %s", shared.listen, listen)
-		}
-		if shared.tls != t {
-			return nil, errors.New("pipeline: this process talks to its workers with other TLS files already")
-		}
-		shared.token = token
-		shared.users++
-		return shared.system, nil
-	}
-	system := newActorSystem(logger)
-	log := zerolog.Nop()
-	if logger != nil {
-		log = *logger
-	}
-	shared.undelivered = watchUndelivered(system, log, failShared)
-	shared.engines = map[actors.Run]*Engine{}
-	shared.token = token // read by the server's guard, under the lock
-	// workers reach back at advertise, this machine's address on their route, if given
-	if _, _, err := startRemote(system, listen, advertise, sharedToken, t); err != nil {
-		system.Shutdown()
-		return nil, err
-	}
-	shared.system, shared.listen, shared.advertise, shared.tls, shared.users = system, listen, advertise, t, 1
-	return system, nil
-}
-
-func releaseShared() {
-	shared.Lock()
-	defer shared.Unlock()
-	shared.users--
-}
-
-// CloseRemote stops this process's endpoint for workers, if one started:
-// call it when no engine with hosts is open (at the end of a run).
-func CloseRemote() {
-	shared.Lock()
-	system := shared.system
-	shared.system = nil
-	shared.Unlock()
-	if system == nil {
-		return
-	}
-	remote.GetRemote(system).Shutdown(false)
-	system.Shutdown()
 }
 
 // beatTick makes the monitor send a heartbeat and look for lost hosts.

@@ -32,8 +32,9 @@ import (
 
 // Protocol is the version of the coordinator–worker protocol: both sides
 // must speak the same, checked in the handshake before anything is spawned.
-// pipetrain-3: stages swap the gradients of tied weights (TiedGrad).
-const Protocol = "pipetrain-3"
+// pipetrain-3: stages swap the gradients of tied weights (TiedGrad);
+// pipetrain-4: replicas on hosts (GradTurn and Weights cross).
+const Protocol = "pipetrain-4"
 
 // Metadata keys of every gRPC call between a coordinator and its workers.
 const (

@@ -68,6 +68,12 @@ func (p *Plan) Copies(id int) []int {
 	return ids
 }
 
+// OwnCopies reports whether each replica's stage actors hold their own
+// copies of the weights: on hosts, where stage actors share no memory with
+// the coordinator's plan; the gradients then travel with the turn and the
+// owner sends the updated weights (actors.Wire.OwnCopies).
+func (p *Plan) OwnCopies() bool { return p.Replicas > 1 && len(p.Hosts) > 0 }
+
 // Sharded reports whether position i splits a layer over several actors.
 func (p *Plan) Sharded(i int) bool { return len(p.Positions[i].Slots) > 1 }
 
@@ -127,37 +133,51 @@ func makePlan(layers []nn.Layer, features int, cfg Config, build func(layer int)
 // replica 0's with layers made by build and sharing the weights,
 // gradients and buffers of replica 0's (nn.ShareParams): no weight is
 // copied. Layers are built one at a time, so the weights they are built
-// with and drop are at most one layer's.
+// with and drop are at most one layer's. On hosts each stage builds its
+// own layers there, so a copy's slot names its owner's, which never run.
 func (p *Plan) replicate(build func(layer int) (nn.Layer, error)) error {
 	n := len(p.Slots)
 	for id := range n {
 		p.Slots[id].Owner = id
 	}
-	if p.Replicas > 1 && build == nil {
+	if p.Replicas > 1 && build == nil && len(p.Hosts) == 0 {
 		return fmt.Errorf("pipeline: %d replicas need the model's specs", p.Replicas)
 	}
 	for r := 1; r < p.Replicas; r++ {
 		for id := range n {
 			s := p.Slots[id]
-			c := Slot{First: s.First, Position: s.Position, Shard: s.Shard, Replica: r, Owner: id}
-			for j, own := range s.Layers {
-				l, err := build(s.First + j)
-				if err != nil {
-					return err
+			c := Slot{Layers: s.Layers, First: s.First, Position: s.Position, Shard: s.Shard, Replica: r, Owner: id}
+			if len(p.Hosts) == 0 {
+				c.Layers = nil
+				for j, own := range s.Layers {
+					l, err := p.shareLayer(r, s, s.First+j, own, build)
+					if err != nil {
+						return err
+					}
+					c.Layers = append(c.Layers, l)
 				}
-				if p.Sharded(s.Position) {
-					pos := p.Positions[s.Position]
-					l = l.(nn.Sharder).Shard(pos.Units[s.Shard], pos.Units[s.Shard+1])
-				}
-				if err := nn.ShareParams(l, own); err != nil {
-					return fmt.Errorf("pipeline: replica %d: %w", r, err)
-				}
-				c.Layers = append(c.Layers, l)
 			}
 			p.Slots = append(p.Slots, c)
 		}
 	}
 	return nil
+}
+
+// shareLayer builds layer (slot s's shard of it) anew for replica r and
+// points it at own's parameters, gradients and buffers.
+func (p *Plan) shareLayer(r int, s Slot, layer int, own nn.Layer, build func(layer int) (nn.Layer, error)) (nn.Layer, error) {
+	l, err := build(layer)
+	if err != nil {
+		return nil, err
+	}
+	if p.Sharded(s.Position) {
+		pos := p.Positions[s.Position]
+		l = l.(nn.Sharder).Shard(pos.Units[s.Shard], pos.Units[s.Shard+1])
+	}
+	if err := nn.ShareParams(l, own); err != nil {
+		return nil, fmt.Errorf("pipeline: replica %d: %w", r, err)
+	}
+	return l, nil
 }
 
 // budget is each stage actor's thread budget (nn.Pass.Threads and its

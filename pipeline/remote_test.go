@@ -428,3 +428,167 @@ func TestRemoteGPT(t *testing.T) {
 		}
 	}
 }
+
+// TestRemoteReplicas: replicas over two workers, whose stages hold their
+// own weights (the gradients travel with the turn, the owner sends the
+// updated weights), give the losses and weights of one replica in one
+// process, bit for bit: 1, 2 and 4 replicas under every schedule, at 0, 1
+// and 2 stages and 1, 2 and 4 micro-batches a replica, for the MLP, the
+// CNN and the GPT with a tied head (its embedding and head on different
+// workers). Under -race, two stages and two micro-batches only.
+func TestRemoteReplicas(t *testing.T) {
+	hosts := workers(t, 2, "")
+	stagesOf, microOf := []int{0, 1, 2}, []int{1, 2, 4}
+	if raceEnabled {
+		stagesOf, microOf = []int{2}, []int{2}
+	}
+	for _, c := range []struct {
+		name    string
+		m       pipeline.Model
+		batchOf func(int) (*tensor.Tensor, nn.Target)
+	}{{"mlp", testModel, batch}, {"cnn", cnnModel(cnnSpecs(false)), cnnBatch}, {"gpt", tied, gptBatch}} {
+		for _, sched := range []actors.Schedule{actors.Sequential, actors.GPipe, actors.OneFOneB} {
+			for _, stages := range stagesOf {
+				for _, micro := range microOf {
+					one := pipeline.Config{Schedule: sched, MicroBatches: micro, Stages: stages, Loss: nn.CrossEntropy, Optimizer: sgd,
+						ClipNorm: clipNorm, RunID: "replicas", Hang: 10 * time.Second}
+					wantLoss, wantW := trainEngineOn(t, c.m, one, c.batchOf)
+					for _, r := range []int{1, 2, 4} {
+						t.Run(fmt.Sprintf("%s/replicas=%d/%v/stages=%d/micro=%d", c.name, r, sched, stages, micro), func(t *testing.T) {
+							cfg := one
+							cfg.Replicas, cfg.Hosts = r, hosts
+							gotLoss, gotW := trainEngineOn(t, c.m, cfg, c.batchOf)
+							if why := within(gotLoss, wantLoss, gotW, wantW, 0); why != "" {
+								t.Error(why)
+							}
+						})
+					}
+				}
+			}
+		}
+	}
+}
+
+// TestRemoteReplicasIdle: more replicas than the mini-batch has chunks
+// (the GPT's 4 over 8 replicas): the idle replicas' stages still take each
+// update's weights, and the bits are those of one replica in one process.
+func TestRemoteReplicasIdle(t *testing.T) {
+	hosts := workers(t, 2, "")
+	cfg := pipeline.Config{Schedule: actors.OneFOneB, MicroBatches: 2, Stages: 2, Loss: nn.CrossEntropy, Optimizer: sgd,
+		ClipNorm: clipNorm, RunID: "idle", Hang: 10 * time.Second}
+	wantLoss, wantW := trainEngineOn(t, tied, cfg, gptBatch)
+	cfg.Replicas, cfg.Hosts = 8, hosts
+	gotLoss, gotW := trainEngineOn(t, tied, cfg, gptBatch)
+	if why := within(gotLoss, wantLoss, gotW, wantW, 0); why != "" {
+		t.Error(why)
+	}
+}
+
+// TestRemoteReplicasBatchNorm: with batch norm, whose running statistics
+// travel with the turn, replicas on two workers give the bits of the same
+// replicas in one process (TestReplicasBatchNorm: those of one replica of
+// R·M micro-batches).
+func TestRemoteReplicasBatchNorm(t *testing.T) {
+	hosts := workers(t, 2, "")
+	m := cnnModel(cnnSpecs(true))
+	for _, c := range []struct{ replicas, micro int }{{2, 1}, {2, 2}, {4, 1}} {
+		for _, sched := range []actors.Schedule{actors.Sequential, actors.GPipe, actors.OneFOneB} {
+			cfg := pipeline.Config{Schedule: sched, MicroBatches: c.micro, Stages: 2, Replicas: c.replicas, Loss: nn.CrossEntropy,
+				Optimizer: sgd, ClipNorm: clipNorm, RunID: "batchnorm", Hang: 10 * time.Second}
+			wantLoss, wantW := trainEngineOn(t, m, cfg, cnnBatch)
+			cfg.Hosts = hosts
+			gotLoss, gotW := trainEngineOn(t, m, cfg, cnnBatch)
+			if why := within(gotLoss, wantLoss, gotW, wantW, 0); why != "" {
+				t.Errorf("replicas=%d micro=%d %v on hosts: %s", c.replicas, c.micro, sched, why)
+			}
+		}
+	}
+}
+
+// TestRemoteReplicasLostWorker: a worker killed under two replicas, one a
+// worker, fails the next step within 5 s naming the host, as without
+// replicas, and the engine closes within bounds.
+func TestRemoteReplicasLostWorker(t *testing.T) {
+	w0, w1 := startWorker(t, ""), startWorker(t, "")
+	cfg := pipeline.Config{Schedule: actors.OneFOneB, MicroBatches: 2, Stages: 2, Replicas: 2, Loss: nn.CrossEntropy, Optimizer: sgd,
+		Hosts: []string{w0.addr, w1.addr}, RunID: "lost", Hang: time.Minute}
+	eng, err := pipeline.New(testModel, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	x, tg := batch(1)
+	if _, err := eng.Step(1, lr(1), x, tg); err != nil {
+		t.Fatal(err)
+	}
+	_ = w1.cmd.Process.Kill()
+	_ = w1.cmd.Wait()
+	killed := time.Now()
+	for step := 2; err == nil && time.Since(killed) < 30*time.Second; step++ {
+		_, err = eng.Step(step, lr(step), x, tg)
+	}
+	took := time.Since(killed)
+	t.Logf("after %v: %v", took.Round(time.Millisecond), err)
+	if err == nil || !strings.Contains(err.Error(), w1.addr) || !strings.Contains(err.Error(), "replica 1") {
+		t.Errorf("after the kill: %v, want an error naming %s and replica 1's stages", err, w1.addr)
+	}
+	if took > 5*time.Second {
+		t.Errorf("the lost worker was found after %v, want within 5 s", took)
+	}
+	closed := time.Now()
+	if err := eng.Close(); err != nil {
+		t.Logf("close: %v", err)
+	}
+	if d := time.Since(closed); d > 10*time.Second {
+		t.Errorf("closing took %v", d)
+	}
+}
+
+// TestRemoteReplicasRestore: an engine of two replicas on workers that
+// restores a snapshot taken in one process (as a run resumed after a lost
+// worker does) gives every replica the restored weights: it continues with
+// nn.Sequential's losses and ends with its weights, bit for bit.
+func TestRemoteReplicasRestore(t *testing.T) {
+	hosts := workers(t, 2, "")
+	wantLoss, wantW := reference(t, 1)
+	cfg := pipeline.Config{Schedule: actors.OneFOneB, MicroBatches: 2, Stages: 2, Loss: nn.CrossEntropy, Optimizer: sgd,
+		ClipNorm: clipNorm, RunID: "restore", Hang: 10 * time.Second}
+	a, err := pipeline.New(testModel, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer a.Close()
+	cfg.Replicas, cfg.Hosts = 2, hosts
+	b, err := pipeline.New(testModel, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	for step := 1; step <= steps; step++ {
+		eng := a
+		if step > steps/2 {
+			eng = b
+		}
+		if step == steps/2+1 {
+			if err := a.MoveTo(b); err != nil {
+				t.Fatal(err)
+			}
+		}
+		x, tg := batch(step)
+		loss, err := eng.Step(step, lr(step), x, tg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if loss != wantLoss[step-1] {
+			t.Errorf("step %d: loss %v, nn.Sequential %v", step, loss, wantLoss[step-1])
+		}
+	}
+	w, _, err := b.Snapshot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, want := range wantW {
+		if !slices.Equal(w[name].Float32s(), want) {
+			t.Errorf("%s differs from nn.Sequential's after the restore", name)
+		}
+	}
+}

@@ -96,7 +96,8 @@ func (e *Engine) snapshot(reuse bool) (map[string]*tensor.Tensor, optim.State, e
 }
 
 // Restore sets every parameter from weights (as Snapshot names them), and
-// hands each stage its part of the optimizer state st (as Snapshot makes it).
+// hands each stage its part of the optimizer state st (as Snapshot makes it);
+// replicas holding their own weights get the same values.
 func (e *Engine) Restore(weights map[string]*tensor.Tensor, st optim.State) error {
 	for name, shape := range e.shapes {
 		w, ok := weights[name]
@@ -116,6 +117,30 @@ func (e *Engine) Restore(weights map[string]*tensor.Tensor, st optim.State) erro
 	if err != nil {
 		return err
 	}
+	sets := e.restoreSets(names, weights, st)
+	targets := e.stages[:len(names)]
+	if e.plan.OwnCopies() { // the other replicas' own copies of the weights, with no optimizer state
+		targets = e.stages
+		for id := len(names); id < len(sets); id++ {
+			sets[id] = &actors.SetParams{Values: sets[id%len(names)].Values}
+		}
+	}
+	acks, err := e.askEach(targets, func(i int) any { return sets[i] })
+	if err != nil {
+		return err
+	}
+	for _, a := range acks {
+		if err := a.(*actors.Ack).Err; err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// restoreSets makes each owner's SetParams from weights and st, given the
+// names its stage reported: its rows of sharded tensors, and its part of
+// the optimizer state under its local indices.
+func (e *Engine) restoreSets(names []any, weights map[string]*tensor.Tensor, st optim.State) []*actors.SetParams {
 	sets := make([]*actors.SetParams, len(e.stages))
 	for _, pos := range e.plan.Positions {
 		for shard, id := range pos.Slots {
@@ -156,16 +181,7 @@ func (e *Engine) Restore(weights map[string]*tensor.Tensor, st optim.State) erro
 			sets[id] = &actors.SetParams{Values: values, State: &local}
 		}
 	}
-	acks, err := e.askAll(func(i int) any { return sets[i] })
-	if err != nil {
-		return err
-	}
-	for _, a := range acks {
-		if err := a.(*actors.Ack).Err; err != nil {
-			return err
-		}
-	}
-	return nil
+	return sets
 }
 
 // joinRows stacks tensors along their first axis; one tensor is returned as is.

@@ -19,7 +19,8 @@ func (e *Engine) wire() error {
 			for _, id := range e.plan.Chain(r, i) {
 				w := e.wiring(r, i)
 				if e.plan.Replicas > 1 && hasParams(e.plan.Slots[id].Layers) {
-					w.Copies = e.pids(e.plan.Copies(id))
+					copies := e.plan.Copies(id)
+					w.Copies, w.CopyNames, w.OwnCopies = e.pids(copies), e.namesOf(copies), e.plan.OwnCopies()
 				}
 				f, err := e.future(e.stages[id], &w, queryTimeout)
 				if err != nil {

@@ -377,7 +377,7 @@ func buildStage(m *wire.Build, threads int, g *actors.Graph) (*actors.Stage, int
 		return nil, 0, err
 	}
 	up := actors.Updater{ClipValue: m.ClipValue, ClipNorm: m.ClipNorm, Threads: threads, Precision: pr}
-	if hasParams(layers) {
+	if hasParams(layers) && m.Replica == 0 { // the other replicas get the owner's weights
 		var spec optim.Spec
 		if err := json.Unmarshal(m.Optimizer, &spec); err != nil {
 			return nil, 0, fmt.Errorf("the optimizer's spec: %v", err)

@@ -115,7 +115,7 @@ func coordinate(t *testing.T, bin, dir, cfg string, args ...string) runResult {
 
 // TestWorkersGiveIdenticalLosses: a coordinator and two `train worker`
 // processes give the step losses, test accuracy and final weights of the same
-// run in one process, bit for bit.
+// run in one process, bit for bit, with two replicas too.
 func TestWorkersGiveIdenticalLosses(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds and runs the binary")
@@ -126,6 +126,7 @@ func TestWorkersGiveIdenticalLosses(t *testing.T) {
 		{"--set", "pipeline.schedule=1f1b", "--set", "pipeline.stages=2", "--set", "pipeline.micro_batches=2"},
 		{"--set", "pipeline.schedule=gpipe", "--set", "pipeline.stages=0", "--set", "pipeline.micro_batches=4"},
 		{"--set", "pipeline.schedule=1f1b", "--set", "pipeline.stages=3", "--set", "pipeline.micro_batches=2", "--set", "model.layers.3.shards=2"}, // the CNN, a convolution sharded
+		{"--set", "pipeline.schedule=1f1b", "--set", "pipeline.stages=2", "--set", "pipeline.micro_batches=2", "--set", "pipeline.replicas=2"},     // a replica a worker
 	} {
 		cfg := baseConfig
 		if k == 2 {

@@ -71,7 +71,7 @@ func candidates(c *config.Config, sample []int) []layout {
 	if p.Schedule == "auto" {
 		scheds = []string{"sequential", "1f1b"}
 	}
-	reps := replicaCounts(p.Replicas, most)
+	reps := replicaCounts(p.Replicas, most, len(p.Hosts))
 	var out []layout
 	for _, s := range scheds {
 		sched, _ := actors.ParseSchedule(s) // validated
@@ -110,13 +110,18 @@ func candidates(c *config.Config, sample []int) []layout {
 }
 
 // replicaCounts lists the replica counts a run may use: the one set, or
-// under "auto" 1 and the powers of two up to the cores and the chunks.
-func replicaCounts(set config.Auto, chunks int) []int {
+// under "auto" 1 and the powers of two up to the cores and the chunks;
+// with hosts, up to the hosts (a replica each) instead of the cores here.
+func replicaCounts(set config.Auto, chunks, hosts int) []int {
 	if !set.IsAuto() {
 		return []int{int(set)}
 	}
+	most := runtime.GOMAXPROCS(0)
+	if hosts > 0 {
+		most = hosts
+	}
 	out := []int{1}
-	for r := 2; r <= min(runtime.GOMAXPROCS(0), chunks); r *= 2 {
+	for r := 2; r <= min(most, chunks); r *= 2 {
 		out = append(out, r)
 	}
 	return out

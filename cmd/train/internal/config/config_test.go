@@ -253,6 +253,7 @@ func TestOverrides(t *testing.T) {
 		{[]string{"pipeline.micro_batches=auto"}, func(c *Config) any { return c.Pipeline.MicroBatches.IsAuto() }, true},
 		{[]string{"pipeline.schedule=auto"}, func(c *Config) any { return c.Pipeline.Schedule }, "auto"},
 		{[]string{"pipeline.stages=3"}, func(c *Config) any { return c.Pipeline.Stages }, 3},
+		{[]string{"pipeline.replicas=2", `pipeline.hosts=["h:1", "h:2"]`}, func(c *Config) any { return c.Pipeline.Replicas }, Auto(2)},
 		{[]string{"data.batch_size=2", "pipeline.micro_batches=2"}, func(c *Config) any { return c.Data.BatchSize }, 2},
 	} {
 		c, err := Parse("mlp.toml", []byte(base), tc.sets)

@@ -322,9 +322,6 @@ func (c *Config) validatePipeline() error {
 	if int(p.Replicas) > c.Data.BatchSize {
 		return errorf("pipeline.replicas = %d exceeds data.batch_size = %d", p.Replicas, c.Data.BatchSize)
 	}
-	if p.Replicas != 1 && len(p.Hosts) > 0 {
-		return errorf("pipeline.replicas = %s: replicas run in one process; with pipeline.hosts it must be 1", p.Replicas)
-	}
 	seen := map[string]int{}
 	for i, h := range p.Hosts {
 		if err := checkHostPort(h); err != nil {
