@@ -60,9 +60,11 @@ func Partition(costs []float64, n int) []int {
 // random inputs of width features, the least of reps runs after one
 // uncounted warm-up, outputs lent by an arena as in a pipeline (fresh
 // allocations would cost an element-wise layer more than its work), with kernels on
-// up to threads goroutines, and leaves the layers as they were (no caches,
-// zero gradients, batch norm's running statistics untouched).
-func MeasureCosts(layers []nn.Layer, features, rows, reps, threads int, dt tensor.DType) ([]float64, error) {
+// up to threads goroutines and the products in precision pr (a bf16 run's
+// products cost less than its element-wise layers), and leaves the layers as
+// they were (no caches, zero gradients, batch norm's running statistics
+// untouched).
+func MeasureCosts(layers []nn.Layer, features, rows, reps, threads int, dt tensor.DType, pr nn.Precision) ([]float64, error) {
 	costs := make([]float64, len(layers))
 	for i := range costs {
 		costs[i] = math.Inf(1)
@@ -88,7 +90,7 @@ func MeasureCosts(layers []nn.Layer, features, rows, reps, threads int, dt tenso
 	arena := &nn.Arena{}
 	for r := range reps + 1 {
 		arena.Reset()
-		p := nn.Pass{Step: 0, Micro: -1 - r, Train: true, Threads: threads, Arena: arena}
+		p := nn.Pass{Step: 0, Micro: -1 - r, Train: true, Threads: threads, Arena: arena, Precision: pr}
 		h := tensor.Zeros(dt, rows, features) // zeros: token ids too, for an embedding
 		outs := make([]*tensor.Tensor, len(layers))
 		times := make([]time.Duration, len(layers))

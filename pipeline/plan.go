@@ -205,7 +205,7 @@ func group(layers []nn.Layer, features int, cfg Config) ([]int, error) {
 	}
 	// one goroutine each: the costs are compared, and each stage of several
 	// gets about one core
-	costs, err := MeasureCosts(layers, features, max(1, cfg.SampleRows), 3, 1, paramDType(layers))
+	costs, err := MeasureCosts(layers, features, max(1, cfg.SampleRows), 3, 1, paramDType(layers), cfg.Precision)
 	if err != nil {
 		return nil, err
 	}
