@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -10,6 +11,7 @@ import (
 	"io"
 	"math"
 	"runtime"
+	"slices"
 	"time"
 
 	"github.com/rs/zerolog"
@@ -550,7 +552,7 @@ func (r *trainRun) restore() error {
 	if err != nil {
 		return badInputf("--resume: %v", err)
 	}
-	if meta.ConfigHash != configHash(r.cfg) {
+	if !sameConfig(r.cfg, meta.ConfigHash) {
 		return badInputf("--resume: %s was written for a different model, data or optimizer than this config", dir)
 	}
 	if err := samePrecision(dir, meta.Precision, precision(r.cfg).String()); err != nil {
@@ -621,11 +623,52 @@ func dataKeys(c *config.Config) []any {
 }
 
 // configHash identifies what a checkpoint's tensors and data position depend on.
-func configHash(c *config.Config) string {
+func configHash(c *config.Config) string { return hashOf(c, c.Model) }
+
+func hashOf(c *config.Config, model any) string {
 	b, _ := json.Marshal(struct {
 		Seed                  uint64
 		Data, Model, Loss, Op any
-	}{c.Seed, dataKeys(c), c.Model, c.Loss, c.Optimizer.Type})
+	}{c.Seed, dataKeys(c), model, c.Loss, c.Optimizer.Type})
 	h := sha256.Sum256(b)
 	return hex.EncodeToString(h[:8])
+}
+
+// legacyTypes are the layer types of checkpoints older than nn.Spec.
+var legacyTypes = []string{"linear", "relu", "leaky_relu", "prelu", "sigmoid", "tanh", "gelu", "softmax", "dropout", "layernorm"}
+
+// legacyConfigHash is configHash as pipetrain wrote it before layers were
+// nn.Specs (state.json without "model"): each layer with the seven keys of
+// the day, their defaults filled in. "" when the model has a later type or
+// the data a later key, which no such checkpoint can have.
+func legacyConfigHash(c *config.Config) string {
+	type layer struct {
+		Type        string  `json:"type"`
+		Units       int     `json:"units"`
+		Init        nn.Init `json:"init"`
+		Shards      int     `json:"shards"`
+		Alpha       float64 `json:"alpha"`
+		P           float64 `json:"p"`
+		Approximate bool    `json:"approximate"`
+	}
+	if len(dataKeys(c)) != 5 {
+		return ""
+	}
+	layers := make([]layer, len(c.Model.Layers))
+	for i, l := range c.Model.Layers {
+		if !slices.Contains(legacyTypes, l.Type) {
+			return ""
+		}
+		layers[i] = layer{Type: l.Type, Units: l.Units, Init: cmp.Or(l.Init, nn.XavierUniform), Shards: max(1, l.Shards),
+			Alpha: cmp.Or(l.Alpha, 0.01), P: cmp.Or(l.P, 0.1), Approximate: l.Approximate}
+	}
+	return hashOf(c, struct {
+		Layers []layer `json:"layers"`
+	}{layers})
+}
+
+// sameConfig reports whether a checkpoint with config hash saved was
+// written for c's model, data and optimizer.
+func sameConfig(c *config.Config, saved string) bool {
+	return saved == configHash(c) || saved == legacyConfigHash(c)
 }
