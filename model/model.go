@@ -146,11 +146,30 @@ type Checkpoint struct {
 	Step  int    // the optimizer steps its weights had taken
 	Epoch int    // the epoch of the next batch, from 0, as state.json says
 	Batch int    // the index of the next batch within Epoch
+	// ConfigHash identifies the config the run had (its model, data and
+	// optimizer), as the trainer computes it.
+	ConfigHash string
 }
+
+// ErrNoDescription is Load's error for a checkpoint older than model
+// descriptions (format 1): LoadAs reads one with a description made anew.
+var ErrNoDescription = errors.New("holds no model description")
 
 // Load reads the model of a checkpoint directory (a step-… folder), or of
 // the newest checkpoint under a checkpoint_dir.
-func Load(dir string) (*Model, error) {
+func Load(dir string) (*Model, error) { return load(dir, nil, nil) }
+
+// LoadAs is Load for a checkpoint that may predate model descriptions:
+// one that holds none is read as the model describe returns, which should
+// be what the run that wrote it would have recorded (its config's layers
+// and seed, its data's sample shape, classes and input). vet, if not nil,
+// sees the checkpoint's record first (its config hash, say): its error
+// stops the load before describe runs.
+func LoadAs(dir string, describe func() (Description, error), vet func(Checkpoint) error) (*Model, error) {
+	return load(dir, describe, vet)
+}
+
+func load(dir string, describe func() (Description, error), vet func(Checkpoint) error) (*Model, error) {
 	step, err := resolve(dir)
 	if err != nil {
 		return nil, err
@@ -159,18 +178,30 @@ func Load(dir string) (*Model, error) {
 	if err != nil {
 		return nil, fmt.Errorf("model: %w", err)
 	}
-	if len(meta.Model) == 0 {
-		return nil, fmt.Errorf("model: %s holds no model description: it was written by a pipetrain older than format %d; train again to get one", step, Format)
+	ck := Checkpoint{Dir: step, Step: meta.Step, Epoch: meta.Epoch, Batch: meta.Batch, ConfigHash: meta.ConfigHash}
+	if vet != nil {
+		if err := vet(ck); err != nil {
+			return nil, err
+		}
 	}
 	var d Description
-	if err := json.Unmarshal(meta.Model, &d); err != nil {
-		return nil, fmt.Errorf("model: %s: the model description: %v", step, err)
+	switch {
+	case len(meta.Model) > 0:
+		if err := json.Unmarshal(meta.Model, &d); err != nil {
+			return nil, fmt.Errorf("model: %s: the model description: %v", step, err)
+		}
+	case describe != nil:
+		if d, err = describe(); err != nil {
+			return nil, err
+		}
+	default:
+		return nil, fmt.Errorf("model: %s %w: it was written by a pipetrain older than format %d", step, ErrNoDescription, Format)
 	}
 	m, err := New(d, weights)
 	if err != nil {
 		return nil, fmt.Errorf("%w (in %s)", err, step)
 	}
-	m.Checkpoint = Checkpoint{Dir: step, Step: meta.Step, Epoch: meta.Epoch, Batch: meta.Batch}
+	m.Checkpoint = ck
 	return m, nil
 }
 

@@ -2,6 +2,7 @@ package main
 
 import (
 	"bufio"
+	"encoding/json"
 	"math"
 	"os"
 	"path/filepath"
@@ -10,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/pipetrain/pipetrain/cmd/train/internal/config"
+	"github.com/pipetrain/pipetrain/model"
 )
 
 // copyTree copies the files of src into dst, folders included.
@@ -107,4 +109,49 @@ func TestLegacyConfigHash(t *testing.T) {
 			t.Errorf("%s: legacyConfigHash = %q, want %q", c.file, got, c.want)
 		}
 	}
+}
+
+// TestEvalOldCheckpoint: train eval --config evaluates a checkpoint that
+// records neither its model nor its data (testdata/checkpoint-v0) as the
+// same run's checkpoint written today evaluates, to the bit; without
+// --config, or with another model's config, it is refused naming why.
+func TestEvalOldCheckpoint(t *testing.T) {
+	src := filepath.Join("testdata", "checkpoint-v0")
+	cfgPath := filepath.Join(src, "run.toml")
+	cfg, err := os.ReadFile(cfgPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	logs := "log.dir=" + filepath.Join(dir, "eval-logs")
+	if r := runCmd(t, dir, string(cfg), "--set", "train.max_steps=20"); r.code != 0 {
+		t.Fatalf("training: exit %d:\n%s", r.code, r.stderr)
+	}
+	today := runSub("eval", "--checkpoint", filepath.Join(dir, "checkpoints"), "--set", logs)
+	old := runSub("eval", "--checkpoint", filepath.Join(src, "step-00000020"), "--config", cfgPath, "--set", logs)
+	if today.code != 0 || old.code != 0 {
+		t.Fatalf("eval: exit %d and %d:\n%s\n%s", today.code, old.code, today.stderr, old.stderr)
+	}
+	// a checkpoint that describes its model but not its data
+	noData := rewriteCheckpoint(t, filepath.Join(dir, "checkpoints"), func(d *model.Description) { d.Data = nil })
+	v1 := runSub("eval", "--checkpoint", noData, "--config", cfgPath, "--set", logs)
+	var a evalResult
+	if err := json.Unmarshal([]byte(today.stdout), &a); err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range []subResult{old, v1} {
+		var b evalResult
+		if err := json.Unmarshal([]byte(r.stdout), &b); err != nil {
+			t.Fatalf("%v:\n%s", err, r.stderr)
+		}
+		if math.Float64bits(a.Loss) != math.Float64bits(b.Loss) || *a.Accuracy != *b.Accuracy || a.Rows != b.Rows || b.Step != 20 {
+			t.Errorf("older checkpoint: %+v, today's: %+v", b, a)
+		}
+	}
+	checkBadInput(t, runSub("eval", "--checkpoint", filepath.Join(src, "step-00000020"), "--set", logs), "give the config it was trained with as --config")
+	other := filepath.Join(dir, "other.toml")
+	if err := os.WriteFile(other, []byte(strings.Replace(string(cfg), "units = 32", "units = 33", 1)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	checkBadInput(t, runSub("eval", "--checkpoint", filepath.Join(src, "step-00000020"), "--config", other, "--set", logs), "different model, data or optimizer")
 }

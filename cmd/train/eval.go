@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -14,7 +15,7 @@ import (
 	"github.com/pipetrain/pipetrain/model"
 )
 
-const evalUsage = "usage: train eval --checkpoint DIR [--set KEY=VALUE]... [--log-format auto|json|console]"
+const evalUsage = "usage: train eval --checkpoint DIR [--config FILE] [--set KEY=VALUE]... [--log-format auto|json|console]"
 
 // evalResult is the line eval prints.
 type evalResult struct {
@@ -31,9 +32,12 @@ type evalResult struct {
 // runEval evaluates a checkpoint's model on the test split of the data it
 // was trained on, loaded as its run loaded it (--set data.… may change
 // that), prints the result as one JSON line and logs it as an eval event.
+// With --config, the model and data are the config's, for a checkpoint
+// that does not record them (an older pipetrain wrote it).
 func runEval(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("eval", flag.ContinueOnError)
 	dir := fs.String("checkpoint", "", "a checkpoint folder (step-…), or a checkpoint_dir: its newest")
+	cfgPath := fs.String("config", "", "the config the checkpoint was trained with, for one that does not record its model or data")
 	var sets setFlags
 	fs.Var(&sets, "set", "override seed, a data.* key or log.dir: KEY=VALUE (repeatable)")
 	logFormat := fs.String("log-format", "auto", "stderr log format: auto, json or console")
@@ -46,22 +50,35 @@ func runEval(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	if err := checkLogFormat(*logFormat); err != nil {
 		return err
 	}
-	m, err := loadModel(*dir)
-	if err != nil {
-		return err
-	}
-	if m.Data == nil {
-		return badInputf("eval: %s does not record the data set it was trained on (an older pipetrain wrote it): train again", m.Checkpoint.Dir)
-	}
-	c, err := dataConfig(m.Data, sets)
-	if err != nil {
+	var m *model.Model
+	var trained, c *config.Config
+	var err error
+	if *cfgPath == "" {
+		if m, err = loadModel(*dir); errors.Is(err, model.ErrNoDescription) {
+			return badInputf("%v: give the config it was trained with as --config", err)
+		} else if err != nil {
+			return err
+		}
+		if m.Data == nil {
+			return badInputf("eval: %s does not record the data set it was trained on (an older pipetrain wrote it): give the config it was trained with as --config", m.Checkpoint.Dir)
+		}
+		if c, err = dataConfig(m.Data, sets); err != nil {
+			return err
+		}
+	} else if trained, c, err = trainedConfig(*cfgPath, sets); err != nil {
 		return err
 	}
 	log, err := openRunLog(c.Log.Dir, *logFormat, stderr)
 	if err != nil {
 		return err
 	}
-	res, err := evaluateModel(ctx, m, c, log)
+	if m == nil {
+		m, err = loadTrained(ctx, *dir, trained, c, log)
+	}
+	var res *evalResult
+	if err == nil {
+		res, err = evaluateModel(ctx, m, c, log)
+	}
 	if cerr := log.Close(); err == nil {
 		err = cerr
 	}
@@ -76,12 +93,54 @@ func runEval(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	return err
 }
 
+// trainedConfig loads eval's --config: as the run was trained with it, and
+// with the --set overrides of the data applied.
+func trainedConfig(path string, sets []string) (trained, c *config.Config, err error) {
+	if trained, err = config.Load(path, nil); err != nil {
+		return nil, nil, badInput(err)
+	}
+	if c, err = config.Load(path, nil); err != nil {
+		return nil, nil, badInput(err)
+	}
+	if err := c.SetData(sets); err != nil {
+		return nil, nil, badInput(err)
+	}
+	return trained, c, nil
+}
+
+// loadTrained loads the model of checkpoint dir, trained with the config
+// trained (eval's --config, c with its overrides): its own description if
+// it holds one, else one made from c and its data as the run made it. A
+// checkpoint of another config is refused.
+func loadTrained(ctx context.Context, dir string, trained, c *config.Config, log *runLog) (*model.Model, error) {
+	vet := func(ck model.Checkpoint) error {
+		if !sameConfig(trained, ck.ConfigHash) {
+			return badInputf("eval: %s was written for a different model, data or optimizer than the --config", ck.Dir)
+		}
+		return nil
+	}
+	describe := func() (model.Description, error) {
+		r := &trainRun{cfg: c, log: log}
+		train, _, _, in, err := r.load(ctx)
+		if err != nil {
+			return model.Description{}, err
+		}
+		return r.describe(train, in), nil
+	}
+	m, err := model.LoadAs(dir, describe, vet)
+	var exit *exitError
+	if err != nil && !errors.As(err, &exit) {
+		return nil, badInputf("--checkpoint %s: %v", dir, err)
+	}
+	return m, err
+}
+
 // loadModel loads the model of --checkpoint dir; any failure is the
 // command line's (exit 2).
 func loadModel(dir string) (*model.Model, error) {
 	m, err := model.Load(dir)
 	if err != nil {
-		return nil, badInputf("--checkpoint %s: %v", dir, err)
+		return nil, badInputf("--checkpoint %s: %w", dir, err)
 	}
 	return m, nil
 }

@@ -3,7 +3,7 @@
 //
 //	train --config FILE [--set KEY=VALUE]... [--resume] [--token-file FILE] [--tls-cert FILE --tls-key FILE --tls-ca FILE] [--log-format auto|json|console]
 //	train worker --listen HOST:PORT [--token-file FILE] [--tls-cert FILE --tls-key FILE --tls-ca FILE] [--advertise HOST:PORT] [--log-dir DIR] [--metrics HOST:PORT]
-//	train eval --checkpoint DIR [--set KEY=VALUE]... [--log-format auto|json|console]
+//	train eval --checkpoint DIR [--config FILE] [--set KEY=VALUE]... [--log-format auto|json|console]
 //	train predict --checkpoint DIR --input FILE [--output FILE]
 //	train export --checkpoint DIR --onnx FILE
 //

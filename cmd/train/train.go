@@ -187,6 +187,21 @@ type batchSource interface {
 	BatchInto(epoch, i int, x []float32, labels []int, targets []float32) (rows int)
 }
 
+// describe is the description of the run's model, trained on train whose
+// raw values became features as in says.
+func (r *trainRun) describe(train *dataset.Set, in model.Input) model.Description {
+	c := r.cfg
+	d := model.Description{Format: model.Format, Layers: modelSpecs(c), Sample: train.SampleShape(), Seed: c.Seed,
+		Loss: nn.Loss(c.Loss.Type), Input: in, Data: dataRecord(c)}
+	if !isRegression(c, train) {
+		d.Classes = train.Classes
+	}
+	if r.text != nil {
+		d.Vocab = r.text.vocab.Kind()
+	}
+	return d
+}
+
 func (r *trainRun) setup(ctx context.Context, resume bool) error {
 	c := r.cfg
 	train, val, test, input, err := r.load(ctx)
@@ -202,14 +217,7 @@ func (r *trainRun) setup(ctx context.Context, resume bool) error {
 		return badInput(err)
 	}
 	r.sample = train.SampleShape()
-	r.desc = model.Description{Format: model.Format, Layers: modelSpecs(c), Sample: r.sample, Seed: c.Seed,
-		Loss: nn.Loss(c.Loss.Type), Input: input, Data: dataRecord(c)}
-	if !r.regression {
-		r.desc.Classes = train.Classes
-	}
-	if r.text != nil {
-		r.desc.Vocab = r.text.vocab.Kind()
-	}
+	r.desc = r.describe(train, input)
 	if r.shapes, err = nn.OutShapes(modelSpecs(c), r.sample); err != nil {
 		return badInputf("model.layers: %v", err)
 	}
