@@ -56,14 +56,20 @@ func engineOn(tb testing.TB, m pipeline.Model, sched actors.Schedule, micro, sta
 	if err != nil {
 		tb.Fatal(err)
 	}
+	return eng, stepper(tb, eng, 128, 784)
+}
+
+// stepper returns a function that runs the next training step of eng on
+// rows random samples of features values and random labels of 10 classes.
+func stepper(tb testing.TB, eng *pipeline.Engine, rows, features int) func() {
 	rng := rand.New(rand.NewPCG(2, 2))
-	x := tensor.RandUniform(rng, tensor.Float32, 0, 1, 128, 784)
-	labels := make([]int, 128)
+	x := tensor.RandUniform(rng, tensor.Float32, 0, 1, rows, features)
+	labels := make([]int, rows)
 	for i := range labels {
 		labels[i] = rng.IntN(10)
 	}
 	step := 0
-	return eng, func() {
+	return func() {
 		step++
 		if _, err := eng.Step(step, 0.01, x, nn.Target{Labels: labels}); err != nil {
 			tb.Fatal(err)
@@ -84,6 +90,27 @@ func BenchmarkTrainStep(b *testing.B) {
 			eng, step := mnistEngine(b, c.sched, c.micro, c.stages)
 			defer eng.Close()
 			b.ReportAllocs()
+			for b.Loop() {
+				step()
+			}
+			b.ReportMetric(128*float64(b.N)/b.Elapsed().Seconds(), "samples/s")
+		})
+	}
+}
+
+// BenchmarkReplicaStep times a step of the MNIST MLP at batch 128 under
+// sequential, one stage a replica, with 1 and 2 replicas:
+// go test -run '^$' -bench ReplicaStep -benchtime 300x ./pipeline/
+func BenchmarkReplicaStep(b *testing.B) {
+	for _, r := range []int{1, 2} {
+		b.Run(fmt.Sprintf("replicas=%d", r), func(b *testing.B) {
+			eng, err := pipeline.New(mnistMLP(), pipeline.Config{Schedule: actors.Sequential, MicroBatches: 1, Stages: 1, Replicas: r,
+				Loss: nn.CrossEntropy, Optimizer: optim.Spec{Kind: "sgd", Momentum: 0.9}})
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer eng.Close()
+			step := stepper(b, eng, 128, 784)
 			for b.Loop() {
 				step()
 			}

@@ -2,14 +2,12 @@ package pipeline_test
 
 import (
 	"fmt"
-	"math/rand/v2"
 	"testing"
 
 	"github.com/pipetrain/pipetrain/actors"
 	"github.com/pipetrain/pipetrain/nn"
 	"github.com/pipetrain/pipetrain/optim"
 	"github.com/pipetrain/pipetrain/pipeline"
-	"github.com/pipetrain/pipetrain/tensor"
 )
 
 // deepMLP is 784-1024-1024-1024-10 with ReLU, the model of bench/scaling.
@@ -32,18 +30,9 @@ func BenchmarkDeep(b *testing.B) {
 				b.Fatal(err)
 			}
 			defer eng.Close()
-			rng := rand.New(rand.NewPCG(2, 2))
-			x := tensor.RandUniform(rng, tensor.Float32, 0, 1, 256, 784)
-			labels := make([]int, 256)
-			for i := range labels {
-				labels[i] = rng.IntN(10)
-			}
-			step := 0
+			step := stepper(b, eng, 256, 784)
 			for b.Loop() {
-				step++
-				if _, err := eng.Step(step, 0.01, x, nn.Target{Labels: labels}); err != nil {
-					b.Fatal(err)
-				}
+				step()
 			}
 			b.ReportMetric(float64(256*b.N)/b.Elapsed().Seconds(), "samples/s")
 		})
