@@ -128,3 +128,23 @@ func BenchmarkTrainingShapes(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkSmallK times a 128×256 output at small k in fp32 and bf16, one
+// thread: below a tile instruction's 32 steps the bf16 time is the call's
+// fixed part. GOMAXPROCS=1 go test -run '^$' -bench SmallK ./internal/gemm/
+func BenchmarkSmallK(b *testing.B) {
+	for _, k := range []int{2, 10, 32, 64} {
+		for _, prec := range []string{"fp32", "bf16"} {
+			b.Run(fmt.Sprintf("k=%d/%s", k, prec), func(b *testing.B) {
+				o := newOperands(rand.New(rand.NewPCG(1, 2)), false, false, 128, 256, k, 0)
+				f := Threads.Sgemm
+				if prec == "bf16" {
+					f = Threads.SgemmBF16
+				}
+				for b.Loop() {
+					f(1, false, false, 128, 256, k, 1, o.a, o.lda, o.b, o.ldb, 0, o.c, o.ldc)
+				}
+			})
+		}
+	}
+}
