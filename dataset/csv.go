@@ -2,6 +2,7 @@ package dataset
 
 import (
 	"bytes"
+	"cmp"
 	"encoding/csv"
 	"errors"
 	"fmt"
@@ -36,8 +37,12 @@ func LoadCSV(path string, labelColumn int) (*Set, error) {
 	if err != nil {
 		return nil, fmt.Errorf("dataset: %w", err)
 	}
-	name := strings.TrimSuffix(filepath.Base(path), filepath.Ext(path))
-	return parseCSV(path, name, data, labelColumn)
+	return parseCSV(path, fileSetName(path), data, labelColumn)
+}
+
+// fileSetName names a set loaded from path: its file name less the extension.
+func fileSetName(path string) string {
+	return strings.TrimSuffix(filepath.Base(path), filepath.Ext(path))
 }
 
 // parseCSV parses data as LoadCSV describes; file names the data in errors.
@@ -214,8 +219,7 @@ func LoadInputs(path string, features, labelColumn int) (*Set, error) {
 	if len(x) == 0 {
 		return nil, fmt.Errorf("dataset: %s: no data rows", path)
 	}
-	name := strings.TrimSuffix(filepath.Base(path), filepath.Ext(path))
-	return &Set{Name: name, X: tensor.Wrap32(x, len(x)/features, features), Features: features}, nil
+	return &Set{Name: fileSetName(path), X: tensor.Wrap32(x, len(x)/features, features), Features: features}, nil
 }
 
 // parseNumber parses a feature field as a finite float32.
@@ -258,14 +262,11 @@ func encodeLabels(raw []string) (labels []int, classes []string, targets *tensor
 		}
 		nums[i] = v
 	}
-	labels = make([]int, len(raw))
 	if numeric {
-		distinct := slices.Clone(nums)
-		slices.Sort(distinct)
-		distinct = slices.Compact(distinct)
+		var distinct []float64
+		distinct, labels = encode(nums)
 		t := make([]float32, len(nums))
 		for i, v := range nums {
-			labels[i], _ = slices.BinarySearch(distinct, v)
 			t[i] = float32(v)
 		}
 		classes = make([]string, len(distinct))
@@ -274,13 +275,21 @@ func encodeLabels(raw []string) (labels []int, classes []string, targets *tensor
 		}
 		return labels, classes, tensor.Wrap32(t, len(t), 1)
 	}
-	classes = slices.Clone(raw)
-	slices.Sort(classes)
-	classes = slices.Compact(classes)
-	for i, s := range raw {
-		labels[i], _ = slices.BinarySearch(classes, s)
-	}
+	classes, labels = encode(raw)
 	return labels, classes, nil
+}
+
+// encode returns the distinct values of xs in sorted order and the index
+// of each x among them.
+func encode[T cmp.Ordered](xs []T) (distinct []T, codes []int) {
+	distinct = slices.Clone(xs)
+	slices.Sort(distinct)
+	distinct = slices.Compact(distinct)
+	codes = make([]int, len(xs))
+	for i, x := range xs {
+		codes[i], _ = slices.BinarySearch(distinct, x)
+	}
+	return distinct, codes
 }
 
 // sniffDelimiter returns whichever of ',', ';' and '\t' occurs most often outside quotes
