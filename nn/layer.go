@@ -3,6 +3,7 @@ package nn
 import (
 	"fmt"
 
+	"github.com/pipetrain/pipetrain/internal/gemm"
 	"github.com/pipetrain/pipetrain/tensor"
 )
 
@@ -61,6 +62,12 @@ func ParsePrecision(s string) (Precision, error) {
 	}
 	return FP32, fmt.Errorf("nn: precision %q is not fp32 or bf16", s)
 }
+
+// BF16Arithmetic names the kind of CPU arithmetic BF16's products take
+// here: "amx" on CPUs with AMX, else "avx512bf16" (VDPBF16PS's steps, in
+// assembly or in Go). The two kinds round differently, so a run records
+// its kind and its hosts must share it.
+func BF16Arithmetic() string { return gemm.BF16Arithmetic() }
 
 // Param is a parameter and its accumulated gradient, of the same dtype and
 // shape: the type optimizers update (optim.Param is the same).

@@ -16,7 +16,6 @@ import (
 
 	"github.com/pipetrain/pipetrain/actors"
 	"github.com/pipetrain/pipetrain/actors/wire"
-	"github.com/pipetrain/pipetrain/internal/gemm"
 	"github.com/pipetrain/pipetrain/nn"
 	"github.com/pipetrain/pipetrain/optim"
 	"github.com/pipetrain/pipetrain/tensor"
@@ -377,7 +376,7 @@ func buildStage(m *wire.Build, threads int, g *actors.Graph) (*actors.Stage, int
 	if err != nil {
 		return nil, 0, err
 	}
-	if here := gemm.BF16Arithmetic(); pr == nn.BF16 && m.Bf16Arithmetic != "" && m.Bf16Arithmetic != here {
+	if here := nn.BF16Arithmetic(); pr == nn.BF16 && m.Bf16Arithmetic != "" && m.Bf16Arithmetic != here {
 		return nil, 0, fmt.Errorf("bf16 products take %s's steps on this CPU and %s's on the coordinator's: their bits differ, so bf16 runs need hosts of one kind (or train.precision = \"fp32\")", here, m.Bf16Arithmetic)
 	}
 	up := actors.Updater{ClipValue: m.ClipValue, ClipNorm: m.ClipNorm, Threads: threads, Precision: pr}

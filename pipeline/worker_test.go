@@ -7,7 +7,6 @@ import (
 
 	"github.com/pipetrain/pipetrain/actors"
 	"github.com/pipetrain/pipetrain/actors/wire"
-	"github.com/pipetrain/pipetrain/internal/gemm"
 	"github.com/pipetrain/pipetrain/nn"
 )
 
@@ -19,7 +18,7 @@ func TestBuildStageBF16Arithmetic(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	here := gemm.BF16Arithmetic()
+	here := nn.BF16Arithmetic()
 	other := map[string]string{"amx": "avx512bf16", "avx512bf16": "amx"}[here]
 	for _, c := range []struct {
 		precision, arithmetic string

@@ -16,7 +16,7 @@ import (
 
 	"github.com/pipetrain/pipetrain/cmd/train/internal/config"
 	"github.com/pipetrain/pipetrain/internal/checkpoint"
-	"github.com/pipetrain/pipetrain/internal/gemm"
+	"github.com/pipetrain/pipetrain/nn"
 )
 
 // baseConfig is a small digits model that trains in well under a second.
@@ -313,7 +313,7 @@ func TestResumeOtherBF16Arithmetic(t *testing.T) {
 	if first.code != 0 {
 		t.Fatalf("exit %d:\n%s", first.code, first.stderr)
 	}
-	here := gemm.BF16Arithmetic()
+	here := nn.BF16Arithmetic()
 	if start := eventsNamed(first.events, "run_start"); len(start) != 1 || start[0]["bf16_arithmetic"] != here {
 		t.Errorf("run_start: bf16_arithmetic not %q: %v", here, start)
 	}

@@ -19,7 +19,6 @@ import (
 	"github.com/pipetrain/pipetrain/cmd/train/internal/config"
 	"github.com/pipetrain/pipetrain/dataset"
 	"github.com/pipetrain/pipetrain/internal/checkpoint"
-	"github.com/pipetrain/pipetrain/internal/gemm"
 	"github.com/pipetrain/pipetrain/model"
 	"github.com/pipetrain/pipetrain/nn"
 	"github.com/pipetrain/pipetrain/optim"
@@ -601,7 +600,7 @@ func bf16Arithmetic(c *config.Config) string {
 	if precision(c) != nn.BF16 {
 		return ""
 	}
-	return gemm.BF16Arithmetic()
+	return nn.BF16Arithmetic()
 }
 
 // samePrecision refuses to resume a run in another precision than it was
