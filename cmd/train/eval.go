@@ -99,13 +99,11 @@ func trainedConfig(path string, sets []string) (trained, c *config.Config, err e
 	if trained, err = config.Load(path, nil); err != nil {
 		return nil, nil, badInput(err)
 	}
-	if c, err = config.Load(path, nil); err != nil {
+	copied := *trained // the overrides change seed, [data] and log.dir: values, not shared slices
+	if err := copied.SetData(sets); err != nil {
 		return nil, nil, badInput(err)
 	}
-	if err := c.SetData(sets); err != nil {
-		return nil, nil, badInput(err)
-	}
-	return trained, c, nil
+	return trained, &copied, nil
 }
 
 // loadTrained loads the model of checkpoint dir, trained with the config
