@@ -148,7 +148,7 @@ func TestEvalOldCheckpoint(t *testing.T) {
 			t.Errorf("older checkpoint: %+v, today's: %+v", b, a)
 		}
 	}
-	checkBadInput(t, runSub("eval", "--checkpoint", filepath.Join(src, "step-00000020"), "--set", logs), "give the config it was trained with as --config")
+	checkBadInput(t, runSub("eval", "--checkpoint", filepath.Join(src, "step-00000020"), "--set", logs), "train eval --config FILE evaluates it")
 	other := filepath.Join(dir, "other.toml")
 	if err := os.WriteFile(other, []byte(strings.Replace(string(cfg), "units = 32", "units = 33", 1)), 0o644); err != nil {
 		t.Fatal(err)

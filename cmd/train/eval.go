@@ -54,9 +54,7 @@ func runEval(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	var trained, c *config.Config
 	var err error
 	if *cfgPath == "" {
-		if m, err = loadModel(*dir); errors.Is(err, model.ErrNoDescription) {
-			return badInputf("%v: give the config it was trained with as --config", err)
-		} else if err != nil {
+		if m, err = loadModel(*dir); err != nil {
 			return err
 		}
 		if m.Data == nil {
@@ -137,6 +135,9 @@ func loadTrained(ctx context.Context, dir string, trained, c *config.Config, log
 // command line's (exit 2).
 func loadModel(dir string) (*model.Model, error) {
 	m, err := model.Load(dir)
+	if errors.Is(err, model.ErrNoDescription) {
+		return nil, badInputf("--checkpoint %s: %w (train eval --config FILE evaluates it with the config it was trained with; train --config FILE --resume goes on from it)", dir, err)
+	}
 	if err != nil {
 		return nil, badInputf("--checkpoint %s: %w", dir, err)
 	}

@@ -3,9 +3,8 @@ package main
 import (
 	"context"
 	"flag"
+	"fmt"
 	"io"
-
-	"github.com/pipetrain/pipetrain/model"
 )
 
 const exportUsage = "usage: train export --checkpoint DIR --onnx FILE"
@@ -26,9 +25,9 @@ func runExport(_ context.Context, args []string, _, _ io.Writer) error {
 	case *file == "":
 		return badInputf("export: --onnx FILE is required (%s)", exportUsage)
 	}
-	m, err := model.Load(*dir)
+	m, err := loadModel(*dir)
 	if err != nil {
-		return badInputf("export: --checkpoint %s: %v", *dir, err)
+		return fmt.Errorf("export: %w", err)
 	}
 	if err := writeFileAtomic(*file, m.ExportONNX); err != nil {
 		return badInputf("export: --onnx %s: %v", *file, err)
