@@ -22,9 +22,10 @@ import (
 // mailbox, so a ready backward always goes before a new forward.
 type Stage struct {
 	base
-	layers []nn.Layer
-	needDX bool // the first layer's input gradient is wanted (false on the first position)
-	shard  int  // its index within its position
+	layers []nn.Layer // in the order they run (nn.RunOrder)
+	ids    []int      // per entry of layers, its index in the model
+	needDX bool       // the first layer's input gradient is wanted (false on the first position)
+	shard  int        // its index within its position
 
 	w Wire
 
@@ -166,9 +167,22 @@ func NewStage(id int, name string, g *Graph, layers []nn.Layer, first, shard int
 		sb, _ := l.(nn.SplitBackward)
 		s.split = append(s.split, sb)
 	}
+	// run the layers in the order that gives the same bits fastest;
+	// parameters, buffers and Stats keep the model's
+	order := nn.RunOrder(layers)
+	s.layers, s.ids, s.split = permute(layers, order), permute(s.layerIDs, order), permute(s.split, order)
 	s.norm.Sums = make([]float64, len(s.ps))
 	s.weights = 1
 	return s
+}
+
+// permute returns xs in order.
+func permute[T any](xs []T, order []int) []T {
+	out := make([]T, len(order))
+	for i, j := range order {
+		out[i] = xs[j]
+	}
+	return out
 }
 
 // HasParams reports whether the stage owns parameters (and so takes part in updates).
@@ -309,7 +323,7 @@ func (s *Stage) forward(ctx actor.Context, f *Forward) {
 		defer func() { s.outs = outs[:0]; clear(outs) }() // keep no tensor past the pass
 		if !h.IsFinite() {
 			i := firstNonFinite(outs)
-			return &nn.NonFiniteError{Layer: s.layerIDs[i], Kind: s.layers[i].Kind(), Step: f.Step, Where: "forward"}
+			return &nn.NonFiniteError{Layer: s.ids[i], Kind: s.layers[i].Kind(), Step: f.Step, Where: "forward"}
 		}
 		y = h
 		return nil
@@ -372,7 +386,7 @@ func (s *Stage) where(kind SpanKind, step, micro int) string {
 		pass = "backward"
 	}
 	i := min(max(s.current, 0), len(s.layers)-1)
-	return fmt.Sprintf("layer %d (%s) %s at step %d, micro-batch %d", s.layerIDs[i], s.layers[i].Kind(), pass, step, micro)
+	return fmt.Sprintf("layer %d (%s) %s at step %d, micro-batch %d", s.ids[i], s.layers[i].Kind(), pass, step, micro)
 }
 
 // gatherBackward sums the partial gradients of a micro-batch in part order and
@@ -442,7 +456,7 @@ func (s *Stage) backward(ctx actor.Context, step, micro int, dy *tensor.Tensor) 
 		defer func() { s.outs = outs[:0]; clear(outs) }()
 		if len(outs) > 0 && !outs[len(outs)-1].IsFinite() {
 			i := len(s.layers) - 1 - firstNonFinite(outs)
-			return &nn.NonFiniteError{Layer: s.layerIDs[i], Kind: s.layers[i].Kind(), Step: step, Where: "backward"}
+			return &nn.NonFiniteError{Layer: s.ids[i], Kind: s.layers[i].Kind(), Step: step, Where: "backward"}
 		}
 		dx = g
 		return nil

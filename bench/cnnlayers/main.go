@@ -1,9 +1,10 @@
 // Command cnnlayers times the forward and backward of each layer of the
 // issue's MNIST CNN (configs/cnn.toml) on one mini-batch, and sums the
-// times by layer type: where a CNN step goes. Each figure is the median of
+// times by layer type: where a CNN step goes. The layers run in the order a
+// stage actor runs them (nn.RunOrder). Each figure is the median of
 // -reps passes after a warm-up.
 //
-//	go run ./bench/cnnlayers [-batch 128] [-threads 1] [-reps 15] [-cpuprofile F]
+//	go run ./bench/cnnlayers [-batch 128] [-threads 1] [-reps 15] [-precision fp32|bf16] [-cpuprofile F]
 package main
 
 import (
@@ -34,7 +35,12 @@ func main() {
 	reps := flag.Int("reps", 15, "timed passes")
 	bn := flag.Bool("batchnorm", false, "add batch norm after each convolution")
 	profile := flag.String("cpuprofile", "", "write a CPU profile of the timed passes")
+	precision := flag.String("precision", "fp32", "precision of the GEMM products: fp32 or bf16")
 	flag.Parse()
+	pr, err := nn.ParsePrecision(*precision)
+	if err != nil {
+		log.Fatal(err)
+	}
 	specs := model
 	if *bn {
 		specs = slices.Insert(slices.Clone(model), 4, nn.Spec{Type: "batchnorm"})
@@ -47,22 +53,24 @@ func main() {
 	x := tensor.RandUniform(rand.New(rand.NewPCG(1, 2)), tensor.Float32, 0, 1, *batch, 784)
 	fwd := make([][]time.Duration, len(layers))
 	bwd := make([][]time.Duration, len(layers))
-	var arena nn.Arena // as a stage's: outputs reused step after step
+	var arena nn.Arena           // as a stage's: outputs reused step after step
+	order := nn.RunOrder(layers) // as a stage actor runs them
 	pass := func(step int, record bool) {
 		arena.Reset()
-		p := nn.Pass{Step: step, Train: true, Threads: *threads, Arena: &arena}
+		p := nn.Pass{Step: step, Train: true, Threads: *threads, Arena: &arena, Precision: pr}
 		h := x
-		for i, l := range layers {
+		for _, i := range order {
 			start := time.Now()
-			h = l.Forward(p, h)
+			h = layers[i].Forward(p, h)
 			if record {
 				fwd[i] = append(fwd[i], time.Since(start))
 			}
 		}
 		g := tensor.Full(tensor.Float32, 1e-3, h.Shape()...)
-		for i := len(layers) - 1; i >= 0; i-- {
+		for j := len(order) - 1; j >= 0; j-- {
+			i := order[j]
 			start := time.Now()
-			g = layers[i].Backward(p, g, i > 0)
+			g = layers[i].Backward(p, g, j > 0)
 			if record {
 				bwd[i] = append(bwd[i], time.Since(start))
 			}
@@ -87,7 +95,7 @@ func main() {
 	for s := range *reps {
 		pass(s+4, true)
 	}
-	fmt.Printf("batch %d, %d thread(s), medians of %d passes, ms\n\n", *batch, *threads, *reps)
+	fmt.Printf("batch %d, %d thread(s), %s, medians of %d passes, ms\n\n", *batch, *threads, pr, *reps)
 	report(layers, fwd, bwd, *batch)
 }
 
