@@ -105,6 +105,7 @@ type convWork[T float] struct {
 	cols []T       // one im2col matrix of a group of samples per part of a parallel loop
 	tmp  []T       // per part, a group's outputs (forward) or output gradients (backward) side by side
 	gwN  []T       // one weight gradient per sample of a group
+	gbN  []float64 // one bias gradient per sample of a group, its rows' sums
 	gw   []T       // the samples' weight gradients summed, before adding
 	gb   []float64 // the bias gradient, summed in float64
 	fwd  convForward[T]
@@ -328,25 +329,22 @@ func data64(t *tensor.Tensor) []float64 {
 // sums of gw and gb are then written into them, or added (add).
 func conv2dBackward[T float](pl *convPlan, work *convWork[T], bf16 bool, gx, gw, gb, grad, x, w []T, add bool) {
 	on, fk := pl.f*pl.p, pl.f*pl.k
+	var sums []float64 // the bias gradient: each sample's row sums, added in sample order
 	if gb != nil {
-		sums := grow(work.gb, pl.f)
+		sums = grow(work.gb, pl.f)
 		work.gb = sums
 		clear(sums)
+		defer writeBias(gb, sums, add)
+	}
+	if gw == nil && gx == nil || pl.n == 0 || fk == 0 {
 		for i := range pl.n {
-			rowSums(sums, grad[i*on:(i+1)*on], pl.p)
-		}
-		for f, s := range sums {
-			if add {
-				gb[f] += T(s)
-			} else {
-				gb[f] = T(s)
+			if gb != nil {
+				rowSums(sums, grad[i*on:(i+1)*on], pl.p)
 			}
 		}
-	}
-	if gw == nil && gx == nil {
-		return
-	}
-	if pl.n == 0 || fk == 0 {
+		if gw == nil && gx == nil {
+			return
+		}
 		clear(gx) // no filters: no gradient reaches x
 		for j := range gw {
 			if add {
@@ -375,20 +373,31 @@ func conv2dBackward[T float](pl *convPlan, work *convWork[T], bf16 bool, gx, gw,
 	if gw != nil {
 		work.gwN = grow(work.gwN, group*fk)
 	}
+	if gb != nil {
+		work.gbN = grow(work.gbN, group*pl.f)
+	}
 	t := &work.bwd
-	*t = convBackward[T]{pl: *pl, cols: work.cols, tmp: work.tmp, gx: gx, gwN: work.gwN, grad: grad, x: x, w: w, group: cg, bf16: bf16}
+	*t = convBackward[T]{pl: *pl, cols: work.cols, tmp: work.tmp, gx: gx, gwN: work.gwN, gbN: work.gbN, grad: grad, x: x, w: w, group: cg, bf16: bf16}
 	if gw == nil {
 		t.gwN = nil
+	}
+	if gb == nil {
+		t.gbN = nil
 	}
 	for g0 := 0; g0 < pl.n; g0 += group {
 		gn := min(group, pl.n-g0)
 		t.first, t.n, t.parts = g0, gn, min(threads, gn)
 		t.threads = max(1, threads/min(threads, gn))
 		par.Do(threads, t.parts, t)
-		if gw == nil {
-			continue
-		}
 		for i := range gn {
+			if gb != nil {
+				for f, v := range t.gbN[i*pl.f : (i+1)*pl.f] {
+					sums[f] += v
+				}
+			}
+			if gw == nil {
+				continue
+			}
 			part := t.gwN[i*fk : (i+1)*fk]
 			if g0+i == 0 {
 				copy(sum, part)
@@ -400,6 +409,17 @@ func conv2dBackward[T float](pl *convPlan, work *convWork[T], bf16 bool, gx, gw,
 	*t = convBackward[T]{} // holds no memory of the caller's
 	if add && gw != nil {
 		addInto(gw, sum)
+	}
+}
+
+// writeBias writes (add false) or adds (add true) the float64 sums to gb.
+func writeBias[T float](gb []T, sums []float64, add bool) {
+	for f, s := range sums {
+		if add {
+			gb[f] += T(s)
+		} else {
+			gb[f] = T(s)
+		}
 	}
 }
 
@@ -469,7 +489,8 @@ const convGroupElems = 1 << 22
 type convBackward[T float] struct {
 	pl              convPlan
 	cols, tmp       []T
-	gx, gwN         []T // gwN holds one weight gradient per sample of the group; either may be nil
+	gx, gwN         []T       // gwN holds one weight gradient per sample of the group; either may be nil
+	gbN             []float64 // the row sums of each sample's grad, or nil
 	grad, x, w      []T
 	first, n, parts int // the group's first sample and size, and its parts
 	threads         int // GEMM budget per part
@@ -484,6 +505,14 @@ func (t *convBackward[T]) Part(q int) {
 	xn, on, fk := pl.c*pl.h*pl.w, pl.f*pl.p, pl.f*pl.k
 	for i0, end := par.Bound(q, t.parts, t.n, 1), par.Bound(q+1, t.parts, t.n, 1); i0 < end; i0 += t.group {
 		g := min(t.group, end-i0)
+		if t.gbN != nil { // while the GEMM below finds grad in cache
+			for k := range g {
+				s := t.first + i0 + k
+				r := t.gbN[(i0+k)*pl.f:][:pl.f]
+				clear(r)
+				rowSums(r, t.grad[s*on:(s+1)*on], pl.p)
+			}
+		}
 		if t.gwN != nil {
 			for k := range g {
 				s := t.first + i0 + k
