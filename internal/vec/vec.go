@@ -95,3 +95,10 @@ func poolFits(nOut, nArg, nX, rows, ow, stride, w int) bool {
 	}
 	return w >= 2*ow && stride >= w+2*ow && nOut >= rows*ow && nArg >= rows*ow && nX >= (rows-1)*stride+w+2*ow
 }
+
+// poolKernel is a pair of 2×2 max pooling kernels in assembly.
+type poolKernel struct {
+	name     string
+	forward  func(dst *float32, arg *uint8, x *float32, rows, ow, stride, w int)
+	backward func(dx, grad *float32, arg *uint8, rows, ow, stride, w int)
+}

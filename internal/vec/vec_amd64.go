@@ -34,6 +34,12 @@ func maxPool2x2AVX2(dst *float32, arg *uint8, x *float32, rows, ow, stride, w in
 //go:noescape
 func maxPool2x2BackwardAVX2(dx, grad *float32, arg *uint8, rows, ow, stride, w int)
 
+//go:noescape
+func maxPool2x2AVX512(dst *float32, arg *uint8, x *float32, rows, ow, stride, w int)
+
+//go:noescape
+func maxPool2x2BackwardAVX512(dx, grad *float32, arg *uint8, rows, ow, stride, w int)
+
 // asmBuild reports whether this build carries the assembly.
 const asmBuild = true
 
@@ -96,18 +102,42 @@ func sgdMomentum(w, g, buf []float32, lr, mom float32) {
 	sgdMomentumRef(w[n:], g[n:], buf[n:], lr, mom)
 }
 
-func maxPool2x2(dst []float32, arg []uint8, x []float32, rows, ow, stride, w int) {
+// useAVX512Pool: the pooling kernels on AVX-512 (with BMI2's BZHI for masks).
+var useAVX512Pool = cpu.X86.HasAVX512F && cpu.X86.HasBMI2
+
+// poolKernels lists the pooling kernels this CPU runs, the one in use last.
+var poolKernels = func() []poolKernel {
+	var ks []poolKernel
 	if useAVX2 {
-		maxPool2x2AVX2(&dst[0], &arg[0], &x[0], rows, ow, stride, w)
-		return
+		ks = append(ks, poolKernel{"avx2", maxPool2x2AVX2, maxPool2x2BackwardAVX2})
 	}
-	maxPool2x2Ref(dst, arg, x, rows, ow, stride, w)
+	if useAVX512Pool {
+		ks = append(ks, poolKernel{"avx512", maxPool2x2AVX512, maxPool2x2BackwardAVX512})
+	}
+	return ks
+}()
+
+// The kernels are called directly, not through poolKernels: the compiler
+// then knows that the slices do not escape.
+
+func maxPool2x2(dst []float32, arg []uint8, x []float32, rows, ow, stride, w int) {
+	switch {
+	case useAVX512Pool:
+		maxPool2x2AVX512(&dst[0], &arg[0], &x[0], rows, ow, stride, w)
+	case useAVX2:
+		maxPool2x2AVX2(&dst[0], &arg[0], &x[0], rows, ow, stride, w)
+	default:
+		maxPool2x2Ref(dst, arg, x, rows, ow, stride, w)
+	}
 }
 
 func maxPool2x2Backward(dx, g []float32, arg []uint8, rows, ow, stride, w int) {
-	if useAVX2 {
+	switch {
+	case useAVX512Pool:
+		maxPool2x2BackwardAVX512(&dx[0], &g[0], &arg[0], rows, ow, stride, w)
+	case useAVX2:
 		maxPool2x2BackwardAVX2(&dx[0], &g[0], &arg[0], rows, ow, stride, w)
-		return
+	default:
+		maxPool2x2BackwardRef(dx, g, arg, rows, ow, stride, w)
 	}
-	maxPool2x2BackwardRef(dx, g, arg, rows, ow, stride, w)
 }

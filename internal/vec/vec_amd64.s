@@ -180,18 +180,22 @@ GLOBL poolMasks<>(SB), RODATA|NOPTR, $64
 // poolMask loads into y the mask of the first n of 8 lanes (AX = poolMasks).
 #define poolMask(n, y) MOVQ $8, BX; SUBQ n, BX; VMOVDQU (AX)(BX*4), y
 
-// poolSetup loads rows, ow, stride and w, at the same offsets in both pool
-// kernels, into R10-R13 (stride and w in bytes), the constants 1, 2 and 3 into Y12, Y13 and Y14, and the masks of
-// the last rem = ow%8 windows: Y9 and Y10 the input's two halves (min(2rem,
-// 8) and max(0, 2rem-8) lanes), Y11 the output (rem lanes). It leaves rem in
-// R14.
-#define poolSetup \
+// poolParams loads rows, ow, stride and w, at the same offsets in every pool
+// kernel, into R10-R13, stride and w in bytes.
+#define poolParams \
 	MOVQ rows+24(FP), R10; \
 	MOVQ ow+32(FP), R11; \
 	MOVQ stride+40(FP), R12; \
 	MOVQ w+48(FP), R13; \
 	SHLQ $2, R12; \
-	SHLQ $2, R13; \
+	SHLQ $2, R13
+
+// poolSetup runs poolParams, then loads the constants 1, 2 and 3 into Y12,
+// Y13 and Y14, and the masks of the last rem = ow%8 windows: Y9 and Y10
+// the input's two halves (min(2rem, 8) and max(0, 2rem-8) lanes), Y11 the
+// output (rem lanes). It leaves rem in R14.
+#define poolSetup \
+	poolParams; \
 	poolConst(1, X12, Y12); \
 	poolConst(2, X13, Y13); \
 	poolConst(3, X14, Y14); \
@@ -389,3 +393,148 @@ TEXT ·maxPool2x2BackwardAVX2(SB), NOSPLIT, $0-56
 	VPXOR Y15, Y15, Y15
 	poolRows(DI, scatter8, scatterTail)
 	RET
+
+// The 2×2 max pooling kernels on AVX-512: 16 windows a step, and the
+// windows left at a row's end (14 of conv outputs 28 wide, 7 of 14) under
+// opmasks in the same step, where the AVX2 kernels take them a byte at a
+// time. Go operand order is Intel's reversed; VPERMT2PS t2, idx, t1 sets
+// t1[i] = (t1 ++ t2)[idx[i]].
+
+// poolIota holds the bytes 0 to 15, whence pool16Setup makes its indices.
+DATA poolIota<>+0(SB)/8, $0x0706050403020100
+DATA poolIota<>+8(SB)/8, $0x0f0e0d0c0b0a0908
+GLOBL poolIota<>(SB), RODATA|NOPTR, $16
+
+// pool16Setup runs poolParams, then makes the index vectors: Z8 and Z9
+// the even and the odd lanes of two registers, 2i and 2i+1; Z10 and Z11
+// two registers' lanes interleaved, the first eight pairs and the last,
+// i/2 + 16(i&1) and that + 8. Z12-Z14 hold 1, 2 and 3, Z15 zero, and R14
+// 0xffff, whose first n bits (BZHI, all 16 for n > 16) mask n lanes.
+#define pool16Setup \
+	poolParams; \
+	poolConst(1, X12, Z12); \
+	poolConst(2, X13, Z13); \
+	poolConst(3, X14, Z14); \
+	VPXORD    Z15, Z15, Z15; \
+	VPMOVZXBD poolIota<>(SB), Z8; \
+	VPSRLD    $1, Z8, Z10; \
+	VPANDD    Z12, Z8, Z7; \
+	VPSLLD    $4, Z7, Z7; \
+	VPADDD    Z7, Z10, Z10; \
+	VPSLLD    $3, Z12, Z7; \
+	VPADDD    Z7, Z10, Z11; \
+	VPADDD    Z8, Z8, Z8; \
+	VPADDD    Z12, Z8, Z9; \
+	MOVQ      $0xffff, R14
+
+// pool16Rows runs R10 rows of R11 windows, step at a time on up to 16
+// windows: for each row R9 and R15 point to its top and bottom input rows,
+// at base, which then steps by R12. Before a step, BX holds its m windows,
+// K1 masks m lanes, K2 and K3 the min(2m, 16) and max(0, 2m-16) lanes of
+// the input's two registers a row; after it, R9 and R15 have moved on by
+// 2m floats.
+#define pool16Rows(base, step) \
+row: \
+	MOVQ base, R9; \
+	LEAQ (base)(R13*1), R15; \
+	MOVQ R11, CX; \
+block: \
+	MOVQ    $16, BX; \
+	CMPQ    CX, BX; \
+	CMOVQLT CX, BX; \
+	BZHIQ   BX, R14, AX; \
+	KMOVW   AX, K1; \
+	LEAQ    (BX)(BX*1), DX; \
+	BZHIQ   DX, R14, AX; \
+	KMOVW   AX, K2; \
+	LEAQ    -16(BX)(BX*1), DX; \
+	XORQ    AX, AX; \
+	CMPQ    DX, AX; \
+	CMOVQLT AX, DX; \
+	BZHIQ   DX, R14, AX; \
+	KMOVW   AX, K3; \
+	step; \
+	LEAQ (R9)(BX*8), R9; \
+	LEAQ (R15)(BX*8), R15; \
+	SUBQ BX, CX; \
+	JNZ  block; \
+	ADDQ R12, base; \
+	DECQ R10; \
+	JNZ  row; \
+	VZEROUPPER
+
+// pool16Run sets up and runs a kernel of the steps step from base.
+#define pool16Run(base, step) pool16Setup; pool16Rows(base, step); RET
+
+// pool16Split leaves the even floats of the 2m at p in even, the odd ones
+// in odd.
+#define pool16Split(p, even, odd) \
+	VMOVUPS.Z  0(p), K2, even; \
+	VMOVUPS.Z  64(p), K3, Z7; \
+	VMOVAPS    even, odd; \
+	VPERMT2PS  Z7, Z8, even; \
+	VPERMT2PS  Z7, Z9, odd
+
+// pool16Pick takes candidate c, with argument a, over the best so far Z2
+// (argument Z6) where c is larger or NaN: the reference's comparisons.
+#define pool16Pick(c, a) \
+	VCMPPS    $0x1E, Z2, c, K4; \
+	VCMPPS    $0x03, c, c, K5; \
+	KORW      K4, K5, K4; \
+	VMOVAPS   c, K4, Z2; \
+	VMOVDQA32 a, K4, Z6
+
+// pool16 pools m windows: maxima to DI, arguments to SI.
+#define pool16 \
+	pool16Split(R9, Z2, Z3); \
+	pool16Split(R15, Z4, Z5); \
+	VPXORD Z6, Z6, Z6; \
+	pool16Pick(Z3, Z12); \
+	pool16Pick(Z4, Z13); \
+	pool16Pick(Z5, Z14); \
+	VMOVUPS Z2, K1, 0(DI); \
+	VPMOVDB Z6, K1, 0(SI); \
+	LEAQ    (DI)(BX*4), DI; \
+	ADDQ    BX, SI
+
+// func maxPool2x2AVX512(dst *float32, arg *uint8, x *float32, rows, ow, stride, w int)
+TEXT ·maxPool2x2AVX512(SB), NOSPLIT, $0-56
+	MOVQ dst+0(FP), DI
+	MOVQ arg+8(FP), SI
+	MOVQ x+16(FP), R8
+	pool16Run(R8, pool16)
+
+// pool16Store interleaves a and b, a window's two places in a row, and
+// stores the 2m floats at p.
+#define pool16Store(a, b, p) \
+	VMOVAPS   a, Z6; \
+	VMOVAPS   a, Z7; \
+	VPERMT2PS b, Z10, Z6; \
+	VPERMT2PS b, Z11, Z7; \
+	VMOVUPS   Z6, K2, 0(p); \
+	VMOVUPS   Z7, K3, 64(p)
+
+// scatter16 spreads m windows' gradients from R8 by their arguments at
+// SI: each to where its argument points, +0 to the window's other three.
+#define scatter16 \
+	VPMOVZXBD.Z 0(SI), K1, Z0; \
+	VMOVUPS.Z   0(R8), K1, Z1; \
+	VPCMPEQD    Z15, Z0, K4; \
+	VMOVAPS.Z   Z1, K4, Z2; \
+	VPCMPEQD    Z12, Z0, K4; \
+	VMOVAPS.Z   Z1, K4, Z3; \
+	VPCMPEQD    Z13, Z0, K4; \
+	VMOVAPS.Z   Z1, K4, Z4; \
+	VPCMPEQD    Z14, Z0, K4; \
+	VMOVAPS.Z   Z1, K4, Z5; \
+	pool16Store(Z2, Z3, R9); \
+	pool16Store(Z4, Z5, R15); \
+	LEAQ (R8)(BX*4), R8; \
+	ADDQ BX, SI
+
+// func maxPool2x2BackwardAVX512(dx, grad *float32, arg *uint8, rows, ow, stride, w int)
+TEXT ·maxPool2x2BackwardAVX512(SB), NOSPLIT, $0-56
+	MOVQ dx+0(FP), DI
+	MOVQ grad+8(FP), R8
+	MOVQ arg+16(FP), SI
+	pool16Run(DI, scatter16)

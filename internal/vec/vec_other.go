@@ -15,6 +15,10 @@ func add(dst, x []float32)                             { addRef(dst, x) }
 func addConst(dst []float32, c float32)                { addConstRef(dst, c) }
 func sgd(w, g []float32, lr float32)                   { sgdRef(w, g, lr) }
 func sgdMomentum(w, g, buf []float32, lr, mom float32) { sgdMomentumRef(w, g, buf, lr, mom) }
+
+// poolKernels lists the pooling kernels in assembly: none in this build.
+var poolKernels []poolKernel
+
 func maxPool2x2(dst []float32, arg []uint8, x []float32, rows, ow, stride, w int) {
 	maxPool2x2Ref(dst, arg, x, rows, ow, stride, w)
 }

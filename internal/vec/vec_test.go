@@ -364,11 +364,14 @@ func TestMaxPool2x2(t *testing.T) {
 						dst[i], want[i] = sentinel, sentinel
 					}
 					arg, wantArg := make([]uint8, off+rows*ow+guard), make([]uint8, off+rows*ow+guard)
-					MaxPool2x2(dst[off:], arg[off:], x[off:], rows, ow, stride, w)
 					maxPool2x2Ref(want[off:], wantArg[off:], x[off:], rows, ow, stride, w)
-					same("MaxPool2x2", c, dst, want)
-					if !slices.Equal(arg, wantArg) {
-						t.Fatalf("MaxPool2x2 %s: arguments %v, want %v", c, arg[:min(len(arg), 40)], wantArg[:min(len(arg), 40)])
+					for _, k := range poolKernelsAndDispatch() {
+						d, a := slices.Clone(dst), slices.Clone(arg)
+						k.forward(d[off:], a[off:], x[off:], rows, ow, stride, w)
+						same("MaxPool2x2 "+k.name, c, d, want)
+						if !slices.Equal(a, wantArg) {
+							t.Fatalf("MaxPool2x2 %s %s: arguments %v, want %v", k.name, c, a[:min(len(a), 40)], wantArg[:min(len(a), 40)])
+						}
 					}
 
 					g := make([]float32, off+rows*ow)
@@ -383,13 +386,39 @@ func TestMaxPool2x2(t *testing.T) {
 						dx[i] = sentinel
 					}
 					wantDX := slices.Clone(dx)
-					MaxPool2x2Backward(dx[off:], g[off:], arg[off:], rows, ow, stride, w)
 					maxPool2x2BackwardRef(wantDX[off:], g[off:], arg[off:], rows, ow, stride, w)
-					same("MaxPool2x2Backward", c, dx, wantDX)
+					for _, k := range poolKernelsAndDispatch() {
+						d := slices.Clone(dx)
+						k.backward(d[off:], g[off:], arg[off:], rows, ow, stride, w)
+						same("MaxPool2x2Backward "+k.name, c, d, wantDX)
+					}
 				}
 			}
 		}
 	}
+}
+
+// pooling is a 2×2 max pooling kernel pair on slices.
+type pooling struct {
+	name     string
+	forward  func(dst []float32, arg []uint8, x []float32, rows, ow, stride, w int)
+	backward func(dx, g []float32, arg []uint8, rows, ow, stride, w int)
+}
+
+// poolKernelsAndDispatch returns every assembly kernel pair this CPU runs,
+// then MaxPool2x2 and MaxPool2x2Backward as callers reach them.
+func poolKernelsAndDispatch() []pooling {
+	var ps []pooling
+	for _, k := range poolKernels {
+		ps = append(ps, pooling{k.name,
+			func(dst []float32, arg []uint8, x []float32, rows, ow, stride, w int) {
+				k.forward(&dst[0], &arg[0], &x[0], rows, ow, stride, w)
+			},
+			func(dx, g []float32, arg []uint8, rows, ow, stride, w int) {
+				k.backward(&dx[0], &g[0], &arg[0], rows, ow, stride, w)
+			}})
+	}
+	return append(ps, pooling{"dispatch", MaxPool2x2, MaxPool2x2Backward})
 }
 
 // TestMaxPool2x2Fits: sizes that do not fit panic, naming them.
@@ -412,24 +441,6 @@ func TestMaxPool2x2Fits(t *testing.T) {
 	}
 }
 
-func BenchmarkMaxPool2x2(b *testing.B) {
-	for _, ow := range []int{7, 14, 64} {
-		const total = 1 << 16
-		rows, w := total/ow, 2*ow
-		x, dst, arg := make([]float32, rows*2*w), make([]float32, rows*ow), make([]uint8, rows*ow)
-		r := rand.New(rand.NewPCG(1, 1))
-		for i := range x {
-			x[i] = r.Float32()
-		}
-		b.Run(fmt.Sprint(ow), func(b *testing.B) {
-			b.SetBytes(int64(4 * 5 * rows * ow))
-			for b.Loop() {
-				MaxPool2x2(dst, arg, x, rows, ow, 2*w, w)
-			}
-		})
-	}
-}
-
 func BenchmarkAddRows(b *testing.B) {
 	const total = 1 << 16
 	dst, x := make([]float32, total), make([]float32, total)
@@ -441,5 +452,34 @@ func BenchmarkAddRows(b *testing.B) {
 				}
 			}
 		})
+	}
+}
+
+// BenchmarkMaxPool2x2 times each kernel pair on the MNIST CNN's pooled
+// layers: 32 planes of 28×28 and 64 of 14×14 a sample, 128 samples.
+func BenchmarkMaxPool2x2(b *testing.B) {
+	for _, s := range []struct{ planes, w int }{{128 * 32, 28}, {128 * 64, 14}} {
+		ow, rows := s.w/2, s.planes*s.w/2
+		x := make([]float32, s.planes*s.w*s.w)
+		r := rand.New(rand.NewPCG(1, 2))
+		for i := range x {
+			x[i] = randVal(r)
+		}
+		dst, arg := make([]float32, rows*ow), make([]uint8, rows*ow)
+		dx := make([]float32, len(x))
+		for _, k := range poolKernelsAndDispatch() {
+			b.Run(fmt.Sprintf("%dx%d/%s/forward", s.w, s.w, k.name), func(b *testing.B) {
+				b.SetBytes(int64(4*len(x) + 5*len(dst)))
+				for b.Loop() {
+					k.forward(dst, arg, x, rows, ow, 2*s.w, s.w)
+				}
+			})
+			b.Run(fmt.Sprintf("%dx%d/%s/backward", s.w, s.w, k.name), func(b *testing.B) {
+				b.SetBytes(int64(4*len(x) + 5*len(dst)))
+				for b.Loop() {
+					k.backward(dx, dst, arg, rows, ow, 2*s.w, s.w)
+				}
+			})
+		}
 	}
 }
