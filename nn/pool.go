@@ -143,7 +143,7 @@ func (l *MaxPool2d) Forward(p Pass, x *tensor.Tensor) *tensor.Tensor {
 		l.arg[p.Micro] = arg
 	}
 	arg = arg[:y.Size()]
-	ops.MaxPool2dArgInto(y, arg, x, l.Kernel, l.Stride)
+	ops.MaxPool2dArgInto(y, arg, x, l.Kernel, l.Stride, p.Threads)
 	l.x.put(p, maxPooled{x, arg})
 	return y
 }
@@ -157,7 +157,7 @@ func (l *MaxPool2d) Backward(p Pass, dy *tensor.Tensor, needDX bool) *tensor.Ten
 	if x.arg == nil {
 		return ops.MaxPool2dBackward(dy, x.x, l.Kernel, l.Stride)
 	}
-	return ops.MaxPool2dArgScatterInto(p.Arena.Like(x.x), dy, x.arg, l.Kernel, l.Stride)
+	return ops.MaxPool2dArgScatterInto(p.Arena.Like(x.x), dy, x.arg, l.Kernel, l.Stride, p.Threads)
 }
 
 func (l *AvgPool2d) Kind() string    { return "avgpool2d" }

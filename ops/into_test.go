@@ -100,7 +100,7 @@ func TestPoolIntoBits(t *testing.T) {
 			maxY, arg := ops.MaxPool2dArg(x, c.kernel, c.stride)
 			wantBits(t, desc("MaxPool2dInto"), ops.MaxPool2dInto(garbage(maxY), x, c.kernel, c.stride), maxY)
 			gotArg := make([]uint8, len(arg))
-			wantBits(t, desc("MaxPool2dArgInto"), ops.MaxPool2dArgInto(garbage(maxY), gotArg, x, c.kernel, c.stride), maxY)
+			wantBits(t, desc("MaxPool2dArgInto"), ops.MaxPool2dArgInto(garbage(maxY), gotArg, x, c.kernel, c.stride, 2), maxY)
 			for i := range arg {
 				if gotArg[i] != arg[i] {
 					t.Errorf("%s: offset %d is %d, want %d", desc("MaxPool2dArgInto"), i, gotArg[i], arg[i])
@@ -108,7 +108,7 @@ func TestPoolIntoBits(t *testing.T) {
 				}
 			}
 			g := randN(newRNG(25), 1, maxY.Shape()...).As(dt)
-			wantBits(t, desc("MaxPool2dArgScatterInto"), ops.MaxPool2dArgScatterInto(garbage(x), g, arg, c.kernel, c.stride),
+			wantBits(t, desc("MaxPool2dArgScatterInto"), ops.MaxPool2dArgScatterInto(garbage(x), g, arg, c.kernel, c.stride, 2),
 				ops.MaxPool2dArgScatter(g, arg, c.shape, c.kernel, c.stride))
 			avgY := ops.AvgPool2d(x, c.kernel, c.stride)
 			wantBits(t, desc("AvgPool2dInto"), ops.AvgPool2dInto(garbage(avgY), x, c.kernel, c.stride), avgY)
@@ -163,8 +163,8 @@ func TestIntoAllocations(t *testing.T) {
 		{"Conv2dInto", func() { ops.Conv2dInto(y, x, w, b, 1, 1, &work) }},
 		{"Conv2dBackwardInto", func() { ops.Conv2dBackwardInto(gx, gw, gb, g, x, w, 1, 1, &work) }},
 		{"MaxPool2dInto", func() { ops.MaxPool2dInto(py, y, 2, 2) }},
-		{"MaxPool2dArgInto", func() { ops.MaxPool2dArgInto(py, arg, y, 2, 2) }},
-		{"MaxPool2dArgScatterInto", func() { ops.MaxPool2dArgScatterInto(pdx, pg, arg, 2, 2) }},
+		{"MaxPool2dArgInto", func() { ops.MaxPool2dArgInto(py, arg, y, 2, 2, 2) }},
+		{"MaxPool2dArgScatterInto", func() { ops.MaxPool2dArgScatterInto(pdx, pg, arg, 2, 2, 2) }},
 		{"AvgPool2dInto", func() { ops.AvgPool2dInto(py, y, 2, 2) }},
 		{"AvgPool2dBackwardInto", func() { ops.AvgPool2dBackwardInto(pdx, pg, 2, 2) }},
 		{"BatchNormInto", func() { ops.BatchNormInto(g, mean, invstd, y, gamma, beta, 1e-5) }},
@@ -192,13 +192,13 @@ func TestIntoErrors(t *testing.T) {
 		{"Conv2dBackwardInto", []string{"gb", "[2]"}, func() { ops.Conv2dBackwardInto(nil, nil, z(2), z(1, 3, 3, 3), x, w, 1, 0, nil) }},
 		{"Conv2dBackwardInto", []string{"[1 3 2 2]", "[1 3 3 3]"}, func() { ops.Conv2dBackwardInto(nil, nil, nil, z(1, 3, 2, 2), x, w, 1, 0, nil) }},
 		{"MaxPool2dInto", []string{"[1 2 3 2]", "[1 2 2 2]"}, func() { ops.MaxPool2dInto(z(1, 2, 3, 2), x, 2, 2) }},
-		{"MaxPool2dArgInto", []string{"3 offsets", "[1 2 2 2]"}, func() { ops.MaxPool2dArgInto(z(1, 2, 2, 2), make([]uint8, 3), x, 2, 2) }},
-		{"MaxPool2dArgInto", []string{"kernel 17", "16"}, func() { ops.MaxPool2dArgInto(z(1, 1, 1, 1), make([]uint8, 1), z(1, 1, 17, 17), 17, 1) }},
+		{"MaxPool2dArgInto", []string{"3 offsets", "[1 2 2 2]"}, func() { ops.MaxPool2dArgInto(z(1, 2, 2, 2), make([]uint8, 3), x, 2, 2, 0) }},
+		{"MaxPool2dArgInto", []string{"kernel 17", "16"}, func() { ops.MaxPool2dArgInto(z(1, 1, 1, 1), make([]uint8, 1), z(1, 1, 17, 17), 17, 1, 0) }},
 		{"MaxPool2dArgScatter", []string{"offset 4", "2×2"}, func() {
-			ops.MaxPool2dArgScatterInto(f32(1, 2, 4, 4), f32(1, 2, 2, 2), []uint8{0, 1, 2, 4, 3, 2, 1, 0}, 2, 2)
+			ops.MaxPool2dArgScatterInto(f32(1, 2, 4, 4), f32(1, 2, 2, 2), []uint8{0, 1, 2, 4, 3, 2, 1, 0}, 2, 2, 0)
 		}},
-		{"MaxPool2dArgScatter", []string{"offset 9", "3×3"}, func() { ops.MaxPool2dArgScatterInto(z(1, 1, 4, 4), z(1, 1, 2, 2), []uint8{0, 1, 9, 2}, 3, 1) }},
-		{"MaxPool2dArgScatterInto", []string{"float32", "float64"}, func() { ops.MaxPool2dArgScatterInto(f32(1, 2, 4, 4), z(1, 2, 2, 2), make([]uint8, 8), 2, 2) }},
+		{"MaxPool2dArgScatter", []string{"offset 9", "3×3"}, func() { ops.MaxPool2dArgScatterInto(z(1, 1, 4, 4), z(1, 1, 2, 2), []uint8{0, 1, 9, 2}, 3, 1, 0) }},
+		{"MaxPool2dArgScatterInto", []string{"float32", "float64"}, func() { ops.MaxPool2dArgScatterInto(f32(1, 2, 4, 4), z(1, 2, 2, 2), make([]uint8, 8), 2, 2, 0) }},
 		{"AvgPool2dInto", []string{"[1 2 2 3]", "[1 2 2 2]"}, func() { ops.AvgPool2dInto(z(1, 2, 2, 3), x, 2, 2) }},
 		{"AvgPool2dBackwardInto", []string{"[1 2 3 3]", "[1 2 4 4]"}, func() { ops.AvgPool2dBackwardInto(x, z(1, 2, 3, 3), 2, 2) }},
 		{"BatchNormInto", []string{"[1 2 4 5]", "[1 2 4 4]"}, func() { ops.BatchNormInto(z(1, 2, 4, 5), z(2), z(2), x, z(2), z(2), 1e-5) }},

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"slices"
 
+	"github.com/pipetrain/pipetrain/internal/par"
 	"github.com/pipetrain/pipetrain/internal/vec"
 	"github.com/pipetrain/pipetrain/tensor"
 )
@@ -13,6 +14,7 @@ import (
 type pool struct {
 	in, out        [4]int
 	kernel, stride int
+	threads        int // the goroutines the 2×2 float32 kernels may use; 0: one
 }
 
 // newPool checks the input shape, kernel and stride and works out the output
@@ -184,13 +186,51 @@ func maxPool2x2f32(p *pool, out []float32, arg []uint8, x []float32) {
 		arg = make([]uint8, len(out))
 	}
 	if h%2 == 0 {
-		vec.MaxPool2x2(out, arg, x, planes*oh, ow, 2*w, w)
+		pool2x2Rows(p.threads, false, out, arg, x, planes*oh, ow, 2*w, w)
 		return
 	}
 	for pl := range planes {
 		o := pl * oh * ow
 		vec.MaxPool2x2(out[o:o+oh*ow], arg[o:o+oh*ow], x[pl*h*w:(pl+1)*h*w], oh, ow, 2*w, w)
 	}
+}
+
+// poolTask runs the 2×2 kernels over a range of rows of windows, for
+// par.For: forward from x to out and arg, or backward from out (the
+// gradient) and arg to x.
+type poolTask struct {
+	backward      bool
+	out, x        []float32
+	arg           []uint8
+	ow, stride, w int
+}
+
+func (t *poolTask) Run(lo, hi int) {
+	if lo >= hi {
+		return
+	}
+	out, arg, x := t.out[lo*t.ow:hi*t.ow], t.arg[lo*t.ow:hi*t.ow], t.x[lo*t.stride:]
+	if t.backward {
+		vec.MaxPool2x2Backward(x, out, arg, hi-lo, t.ow, t.stride, t.w)
+	} else {
+		vec.MaxPool2x2(out, arg, x, hi-lo, t.ow, t.stride, t.w)
+	}
+}
+
+var poolTasks par.FreeList[poolTask]
+
+// poolGrain is the fewest windows worth a goroutine of their own.
+const poolGrain = 1 << 14
+
+// pool2x2Rows runs rows of 2×2 windows, as vec.MaxPool2x2 (or its
+// backward) takes them, on up to threads goroutines: each row is the same
+// whoever runs it.
+func pool2x2Rows(threads int, backward bool, out []float32, arg []uint8, x []float32, rows, ow, stride, w int) {
+	t := poolTasks.Get()
+	*t = poolTask{backward: backward, out: out, x: x, arg: arg, ow: ow, stride: stride, w: w}
+	par.For(max(threads, 1), rows, max(1, poolGrain/max(ow, 1)), t)
+	*t = poolTask{}
+	poolTasks.Put(t)
 }
 
 // MaxPool2dBackward passes each output gradient to its window's first maximum
@@ -230,10 +270,13 @@ func MaxPool2dArg(x *tensor.Tensor, kernel, stride int) (*tensor.Tensor, []uint8
 }
 
 // MaxPool2dArgInto is MaxPool2dArg into dst, of x's dtype and the output
-// shape, and arg, of one offset per output element; it returns dst.
-func MaxPool2dArgInto(dst *tensor.Tensor, arg []uint8, x *tensor.Tensor, kernel, stride int) *tensor.Tensor {
+// shape, and arg, of one offset per output element; it returns dst. The
+// common 2×2 float32 pooling runs on up to par.Budget(threads) goroutines
+// (0: GOMAXPROCS), the caller's included; the results do not depend on it.
+func MaxPool2dArgInto(dst *tensor.Tensor, arg []uint8, x *tensor.Tensor, kernel, stride, threads int) *tensor.Tensor {
 	const op = "MaxPool2dArgInto"
 	p := poolOf(op, x, kernel, stride)
+	p.threads = par.Budget(threads)
 	p.checkArgKernel(op)
 	p.checkDst(op, dst, x.DType(), p.out)
 	if len(arg) != dst.Size() {
@@ -251,10 +294,12 @@ func MaxPool2dArgScatter(grad *tensor.Tensor, arg []uint8, inputShape []int, ker
 }
 
 // MaxPool2dArgScatterInto writes MaxPool2dArgScatter's gradient into dst,
-// which has the input's shape and grad's dtype, and returns dst.
-func MaxPool2dArgScatterInto(dst, grad *tensor.Tensor, arg []uint8, kernel, stride int) *tensor.Tensor {
+// which has the input's shape and grad's dtype, and returns dst; threads
+// as MaxPool2dArgInto's.
+func MaxPool2dArgScatterInto(dst, grad *tensor.Tensor, arg []uint8, kernel, stride, threads int) *tensor.Tensor {
 	const op = "MaxPool2dArgScatterInto"
 	p := poolOf(op, dst, kernel, stride, grad)
+	p.threads = par.Budget(threads)
 	p.checkDst(op, dst, grad.DType(), p.in)
 	p.checkScatter(op, grad, arg)
 	return scatterInto(&p, dst, grad, arg, false)
@@ -340,7 +385,7 @@ func scatter2x2f32(p *pool, dx, g []float32, arg []uint8, zeroed bool) {
 	planes, h, w := p.in[0]*p.in[1], p.in[2], p.in[3]
 	oh, ow := p.out[2], p.out[3]
 	if h%2 == 0 {
-		vec.MaxPool2x2Backward(dx, g, arg, planes*oh, ow, 2*w, w)
+		pool2x2Rows(p.threads, true, g, arg, dx, planes*oh, ow, 2*w, w)
 	} else {
 		for pl := range planes {
 			o := pl * oh * ow

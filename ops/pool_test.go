@@ -7,6 +7,7 @@ package ops_test
 import (
 	"fmt"
 	"math"
+	"slices"
 	"testing"
 
 	"github.com/pipetrain/pipetrain/ops"
@@ -356,6 +357,33 @@ func TestMaxPool2x2Path(t *testing.T) {
 				if at != from[o] {
 					t.Fatalf("%v %v: output %d came from %d (offset %d), want %d", shape, dt, o, at, arg[o], from[o])
 				}
+			}
+		}
+	}
+}
+
+// TestMaxPool2dArgThreads: the 2×2 float32 pooling split over goroutines
+// gives the bits, offsets and gradient of one goroutine, and MaxPool2d's
+// and MaxPool2dBackward's.
+func TestMaxPool2dArgThreads(t *testing.T) {
+	rng := newRNG(31)
+	for _, shape := range [][]int{{8, 32, 28, 28}, {16, 64, 14, 14}, {5, 7, 9, 12}} {
+		x := randN(rng, 1, shape...).As(tensor.Float32)
+		want := ops.MaxPool2d(x, 2, 2)
+		g := randN(rng, 1, want.Shape()...).As(tensor.Float32)
+		wantDX := ops.MaxPool2dBackward(g, x, 2, 2)
+		var oneArg []uint8
+		for _, threads := range []int{1, 2, 3} {
+			y, arg := tensor.Zeros(tensor.Float32, want.Shape()...), make([]uint8, want.Size())
+			ops.MaxPool2dArgInto(y, arg, x, 2, 2, threads)
+			dx := ops.MaxPool2dArgScatterInto(tensor.Full(tensor.Float32, math.NaN(), shape...), g, arg, 2, 2, threads)
+			if !sameBits32(y, want) || !sameBits32(dx, wantDX) {
+				t.Errorf("%v, threads=%d: the pooling or its gradient differs from MaxPool2d's", shape, threads)
+			}
+			if oneArg == nil {
+				oneArg = arg
+			} else if !slices.Equal(arg, oneArg) {
+				t.Errorf("%v, threads=%d: offsets differ from one goroutine's", shape, threads)
 			}
 		}
 	}
