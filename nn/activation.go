@@ -19,8 +19,8 @@ type Activation struct {
 
 	// destination-first forms, when the kernel has them: outputs then come
 	// from the pass's Arena
-	forwardInto  func(dst, x *tensor.Tensor) *tensor.Tensor
-	backwardInto func(dst, dy, saved *tensor.Tensor) *tensor.Tensor
+	forwardInto  func(dst, x *tensor.Tensor, threads int) *tensor.Tensor
+	backwardInto func(dst, dy, saved *tensor.Tensor, threads int) *tensor.Tensor
 }
 
 func newActivation(kind string, useOut bool, f func(*tensor.Tensor) *tensor.Tensor, b func(dy, saved *tensor.Tensor) *tensor.Tensor) *Activation {
@@ -62,7 +62,8 @@ func NewGELU(approximate bool) *Activation {
 		func(x *tensor.Tensor) *tensor.Tensor { return ops.GELU(x, approximate) },
 		func(dy, x *tensor.Tensor) *tensor.Tensor { return ops.GELUBackward(dy, x, approximate) })
 	if !approximate {
-		a.forwardInto, a.backwardInto = ops.GELUInto, ops.GELUBackwardInto
+		a.forwardInto = func(dst, x *tensor.Tensor, _ int) *tensor.Tensor { return ops.GELUInto(dst, x) }
+		a.backwardInto = func(dst, dy, x *tensor.Tensor, _ int) *tensor.Tensor { return ops.GELUBackwardInto(dst, dy, x) }
 	}
 	return a
 }
@@ -82,7 +83,7 @@ func (a *Activation) InFlight() int   { return len(a.saved) }
 func (a *Activation) Forward(p Pass, x *tensor.Tensor) *tensor.Tensor {
 	var y *tensor.Tensor
 	if a.forwardInto != nil && p.Arena != nil {
-		y = a.forwardInto(p.Arena.Like(x), x)
+		y = a.forwardInto(p.Arena.Like(x), x, p.Threads)
 	} else {
 		y = a.forward(x)
 	}
@@ -102,7 +103,7 @@ func (a *Activation) Backward(p Pass, dy *tensor.Tensor, needDX bool) *tensor.Te
 		return nil
 	}
 	if a.backwardInto != nil && p.Arena != nil && dy.SameShape(saved) {
-		return a.backwardInto(p.Arena.Like(saved), dy, saved)
+		return a.backwardInto(p.Arena.Like(saved), dy, saved, p.Threads)
 	}
 	return a.backward(dy, saved)
 }

@@ -1,23 +1,26 @@
 package ops
 
 import (
-	"github.com/pipetrain/pipetrain/internal/vec"
 	"math"
+
+	"github.com/pipetrain/pipetrain/internal/par"
+	"github.com/pipetrain/pipetrain/internal/vec"
 
 	"github.com/pipetrain/pipetrain/tensor"
 )
 
 // ReLU returns max(x, 0) elementwise.
 func ReLU(x *tensor.Tensor) *tensor.Tensor {
-	return ReLUInto(tensor.Zeros(x.DType(), x.Shape()...), x)
+	return ReLUInto(tensor.Zeros(x.DType(), x.Shape()...), x, 1)
 }
 
 // ReLUInto writes ReLU(x) into dst, of x's dtype and shape, and returns dst.
-// dst may be x.
-func ReLUInto(dst, x *tensor.Tensor) *tensor.Tensor {
+// dst may be x. Float32 runs on up to par.Budget(threads) goroutines (0:
+// GOMAXPROCS), the caller's included; the results do not depend on it.
+func ReLUInto(dst, x *tensor.Tensor, threads int) *tensor.Tensor {
 	into("ReLUInto", dst, x)
 	if x.DType() == tensor.Float32 {
-		vec.Relu(dst.Data32(), x.Data32())
+		elementwise(threads, false, dst.Data32(), x.Data32(), nil)
 	} else {
 		vec.ReluGo(dst.Data64(), x.Data64())
 	}
@@ -27,19 +30,60 @@ func ReLUInto(dst, x *tensor.Tensor) *tensor.Tensor {
 // ReLUBackward passes grad where x > 0 and gives 0 elsewhere (0 at x = 0).
 func ReLUBackward(grad, x *tensor.Tensor) *tensor.Tensor {
 	sameShape("ReLUBackward", grad, x)
-	return ReLUBackwardInto(tensor.Zeros(x.DType(), x.Shape()...), grad, x)
+	return ReLUBackwardInto(tensor.Zeros(x.DType(), x.Shape()...), grad, x, 1)
 }
 
 // ReLUBackwardInto writes ReLUBackward(grad, x) into dst, of x's dtype and
-// shape, and returns dst. dst may be grad or x.
-func ReLUBackwardInto(dst, grad, x *tensor.Tensor) *tensor.Tensor {
+// shape, and returns dst. dst may be grad or x. threads as ReLUInto's.
+func ReLUBackwardInto(dst, grad, x *tensor.Tensor, threads int) *tensor.Tensor {
 	into("ReLUBackwardInto", dst, grad, x)
 	if x.DType() == tensor.Float32 {
-		vec.ReluBackward(dst.Data32(), grad.Data32(), x.Data32())
+		elementwise(threads, true, dst.Data32(), grad.Data32(), x.Data32())
 	} else {
 		vec.ReluBackwardGo(dst.Data64(), grad.Data64(), x.Data64())
 	}
 	return dst
+}
+
+// reluTask runs ReLU's float32 forward (dst, a) or backward (dst, a = dy,
+// b = x) over parts of the slices, for par.Do. Each element is computed
+// alone, so the parts' bounds do not change a bit.
+type reluTask struct {
+	backward  bool
+	dst, a, b []float32
+	parts     int
+}
+
+func (t *reluTask) Part(q int) {
+	lo, hi := par.Bound(q, t.parts, len(t.dst), 64), par.Bound(q+1, t.parts, len(t.dst), 64)
+	if t.backward {
+		vec.ReluBackward(t.dst[lo:hi], t.a[lo:hi], t.b[lo:hi])
+	} else {
+		vec.Relu(t.dst[lo:hi], t.a[lo:hi])
+	}
+}
+
+var reluTasks par.FreeList[reluTask]
+
+// reluGrain is the fewest elements worth a goroutine of their own.
+const reluGrain = 1 << 16
+
+// elementwise runs ReLU's forward or backward on up to threads goroutines.
+func elementwise(threads int, backward bool, dst, a, b []float32) {
+	parts := min(par.Budget(threads), len(dst)/reluGrain)
+	if parts <= 1 {
+		if backward {
+			vec.ReluBackward(dst, a, b)
+		} else {
+			vec.Relu(dst, a)
+		}
+		return
+	}
+	t := reluTasks.Get()
+	*t = reluTask{backward: backward, dst: dst, a: a, b: b, parts: parts}
+	par.Do(threads, parts, t)
+	*t = reluTask{}
+	reluTasks.Put(t)
 }
 
 // LeakyReLU returns x where x > 0 and alpha*x elsewhere.

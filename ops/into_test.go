@@ -6,6 +6,7 @@ package ops_test
 // allocation once their workspace has grown.
 
 import (
+	"fmt"
 	"math"
 	"math/rand/v2"
 	"slices"
@@ -237,5 +238,25 @@ func TestGELUFloat32(t *testing.T) {
 	ops.GELUBackwardInto(gs, gs, x)
 	if !slices.Equal(gs.Float32s(), dx.Float32s()) {
 		t.Error("ops.GELUBackwardInto(g, g, x) differs from ops.GELUBackward(g, x)")
+	}
+}
+
+// TestReLUIntoThreads: ReLU split over goroutines gives ReLU's bits, NaN
+// and signed zeros included, forward and backward.
+func TestReLUIntoThreads(t *testing.T) {
+	rng := newRNG(41)
+	for _, n := range []int{1, 1000, 3<<16 + 5} {
+		x := randN(rng, 1, n).As(tensor.Float32)
+		for i, v := range []float64{math.NaN(), 0, math.Copysign(0, -1), math.Inf(-1)} {
+			x.Set(v, (i*7919)%n)
+		}
+		g := randN(rng, 1, n).As(tensor.Float32)
+		want, wantDX := ops.ReLU(x), ops.ReLUBackward(g, x)
+		for _, threads := range []int{1, 2, 3} {
+			got := ops.ReLUInto(tensor.Full(tensor.Float32, 7, n), x, threads)
+			dx := ops.ReLUBackwardInto(tensor.Full(tensor.Float32, 7, n), g, x, threads)
+			wantBits(t, fmt.Sprintf("ReLUInto n=%d threads=%d", n, threads), got, want)
+			wantBits(t, fmt.Sprintf("ReLUBackwardInto n=%d threads=%d", n, threads), dx, wantDX)
+		}
 	}
 }
