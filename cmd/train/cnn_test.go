@@ -70,6 +70,9 @@ func TestCNN(t *testing.T) {
 			t.Errorf("%s event shapes: %s", ev["event"], got)
 		}
 	}
+	if got := data["model"]; got != "1x8x8-4x8x8-4x4x4-8x2x2-32-10" {
+		t.Errorf("data event model %q, want the shapes the layers change", got)
+	}
 	evals := eventsNamed(base.events, "eval")
 	if acc := evals[len(evals)-1]["accuracy"].(float64); acc < 0.85 {
 		t.Errorf("test accuracy %v after 5 epochs, want at least 0.85", acc)

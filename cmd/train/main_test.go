@@ -160,6 +160,9 @@ func TestRunWritesEveryEvent(t *testing.T) {
 			}
 		}
 	}
+	if data := eventsNamed(r.events, "data"); len(data) != 1 || data[0]["model"] != "64-32-10" {
+		t.Errorf("data events %v, want one with model 64-32-10", data)
+	}
 	end := eventsNamed(r.events, "run_end")
 	if len(end) != 1 || end[0]["status"] != "ok" || end[0]["reason"] != "completed" {
 		t.Fatalf("run_end = %v, want one with status ok, reason completed", end)

@@ -1,11 +1,14 @@
 package main
 
 import (
-	"fmt"
+	"slices"
+	"strconv"
+	"strings"
 
 	"github.com/pipetrain/pipetrain/cmd/train/internal/config"
 	"github.com/pipetrain/pipetrain/nn"
 	"github.com/pipetrain/pipetrain/pipeline"
+	"github.com/pipetrain/pipetrain/tensor"
 )
 
 // pipelineModel is what the pipeline builds the layers from: the
@@ -25,13 +28,28 @@ func modelSpecs(c *config.Config) []nn.Spec {
 	return specs
 }
 
-// describeModel gives the layer sizes for the log, e.g. "64-128-10".
-func describeModel(c *config.Config, features int) string {
-	s := fmt.Sprint(features)
-	for _, l := range c.Model.Layers {
-		if w, ok := l.Spec.Width(); ok {
-			s += fmt.Sprintf("-%d", w)
+// describeModel gives the model's shapes for the log: the sample's (its
+// size when the first layer takes it flat), then each one a layer changes
+// it to, dimensions joined by "x": "64-128-10" for an MLP on 8×8 digits,
+// "1x28x28-32x28x28-32x14x14-…-128-10" for a CNN.
+func describeModel(sample []int, shapes [][]int) string {
+	dims := func(s []int) string {
+		parts := make([]string, len(s))
+		for i, d := range s {
+			parts[i] = strconv.Itoa(d)
 		}
+		return strings.Join(parts, "x")
 	}
-	return s
+	first := sample
+	if len(shapes) > 0 && len(shapes[0]) == 1 {
+		first = []int{tensor.SizeOf(sample)}
+	}
+	out, prev := []string{dims(first)}, first
+	for _, s := range shapes {
+		if !slices.Equal(s, prev) {
+			out = append(out, dims(s))
+		}
+		prev = s
+	}
+	return strings.Join(out, "-")
 }

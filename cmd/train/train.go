@@ -249,7 +249,7 @@ func (r *trainRun) setup(ctx context.Context, resume bool) error {
 	}
 	ev := r.log.event("data").Str("data", c.Data.Name).Int("train_rows", train.Len()).Int("validation_rows", val.Len()).Int("test_rows", test.Len()).
 		Int("features", train.Features).Int("classes", len(train.Classes)).
-		Str("model", describeModel(c, train.Features)).Ints("sample_shape", r.sample).Interface("layer_shapes", r.shapes).
+		Str("model", describeModel(r.sample, r.shapes)).Ints("sample_shape", r.sample).Interface("layer_shapes", r.shapes).
 		Int("batches_per_epoch", r.loader.BatchesPerEpoch())
 	msg := "data loaded"
 	if r.text != nil {
