@@ -96,7 +96,7 @@ func (o *SGD) Step(params []Param, lr float64) error {
 			if buf != nil {
 				b = buf.Data64()
 			}
-			sgd64(p.Value.Data64(), p.Grad.Data64(), b, lr, o.cfg.Momentum, wd, wd != 0, first, o.cfg.Nesterov)
+			sgdLoop(p.Value.Data64(), p.Grad.Data64(), b, lr, o.cfg.Momentum, wd, wd != 0, first, o.cfg.Nesterov)
 		}
 	}
 	o.layout = o.layout.bind(params)
@@ -117,25 +117,7 @@ func sgd32(t *sgdTask, threads int, w, g, buf []float32, lr, mom, wd float32, de
 		par.For(threads, len(w), sgdGrain, t)
 		return
 	}
-	for i := range w {
-		gi := g[i]
-		if decay {
-			gi = gi + float32(wd*w[i])
-		}
-		if buf != nil {
-			if first {
-				buf[i] = gi
-			} else {
-				buf[i] = float32(mom*buf[i]) + gi
-			}
-			if nesterov {
-				gi = gi + float32(mom*buf[i])
-			} else {
-				gi = buf[i]
-			}
-		}
-		w[i] = w[i] - float32(lr*gi)
-	}
+	sgdLoop(w, g, buf, lr, mom, wd, decay, first, nesterov)
 }
 
 // sgdGrain is the fewest elements worth a part of a parallel update: a large
@@ -156,26 +138,28 @@ func (t *sgdTask) Run(lo, hi int) {
 	vec.SGDMomentum(t.w[lo:hi], t.g[lo:hi], t.buf[lo:hi], t.lr, t.mom)
 }
 
-// sgd64 is sgd32 in float64.
-func sgd64(w, g, buf []float64, lr, mom, wd float64, decay, first, nesterov bool) {
+// sgdLoop is the update one element at a time, in either float type: the
+// float64 path, and float32's with weight decay or Nesterov. The explicit
+// conversions round each product before it is added.
+func sgdLoop[T float32 | float64](w, g, buf []T, lr, mom, wd T, decay, first, nesterov bool) {
 	for i := range w {
 		gi := g[i]
 		if decay {
-			gi = gi + float64(wd*w[i])
+			gi = gi + T(wd*w[i])
 		}
 		if buf != nil {
 			if first {
 				buf[i] = gi
 			} else {
-				buf[i] = float64(mom*buf[i]) + gi
+				buf[i] = T(mom*buf[i]) + gi
 			}
 			if nesterov {
-				gi = gi + float64(mom*buf[i])
+				gi = gi + T(mom*buf[i])
 			} else {
 				gi = buf[i]
 			}
 		}
-		w[i] = w[i] - float64(lr*gi)
+		w[i] = w[i] - T(lr*gi)
 	}
 }
 

@@ -9,7 +9,7 @@ import (
 )
 
 // refSGD is the algorithm of the torch.optim.SGD documentation (dampening 0), in
-// float64, written independently of sgd64.
+// float64, written independently of sgdLoop.
 func refSGD(cfg SGDConfig, w0 []float64, grads [][]float64, lrs []float64) [][]float64 {
 	theta := append([]float64(nil), w0...)
 	b := make([]float64, len(w0))

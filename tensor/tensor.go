@@ -144,23 +144,24 @@ func (t *Tensor) Size() int {
 // Float64s returns a copy of the elements in row-major order, as float64.
 func (t *Tensor) Float64s() []float64 {
 	if t.dtype == Float64 {
-		return append([]float64(nil), t.f64...)
+		return convert[float64](t.f64)
 	}
-	out := make([]float64, len(t.f32))
-	for i, v := range t.f32 {
-		out[i] = float64(v)
-	}
-	return out
+	return convert[float64](t.f32)
 }
 
 // Float32s returns a copy of the elements in row-major order, as float32.
 func (t *Tensor) Float32s() []float32 {
 	if t.dtype == Float32 {
-		return append([]float32(nil), t.f32...)
+		return convert[float32](t.f32)
 	}
-	out := make([]float32, len(t.f64))
-	for i, v := range t.f64 {
-		out[i] = float32(v)
+	return convert[float32](t.f64)
+}
+
+// convert returns a copy of src converted element by element.
+func convert[D, S float32 | float64](src []S) []D {
+	out := make([]D, len(src))
+	for i, v := range src {
+		out[i] = D(v)
 	}
 	return out
 }

@@ -105,26 +105,24 @@ func (w *Tensor) ToTensor() (*tensor.Tensor, error) {
 	}
 	if w.Dtype == DType_FLOAT32 {
 		t := tensor.Zeros(tensor.Float32, shape...)
-		dst := t.Data32()
-		if littleEndian && len(dst) > 0 {
-			copy(unsafe.Slice((*byte)(unsafe.Pointer(&dst[0])), len(w.Data)), w.Data)
-			return t, nil
-		}
-		for i := range dst {
-			dst[i] = math.Float32frombits(binary.LittleEndian.Uint32(w.Data[4*i:]))
-		}
+		copyLE(t.Data32(), w.Data, 4, func(b []byte) float32 { return math.Float32frombits(binary.LittleEndian.Uint32(b)) })
 		return t, nil
 	}
 	t := tensor.Zeros(tensor.Float64, shape...)
-	dst := t.Data64()
+	copyLE(t.Data64(), w.Data, 8, func(b []byte) float64 { return math.Float64frombits(binary.LittleEndian.Uint64(b)) })
+	return t, nil
+}
+
+// copyLE fills dst from the little-endian bytes src, size bytes an element:
+// a copy of the bytes on a little-endian machine, else read by get.
+func copyLE[T float32 | float64](dst []T, src []byte, size int, get func([]byte) T) {
 	if littleEndian && len(dst) > 0 {
-		copy(unsafe.Slice((*byte)(unsafe.Pointer(&dst[0])), len(w.Data)), w.Data)
-		return t, nil
+		copy(unsafe.Slice((*byte)(unsafe.Pointer(&dst[0])), len(src)), src)
+		return
 	}
 	for i := range dst {
-		dst[i] = math.Float64frombits(binary.LittleEndian.Uint64(w.Data[8*i:]))
+		dst[i] = get(src[size*i:])
 	}
-	return t, nil
 }
 
 // FromError returns err as a wire Error: a non-finite value keeps its

@@ -209,26 +209,19 @@ func appendJSONString(b []byte, s string) []byte {
 // writeData writes t's elements little-endian, converting through buf.
 func writeData(w io.Writer, t *tensor.Tensor, buf []byte) error {
 	if t.DType() == tensor.Float32 {
-		data := t.Data32()
-		for len(data) > 0 {
-			n := min(len(data), len(buf)/4)
-			for i, v := range data[:n] {
-				binary.LittleEndian.PutUint32(buf[4*i:], math.Float32bits(v))
-			}
-			if _, err := w.Write(buf[:4*n]); err != nil {
-				return err
-			}
-			data = data[n:]
-		}
-		return nil
+		return writeLE(w, t.Data32(), buf, 4, func(b []byte, v float32) { binary.LittleEndian.PutUint32(b, math.Float32bits(v)) })
 	}
-	data := t.Data64()
+	return writeLE(w, t.Data64(), buf, 8, func(b []byte, v float64) { binary.LittleEndian.PutUint64(b, math.Float64bits(v)) })
+}
+
+// writeLE writes data, size bytes an element put by put, through buf.
+func writeLE[T float32 | float64](w io.Writer, data []T, buf []byte, size int, put func([]byte, T)) error {
 	for len(data) > 0 {
-		n := min(len(data), len(buf)/8)
+		n := min(len(data), len(buf)/size)
 		for i, v := range data[:n] {
-			binary.LittleEndian.PutUint64(buf[8*i:], math.Float64bits(v))
+			put(buf[size*i:], v)
 		}
-		if _, err := w.Write(buf[:8*n]); err != nil {
+		if _, err := w.Write(buf[:size*n]); err != nil {
 			return err
 		}
 		data = data[n:]
@@ -382,7 +375,8 @@ func readErr(err error, format string, args ...any) error {
 func readTensor(r io.Reader, e headerEntry, exact bool, buf []byte) (*tensor.Tensor, error) {
 	total := e.end - e.begin
 	var done uint64
-	fill := func() (int, error) {
+	// next reads e's next chunk into buf and returns its length, 0 at the end
+	next := func() (int, error) {
 		k := int(min(uint64(len(buf)), total-done))
 		if n, err := io.ReadFull(r, buf[:k]); err != nil {
 			return 0, readErr(err, "data of %q ends after %d of its %d bytes (file truncated?)", e.name, done+uint64(n), total)
@@ -395,29 +389,32 @@ func readTensor(r io.Reader, e headerEntry, exact bool, buf []byte) (*tensor.Ten
 		initial = min(e.n, chunkSize/e.info.size)
 	}
 	if e.info.dt == tensor.Float32 {
-		data := make([]float32, 0, initial)
-		for done < total {
-			k, err := fill()
-			if err != nil {
-				return nil, err
-			}
-			for i := 0; i < k; i += 4 {
-				data = append(data, math.Float32frombits(binary.LittleEndian.Uint32(buf[i:])))
-			}
-		}
-		return tensor.Wrap32(data, e.shape...), nil
-	}
-	data := make([]float64, 0, initial)
-	for done < total {
-		k, err := fill()
+		data, err := readLE(next, buf, initial, 4, func(b []byte) float32 { return math.Float32frombits(binary.LittleEndian.Uint32(b)) })
 		if err != nil {
 			return nil, err
 		}
-		for i := 0; i < k; i += 8 {
-			data = append(data, math.Float64frombits(binary.LittleEndian.Uint64(buf[i:])))
-		}
+		return tensor.Wrap32(data, e.shape...), nil
+	}
+	data, err := readLE(next, buf, initial, 8, func(b []byte) float64 { return math.Float64frombits(binary.LittleEndian.Uint64(b)) })
+	if err != nil {
+		return nil, err
 	}
 	return tensor.Wrap64(data, e.shape...), nil
+}
+
+// readLE reads elements chunk by chunk (next, into buf), size bytes an
+// element read by get, into a slice of capacity initial.
+func readLE[T float32 | float64](next func() (int, error), buf []byte, initial, size int, get func([]byte) T) ([]T, error) {
+	data := make([]T, 0, initial)
+	for {
+		k, err := next()
+		if err != nil || k == 0 {
+			return data, err
+		}
+		for i := 0; i < k; i += size {
+			data = append(data, get(buf[i:]))
+		}
+	}
 }
 
 // parseHeader parses and checks the JSON header, apart from the offsets' layout.

@@ -121,23 +121,29 @@ var poolKernels = func() []poolKernel {
 // then knows that the slices do not escape.
 
 func maxPool2x2(dst []float32, arg []uint8, x []float32, rows, ow, stride, w int) {
-	switch {
-	case useAVX512Pool:
-		maxPool2x2AVX512(&dst[0], &arg[0], &x[0], rows, ow, stride, w)
-	case useAVX2:
-		maxPool2x2AVX2(&dst[0], &arg[0], &x[0], rows, ow, stride, w)
-	default:
-		maxPool2x2Ref(dst, arg, x, rows, ow, stride, w)
-	}
+	pool2x2(false, dst, arg, x, rows, ow, stride, w)
 }
 
 func maxPool2x2Backward(dx, g []float32, arg []uint8, rows, ow, stride, w int) {
+	pool2x2(true, g, arg, dx, rows, ow, stride, w)
+}
+
+// pool2x2 runs the kernel in use: forward from x to out and arg, or
+// backward from out (the gradient) and arg to x.
+func pool2x2(backward bool, out []float32, arg []uint8, x []float32, rows, ow, stride, w int) {
+	o, a, p := &out[0], &arg[0], &x[0]
 	switch {
+	case useAVX512Pool && backward:
+		maxPool2x2BackwardAVX512(p, o, a, rows, ow, stride, w)
 	case useAVX512Pool:
-		maxPool2x2BackwardAVX512(&dx[0], &g[0], &arg[0], rows, ow, stride, w)
+		maxPool2x2AVX512(o, a, p, rows, ow, stride, w)
+	case useAVX2 && backward:
+		maxPool2x2BackwardAVX2(p, o, a, rows, ow, stride, w)
 	case useAVX2:
-		maxPool2x2BackwardAVX2(&dx[0], &g[0], &arg[0], rows, ow, stride, w)
+		maxPool2x2AVX2(o, a, p, rows, ow, stride, w)
+	case backward:
+		maxPool2x2BackwardRef(x, out, arg, rows, ow, stride, w)
 	default:
-		maxPool2x2BackwardRef(dx, g, arg, rows, ow, stride, w)
+		maxPool2x2Ref(out, arg, x, rows, ow, stride, w)
 	}
 }
