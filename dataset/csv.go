@@ -9,7 +9,6 @@ import (
 	"io"
 	"math"
 	"os"
-	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -38,11 +37,6 @@ func LoadCSV(path string, labelColumn int) (*Set, error) {
 		return nil, fmt.Errorf("dataset: %w", err)
 	}
 	return parseCSV(path, fileSetName(path), data, labelColumn)
-}
-
-// fileSetName names a set loaded from path: its file name less the extension.
-func fileSetName(path string) string {
-	return strings.TrimSuffix(filepath.Base(path), filepath.Ext(path))
 }
 
 // parseCSV parses data as LoadCSV describes; file names the data in errors.

@@ -4,7 +4,9 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"path/filepath"
 	"slices"
+	"strings"
 
 	"github.com/pipetrain/pipetrain/tensor"
 )
@@ -223,4 +225,9 @@ func SampleShapeOf(name string) []int {
 		return []int{2}
 	}
 	return nil
+}
+
+// fileSetName names a set loaded from path: its file name less the extension.
+func fileSetName(path string) string {
+	return strings.TrimSuffix(filepath.Base(path), filepath.Ext(path))
 }
