@@ -316,8 +316,10 @@ type batches struct {
 	features int
 	perRow   int // labels a row: a text window's tokens, else 1
 	bufs     [2]batchBuf
-	cur      int // the buffer the step in hand reads
-	ahead    *prefetch
+	cur      int           // the buffer the step in hand reads
+	ahead    prefetch      // the batch being gathered, while busy
+	busy     bool          // a goroutine is gathering ahead
+	done     chan struct{} // it sends here when it is over
 }
 
 type batchBuf struct {
@@ -327,19 +329,15 @@ type batchBuf struct {
 	x          *tensor.Tensor // over xbuf: the same tensor while the batch size is the same
 }
 
-// prefetch is a batch being gathered into bufs[buf]; done is closed when
-// it is.
-type prefetch struct {
-	epoch, batch, buf int
-	done              chan struct{}
-}
+// prefetch names a batch gathered ahead, and the buffer it goes into.
+type prefetch struct{ epoch, batch, buf int }
 
 func (r *trainRun) newBatches() *batches {
 	bs, per := r.loader.BatchSize(), 1
 	if r.text != nil {
 		per = r.features
 	}
-	b := &batches{r: r, features: r.features, perRow: per}
+	b := &batches{r: r, features: r.features, perRow: per, done: make(chan struct{}, 1)}
 	for i := range b.bufs {
 		b.bufs[i] = batchBuf{xbuf: make([]float32, bs*r.features), lbuf: make([]int, bs*per), tbuf: make([]float32, bs)}
 	}
@@ -351,11 +349,17 @@ func (b *batches) fill(buf *batchBuf, epoch, batch int) {
 	buf.rows = b.r.loader.BatchInto(epoch, batch, buf.xbuf, buf.lbuf, buf.tbuf)
 }
 
+// gather is fill on a goroutine of its own, which says when it is over.
+func (b *batches) gather(p prefetch) {
+	b.fill(&b.bufs[p.buf], p.epoch, p.batch)
+	b.done <- struct{}{}
+}
+
 // next returns batch of epoch, its inputs and targets, and starts
 // gathering the batch after it.
 func (b *batches) next(epoch, batch int) (*tensor.Tensor, nn.Target) {
 	use := 1 - b.cur
-	if a := b.wait(); a == nil || a.epoch != epoch || a.batch != batch || a.buf != use {
+	if !b.wait() || b.ahead != (prefetch{epoch, batch, use}) {
 		b.fill(&b.bufs[use], epoch, batch)
 	}
 	b.cur = use
@@ -363,12 +367,8 @@ func (b *batches) next(epoch, batch int) (*tensor.Tensor, nn.Target) {
 		epoch, batch = epoch+1, 0
 	}
 	if epoch < b.r.cfg.Train.Epochs {
-		a := &prefetch{epoch: epoch, batch: batch, buf: 1 - use, done: make(chan struct{})}
-		b.ahead = a
-		go func() {
-			defer close(a.done)
-			b.fill(&b.bufs[a.buf], a.epoch, a.batch)
-		}()
+		b.ahead, b.busy = prefetch{epoch, batch, 1 - use}, true
+		go b.gather(b.ahead)
 	}
 	buf := &b.bufs[use]
 	if buf.x == nil || buf.x.Dim(0) != buf.rows {
@@ -384,15 +384,15 @@ func (b *batches) next(epoch, batch int) (*tensor.Tensor, nn.Target) {
 	return buf.x, t
 }
 
-// wait returns the prefetch in flight, once done, or nil: after it no
-// goroutine of b's is left.
-func (b *batches) wait() *prefetch {
-	a := b.ahead
-	if a != nil {
-		<-a.done
-		b.ahead = nil
+// wait waits for the batch being gathered ahead, if any, and reports
+// whether there was one: after it no goroutine of b's is left.
+func (b *batches) wait() bool {
+	if !b.busy {
+		return false
 	}
-	return a
+	<-b.done
+	b.busy = false
+	return true
 }
 
 // rateClock measures samples/s between step events.
