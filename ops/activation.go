@@ -46,16 +46,14 @@ func ReLUBackwardInto(dst, grad, x *tensor.Tensor, threads int) *tensor.Tensor {
 }
 
 // reluTask runs ReLU's float32 forward (dst, a) or backward (dst, a = dy,
-// b = x) over parts of the slices, for par.Do. Each element is computed
-// alone, so the parts' bounds do not change a bit.
+// b = x) over a range, for par.For. Each element is computed alone, so the
+// ranges' bounds do not change a bit.
 type reluTask struct {
 	backward  bool
 	dst, a, b []float32
-	parts     int
 }
 
-func (t *reluTask) Part(q int) {
-	lo, hi := par.Bound(q, t.parts, len(t.dst), 64), par.Bound(q+1, t.parts, len(t.dst), 64)
+func (t *reluTask) Run(lo, hi int) {
 	if t.backward {
 		vec.ReluBackward(t.dst[lo:hi], t.a[lo:hi], t.b[lo:hi])
 	} else {
@@ -70,18 +68,9 @@ const reluGrain = 1 << 16
 
 // elementwise runs ReLU's forward or backward on up to threads goroutines.
 func elementwise(threads int, backward bool, dst, a, b []float32) {
-	parts := min(par.Budget(threads), len(dst)/reluGrain)
-	if parts <= 1 {
-		if backward {
-			vec.ReluBackward(dst, a, b)
-		} else {
-			vec.Relu(dst, a)
-		}
-		return
-	}
 	t := reluTasks.Get()
-	*t = reluTask{backward: backward, dst: dst, a: a, b: b, parts: parts}
-	par.Do(threads, parts, t)
+	*t = reluTask{backward: backward, dst: dst, a: a, b: b}
+	par.For(threads, len(dst), reluGrain, t)
 	*t = reluTask{}
 	reluTasks.Put(t)
 }
