@@ -164,21 +164,18 @@ TEXT ·addConstAVX2(SB), NOSPLIT, $0-24
 // VEX instructions: a legacy SSE one after 256-bit work costs a state
 // transition on every call.
 
-DATA poolMasks<>+0(SB)/8, $0xffffffffffffffff
-DATA poolMasks<>+8(SB)/8, $0xffffffffffffffff
-DATA poolMasks<>+16(SB)/8, $0xffffffffffffffff
-DATA poolMasks<>+24(SB)/8, $0xffffffffffffffff
-DATA poolMasks<>+32(SB)/8, $0
-DATA poolMasks<>+40(SB)/8, $0
-DATA poolMasks<>+48(SB)/8, $0
-DATA poolMasks<>+56(SB)/8, $0
-GLOBL poolMasks<>(SB), RODATA|NOPTR, $64
+// poolIota holds the bytes 0 to 15, whence the pool kernels make their
+// lane masks and the AVX-512 ones their indices.
+DATA poolIota<>+0(SB)/8, $0x0706050403020100
+DATA poolIota<>+8(SB)/8, $0x0f0e0d0c0b0a0908
+GLOBL poolIota<>(SB), RODATA|NOPTR, $16
 
 // poolConst broadcasts the 32-bit k to all lanes of y.
 #define poolConst(k, x, y) MOVL $k, AX; VMOVD AX, x; VPBROADCASTD x, y
 
-// poolMask loads into y the mask of the first n of 8 lanes (AX = poolMasks).
-#define poolMask(n, y) MOVQ $8, BX; SUBQ n, BX; VMOVDQU (AX)(BX*4), y
+// poolMask sets y to the mask of the first n of 8 lanes, none for n <= 0
+// (Y7 = 0, 1, ..., 7; Y8 is clobbered).
+#define poolMask(n, y) VMOVQ n, X8; VPBROADCASTD X8, Y8; VPCMPGTD Y7, Y8, y
 
 // poolParams loads rows, ow, stride and w, at the same offsets in every pool
 // kernel, into R10-R13, stride and w in bytes.
@@ -199,23 +196,13 @@ GLOBL poolMasks<>(SB), RODATA|NOPTR, $64
 	poolConst(1, X12, Y12); \
 	poolConst(2, X13, Y13); \
 	poolConst(3, X14, Y14); \
-	MOVQ    R11, R14; \
-	ANDQ    $7, R14; \
-	LEAQ    poolMasks<>(SB), AX; \
+	MOVQ      R11, R14; \
+	ANDQ      $7, R14; \
+	VPMOVZXBD poolIota<>(SB), Y7; \
 	poolMask(R14, Y11); \
-	MOVQ    R14, DX; \
-	SHLQ    $1, DX; \
-	MOVQ    $8, BX; \
-	CMPQ    DX, BX; \
-	CMOVQGT BX, DX; \
-	SUBQ    DX, BX; \
-	VMOVDQU (AX)(BX*4), Y9; \
-	MOVQ    R14, DX; \
-	SHLQ    $1, DX; \
-	SUBQ    $8, DX; \
-	MOVQ    $0, BX; \
-	CMPQ    DX, BX; \
-	CMOVQLT BX, DX; \
+	LEAQ      (R14)(R14*1), DX; \
+	poolMask(DX, Y9); \
+	SUBQ      $8, DX; \
 	poolMask(DX, Y10)
 
 // poolRows runs R10 rows of ow windows. For each, R9 and R15 point to its
@@ -399,11 +386,6 @@ TEXT ·maxPool2x2BackwardAVX2(SB), NOSPLIT, $0-56
 // opmasks in the same step, where the AVX2 kernels take them a byte at a
 // time. Go operand order is Intel's reversed; VPERMT2PS t2, idx, t1 sets
 // t1[i] = (t1 ++ t2)[idx[i]].
-
-// poolIota holds the bytes 0 to 15, whence pool16Setup makes its indices.
-DATA poolIota<>+0(SB)/8, $0x0706050403020100
-DATA poolIota<>+8(SB)/8, $0x0f0e0d0c0b0a0908
-GLOBL poolIota<>(SB), RODATA|NOPTR, $16
 
 // pool16Setup runs poolParams, then makes the index vectors: Z8 and Z9
 // the even and the odd lanes of two registers, 2i and 2i+1; Z10 and Z11
