@@ -189,6 +189,11 @@
 // match it: that
 // is the test that catches races, stale weights and lost messages.
 //
+// Sequential runs the layers in their own order. A pipeline stage, and a
+// model's predictions, run them in RunOrder: a ReLU directly before a max
+// pooling goes after it, on the pooled tensor. The two orders give the same
+// bits, forward and backward, so Sequential is the reference for both.
+//
 // TrainStep checks every layer's output and input gradient: the first NaN or
 // infinity stops the step with a *NonFiniteError naming the layer, its kind
 // and the direction, after dropping every cached micro-batch. Gradients that
