@@ -3,7 +3,8 @@
 // runs, 14 on YMM), on one core and on every core at once; where
 // AVX512_BF16 runs, the same for VDPBF16PS, and where AMX runs (Linux
 // grants the tile state) for TDPBF16PS on 4 independent 16×16 tiles of C;
-// and the instructions' throughput and latency in cycles. Speed figures are
+// and the instructions' throughput and latency in cycles, and what a
+// 16×32 tile of C costs AMX at k ≤ 32, loads and stores included. Speed figures are
 // given as shares of it, since machines of one kind differ from day to day.
 //
 //	go run ./bench/peak [-seconds 1]
@@ -71,6 +72,7 @@ func latencies(bf16, amx bool) {
 		// 4 instructions a round: 4 rounds for the others' 16.
 		fs = append(fs, func(n int) { tdpTilesLoop(4 * n) }, func(n int) { tdpChainLoop(4 * n) })
 		names = append(names, "TDPBF16PS")
+		fs = append(fs, tileCallLoop) // one call a round
 	}
 	times := make([][]float64, len(fs))
 	for range 41 {
@@ -90,6 +92,10 @@ func latencies(bf16, amx bool) {
 	for i, name := range names {
 		thru, lat := med[1+2*i]/med[0], med[2+2*i]/med[0]
 		fmt.Printf("%s: %.2f cycles an instruction (%.2f a cycle), latency %.1f cycles\n", name, thru, 1/thru, lat)
+	}
+	if amx {
+		// the least a GEMM's 16×32 tile call at k ≤ 32 costs, whatever drives it
+		fmt.Printf("AMX 16×32 tile of C at k ≤ 32 (2 TILEZERO, 3 TILELOADD, 2 TDPBF16PS, 2 TILESTORED): %.0f cycles\n", 16*med[len(med)-1]/med[0])
 	}
 }
 

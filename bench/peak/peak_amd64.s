@@ -134,3 +134,34 @@ TEXT ·tdpChain(SB), NOSPLIT, $0-16
 	MOVQ n+0(FP), CX
 	MOVQ tiles+8(FP), SI
 	tdpLoop(tdp(0, 4, 6); tdp(0, 4, 6); tdp(0, 4, 6); tdp(0, 4, 6))
+
+// tilestored [rdi+rdx], t and [rdi+rdx+64], t: a 16×32 tile of C as two
+// 16×16 halves side by side, rows DX bytes apart.
+#define tilestored(t)   BYTE $0xc4; BYTE $0xe2; BYTE $0x7a; BYTE $0x4b; BYTE $(0x04+8*t); BYTE $0x17
+#define tilestored64(t) BYTE $0xc4; BYTE $0xe2; BYTE $0x7a; BYTE $0x4b; BYTE $(0x44+8*t); BYTE $0x17; BYTE $0x40
+
+// func tileCall(n int, tiles, c *byte): n times what the GEMM's amx kernel
+// does for a 16×32 tile of C at k ≤ 32: clear two C tiles, load an A tile
+// and two B tiles, two TDPBF16PS, store the C tiles (rows 128 bytes apart,
+// into the 2 KB at c).
+TEXT ·tileCall(SB), NOSPLIT, $0-24
+	MOVQ n+0(FP), CX
+	MOVQ tiles+8(FP), SI
+	MOVQ c+16(FP), DI
+	ldtilecfgSI
+	ADDQ $64, SI
+	MOVQ $128, DX
+call:
+	tilezero(0)
+	tilezero(1)
+	tileloadd(4)
+	tileloadd(6)
+	tdp(0, 4, 6)
+	tileloadd(7)
+	tdp(1, 4, 7)
+	tilestored(0)
+	tilestored64(1)
+	DECQ CX
+	JNZ  call
+	tilerelease
+	RET

@@ -25,3 +25,6 @@ func tdpTiles(n int, tiles *byte)
 
 //go:noescape
 func tdpChain(n int, tiles *byte)
+
+//go:noescape
+func tileCall(n int, tiles, c *byte)
