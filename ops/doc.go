@@ -125,8 +125,10 @@
 // accumulates them. Conv2dInto and Conv2dBackwardInto keep their im2col
 // matrices in a ConvWork the caller owns, and the layer norm's and the
 // attention's Into forms their scratch and thread budget in a LayerNormWork
-// and an AttentionWork; the bits do not depend on the thread budget. The allocating forms are these
-// with new destinations: the same bits.
+// and an AttentionWork. ReLUInto, MaxPool2dArgInto and their backwards,
+// bound by memory, take a thread budget of their own. The bits never
+// depend on the thread budget. The allocating forms are these with new
+// destinations: the same bits.
 //
 // # Panics
 //
