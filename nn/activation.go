@@ -62,8 +62,7 @@ func NewGELU(approximate bool) *Activation {
 		func(x *tensor.Tensor) *tensor.Tensor { return ops.GELU(x, approximate) },
 		func(dy, x *tensor.Tensor) *tensor.Tensor { return ops.GELUBackward(dy, x, approximate) })
 	if !approximate {
-		a.forwardInto = func(dst, x *tensor.Tensor, _ int) *tensor.Tensor { return ops.GELUInto(dst, x) }
-		a.backwardInto = func(dst, dy, x *tensor.Tensor, _ int) *tensor.Tensor { return ops.GELUBackwardInto(dst, dy, x) }
+		a.forwardInto, a.backwardInto = ops.GELUInto, ops.GELUBackwardInto
 	}
 	return a
 }

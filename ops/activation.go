@@ -20,7 +20,7 @@ func ReLU(x *tensor.Tensor) *tensor.Tensor {
 func ReLUInto(dst, x *tensor.Tensor, threads int) *tensor.Tensor {
 	into("ReLUInto", dst, x)
 	if x.DType() == tensor.Float32 {
-		elementwise(threads, false, dst.Data32(), x.Data32(), nil)
+		elementwise(threads, reluForward, dst.Data32(), x.Data32(), nil)
 	} else {
 		vec.ReluGo(dst.Data64(), x.Data64())
 	}
@@ -38,41 +38,57 @@ func ReLUBackward(grad, x *tensor.Tensor) *tensor.Tensor {
 func ReLUBackwardInto(dst, grad, x *tensor.Tensor, threads int) *tensor.Tensor {
 	into("ReLUBackwardInto", dst, grad, x)
 	if x.DType() == tensor.Float32 {
-		elementwise(threads, true, dst.Data32(), grad.Data32(), x.Data32())
+		elementwise(threads, reluBackward, dst.Data32(), grad.Data32(), x.Data32())
 	} else {
 		vec.ReluBackwardGo(dst.Data64(), grad.Data64(), x.Data64())
 	}
 	return dst
 }
 
-// reluTask runs ReLU's float32 forward (dst, a) or backward (dst, a = dy,
-// b = x) over a range, for par.For. Each element is computed alone, so the
-// ranges' bounds do not change a bit.
-type reluTask struct {
-	backward  bool
+// unary names a float32 element-wise kernel that unaryTask runs.
+type unary uint8
+
+const (
+	reluForward unary = iota
+	reluBackward
+	geluForward
+	geluBackward
+)
+
+// unaryTask runs a float32 element-wise kernel, forward (dst, a = x) or
+// backward (dst, a = dy, b = x), over a range, for par.For. Each element is
+// computed alone, so the ranges' bounds do not change a bit.
+type unaryTask struct {
+	op        unary
 	dst, a, b []float32
 }
 
-func (t *reluTask) Run(lo, hi int) {
-	if t.backward {
-		vec.ReluBackward(t.dst[lo:hi], t.a[lo:hi], t.b[lo:hi])
-	} else {
-		vec.Relu(t.dst[lo:hi], t.a[lo:hi])
+func (t *unaryTask) Run(lo, hi int) {
+	dst, a := t.dst[lo:hi], t.a[lo:hi]
+	switch t.op {
+	case reluForward:
+		vec.Relu(dst, a)
+	case reluBackward:
+		vec.ReluBackward(dst, a, t.b[lo:hi])
+	case geluForward:
+		vec.GELU(dst, a)
+	case geluBackward:
+		vec.GELUBackward(dst, a, t.b[lo:hi])
 	}
 }
 
-var reluTasks par.FreeList[reluTask]
+var unaryTasks par.FreeList[unaryTask]
 
-// reluGrain is the fewest elements worth a goroutine of their own.
-const reluGrain = 1 << 16
+// unaryGrain is the fewest elements worth a goroutine of their own.
+const unaryGrain = 1 << 16
 
-// elementwise runs ReLU's forward or backward on up to threads goroutines.
-func elementwise(threads int, backward bool, dst, a, b []float32) {
-	t := reluTasks.Get()
-	*t = reluTask{backward: backward, dst: dst, a: a, b: b}
-	par.For(threads, len(dst), reluGrain, t)
-	*t = reluTask{}
-	reluTasks.Put(t)
+// elementwise runs op on up to threads goroutines.
+func elementwise(threads int, op unary, dst, a, b []float32) {
+	t := unaryTasks.Get()
+	*t = unaryTask{op: op, dst: dst, a: a, b: b}
+	par.For(threads, len(dst), unaryGrain, t)
+	*t = unaryTask{}
+	unaryTasks.Put(t)
 }
 
 // LeakyReLU returns x where x > 0 and alpha*x elsewhere.
@@ -185,7 +201,7 @@ const (
 // exact value (4 for its backward), as PyTorch's vectorised erf does.
 func GELU(x *tensor.Tensor, approximate bool) *tensor.Tensor {
 	if !approximate && x.DType() == tensor.Float32 {
-		return GELUInto(tensor.Zeros(tensor.Float32, x.Shape()...), x)
+		return GELUInto(tensor.Zeros(tensor.Float32, x.Shape()...), x, 1)
 	}
 	if approximate {
 		return map1(x, func(v float64) float64 {
@@ -195,11 +211,12 @@ func GELU(x *tensor.Tensor, approximate bool) *tensor.Tensor {
 	return map1(x, func(v float64) float64 { return 0.5 * v * (1 + math.Erf(v*invSqrt2)) })
 }
 
-// GELUInto is the exact GELU into dst, which may be x.
-func GELUInto(dst, x *tensor.Tensor) *tensor.Tensor {
+// GELUInto is the exact GELU into dst, which may be x; threads as
+// ReLUInto's.
+func GELUInto(dst, x *tensor.Tensor, threads int) *tensor.Tensor {
 	into("GELUInto", dst, x)
 	if x.DType() == tensor.Float32 {
-		vec.GELU(dst.Data32(), x.Data32())
+		elementwise(threads, geluForward, dst.Data32(), x.Data32(), nil)
 		return dst
 	}
 	d := dst.Data64()
@@ -209,12 +226,13 @@ func GELUInto(dst, x *tensor.Tensor) *tensor.Tensor {
 	return dst
 }
 
-// GELUBackwardInto is the exact GELU's backward into dst, which may be grad.
-func GELUBackwardInto(dst, grad, x *tensor.Tensor) *tensor.Tensor {
+// GELUBackwardInto is the exact GELU's backward into dst, which may be
+// grad; threads as ReLUInto's.
+func GELUBackwardInto(dst, grad, x *tensor.Tensor, threads int) *tensor.Tensor {
 	into("GELUBackwardInto", dst, grad)
 	into("GELUBackwardInto", dst, x)
 	if x.DType() == tensor.Float32 {
-		vec.GELUBackward(dst.Data32(), grad.Data32(), x.Data32())
+		elementwise(threads, geluBackward, dst.Data32(), grad.Data32(), x.Data32())
 		return dst
 	}
 	d, g := dst.Data64(), grad.Data64()
@@ -232,7 +250,7 @@ func geluGrad(v float64) float64 {
 // GELUBackward returns grad times the derivative of GELU at x, for either form.
 func GELUBackward(grad, x *tensor.Tensor, approximate bool) *tensor.Tensor {
 	if !approximate && x.DType() == tensor.Float32 && grad.SameShape(x) && grad.DType() == x.DType() {
-		return GELUBackwardInto(tensor.Zeros(tensor.Float32, x.Shape()...), grad, x)
+		return GELUBackwardInto(tensor.Zeros(tensor.Float32, x.Shape()...), grad, x, 1)
 	}
 	if approximate {
 		return gradMap("GELUBackward", grad, x, func(g, v float64) float64 {

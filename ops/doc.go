@@ -125,8 +125,8 @@
 // accumulates them. Conv2dInto and Conv2dBackwardInto keep their im2col
 // matrices in a ConvWork the caller owns, and the layer norm's and the
 // attention's Into forms their scratch and thread budget in a LayerNormWork
-// and an AttentionWork. ReLUInto, MaxPool2dArgInto and their backwards,
-// bound by memory, take a thread budget of their own. The bits never
+// and an AttentionWork. ReLUInto, GELUInto, MaxPool2dArgInto and their
+// backwards take a thread budget of their own. The bits never
 // depend on the thread budget. The allocating forms are these with new
 // destinations: the same bits.
 //

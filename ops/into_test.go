@@ -230,20 +230,20 @@ func TestGELUFloat32(t *testing.T) {
 		}
 	}
 	same := x.Clone()
-	ops.GELUInto(same, same)
+	ops.GELUInto(same, same, 2)
 	if !slices.Equal(same.Float32s(), y.Float32s()) {
 		t.Error("GELUInto(x, x) differs from ops.GELU(x)")
 	}
 	gs := g.Clone()
-	ops.GELUBackwardInto(gs, gs, x)
+	ops.GELUBackwardInto(gs, gs, x, 2)
 	if !slices.Equal(gs.Float32s(), dx.Float32s()) {
 		t.Error("ops.GELUBackwardInto(g, g, x) differs from ops.GELUBackward(g, x)")
 	}
 }
 
-// TestReLUIntoThreads: ReLU split over goroutines gives ReLU's bits, NaN
-// and signed zeros included, forward and backward.
-func TestReLUIntoThreads(t *testing.T) {
+// TestElementwiseThreads: ReLU and GELU split over goroutines give the bits
+// of one, NaN and signed zeros included, forward and backward.
+func TestElementwiseThreads(t *testing.T) {
 	rng := newRNG(41)
 	for _, n := range []int{1, 1000, 3<<16 + 5} {
 		x := randN(rng, 1, n).As(tensor.Float32)
@@ -251,12 +251,22 @@ func TestReLUIntoThreads(t *testing.T) {
 			x.Set(v, (i*7919)%n)
 		}
 		g := randN(rng, 1, n).As(tensor.Float32)
-		want, wantDX := ops.ReLU(x), ops.ReLUBackward(g, x)
-		for _, threads := range []int{1, 2, 3} {
-			got := ops.ReLUInto(tensor.Full(tensor.Float32, 7, n), x, threads)
-			dx := ops.ReLUBackwardInto(tensor.Full(tensor.Float32, 7, n), g, x, threads)
-			wantBits(t, fmt.Sprintf("ReLUInto n=%d threads=%d", n, threads), got, want)
-			wantBits(t, fmt.Sprintf("ReLUBackwardInto n=%d threads=%d", n, threads), dx, wantDX)
+		for _, c := range []struct {
+			name          string
+			want, wantDX  *tt
+			forward, back func(dst *tt, threads int) *tt
+		}{
+			{"ReLU", ops.ReLU(x), ops.ReLUBackward(g, x),
+				func(dst *tt, th int) *tt { return ops.ReLUInto(dst, x, th) },
+				func(dst *tt, th int) *tt { return ops.ReLUBackwardInto(dst, g, x, th) }},
+			{"GELU", ops.GELU(x, false), ops.GELUBackward(g, x, false),
+				func(dst *tt, th int) *tt { return ops.GELUInto(dst, x, th) },
+				func(dst *tt, th int) *tt { return ops.GELUBackwardInto(dst, g, x, th) }},
+		} {
+			for _, threads := range []int{1, 2, 3} {
+				wantBits(t, fmt.Sprintf("%sInto n=%d threads=%d", c.name, n, threads), c.forward(tensor.Full(tensor.Float32, 7, n), threads), c.want)
+				wantBits(t, fmt.Sprintf("%sBackwardInto n=%d threads=%d", c.name, n, threads), c.back(tensor.Full(tensor.Float32, 7, n), threads), c.wantDX)
+			}
 		}
 	}
 }
