@@ -43,6 +43,7 @@ type Stage struct {
 	ps        []nn.Param         // the layers' parameters, in order
 	bufs      []namedBuffer      // the layers' buffers (batch norm's statistics), saved after the parameters
 	split     []nn.SplitBackward // per layer, the layer if it can split its backward, else nil
+	batch     []nn.BatchParams   // per layer, the layer if it batches its weight gradients, else nil
 	updater   Updater
 	weights   uint64 // nn.Pass.Weights: changed by every update and restore
 	gradsDone bool   // the step's last backward is done
@@ -165,12 +166,13 @@ func NewStage(id int, name string, g *Graph, layers []nn.Layer, first, shard int
 			s.bufs = append(s.bufs, namedBuffer{nn.ParamName(first+i, b.Name), b.Value})
 		}
 		sb, _ := l.(nn.SplitBackward)
-		s.split = append(s.split, sb)
+		bp, _ := l.(nn.BatchParams)
+		s.split, s.batch = append(s.split, sb), append(s.batch, bp)
 	}
 	// run the layers in the order that gives the same bits fastest;
 	// parameters, buffers and Stats keep the model's
 	order := nn.RunOrder(layers)
-	s.layers, s.ids, s.split = permute(layers, order), permute(s.layerIDs, order), permute(s.split, order)
+	s.layers, s.ids, s.split, s.batch = permute(layers, order), permute(s.layerIDs, order), permute(s.split, order), permute(s.batch, order)
 	s.norm.Sums = make([]float64, len(s.ps))
 	s.weights = 1
 	return s
@@ -442,7 +444,7 @@ func (s *Stage) backward(ctx actor.Context, step, micro int, dy *tensor.Tensor) 
 			if sb := s.split[i]; sb != nil && need && split {
 				g = sb.BackwardInput(p, g)
 				s.pendingW = append(s.pendingW, pendingW{i, p})
-			} else if b, ok := s.layers[i].(nn.BatchParams); ok && !need && split {
+			} else if b := s.batch[i]; b != nil && !need && split {
 				b.KeepGrad(p, g) // its weight gradient, too, once over the step
 				s.pendingW = append(s.pendingW, pendingW{i, p})
 				g = nil
@@ -525,7 +527,7 @@ func (s *Stage) weightGrads(ctx actor.Context, step int) bool {
 				}
 			}
 			s.current = i
-			if b, ok := s.layers[i].(nn.BatchParams); ok {
+			if b := s.batch[i]; b != nil {
 				b.BackwardParamsAll(ps)
 			} else {
 				for _, p := range ps {
