@@ -149,6 +149,9 @@ type partKey struct {
 	micro int
 }
 
+// Precision returns the precision of the stage's products.
+func (s *Stage) Precision() nn.Precision { return s.updater.Precision }
+
 // NewStage returns a stage actor running layers, whose global indices start at
 // first; shard is its index within its position. u updates its weights: a stage
 // with parameters needs an optimizer of its own.

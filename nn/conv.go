@@ -115,7 +115,7 @@ func (l *Conv2d) check(x *tensor.Tensor) (oh, ow int) {
 func (l *Conv2d) Forward(p Pass, x *tensor.Tensor) *tensor.Tensor {
 	oh, ow := l.check(x)
 	y := p.Arena.Tensor(x.DType(), x.Dim(0), l.F, oh, ow) // every element written below
-	l.work.BF16 = p.Precision == BF16
+	l.work.BF16, l.work.Arithmetic = p.Precision.IsBF16(), p.Precision.Arithmetic()
 	ops.Conv2dInto(y, x, l.W, l.B, l.Stride, l.Padding, &l.work)
 	l.x.put(p, x)
 	return y
@@ -135,7 +135,7 @@ func (l *Conv2d) Backward(p Pass, dy *tensor.Tensor, needDX bool) *tensor.Tensor
 	if needDX {
 		dx = p.Arena.Like(x) // every row written below
 	}
-	l.work.BF16 = p.Precision == BF16
+	l.work.BF16, l.work.Arithmetic = p.Precision.IsBF16(), p.Precision.Arithmetic()
 	for lo := 0; lo < max(n, 1); lo += ChunkRows {
 		hi := min(n, lo+ChunkRows)
 		var gx *tensor.Tensor

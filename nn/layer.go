@@ -3,7 +3,7 @@ package nn
 import (
 	"fmt"
 
-	"github.com/pipetrain/pipetrain/internal/gemm"
+	"github.com/pipetrain/pipetrain/ops"
 	"github.com/pipetrain/pipetrain/tensor"
 )
 
@@ -34,25 +34,48 @@ type Pass struct {
 }
 
 // Precision is how float32 layers compute their GEMM products: FP32, or
-// BF16 (operands rounded to bfloat16 where the GEMM packs them, sums in
-// float32). Everything else (weights, gradients, norms, losses) is float32
-// either way.
+// with bf16 products (operands rounded to bfloat16 where the GEMM packs
+// them, sums in float32) in one of two arithmetics, each the same bits on
+// every CPU: BF16 sums in AMX's steps (TDPBF16PS's), BF16Pairs in
+// VDPBF16PS's (ops.Arithmetic). Everything else (weights, gradients,
+// norms, losses) is float32 either way.
 type Precision uint8
 
 const (
 	FP32 Precision = iota
 	BF16
+	BF16Pairs
 )
 
-// String returns the config's name of p: "fp32" or "bf16".
+// IsBF16 reports whether p's products are bf16 ones.
+func (p Precision) IsBF16() bool { return p != FP32 }
+
+// Arithmetic is the kind of steps p's bf16 sums take.
+func (p Precision) Arithmetic() ops.Arithmetic {
+	if p == BF16Pairs {
+		return ops.Pairs
+	}
+	return ops.AMX
+}
+
+// BF16With returns the bf16 Precision whose sums take ar's steps.
+func BF16With(ar ops.Arithmetic) Precision {
+	if ar == ops.Pairs {
+		return BF16Pairs
+	}
+	return BF16
+}
+
+// String returns the config's name of p: "fp32" or "bf16" (either
+// arithmetic).
 func (p Precision) String() string {
-	if p == BF16 {
+	if p.IsBF16() {
 		return "bf16"
 	}
 	return "fp32"
 }
 
-// ParsePrecision returns the Precision named s; "" is FP32.
+// ParsePrecision returns the Precision named s; "" is FP32, "bf16" is BF16.
 func ParsePrecision(s string) (Precision, error) {
 	switch s {
 	case "", "fp32":
@@ -62,12 +85,6 @@ func ParsePrecision(s string) (Precision, error) {
 	}
 	return FP32, fmt.Errorf("nn: precision %q is not fp32 or bf16", s)
 }
-
-// BF16Arithmetic names the kind of CPU arithmetic BF16's products take
-// here: "amx" on CPUs with AMX, else "avx512bf16" (VDPBF16PS's steps, in
-// assembly or in Go). The two kinds round differently, so a run records
-// its kind and its hosts must share it.
-func BF16Arithmetic() string { return gemm.BF16Arithmetic() }
 
 // Param is a parameter and its accumulated gradient, of the same dtype and
 // shape: the type optimizers update (optim.Param is the same).

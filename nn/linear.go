@@ -6,6 +6,7 @@ import (
 
 	"github.com/pipetrain/pipetrain/internal/gemm"
 	"github.com/pipetrain/pipetrain/internal/vec"
+	"github.com/pipetrain/pipetrain/ops"
 	"github.com/pipetrain/pipetrain/tensor"
 )
 
@@ -54,8 +55,8 @@ func use(p Pass, packed *packKey) (usePacked, pack bool) {
 
 // packW packs W (transposed or not) for p's precision.
 func (l *Linear) packW(p Pass, pb *gemm.PackedB, trans bool, k, n int) {
-	if p.Precision == BF16 {
-		pb.PackBF16(trans, k, n, l.W.Data32(), l.In)
+	if p.Precision.IsBF16() {
+		pb.PackBF16(p.Precision.Arithmetic(), trans, k, n, l.W.Data32(), l.In)
 	} else {
 		pb.Pack(trans, k, n, l.W.Data32(), l.In)
 	}
@@ -63,7 +64,7 @@ func (l *Linear) packW(p Pass, pb *gemm.PackedB, trans bool, k, n int) {
 
 // sgemmPacked is C = A·pb + beta·C in p's precision.
 func sgemmPacked(p Pass, m int, a []float32, lda int, pb *gemm.PackedB, beta float32, c []float32, ldc int) {
-	if p.Precision == BF16 {
+	if p.Precision.IsBF16() {
 		gemm.Threads(p.Threads).SgemmPackedBF16(false, m, 1, a, lda, pb, beta, c, ldc)
 	} else {
 		gemm.Threads(p.Threads).SgemmPacked(false, m, 1, a, lda, pb, beta, c, ldc)
@@ -209,14 +210,35 @@ func (l *Linear) BackwardParams(p Pass) {
 // gemmFunc is a GEMM on up to threads goroutines: gemm.Threads' methods.
 type gemmFunc[T float32 | float64] func(threads gemm.Threads, tA, tB bool, m, n, k int, alpha T, a []T, lda int, b []T, ldb int, beta T, c []T, ldc int)
 
+// bf16Plain and bf16Chunked are gemm.Threads.SgemmBF16 and
+// SgemmBF16Chunked for each arithmetic, as gemmFuncs made once.
+var (
+	bf16Plain = [...]gemmFunc[float32]{
+		ops.AMX: func(t gemm.Threads, tA, tB bool, m, n, k int, alpha float32, a []float32, lda int, b []float32, ldb int, beta float32, c []float32, ldc int) {
+			t.SgemmBF16(ops.AMX, tA, tB, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc)
+		},
+		ops.Pairs: func(t gemm.Threads, tA, tB bool, m, n, k int, alpha float32, a []float32, lda int, b []float32, ldb int, beta float32, c []float32, ldc int) {
+			t.SgemmBF16(ops.Pairs, tA, tB, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc)
+		},
+	}
+	bf16Chunked = [...]gemmFunc[float32]{
+		ops.AMX: func(t gemm.Threads, tA, tB bool, m, n, k int, alpha float32, a []float32, lda int, b []float32, ldb int, beta float32, c []float32, ldc int) {
+			t.SgemmBF16Chunked(ops.AMX, tA, tB, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc)
+		},
+		ops.Pairs: func(t gemm.Threads, tA, tB bool, m, n, k int, alpha float32, a []float32, lda int, b []float32, ldb int, beta float32, c []float32, ldc int) {
+			t.SgemmBF16Chunked(ops.Pairs, tA, tB, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc)
+		},
+	}
+)
+
 // sgemmFor returns the float32 GEMM of precision pr, summing k in chunks
 // (gemm.KChunk) when chunked.
 func sgemmFor(pr Precision, chunked bool) gemmFunc[float32] {
 	switch {
-	case pr == BF16 && chunked:
-		return gemm.Threads.SgemmBF16Chunked
-	case pr == BF16:
-		return gemm.Threads.SgemmBF16
+	case pr.IsBF16() && chunked:
+		return bf16Chunked[pr.Arithmetic()]
+	case pr.IsBF16():
+		return bf16Plain[pr.Arithmetic()]
 	case chunked:
 		return gemm.Threads.SgemmChunked
 	}

@@ -140,7 +140,7 @@ func (b *TransformerBlock) Forward(p Pass, x *tensor.Tensor) *tensor.Tensor {
 	qkv := b.attn.Forward(p, b.ln1.Forward(p, xt))
 	att := p.Arena.Tensor(x.DType(), n, b.Tokens, b.Dim)
 	probs := p.Arena.Tensor(x.DType(), n, b.Heads, b.Tokens, b.Tokens)
-	b.work.Threads, b.work.BF16 = p.Threads, p.Precision == BF16
+	b.work.Threads, b.work.BF16, b.work.Arithmetic = p.Threads, p.Precision.IsBF16(), p.Precision.Arithmetic()
 	ops.CausalSelfAttentionInto(att, probs, p.Arena.view(qkv, 0, n, b.Tokens, 3*b.Dim), b.Heads, &b.work)
 	y := b.proj.Forward(p, p.Arena.view(att, 0, n*b.Tokens, b.Dim))
 	x2 := residual(p, xt, dropped(p, b.drop1, y, n))
@@ -165,7 +165,7 @@ func (b *TransformerBlock) Backward(p Pass, dy *tensor.Tensor, needDX bool) *ten
 	dyp := droppedBackward(p, b.drop1, dx2, n, b.Tokens, b.Dim)
 	datt := b.proj.Backward(p, dyp, true)
 	dqkv := p.Arena.Tensor(dy.DType(), n, b.Tokens, 3*b.Dim)
-	b.work.Threads, b.work.BF16 = p.Threads, p.Precision == BF16
+	b.work.Threads, b.work.BF16, b.work.Arithmetic = p.Threads, p.Precision.IsBF16(), p.Precision.Arithmetic()
 	ops.CausalSelfAttentionBackwardInto(dqkv, p.Arena.view(datt, 0, n, b.Tokens, b.Dim), p.Arena.view(s.qkv, 0, n, b.Tokens, 3*b.Dim), s.probs, b.Heads, &b.work)
 	dh1 := b.attn.Backward(p, p.Arena.view(dqkv, 0, n*b.Tokens, 3*b.Dim), true)
 	dx1 := b.ln1.Backward(p, dh1, needDX)

@@ -56,8 +56,10 @@ type AttentionWork struct {
 	// The results do not depend on it.
 	Threads int
 	// BF16 runs the float32 products on gemm's bf16 entry points (mixed
-	// precision: operands rounded to bf16, sums in float32); float64 ignores it.
-	BF16 bool
+	// precision: operands rounded to bf16, sums in float32), their sums in
+	// Arithmetic's steps; float64 ignores both.
+	BF16       bool
+	Arithmetic Arithmetic
 
 	f32 attnWork[float32]
 	f64 attnWork[float64]
@@ -102,9 +104,9 @@ func CausalSelfAttentionInto(out, probs, qkv *tensor.Tensor, heads int, work *At
 
 func attentionInto(pl *attnPlan, out, probs, qkv *tensor.Tensor, work *AttentionWork) {
 	if qkv.DType() == tensor.Float32 {
-		attention(pl, work.Threads, work.BF16, &work.f32, out.Data32(), probs.Data32(), qkv.Data32())
+		attention(pl, work.Threads, products{work.BF16, work.Arithmetic}, &work.f32, out.Data32(), probs.Data32(), qkv.Data32())
 	} else {
-		attention(pl, work.Threads, false, &work.f64, out.Data64(), probs.Data64(), qkv.Data64())
+		attention(pl, work.Threads, products{}, &work.f64, out.Data64(), probs.Data64(), qkv.Data64())
 	}
 }
 
@@ -127,13 +129,13 @@ const attnPartsPerThread = 4
 
 // attention runs the (batch, head) pairs in parallel parts; a pair's
 // result does not depend on which part computes it, nor on the others.
-func attention[T float](pl *attnPlan, threads int, bf16 bool, work *attnWork[T], out, probs, qkv []T) {
+func attention[T float](pl *attnPlan, threads int, pr products, work *attnWork[T], out, probs, qkv []T) {
 	if pl.b*pl.t == 0 {
 		return
 	}
 	budget, parts, inner := attnSplit(pl, threads)
 	t := &work.fwd
-	*t = attnForward[T]{pl: *pl, out: out, probs: probs, qkv: qkv, parts: parts, threads: inner, bf16: bf16}
+	*t = attnForward[T]{pl: *pl, out: out, probs: probs, qkv: qkv, parts: parts, threads: inner, pr: pr}
 	par.Do(budget, parts, t)
 	*t = attnForward[T]{} // holds no memory of the caller's
 }
@@ -148,7 +150,7 @@ type attnForward[T float] struct {
 	pl              attnPlan
 	out, probs, qkv []T
 	parts, threads  int // parts of the pairs; GEMM budget per part
-	bf16            bool
+	pr              products
 }
 
 func (f *attnForward[T]) Part(q int) {
@@ -162,11 +164,11 @@ func (f *attnForward[T]) Part(q int) {
 		pm := f.probs[p*tt*tt : (p+1)*tt*tt]
 		for i0 := 0; i0 < tt; i0 += attnBlock {
 			i1 := min(tt, i0+attnBlock)
-			attnGemm(f.threads, f.bf16, false, true, i1-i0, i1, pl.hd, pl.scale, qm[i0*ld:], ld, km, ld, pm[i0*tt:], tt)
+			attnGemm(f.threads, f.pr, false, true, i1-i0, i1, pl.hd, pl.scale, qm[i0*ld:], ld, km, ld, pm[i0*tt:], tt)
 			for i := i0; i < i1; i++ {
 				softmaxCausal(pm[i*tt:(i+1)*tt], i+1)
 			}
-			attnGemm(f.threads, f.bf16, false, false, i1-i0, pl.hd, i1, 1, pm[i0*tt:], tt, vm, ld, o[i0*pl.d:], pl.d)
+			attnGemm(f.threads, f.pr, false, false, i1-i0, pl.hd, i1, 1, pm[i0*tt:], tt, vm, ld, o[i0*pl.d:], pl.d)
 		}
 	}
 }
@@ -310,13 +312,13 @@ func planAttentionBackward(op string, grad, qkv, probs *tensor.Tensor, heads int
 
 func attentionBackwardInto(pl *attnPlan, gqkv, grad, qkv, probs *tensor.Tensor, work *AttentionWork) {
 	if qkv.DType() == tensor.Float32 {
-		attentionBackward(pl, work.Threads, work.BF16, &work.f32, gqkv.Data32(), grad.Data32(), qkv.Data32(), probs.Data32())
+		attentionBackward(pl, work.Threads, products{work.BF16, work.Arithmetic}, &work.f32, gqkv.Data32(), grad.Data32(), qkv.Data32(), probs.Data32())
 	} else {
-		attentionBackward(pl, work.Threads, false, &work.f64, gqkv.Data64(), grad.Data64(), qkv.Data64(), probs.Data64())
+		attentionBackward(pl, work.Threads, products{}, &work.f64, gqkv.Data64(), grad.Data64(), qkv.Data64(), probs.Data64())
 	}
 }
 
-func attentionBackward[T float](pl *attnPlan, threads int, bf16 bool, work *attnWork[T], gqkv, grad, qkv, probs []T) {
+func attentionBackward[T float](pl *attnPlan, threads int, pr products, work *attnWork[T], gqkv, grad, qkv, probs []T) {
 	if pl.b*pl.t == 0 {
 		return
 	}
@@ -325,7 +327,7 @@ func attentionBackward[T float](pl *attnPlan, threads int, bf16 bool, work *attn
 		work.ds = make([]T, parts*pl.t*pl.t)
 	}
 	t := &work.bwd
-	*t = attnBackward[T]{pl: *pl, ds: work.ds, gqkv: gqkv, grad: grad, qkv: qkv, probs: probs, parts: parts, threads: inner, bf16: bf16}
+	*t = attnBackward[T]{pl: *pl, ds: work.ds, gqkv: gqkv, grad: grad, qkv: qkv, probs: probs, parts: parts, threads: inner, pr: pr}
 	par.Do(budget, parts, t)
 	*t = attnBackward[T]{}
 }
@@ -334,7 +336,7 @@ type attnBackward[T float] struct {
 	pl                         attnPlan
 	ds, gqkv, grad, qkv, probs []T
 	parts, threads             int
-	bf16                       bool
+	pr                         products
 }
 
 func (b *attnBackward[T]) Part(q int) {
@@ -352,18 +354,18 @@ func (b *attnBackward[T]) Part(q int) {
 		// diagonal. Row i of dS is written in columns [0, i1).
 		for i0 := 0; i0 < tt; i0 += attnBlock {
 			i1 := min(tt, i0+attnBlock)
-			attnGemm(b.threads, b.bf16, false, true, i1-i0, i1, pl.hd, 1, do[i0*pl.d:], pl.d, vm, ld, ds[i0*tt:], tt)
+			attnGemm(b.threads, b.pr, false, true, i1-i0, i1, pl.hd, 1, do[i0*pl.d:], pl.d, vm, ld, ds[i0*tt:], tt)
 			for i := i0; i < i1; i++ {
 				softmaxCausalBackward(ds[i*tt:i*tt+i1], pm[i*tt:], i+1, pl.scale)
 			}
-			attnGemm(b.threads, b.bf16, false, false, i1-i0, pl.hd, i1, 1, ds[i0*tt:], tt, km, ld, gq[i0*ld:], ld)
+			attnGemm(b.threads, b.pr, false, false, i1-i0, pl.hd, i1, 1, ds[i0*tt:], tt, km, ld, gq[i0*ld:], ld)
 		}
 		// Column blocks: key s gets contributions from queries t >= s, so
 		// block [j0, j1) reads rows [j0, T), which the row blocks wrote.
 		for j0 := 0; j0 < tt; j0 += attnBlock {
 			j1 := min(tt, j0+attnBlock)
-			attnGemm(b.threads, b.bf16, true, false, j1-j0, pl.hd, tt-j0, 1, pm[j0*tt+j0:], tt, do[j0*pl.d:], pl.d, gv[j0*ld:], ld)
-			attnGemm(b.threads, b.bf16, true, false, j1-j0, pl.hd, tt-j0, 1, ds[j0*tt+j0:], tt, qm[j0*ld:], ld, gk[j0*ld:], ld)
+			attnGemm(b.threads, b.pr, true, false, j1-j0, pl.hd, tt-j0, 1, pm[j0*tt+j0:], tt, do[j0*pl.d:], pl.d, gv[j0*ld:], ld)
+			attnGemm(b.threads, b.pr, true, false, j1-j0, pl.hd, tt-j0, 1, ds[j0*tt+j0:], tt, qm[j0*ld:], ld, gk[j0*ld:], ld)
 		}
 	}
 }
@@ -381,13 +383,13 @@ func softmaxCausalBackward[T float](d, p []T, n int, scale float64) {
 }
 
 // attnGemm is C = alpha·op(A)·op(B) on the project's GEMM for either float
-// type, C written without being read; bf16 (the products in bf16) bounds
+// type, C written without being read; pr (bf16 products) bounds
 // the float32 GEMM only.
-func attnGemm[T float](threads int, bf16 bool, transA, transB bool, m, n, k int, alpha float64, a []T, lda int, b []T, ldb int, c []T, ldc int) {
+func attnGemm[T float](threads int, pr products, transA, transB bool, m, n, k int, alpha float64, a []T, lda int, b []T, ldb int, c []T, ldc int) {
 	switch a := any(a).(type) {
 	case []float32:
-		if bf16 {
-			gemm.Threads(threads).SgemmBF16(transA, transB, m, n, k, float32(alpha), a, lda, any(b).([]float32), ldb, 0, any(c).([]float32), ldc)
+		if pr.bf16 {
+			gemm.Threads(threads).SgemmBF16(pr.ar, transA, transB, m, n, k, float32(alpha), a, lda, any(b).([]float32), ldb, 0, any(c).([]float32), ldc)
 			return
 		}
 		gemm.Threads(threads).Sgemm(transA, transB, m, n, k, float32(alpha), a, lda, any(b).([]float32), ldb, 0, any(c).([]float32), ldc)

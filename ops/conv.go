@@ -93,8 +93,10 @@ func fits(ds ...int) bool {
 // is ready; a ConvWork serves one call at a time.
 type ConvWork struct {
 	// BF16 runs the float32 products on gemm's bf16 entry points (mixed
-	// precision: operands rounded to bf16, sums in float32); float64 ignores it.
-	BF16 bool
+	// precision: operands rounded to bf16, sums in float32), their sums in
+	// Arithmetic's steps; float64 ignores both.
+	BF16       bool
+	Arithmetic Arithmetic
 
 	f32 convWork[float32]
 	f64 convWork[float64]
@@ -158,13 +160,13 @@ func conv2dInto(pl *convPlan, out, x, w, b *tensor.Tensor, work *ConvWork) *tens
 		if b != nil {
 			bias = b.Data32()
 		}
-		conv2d(pl, &work.f32, work.BF16, out.Data32(), x.Data32(), w.Data32(), bias)
+		conv2d(pl, &work.f32, products{work.BF16, work.Arithmetic}, out.Data32(), x.Data32(), w.Data32(), bias)
 	} else {
 		var bias []float64
 		if b != nil {
 			bias = b.Data64()
 		}
-		conv2d(pl, &work.f64, false, out.Data64(), x.Data64(), w.Data64(), bias)
+		conv2d(pl, &work.f64, products{}, out.Data64(), x.Data64(), w.Data64(), bias)
 	}
 	return out
 }
@@ -191,7 +193,7 @@ const groupMinColumns = 512
 // conv2d runs the samples in parallel parts, each on its own im2col buffer
 // and a group of samples at a time; a sample's result does not depend on
 // which part or group computes it.
-func conv2d[T float](pl *convPlan, work *convWork[T], bf16 bool, out, x, w, b []T) {
+func conv2d[T float](pl *convPlan, work *convWork[T], pr products, out, x, w, b []T) {
 	threads := par.Budget(0)
 	parts := min(threads, pl.n)
 	g := pl.group((pl.n + parts - 1) / max(1, parts))
@@ -200,7 +202,7 @@ func conv2d[T float](pl *convPlan, work *convWork[T], bf16 bool, out, x, w, b []
 		work.tmp = grow(work.tmp, parts*pl.f*g*pl.p)
 	}
 	t := &work.fwd
-	*t = convForward[T]{pl: *pl, cols: work.cols, tmp: work.tmp, out: out, x: x, w: w, b: b, parts: parts, group: g, bf16: bf16}
+	*t = convForward[T]{pl: *pl, cols: work.cols, tmp: work.tmp, out: out, x: x, w: w, b: b, parts: parts, group: g, pr: pr}
 	t.threads = max(1, threads/min(threads, max(1, pl.n)))
 	par.Do(threads, parts, t)
 	*t = convForward[T]{} // holds no memory of the caller's
@@ -212,7 +214,7 @@ type convForward[T float] struct {
 	b                    []T
 	parts, threads       int // parts of the samples; GEMM budget per part
 	group                int // samples a GEMM
-	bf16                 bool
+	pr                   products
 }
 
 func (t *convForward[T]) Part(q int) {
@@ -227,7 +229,7 @@ func (t *convForward[T]) Part(q int) {
 		}
 		if g == 1 { // in place
 			o := t.out[i0*on : (i0+1)*on]
-			gemmT(t.threads, t.bf16, false, false, pl.f, pl.p, pl.k, t.w, pl.k, col, pl.p, 0, o, pl.p)
+			gemmT(t.threads, t.pr, false, false, pl.f, pl.p, pl.k, t.w, pl.k, col, pl.p, 0, o, pl.p)
 			for f := range pl.f {
 				if t.b != nil {
 					addConst(o[f*pl.p:(f+1)*pl.p], t.b[f])
@@ -236,7 +238,7 @@ func (t *convForward[T]) Part(q int) {
 			continue
 		}
 		tmp := t.tmp[q*pl.f*gp : (q+1)*pl.f*gp]
-		gemmT(t.threads, t.bf16, false, false, pl.f, g*pl.p, pl.k, t.w, pl.k, col, g*pl.p, 0, tmp, g*pl.p)
+		gemmT(t.threads, t.pr, false, false, pl.f, g*pl.p, pl.k, t.w, pl.k, col, g*pl.p, 0, tmp, g*pl.p)
 		for s := range g {
 			o := t.out[(i0+s)*on : (i0+s+1)*on]
 			for f := range pl.f {
@@ -302,9 +304,9 @@ func planConvBackward(op string, grad, x, w *tensor.Tensor, stride, padding int)
 // the summed gw and gb; a nil destination is skipped.
 func conv2dBackwardInto(pl *convPlan, gx, gw, gb, grad, x, w *tensor.Tensor, add bool, work *ConvWork) {
 	if x.DType() == tensor.Float32 {
-		conv2dBackward(pl, &work.f32, work.BF16, data32(gx), data32(gw), data32(gb), grad.Data32(), x.Data32(), w.Data32(), add)
+		conv2dBackward(pl, &work.f32, products{work.BF16, work.Arithmetic}, data32(gx), data32(gw), data32(gb), grad.Data32(), x.Data32(), w.Data32(), add)
 	} else {
-		conv2dBackward(pl, &work.f64, false, data64(gx), data64(gw), data64(gb), grad.Data64(), x.Data64(), w.Data64(), add)
+		conv2dBackward(pl, &work.f64, products{}, data64(gx), data64(gw), data64(gb), grad.Data64(), x.Data64(), w.Data64(), add)
 	}
 }
 
@@ -327,7 +329,7 @@ func data64(t *tensor.Tensor) []float64 {
 // a group at a time, and sums the weight gradients in sample order: the
 // group size bounds memory and, like the thread count, never the bits. The
 // sums of gw and gb are then written into them, or added (add).
-func conv2dBackward[T float](pl *convPlan, work *convWork[T], bf16 bool, gx, gw, gb, grad, x, w []T, add bool) {
+func conv2dBackward[T float](pl *convPlan, work *convWork[T], pr products, gx, gw, gb, grad, x, w []T, add bool) {
 	on, fk := pl.f*pl.p, pl.f*pl.k
 	var sums []float64 // the bias gradient: each sample's row sums, added in sample order
 	if gb != nil {
@@ -377,7 +379,7 @@ func conv2dBackward[T float](pl *convPlan, work *convWork[T], bf16 bool, gx, gw,
 		work.gbN = grow(work.gbN, group*pl.f)
 	}
 	t := &work.bwd
-	*t = convBackward[T]{pl: *pl, cols: work.cols, tmp: work.tmp, gx: gx, gwN: work.gwN, gbN: work.gbN, grad: grad, x: x, w: w, group: cg, bf16: bf16}
+	*t = convBackward[T]{pl: *pl, cols: work.cols, tmp: work.tmp, gx: gx, gwN: work.gwN, gbN: work.gbN, grad: grad, x: x, w: w, group: cg, pr: pr}
 	if gw == nil {
 		t.gwN = nil
 	}
@@ -495,7 +497,7 @@ type convBackward[T float] struct {
 	first, n, parts int // the group's first sample and size, and its parts
 	threads         int // GEMM budget per part
 	group           int // samples of a part through one GEMM
-	bf16            bool
+	pr              products
 }
 
 func (t *convBackward[T]) Part(q int) {
@@ -517,7 +519,7 @@ func (t *convBackward[T]) Part(q int) {
 			for k := range g {
 				s := t.first + i0 + k
 				im2col(pl, col[k*pl.p:], g*pl.p, t.x[s*xn:(s+1)*xn])
-				gemmT(t.threads, t.bf16, false, true, pl.f, pl.k, pl.p, t.grad[s*on:(s+1)*on], pl.p, col[k*pl.p:], g*pl.p, 0, t.gwN[(i0+k)*fk:(i0+k+1)*fk], pl.k)
+				gemmT(t.threads, t.pr, false, true, pl.f, pl.k, pl.p, t.grad[s*on:(s+1)*on], pl.p, col[k*pl.p:], g*pl.p, 0, t.gwN[(i0+k)*fk:(i0+k+1)*fk], pl.k)
 			}
 		}
 		if t.gx != nil {
@@ -535,7 +537,7 @@ func (t *convBackward[T]) Part(q int) {
 					}
 				}
 			}
-			gemmT(t.threads, t.bf16, true, false, pl.k, g*pl.p, pl.f, t.w, pl.k, b, g*pl.p, 0, col, g*pl.p)
+			gemmT(t.threads, t.pr, true, false, pl.k, g*pl.p, pl.f, t.w, pl.k, b, g*pl.p, 0, col, g*pl.p)
 			for k := range g {
 				s := t.first + i0 + k
 				gx := t.gx[s*xn : (s+1)*xn]
@@ -720,12 +722,12 @@ func col2imSame[T float](pl *convPlan, gx, col []T, ld int) {
 }
 
 // gemmT is C = op(A)·op(B) + beta·C on the project's GEMM for either float
-// type; threads and bf16 (the products in bf16) bound the float32 GEMM only.
-func gemmT[T float](threads int, bf16 bool, transA, transB bool, m, n, k int, a []T, lda int, b []T, ldb int, beta T, c []T, ldc int) {
+// type; threads and pr (bf16 products) bound the float32 GEMM only.
+func gemmT[T float](threads int, pr products, transA, transB bool, m, n, k int, a []T, lda int, b []T, ldb int, beta T, c []T, ldc int) {
 	switch a := any(a).(type) {
 	case []float32:
-		if bf16 {
-			gemm.Threads(threads).SgemmBF16(transA, transB, m, n, k, 1, a, lda, any(b).([]float32), ldb, float32(beta), any(c).([]float32), ldc)
+		if pr.bf16 {
+			gemm.Threads(threads).SgemmBF16(pr.ar, transA, transB, m, n, k, 1, a, lda, any(b).([]float32), ldb, float32(beta), any(c).([]float32), ldc)
 			return
 		}
 		gemm.Threads(threads).Sgemm(transA, transB, m, n, k, 1, a, lda, any(b).([]float32), ldb, float32(beta), any(c).([]float32), ldc)

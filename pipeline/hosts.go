@@ -14,7 +14,6 @@ import (
 
 	"github.com/pipetrain/pipetrain/actors"
 	"github.com/pipetrain/pipetrain/actors/wire"
-	"github.com/pipetrain/pipetrain/nn"
 	"github.com/pipetrain/pipetrain/tensor"
 )
 
@@ -212,8 +211,8 @@ func (e *Engine) buildRemote(id int, s Slot) (*actor.PID, int, error) {
 		NeedDx: s.Position > 0, Optimizer: opt, ClipValue: e.cfg.ClipValue, ClipNorm: e.cfg.ClipNorm > 0,
 		Position: int64(s.Position), Layers: wire.Int64s(pos.Layers), Sample: wire.Int64s(e.model.Sample),
 		Precision: e.cfg.Precision.String(), Replica: int64(s.Replica)}
-	if e.cfg.Precision == nn.BF16 {
-		b.Bf16Arithmetic = nn.BF16Arithmetic()
+	if e.cfg.Precision.IsBF16() {
+		b.Bf16Arithmetic = e.cfg.Precision.Arithmetic().String()
 	}
 	if e.model.DType == tensor.Float64 {
 		b.Dtype = wire.DType_FLOAT64

@@ -17,6 +17,7 @@ import (
 	"github.com/pipetrain/pipetrain/actors"
 	"github.com/pipetrain/pipetrain/actors/wire"
 	"github.com/pipetrain/pipetrain/nn"
+	"github.com/pipetrain/pipetrain/ops"
 	"github.com/pipetrain/pipetrain/optim"
 	"github.com/pipetrain/pipetrain/tensor"
 )
@@ -376,8 +377,14 @@ func buildStage(m *wire.Build, threads int, g *actors.Graph) (*actors.Stage, int
 	if err != nil {
 		return nil, 0, err
 	}
-	if here := nn.BF16Arithmetic(); pr == nn.BF16 && m.Bf16Arithmetic != "" && m.Bf16Arithmetic != here {
-		return nil, 0, fmt.Errorf("bf16 products take %s's steps on this CPU and %s's on the coordinator's: their bits differ, so bf16 runs need hosts of one kind (or train.precision = \"fp32\")", here, m.Bf16Arithmetic)
+	if pr.IsBF16() {
+		// The coordinator's arithmetic, whatever this CPU runs natively:
+		// every host then gives the same bits.
+		ar, err := ops.ParseArithmetic(m.Bf16Arithmetic)
+		if err != nil {
+			return nil, 0, err
+		}
+		pr = nn.BF16With(ar)
 	}
 	up := actors.Updater{ClipValue: m.ClipValue, ClipNorm: m.ClipNorm, Threads: threads, Precision: pr}
 	if hasParams(layers) && m.Replica == 0 { // the other replicas get the owner's weights

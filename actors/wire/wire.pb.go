@@ -2262,7 +2262,7 @@ type Build struct {
 	Sample         []int64 `protobuf:"varint,21,rep,packed,name=sample,proto3" json:"sample,omitempty"`                               // a sample's shape; empty: [features]
 	Precision      string  `protobuf:"bytes,24,opt,name=precision,proto3" json:"precision,omitempty"`                                 // of the layers' products: "fp32" (or empty) | "bf16"
 	Replica        int64   `protobuf:"varint,25,opt,name=replica,proto3" json:"replica,omitempty"`                                    // its replica: only replica 0's owns an optimizer
-	Bf16Arithmetic string  `protobuf:"bytes,26,opt,name=bf16_arithmetic,json=bf16Arithmetic,proto3" json:"bf16_arithmetic,omitempty"` // bf16: the coordinator's kind of CPU arithmetic ("amx" | "avx512bf16"), which the worker must share
+	Bf16Arithmetic string  `protobuf:"bytes,26,opt,name=bf16_arithmetic,json=bf16Arithmetic,proto3" json:"bf16_arithmetic,omitempty"` // bf16: the arithmetic of the products' sums ("amx" | "avx512bf16"), which the worker computes in
 }
 
 func (x *Build) Reset() {

@@ -9,7 +9,9 @@ import (
 	"github.com/pipetrain/pipetrain/actors"
 	"github.com/pipetrain/pipetrain/cmd/train/internal/config"
 	"github.com/pipetrain/pipetrain/dataset"
+	"github.com/pipetrain/pipetrain/internal/checkpoint"
 	"github.com/pipetrain/pipetrain/nn"
+	"github.com/pipetrain/pipetrain/ops"
 	"github.com/pipetrain/pipetrain/optim"
 	"github.com/pipetrain/pipetrain/pipeline"
 )
@@ -59,10 +61,38 @@ func newEngine(c *config.Config, log *runLog, lay layout, r *trainRun) (*pipelin
 	return eng, nil
 }
 
-// precision is train.precision, validated with the config.
+// precision is train.precision, validated with the config, its bf16 sums
+// in train.bf16_arithmetic's steps (this CPU's native ones while "auto").
 func precision(c *config.Config) nn.Precision {
 	p, _ := nn.ParsePrecision(c.Train.Precision)
-	return p
+	if !p.IsBF16() {
+		return p
+	}
+	ar, err := ops.ParseArithmetic(c.Train.BF16Arithmetic)
+	if err != nil {
+		ar = ops.NativeArithmetic()
+	}
+	return nn.BF16With(ar)
+}
+
+// resolveArithmetic sets train.bf16_arithmetic = "auto" of a bf16 run to
+// the arithmetic it takes: that of the checkpoint it resumes, so that it
+// goes on exactly, or else this CPU's native one. Errors reading the
+// checkpoint are left to the resume, which reports them.
+func resolveArithmetic(c *config.Config, resume bool) {
+	t := &c.Train
+	if t.Precision != "bf16" || t.BF16Arithmetic != "auto" {
+		return
+	}
+	t.BF16Arithmetic = ops.NativeArithmetic().String()
+	if !resume {
+		return
+	}
+	if dir, ok, err := checkpoint.Latest(t.CheckpointDir); err == nil && ok {
+		if meta, err := checkpoint.ReadMeta(dir); err == nil && meta.BF16Arithmetic != "" {
+			t.BF16Arithmetic = meta.BF16Arithmetic
+		}
+	}
 }
 
 // optimizerSpec is the [optimizer] table as the spec every stage builds its

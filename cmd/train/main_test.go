@@ -5,7 +5,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"fmt"
 	"math"
 	"net"
 	"os"
@@ -16,7 +15,7 @@ import (
 
 	"github.com/pipetrain/pipetrain/cmd/train/internal/config"
 	"github.com/pipetrain/pipetrain/internal/checkpoint"
-	"github.com/pipetrain/pipetrain/nn"
+	"github.com/pipetrain/pipetrain/ops"
 )
 
 // baseConfig is a small digits model that trains in well under a second.
@@ -306,48 +305,52 @@ func TestResumeBF16(t *testing.T) {
 	}
 }
 
-// TestResumeOtherBF16Arithmetic: a bf16 run logs and saves the kind of its
-// products' arithmetic; resumed where its checkpoint says another kind, the
-// run goes on and its resume event warns that its bits will differ.
-func TestResumeOtherBF16Arithmetic(t *testing.T) {
-	dir := t.TempDir()
+// TestResumeBF16Arithmetic: a bf16 run logs and saves the arithmetic of its
+// products' sums, under "auto" this CPU's native one; resumed under "auto"
+// it takes the checkpoint's, whatever this CPU runs natively, and goes on
+// exactly as the unbroken run in that arithmetic; resumed pinned to the
+// other arithmetic it is refused (exit 2), naming both.
+func TestResumeBF16Arithmetic(t *testing.T) {
 	bf16 := []string{"--set", "train.precision=bf16"}
-	first := runCmd(t, dir, baseConfig, append(bf16, "--set", "train.max_steps=2")...)
-	if first.code != 0 {
-		t.Fatalf("exit %d:\n%s", first.code, first.stderr)
+	native := ops.NativeArithmetic().String()
+	other := map[string]string{"amx": "avx512bf16", "avx512bf16": "amx"}[native]
+	auto := runCmd(t, t.TempDir(), baseConfig, append(bf16, "--set", "train.max_steps=1")...)
+	if start := eventsNamed(auto.events, "run_start"); len(start) != 1 || start[0]["bf16_arithmetic"] != native {
+		t.Errorf("run_start under auto: bf16_arithmetic not %q: %v", native, start)
 	}
-	here := nn.BF16Arithmetic()
-	if start := eventsNamed(first.events, "run_start"); len(start) != 1 || start[0]["bf16_arithmetic"] != here {
-		t.Errorf("run_start: bf16_arithmetic not %q: %v", here, start)
+	pinned := append(bf16, "--set", "train.bf16_arithmetic="+other)
+	whole := runCmd(t, t.TempDir(), baseConfig, append(pinned, "--set", "train.max_steps=3")...)
+	dir := t.TempDir()
+	first := runCmd(t, dir, baseConfig, append(pinned, "--set", "train.max_steps=2")...)
+	if whole.code != 0 || first.code != 0 {
+		t.Fatalf("exit %d, %d:\n%s%s", whole.code, first.code, whole.stderr, first.stderr)
 	}
 	ck, ok, err := checkpoint.Latest(filepath.Join(dir, "checkpoints"))
 	if err != nil || !ok {
 		t.Fatalf("no checkpoint: %v", err)
 	}
-	state := filepath.Join(ck, checkpoint.StateFile)
-	data, err := os.ReadFile(state)
-	if err != nil {
-		t.Fatal(err)
+	if meta, err := checkpoint.ReadMeta(ck); err != nil || meta.BF16Arithmetic != other {
+		t.Fatalf("%s: bf16_arithmetic %q (%v), want %q", ck, meta.BF16Arithmetic, err, other)
 	}
-	saved := fmt.Sprintf(`"bf16_arithmetic": %q`, here)
-	if !bytes.Contains(data, []byte(saved)) {
-		t.Fatalf("%s does not hold %s", state, saved)
-	}
-	other := map[string]string{"amx": "avx512bf16", "avx512bf16": "amx"}[here]
-	data = bytes.Replace(data, []byte(saved), []byte(fmt.Sprintf(`"bf16_arithmetic": %q`, other)), 1)
-	if err := os.WriteFile(state, data, 0o644); err != nil {
-		t.Fatal(err)
+	refused := runCmd(t, dir, baseConfig, append(bf16, "--resume", "--set", "train.max_steps=3", "--set", "train.bf16_arithmetic="+native)...)
+	if refused.code != 2 || !strings.Contains(refused.stderr, native) || !strings.Contains(refused.stderr, other) {
+		t.Errorf("resume pinned to %s: exit %d, want 2 naming %s and %s:\n%s", native, refused.code, native, other, refused.stderr)
 	}
 	second := runCmd(t, dir, baseConfig, append(bf16, "--resume", "--set", "train.max_steps=3")...)
 	if second.code != 0 {
 		t.Fatalf("resume: exit %d:\n%s", second.code, second.stderr)
 	}
-	r := eventsNamed(second.events, "resume")
-	if len(r) != 1 || r[0]["level"] != "warn" || r[0]["saved_bf16_arithmetic"] != other || r[0]["bf16_arithmetic"] != here {
-		t.Errorf("resume event %v: want a warning naming %q (saved) and %q", r, other, here)
+	if start := eventsNamed(second.events, "run_start"); len(start) != 1 || start[0]["bf16_arithmetic"] != other {
+		t.Errorf("run_start of the resume under auto: bf16_arithmetic not the checkpoint's %q: %v", other, start)
 	}
-	if n := len(stepLosses(second.events)); n != 1 {
-		t.Errorf("resumed run logged %d steps, want 1", n)
+	want, got := stepLosses(whole.events), stepLosses(second.events)
+	if len(got) != 1 {
+		t.Fatalf("resumed run logged %d steps, want 1", len(got))
+	}
+	for s, l := range got {
+		if math.Float64bits(want[s]) != math.Float64bits(l) {
+			t.Errorf("step %d: resumed loss %v, unbroken %v", s, l, want[s])
+		}
 	}
 }
 

@@ -21,6 +21,7 @@ import (
 	"github.com/pipetrain/pipetrain/internal/checkpoint"
 	"github.com/pipetrain/pipetrain/model"
 	"github.com/pipetrain/pipetrain/nn"
+	"github.com/pipetrain/pipetrain/ops"
 	"github.com/pipetrain/pipetrain/optim"
 	"github.com/pipetrain/pipetrain/pipeline"
 	"github.com/pipetrain/pipetrain/tensor"
@@ -90,6 +91,7 @@ func runTrain(ctx context.Context, o *options, stderr io.Writer) (err error) {
 		return err
 	}
 	start := time.Now()
+	resolveArithmetic(cfg, o.resume)
 	r := &trainRun{cfg: cfg, log: log, token: token, tls: o.tls}
 	r.logStart()
 	defer func() {
@@ -137,8 +139,9 @@ func (r *trainRun) logStart() {
 	ev := log.event("run_start").Interface("config", cfg.Resolved()).
 		Str("go_version", runtime.Version()).Int("cpus", runtime.NumCPU()).
 		Int("gomaxprocs", runtime.GOMAXPROCS(0)).Str("log_file", log.path)
-	if a := bf16Arithmetic(cfg); a != "" {
-		ev = ev.Str("bf16_arithmetic", a)
+	if p := precision(cfg); p.IsBF16() {
+		ar := p.Arithmetic()
+		ev = ev.Str("bf16_arithmetic", ar.String()).Str("bf16_kernels", ops.BF16Kernels(ar))
 	}
 	if sample := dataset.SampleShapeOf(cfg.Data.Name); sample != nil {
 		if shapes, err := nn.OutShapes(modelSpecs(cfg), sample); err == nil {
@@ -619,6 +622,9 @@ func (r *trainRun) restore() error {
 	if err := samePrecision(dir, meta.Precision, precision(r.cfg).String()); err != nil {
 		return err
 	}
+	if here := bf16Arithmetic(r.cfg); meta.BF16Arithmetic != "" && here != "" && meta.BF16Arithmetic != here {
+		return badInputf("--resume: %s was trained with train.bf16_arithmetic = %q, not %q, which rounds its bf16 products differently: set train.bf16_arithmetic = %q (or \"auto\") to resume it", dir, meta.BF16Arithmetic, here, meta.BF16Arithmetic)
+	}
 	nparams := 0
 	if v, ok := meta.Extra["optimizer_params"].(json.Number); ok {
 		n, err := v.Int64()
@@ -636,25 +642,17 @@ func (r *trainRun) restore() error {
 	if err := r.early.restore(meta.Extra); err != nil {
 		return badInputf("--resume: %s: %v", dir, err)
 	}
-	ev, msg := r.log.Info(), "resumed"
-	here := bf16Arithmetic(r.cfg)
-	if meta.BF16Arithmetic != "" && meta.BF16Arithmetic != here {
-		// Not refused: the checkpoint is sound, only the last bits of what
-		// follows differ from the unbroken run's.
-		ev = r.log.Warn().Str("saved_bf16_arithmetic", meta.BF16Arithmetic).Str("bf16_arithmetic", here)
-		msg = fmt.Sprintf("resumed on a CPU whose bf16 products round differently (%s, saved with %s): the losses will not be the unbroken run's bit for bit", here, meta.BF16Arithmetic)
-	}
-	ev.Str("event", "resume").Int("step", r.step).Int("epoch", r.epoch+1).Int("batch", r.batch).Str("path", dir).Msg(msg)
+	r.log.Info().Str("event", "resume").Int("step", r.step).Int("epoch", r.epoch+1).Int("batch", r.batch).Str("path", dir).Msg("resumed")
 	return nil
 }
 
-// bf16Arithmetic is the kind of arithmetic of a bf16 run's products on this
-// CPU, "" for fp32.
+// bf16Arithmetic is the arithmetic of a bf16 run's products' sums, "" for
+// fp32.
 func bf16Arithmetic(c *config.Config) string {
-	if precision(c) != nn.BF16 {
-		return ""
+	if p := precision(c); p.IsBF16() {
+		return p.Arithmetic().String()
 	}
-	return nn.BF16Arithmetic()
+	return ""
 }
 
 // samePrecision refuses to resume a run in another precision than it was

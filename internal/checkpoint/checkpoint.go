@@ -56,8 +56,8 @@ type Meta struct {
 	// products: the weights are float32 either way); empty in older
 	// checkpoints, which are fp32.
 	Precision string `json:"precision,omitempty"`
-	// BF16Arithmetic, for a bf16 run, is the kind of CPU arithmetic its
-	// products took ("amx" or "avx512bf16": the kinds round differently).
+	// BF16Arithmetic, for a bf16 run, is the arithmetic its products' sums
+	// took ("amx" or "avx512bf16": they round differently).
 	BF16Arithmetic string         `json:"bf16_arithmetic,omitempty"`
 	Extra          map[string]any `json:"extra,omitempty"`
 	// Model describes the model, so that the checkpoint alone rebuilds it
@@ -437,6 +437,17 @@ func Load(dir string) (meta Meta, model, optim map[string]*tensor.Tensor, err er
 		return Meta{}, nil, nil, err
 	}
 	return st.Meta, model, optim, nil
+}
+
+// ReadMeta returns the Meta of the checkpoint in dir without loading its
+// tensors.
+func ReadMeta(dir string) (Meta, error) {
+	statePath := filepath.Join(dir, StateFile)
+	st, err := readState(statePath)
+	if err != nil {
+		return Meta{}, fmt.Errorf("checkpoint: %s: %w", statePath, err)
+	}
+	return st.Meta, nil
 }
 
 // readState reads and checks a state.json.

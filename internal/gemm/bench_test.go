@@ -108,6 +108,11 @@ var trainingShapes = []struct {
 	{"gpt/attn.QKt", 64, 64, 32, false, true}, {"gpt/attn.PV", 64, 32, 64, false, false}, {"gpt/attn.dK", 64, 32, 64, true, false},
 }
 
+// bf16AMX is Threads.SgemmBF16 in AMX's arithmetic, in Sgemm's signature.
+func bf16AMX(t Threads, transA, transB bool, m, n, k int, alpha float32, a []float32, lda int, b []float32, ldb int, beta float32, c []float32, ldc int) {
+	t.SgemmBF16(AMX, transA, transB, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc)
+}
+
 // BenchmarkTrainingShapes compares Sgemm and SgemmBF16 on one thread on
 // trainingShapes, the two interleaved per shape. For medians of interleaved
 // runs: GOMAXPROCS=1 go test -run '^$' -bench TrainingShapes -count 5 ./internal/gemm/
@@ -118,7 +123,7 @@ func BenchmarkTrainingShapes(b *testing.B) {
 				o := newOperands(rand.New(rand.NewPCG(1, 2)), s.tA, s.tB, s.m, s.n, s.k, 0)
 				f := Threads.Sgemm
 				if prec == "bf16" {
-					f = Threads.SgemmBF16
+					f = bf16AMX
 				}
 				for b.Loop() {
 					f(1, s.tA, s.tB, s.m, s.n, s.k, 1, o.a, o.lda, o.b, o.ldb, 0, o.c, o.ldc)
@@ -139,7 +144,7 @@ func BenchmarkSmallK(b *testing.B) {
 				o := newOperands(rand.New(rand.NewPCG(1, 2)), false, false, 128, 256, k, 0)
 				f := Threads.Sgemm
 				if prec == "bf16" {
-					f = Threads.SgemmBF16
+					f = bf16AMX
 				}
 				for b.Loop() {
 					f(1, false, false, 128, 256, k, 1, o.a, o.lda, o.b, o.ldb, 0, o.c, o.ldc)

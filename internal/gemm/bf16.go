@@ -1,6 +1,9 @@
 package gemm
 
-import "math"
+import (
+	"fmt"
+	"math"
+)
 
 // bf16KC is the k block of every bf16 kernel set, Go and assembly alike:
 // with the same blocks and the same steps (VDPBF16PS's, below) they give the
@@ -8,57 +11,95 @@ import "math"
 // fp32 one.
 const bf16KC = 1024
 
-// bf16Kernels is the set SgemmBF16 runs: the first of bf16KernelSets.
-var bf16Kernels = bf16KernelSets()[0]
+// Arithmetic is the kind of steps the sums of a bf16 product take. Each
+// gives the same bits on every CPU: natively where the CPU has its
+// instruction, in FMAs or in Go where it does not.
+type Arithmetic uint8
 
-// BF16Arithmetic names the steps SgemmBF16 and its kin take on this CPU:
-// "amx" where the amx set runs (TDPBF16PS's steps), else "avx512bf16"
-// (VDPBF16PS's, in assembly or in Go). Hosts of the two kinds give
-// different bits for the same bf16 product; each is deterministic.
-func BF16Arithmetic() string { return arithmetic(bf16Kernels) }
+const (
+	// AMX takes TDPBF16PS's steps: per 32 steps of k, an element's even
+	// and odd products summed apart from zero, then added into the sum.
+	// Native on CPUs with AMX; elsewhere the amx-fma set (AVX512_BF16) or
+	// go-amx.
+	AMX Arithmetic = iota
+	// Pairs takes VDPBF16PS's: each pair of steps added into the sum, the
+	// odd step's product first. Native on CPUs with AVX512_BF16; elsewhere
+	// go-bf16.
+	Pairs
+)
 
-// arithmetic is BF16Arithmetic of set s: the amx sets' tiles set them apart.
-func arithmetic(s *kernelSet) string {
-	if s.tile != 0 {
-		return "amx"
+var arithmeticNames = [...]string{AMX: "amx", Pairs: "avx512bf16"}
+
+// String returns the name ParseArithmetic reads: "amx" or "avx512bf16".
+func (a Arithmetic) String() string {
+	if int(a) < len(arithmeticNames) {
+		return arithmeticNames[a]
 	}
-	return "avx512bf16"
+	return fmt.Sprintf("Arithmetic(%d)", a)
 }
 
+// ParseArithmetic returns the Arithmetic named s.
+func ParseArithmetic(s string) (Arithmetic, error) {
+	for a, name := range arithmeticNames {
+		if s == name {
+			return Arithmetic(a), nil
+		}
+	}
+	return 0, fmt.Errorf("gemm: unknown bf16 arithmetic %q (want %q or %q)", s, AMX, Pairs)
+}
+
+// Set names the kernel set that runs a's products on this CPU: "amx",
+// "amx-fma" or "go-amx" for AMX, "avx512bf16" or "go-bf16" for Pairs.
+func (a Arithmetic) Set() string { return bf16Sets[a].name }
+
+// Native returns the arithmetic this CPU runs fastest: AMX where the amx
+// set runs, else Pairs (natively with AVX512_BF16, or in Go).
+func Native() Arithmetic {
+	if bf16Sets[AMX].name == "amx" {
+		return AMX
+	}
+	return Pairs
+}
+
+// bf16Sets holds, for each Arithmetic, the set SgemmBF16 runs: the first
+// of bf16KernelSets(a).
+var bf16Sets = [...]*kernelSet{AMX: bf16KernelSets(AMX)[0], Pairs: bf16KernelSets(Pairs)[0]}
+
 // SgemmBF16 is Threads(0).SgemmBF16.
-func SgemmBF16(transA, transB bool, m, n, k int, alpha float32, a []float32, lda int, b []float32, ldb int, beta float32, c []float32, ldc int) {
-	Threads(0).SgemmBF16(transA, transB, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc)
+func SgemmBF16(ar Arithmetic, transA, transB bool, m, n, k int, alpha float32, a []float32, lda int, b []float32, ldb int, beta float32, c []float32, ldc int) {
+	Threads(0).SgemmBF16(ar, transA, transB, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc)
 }
 
 // SgemmBF16 is Sgemm with the products in bf16: the elements of op(A) and
 // op(B) are rounded to bfloat16 (to nearest even, denormals to zero, as
 // VCVTNEPS2BF16) where they are packed, and their products summed in
-// float32 two steps of k at a time, as VDPBF16PS does: acc += a[p+1]·b[p+1]
-// then acc += a[p]·b[p] for even p, each add rounded to nearest even and a
-// denormal sum flushed to zero; an odd k pairs its last step with zeros.
+// float32 in ar's steps. With Pairs, two steps of k at a time, as VDPBF16PS
+// does: acc += a[p+1]·b[p+1] then acc += a[p]·b[p] for even p, each add
+// rounded to nearest even and a denormal sum flushed to zero; an odd k
+// pairs its last step with zeros. With AMX, as TDPBF16PS does (doc.go).
 // The k blocks and the epilogue are Sgemm's, except that alpha*acc and
-// beta*C are rounded apart and then added. Any thread budget, and the Go
-// kernel where the CPU lacks AVX512_BF16, give the same bits.
-func (t Threads) SgemmBF16(transA, transB bool, m, n, k int, alpha float32, a []float32, lda int, b []float32, ldb int, beta float32, c []float32, ldc int) {
-	t.call(false, true, transA, transB, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc)
+// beta*C are rounded apart and then added. Any thread budget and any CPU
+// give the same bits for the same ar.
+func (t Threads) SgemmBF16(ar Arithmetic, transA, transB bool, m, n, k int, alpha float32, a []float32, lda int, b []float32, ldb int, beta float32, c []float32, ldc int) {
+	t.call(false, bf16Sets[ar], transA, transB, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc)
 }
 
 // SgemmBF16Chunked is Threads(0).SgemmBF16Chunked.
-func SgemmBF16Chunked(transA, transB bool, m, n, k int, alpha float32, a []float32, lda int, b []float32, ldb int, beta float32, c []float32, ldc int) {
-	Threads(0).SgemmBF16Chunked(transA, transB, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc)
+func SgemmBF16Chunked(ar Arithmetic, transA, transB bool, m, n, k int, alpha float32, a []float32, lda int, b []float32, ldb int, beta float32, c []float32, ldc int) {
+	Threads(0).SgemmBF16Chunked(ar, transA, transB, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc)
 }
 
 // SgemmBF16Chunked is SgemmChunked with the products of SgemmBF16: a weight
 // gradient in bf16 that does not depend on how a mini-batch is cut into
 // micro-batches (at multiples of KChunk, an even number of steps).
-func (t Threads) SgemmBF16Chunked(transA, transB bool, m, n, k int, alpha float32, a []float32, lda int, b []float32, ldb int, beta float32, c []float32, ldc int) {
-	t.call(true, true, transA, transB, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc)
+func (t Threads) SgemmBF16Chunked(ar Arithmetic, transA, transB bool, m, n, k int, alpha float32, a []float32, lda int, b []float32, ldb int, beta float32, c []float32, ldc int) {
+	t.call(true, bf16Sets[ar], transA, transB, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc)
 }
 
 // PackBF16 is Pack for SgemmPackedBF16: op(B) rounded to bf16 once, as a
-// layer's weights once per update.
-func (p *PackedB) PackBF16(transB bool, k, n int, b []float32, ldb int) {
-	p.pack(bf16Kernels, transB, k, n, b, ldb)
+// layer's weights once per update, for products in ar's steps.
+func (p *PackedB) PackBF16(ar Arithmetic, transB bool, k, n int, b []float32, ldb int) {
+	p.pack(bf16Sets[ar], transB, k, n, b, ldb)
 }
 
 // SgemmPackedBF16 is Threads(0).SgemmPackedBF16.
@@ -67,7 +108,8 @@ func SgemmPackedBF16(transA bool, m int, alpha float32, a []float32, lda int, pb
 }
 
 // SgemmPackedBF16 is SgemmPacked for a pb packed by PackBF16: the bits of
-// SgemmBF16 on the matrix pb was packed from.
+// SgemmBF16 on the matrix pb was packed from, in the arithmetic it was
+// packed for.
 func (t Threads) SgemmPackedBF16(transA bool, m int, alpha float32, a []float32, lda int, pb *PackedB, beta float32, c []float32, ldc int) {
 	pb.check("SgemmPackedBF16", true)
 	t.packed(transA, m, alpha, a, lda, pb, beta, c, ldc)

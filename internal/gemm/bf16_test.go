@@ -51,15 +51,24 @@ func sameBits(x, y float32) bool {
 	return math.Float32bits(x) == math.Float32bits(y) || math.IsNaN(float64(x)) && math.IsNaN(float64(y))
 }
 
-// bf16TestSets is every bf16 kernel set this build and CPU can run, and
-// the Go model of the amx set, which runs anywhere.
+// bf16TestSets is every bf16 kernel set this build and CPU can run, for
+// either arithmetic, the Go models among them.
 func bf16TestSets() []*kernelSet {
-	s := bf16KernelSets()
-	if s[0].model != &goAMXKernels {
-		s = append(s, &goAMXKernels)
-	}
-	return s
+	return append(bf16KernelSets(AMX), bf16KernelSets(Pairs)...)
 }
+
+// arithmetic is the Arithmetic set ks takes the steps of: the amx sets'
+// tiles set them apart.
+func arithmetic(ks *kernelSet) Arithmetic {
+	if ks.tile != 0 {
+		return AMX
+	}
+	return Pairs
+}
+
+// testAr is the arithmetic the bf16 cases run in: that of the set
+// withBF16Kernels runs.
+var testAr = AMX
 
 // modelOf is the Go set whose bits ks gives: its model, or ks itself.
 func modelOf(ks *kernelSet) *kernelSet {
@@ -69,12 +78,14 @@ func modelOf(ks *kernelSet) *kernelSet {
 	return ks
 }
 
-// withBF16Kernels runs f once with each of bf16TestSets as bf16Kernels.
+// withBF16Kernels runs f once with each of bf16TestSets as the set of its
+// arithmetic, which testAr then names.
 func withBF16Kernels(t *testing.T, f func(t *testing.T, ks *kernelSet)) {
-	saved := bf16Kernels
-	defer func() { bf16Kernels = saved }()
+	saved, savedAr := bf16Sets, testAr
+	defer func() { bf16Sets, testAr = saved, savedAr }()
 	for _, ks := range bf16TestSets() {
-		bf16Kernels = ks
+		testAr = arithmetic(ks)
+		bf16Sets[testAr] = ks
 		t.Run(ks.name, func(t *testing.T) { f(t, ks) })
 	}
 }
@@ -141,7 +152,7 @@ func TestBF16Steps(t *testing.T) {
 			}
 			k := len(c.a)
 			got := []float32{float32(math.NaN())}
-			SgemmBF16(false, false, 1, 1, k, 1, c.a, k, c.b, 1, 0, got, 1)
+			SgemmBF16(testAr, false, false, 1, 1, k, 1, c.a, k, c.b, 1, 0, got, 1)
 			if !sameBits(got[0], want) {
 				t.Errorf("%s: %v·%v = %g (%#08x), want %g (%#08x)", c.what, c.a, c.b, got[0], math.Float32bits(got[0]), want, math.Float32bits(want))
 			}
@@ -154,7 +165,7 @@ func TestBF16Steps(t *testing.T) {
 // special values: every lane written, lanes past nn zero.
 func TestPairPackers(t *testing.T) {
 	rng := rand.New(rand.NewPCG(31, 32))
-	for _, ks := range bf16KernelSets() {
+	for _, ks := range bf16TestSets() {
 		for _, pw := range []int{4, 8, 16, 32, 48} {
 			for _, kc := range []int{1, 2, 3, 15, 16, 17, 31, 32, 33, 64, 101} {
 				for _, nn := range []int{1, pw/2 + 1, pw - 1, pw} {
@@ -271,7 +282,7 @@ func (o bf16Case) cCopy() []float32 {
 
 func (o bf16Case) run(th Threads) []float32 {
 	c := o.cCopy()
-	th.SgemmBF16(o.tA, o.tB, o.m, o.n, o.k, o.alpha, o.a, o.lda, o.b, o.ldb, o.beta, c, o.ldc)
+	th.SgemmBF16(testAr, o.tA, o.tB, o.m, o.n, o.k, o.alpha, o.a, o.lda, o.b, o.ldb, o.beta, c, o.ldc)
 	return c
 }
 
@@ -335,12 +346,12 @@ func TestSgemmBF16SameBits(t *testing.T) {
 		model := modelOf(ks)
 		want, ok := wants[model]
 		if !ok {
-			bf16Kernels = model
+			bf16Sets[testAr] = model
 			for _, o := range cases {
 				want = append(want, o.run(1))
 			}
 			wants[model] = want
-			bf16Kernels = ks
+			bf16Sets[testAr] = ks
 		}
 		for i, o := range cases {
 			for th := 1; th <= 3; th++ {
@@ -359,7 +370,7 @@ func TestSgemmBF16Entries(t *testing.T) {
 		rng := rand.New(rand.NewPCG(35, 36))
 		for _, o := range bf16Cases(rng, true) {
 			var pb PackedB
-			pb.PackBF16(o.tB, o.k, o.n, o.b, o.ldb)
+			pb.PackBF16(testAr, o.tB, o.k, o.n, o.b, o.ldb)
 			want := o.run(1)
 			for th := 1; th <= 3; th++ {
 				got := o.cCopy()
@@ -371,12 +382,12 @@ func TestSgemmBF16Entries(t *testing.T) {
 			for _, l := range layouts {
 				o := bf16Case{newOperands(rng, l[0], l[1], d[0], d[1], d[2], 2), 1.5, 0.5}
 				whole := o.cCopy()
-				SgemmBF16Chunked(o.tA, o.tB, o.m, o.n, o.k, o.alpha, o.a, o.lda, o.b, o.ldb, o.beta, whole, o.ldc)
+				SgemmBF16Chunked(testAr, o.tA, o.tB, o.m, o.n, o.k, o.alpha, o.a, o.lda, o.b, o.ldb, o.beta, whole, o.ldc)
 				for th := 1; th <= 3; th++ {
 					got, beta := o.cCopy(), o.beta
 					for p := 0; p < o.k; p += 2 * KChunk {
 						a, b := o.kSlice(p)
-						Threads(th).SgemmBF16Chunked(o.tA, o.tB, o.m, o.n, min(2*KChunk, o.k-p), o.alpha, a, o.lda, b, o.ldb, beta, got, o.ldc)
+						Threads(th).SgemmBF16Chunked(testAr, o.tA, o.tB, o.m, o.n, min(2*KChunk, o.k-p), o.alpha, a, o.lda, b, o.ldb, beta, got, o.ldc)
 						beta = 1
 					}
 					o.compare(t, fmt.Sprintf("SgemmBF16Chunked in parts of %d, threads=%d", 2*KChunk, th), got, whole)
@@ -444,7 +455,7 @@ func TestSgemmPackedBF16Panics(t *testing.T) {
 	c := make([]float32, 6)
 	var fp, bf PackedB
 	fp.Pack(false, 4, 3, b, 3)
-	bf.PackBF16(false, 4, 3, b, 3)
+	bf.PackBF16(AMX, false, 4, 3, b, 3)
 	for name, f := range map[string]func(){
 		"SgemmPackedBF16 of Pack":    func() { SgemmPackedBF16(false, 2, 1, b, 4, &fp, 0, c, 3) },
 		"SgemmPacked of PackBF16":    func() { SgemmPacked(false, 2, 1, b, 4, &bf, 0, c, 3) },
@@ -524,21 +535,30 @@ func TestSgemmBF16Concurrent(t *testing.T) {
 	})
 }
 
-// TestBF16Arithmetic checks that each set and its Go model are named alike,
-// that the two kinds of steps are told apart, and that BF16Arithmetic names
-// the set in use.
+// TestBF16Arithmetic checks that each set takes its model's steps, that
+// the Go models of the two kinds are told apart, that every arithmetic
+// runs on some set here, and that names parse back.
 func TestBF16Arithmetic(t *testing.T) {
 	for _, ks := range bf16TestSets() {
 		if a, m := arithmetic(ks), arithmetic(modelOf(ks)); a != m {
-			t.Errorf("set %s: arithmetic %q, its model's %q", ks.name, a, m)
+			t.Errorf("set %s: arithmetic %v, its model's %v", ks.name, a, m)
 		}
 	}
-	for ks, want := range map[*kernelSet]string{&goBF16Kernels: "avx512bf16", &goAMXKernels: "amx"} {
+	for ks, want := range map[*kernelSet]Arithmetic{&goBF16Kernels: Pairs, &goAMXKernels: AMX} {
 		if got := arithmetic(ks); got != want {
-			t.Errorf("set %s: arithmetic %q, want %q", ks.name, got, want)
+			t.Errorf("set %s: arithmetic %v, want %v", ks.name, got, want)
 		}
 	}
-	if got, want := BF16Arithmetic(), arithmetic(bf16KernelSets()[0]); got != want {
-		t.Errorf("BF16Arithmetic() = %q, want %q (set %s)", got, want, bf16KernelSets()[0].name)
+	for _, ar := range []Arithmetic{AMX, Pairs} {
+		if got := arithmetic(bf16Sets[ar]); got != ar {
+			t.Errorf("bf16Sets[%v] is %s, of arithmetic %v", ar, bf16Sets[ar].name, got)
+		}
+		if got, err := ParseArithmetic(ar.String()); got != ar || err != nil {
+			t.Errorf("ParseArithmetic(%q) = %v, %v", ar.String(), got, err)
+		}
+		t.Logf("%v runs on %s", ar, ar.Set())
+	}
+	if _, err := ParseArithmetic("amx-fma"); err == nil {
+		t.Error("ParseArithmetic(\"amx-fma\"): no error")
 	}
 }

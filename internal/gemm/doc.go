@@ -151,12 +151,18 @@
 // products and its odd products are summed apart, each from zero in
 // float32 FMAs (nearest even, denormals flushed), then C += even + odd,
 // both adds rounded and flushed.
-// So amx results differ from the other sets' in the last bits, and its Go
-// model (go-amx, which runs in tests only) takes these steps with amx's
-// tiles and k blocks; the tests hold the assembly to it bit for bit. On a
-// host without AMX the same call gives avx512bf16's bits, as go-bf16's.
-// BF16Arithmetic names the kind in use ("amx" or "avx512bf16"), so that a
-// run can record it and tell when it resumes on the other kind.
+// So the two orders differ in the last bits, and every bf16 entry point
+// takes an Arithmetic: AMX for TDPBF16PS's steps, Pairs for VDPBF16PS's.
+// Each gives the same bits on every CPU. AMX runs on the amx set where the
+// CPU has AMX; with AVX512_BF16 but no AMX, on amx-fma: the amx set's panels
+// and packers, and kernels that take its steps in VFMADD231PS (a bf16
+// product is exact in float32, so one FMA rounds as one of TDPBF16PS's
+// adds), each pair split into its halves, even and odd sums apart, with
+// MXCSR's FTZ set for the sums and restored before the epilogue (Go does
+// not preempt assembly, so no other code runs with it); elsewhere on
+// go-amx, the Go model the tests hold both to bit for bit. amx-fma does one
+// product an FMA, so it runs at most at Sgemm's rate (about 0.6× it on
+// the MLP's shapes, BenchmarkAMXFMA). Pairs runs on the sets below.
 //
 // On CPUs with AVX512_BF16 but no AMX (set avx512bf16) the kernels are
 // avx512's 8×48, 8×32 and 8×16 tiles with one VDPBF16PS per accumulator and pair step,

@@ -30,12 +30,12 @@ func Sgemm(transA, transB bool, m, n, k int, alpha float32, a []float32, lda int
 // (NaNs in it do not survive); when alpha is 0, A and B are not read. It
 // panics on negative sizes and on slices too short for their matrices.
 func (t Threads) Sgemm(transA, transB bool, m, n, k int, alpha float32, a []float32, lda int, b []float32, ldb int, beta float32, c []float32, ldc int) {
-	t.call(false, false, transA, transB, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc)
+	t.call(false, nil, transA, transB, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc)
 }
 
-// call checks and runs Sgemm or, if chunked, SgemmChunked; with bf16 their
-// BF16 forms.
-func (t Threads) call(chunked, bf16, transA, transB bool, m, n, k int, alpha float32, a []float32, lda int, b []float32, ldb int, beta float32, c []float32, ldc int) {
+// call checks and runs Sgemm or, if chunked, SgemmChunked; with a bf16 set
+// their BF16 forms on it.
+func (t Threads) call(chunked bool, bf16 *kernelSet, transA, transB bool, m, n, k int, alpha float32, a []float32, lda int, b []float32, ldb int, beta float32, c []float32, ldc int) {
 	checkSgemm(transA, transB, m, n, k, a, lda, b, ldb, c, ldc)
 	if m == 0 || n == 0 {
 		return
@@ -65,7 +65,7 @@ func SgemmChunked(transA, transB bool, m, n, k int, alpha float32, a []float32, 
 // after the first: a trainer's weight gradient does not depend on how the
 // rows of a mini-batch are cut into micro-batches.
 func (t Threads) SgemmChunked(transA, transB bool, m, n, k int, alpha float32, a []float32, lda int, b []float32, ldb int, beta float32, c []float32, ldc int) {
-	t.call(true, false, transA, transB, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc)
+	t.call(true, nil, transA, transB, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc)
 }
 
 // DgemmChunked is Dgemm with k summed in chunks, as SgemmChunked: one Dgemm

@@ -462,6 +462,83 @@ func (g *gen) amxKernel(nv int) {
 	g.amxEpilogue(name, nv)
 }
 
+// amxFMAKernel emits kern16xNAMXFMA, N = 16·nv: the amx kernels' sums
+// (kernAMXGo's steps) in VFMADD231PS on the amx sets' panels, for CPUs
+// without AMX. MXCSR's FTZ flushes each denormal sum as TDPBF16PS does (the
+// packed operands hold no denormals), and is restored for the amx
+// epilogue. Per chunk of 16 pairs and block of 8/nv rows, the even and odd
+// sums (Z0-Z15) start at zero and take one FMA a pair, A's pair broadcast
+// and split into its two halves as B's lanes are; then the tile in the
+// frame takes acc += even + odd, each operand order the Go model's.
+func (g *gen) amxFMAKernel(nv int) {
+	name := fmt.Sprintf("kern16x%dAMXFMA", 16*nv)
+	pw, rows := 16*nv, 8/nv
+	frame := 16 * pw * 4
+	ev := func(r, v int) int { return 2 * (r*nv + v) }
+	g.p("// func %s(k int, a, b, c *float32, ldc int, alpha, beta float32)", name)
+	g.p("TEXT ·%s(SB), 0, $%d-48", name, frame+16)
+	g.kernArgs("SI")
+	g.p("\tADDQ $31, CX")
+	g.p("\tSHRQ $5, CX") // chunks
+	g.p("\tSTMXCSR %d(SP)", frame)
+	g.p("\tMOVL %d(SP), AX", frame)
+	g.p("\tORL $0x8000, AX") // FTZ
+	g.p("\tMOVL AX, %d(SP)", frame+4)
+	g.p("\tLDMXCSR %d(SP)", frame+4)
+	g.p("\tVPXORD Z0, Z0, Z0")
+	for i := range 16 * nv {
+		g.p("\tVMOVUPS Z0, %d(SP)", 64*i)
+	}
+	g.p("\tMOVL $0xffff0000, AX")
+	g.p("\tVPBROADCASTD AX, Z31")
+	g.p("%s_chunk:", name)
+	for rb := range 16 / rows {
+		for i := range 2 * rows * nv {
+			g.p("\tVPXORD Z%d, Z%d, Z%d", i, i, i)
+		}
+		g.p("\tLEAQ %d(SI), AX", 64*rows*rb)
+		g.p("\tMOVQ BX, R10")
+		g.p("\tMOVQ $16, R9")
+		loop := fmt.Sprintf("%s_rows%d", name, rb)
+		g.p("%s:", loop)
+		for v := range nv {
+			be, bo := 16+2*v, 17+2*v
+			g.p("\tVMOVDQU32 %d(R10), Z%d", 64*v, be)
+			g.p("\tVPANDD Z31, Z%d, Z%d", be, bo)
+			g.p("\tVPSLLD $16, Z%d, Z%d", be, be)
+		}
+		for r := range rows {
+			g.p("\tVPBROADCASTD %d(AX), Z20", 64*r)
+			g.p("\tVPSLLD $16, Z20, Z21")
+			g.p("\tVPANDD Z31, Z20, Z22")
+			for v := range nv {
+				g.p("\tVFMADD231PS Z%d, Z21, Z%d", 16+2*v, ev(r, v))
+				g.p("\tVFMADD231PS Z%d, Z22, Z%d", 17+2*v, ev(r, v)+1)
+			}
+		}
+		g.p("\tADDQ $4, AX")
+		g.p("\tADDQ $%d, R10", pw*4)
+		g.p("\tDECQ R9")
+		g.p("\tJNZ %s", loop)
+		for r := range rows {
+			for v := range nv {
+				off := (rows*rb+r)*pw*4 + 64*v
+				g.p("\tVADDPS Z%d, Z%d, Z%d", ev(r, v)+1, ev(r, v), ev(r, v))
+				g.p("\tVMOVUPS %d(SP), Z23", off)
+				g.p("\tVADDPS Z%d, Z23, Z23", ev(r, v))
+				g.p("\tVMOVUPS Z23, %d(SP)", off)
+			}
+		}
+	}
+	g.p("\tADDQ $1024, SI")
+	g.p("\tADDQ $%d, BX", 16*pw*4)
+	g.p("\tDECQ CX")
+	g.p("\tJNZ %s_chunk", name)
+	g.p("\tLDMXCSR %d(SP)", frame)
+	g.p("\tMOVQ SP, SI")
+	g.amxEpilogue(name, nv)
+}
+
 // amxConfigure emits amxConfigure(): LDTILECFG of the amx kernels' tiles,
 // 0, 1, 4, 6 and 7, each 16 rows of 64 bytes (palette 1; colsb at 16+2t,
 // rows at 48+t for tile t).
@@ -1073,6 +1150,9 @@ func main() {
 	// AMX: 16×32 and 16×16 tiles of TDPBF16PS.
 	g.amxKernel(2)
 	g.amxKernel(1)
+	// The amx sets' sums without AMX, in FMAs.
+	g.amxFMAKernel(2)
+	g.amxFMAKernel(1)
 	g.amxConfigure()
 	g.amxRows()
 	g.amxCols()

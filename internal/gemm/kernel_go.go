@@ -155,8 +155,8 @@ func transPairsGo(dst, src []float32, lds, kc, nn, pw int) {
 
 // goAMXKernels is the Go model of the amx set: its tiles, panels and k
 // blocks, and TDPBF16PS's steps (Intel SDM) in scalar Go, so that both
-// give the same bits. It runs in tests only; purego builds and CPUs
-// without AMX run go-bf16, whose steps are VDPBF16PS's.
+// give the same bits. It runs AMX's arithmetic where neither amx nor
+// amx-fma can (purego builds, CPUs without AVX512_BF16).
 var goAMXKernels = amxSet("go-amx", []microKernel{kern16x16AMXGo, kern16x32AMXGo},
 	copyPairsGo, transPairsGo, amxPanelA(copyPairsGo, true), amxPanelA(transPairsGo, false))
 

@@ -200,17 +200,43 @@ var amxKernels = func() kernelSet {
 	return s
 }()
 
-// bf16KernelSets lists the bf16 kernels this CPU runs, fastest first: AMX
-// where the CPU has it and Linux grants the process its tile state.
-func bf16KernelSets() []*kernelSet {
+//go:noescape
+func kern16x32AMXFMA(k int, a, b, c *float32, ldc int, alpha, beta float32)
+
+//go:noescape
+func kern16x16AMXFMA(k int, a, b, c *float32, ldc int, alpha, beta float32)
+
+// amxFMAKernels gives amx's bits on CPUs with AVX512_BF16 but no AMX: the
+// amx set's panels and packers, and kernels that take TDPBF16PS's steps in
+// VFMADD231PS (an FMA of two bf16 values rounds once, as each of its adds
+// does), with MXCSR's FTZ set for the sums. Each pair of a panel feeds two
+// FMAs, one product each, so it runs at most at the fp32 kernels' rate,
+// below VDPBF16PS's two products an FMA's time.
+var amxFMAKernels = func() kernelSet {
+	s := amxSet("amx-fma", []microKernel{kern16x16AMXFMA, kern16x32AMXFMA}, copyPairsAVX512s, transPairsAVX512s, amxColsAVX512s, amxRowsAVX512s)
+	s.model = &goAMXKernels
+	return s
+}()
+
+// bf16KernelSets lists the bf16 kernels this CPU runs for ar, fastest
+// first: for AMX, the amx set where the CPU has AMX and Linux grants the
+// process its tile state, then amx-fma; for Pairs, avx512bf16. The packers
+// of both need AVX512_BF16; without it the Go sets run.
+func bf16KernelSets(ar Arithmetic) []*kernelSet {
 	x := &cpu.X86
-	if x.HasAVX512F && x.HasAVX512VL && x.HasAVX512DQ && x.HasAVX512BW && x.HasAVX512BF16 {
-		if x.HasAMXTile && x.HasAMXBF16 && amxPermitted() {
-			return []*kernelSet{&amxKernels, &bf16AVX512Kernels, &goBF16Kernels}
+	if !(x.HasAVX512F && x.HasAVX512VL && x.HasAVX512DQ && x.HasAVX512BW && x.HasAVX512BF16) {
+		if ar == AMX {
+			return []*kernelSet{&goAMXKernels}
 		}
+		return []*kernelSet{&goBF16Kernels}
+	}
+	if ar == Pairs {
 		return []*kernelSet{&bf16AVX512Kernels, &goBF16Kernels}
 	}
-	return []*kernelSet{&goBF16Kernels}
+	if x.HasAMXTile && x.HasAMXBF16 && amxPermitted() {
+		return []*kernelSet{&amxKernels, &amxFMAKernels, &goAMXKernels}
+	}
+	return []*kernelSet{&amxFMAKernels, &goAMXKernels}
 }
 
 // kernelSets lists the kernels this CPU runs, fastest first; the first is used.

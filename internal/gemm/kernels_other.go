@@ -6,5 +6,11 @@ package gemm
 // build tag, or a CPU architecture other than amd64), the pure-Go micro-kernel.
 func kernelSets() []*kernelSet { return []*kernelSet{&goKernels} }
 
-// bf16KernelSets lists the bf16 kernels this build runs: the pure-Go one.
-func bf16KernelSets() []*kernelSet { return []*kernelSet{&goBF16Kernels} }
+// bf16KernelSets lists the bf16 kernels this build runs for ar: the pure-Go
+// one.
+func bf16KernelSets(ar Arithmetic) []*kernelSet {
+	if ar == AMX {
+		return []*kernelSet{&goAMXKernels}
+	}
+	return []*kernelSet{&goBF16Kernels}
+}

@@ -86,7 +86,7 @@ type sgemmArgs struct {
 	// chunked sums k in chunks of KChunk steps (SgemmChunked): each is summed
 	// from zero and added into C in order, as separate calls would.
 	chunked bool
-	bf16    bool // products of bf16 operands (SgemmBF16): bf16Kernels
+	bf16    *kernelSet // products of bf16 operands (SgemmBF16) on this set, or nil
 }
 
 // kBlock returns the depth of the blocks k is cut into: the fewest blocks of at
@@ -398,8 +398,8 @@ func transPanelGo(dst, src []float32, lds, kc, nn, pw int) {
 // goroutines.
 func sgemm(g *sgemmArgs, threads int) {
 	ks := kernels
-	if g.bf16 {
-		ks = bf16Kernels
+	if g.bf16 != nil {
+		ks = g.bf16
 	}
 	if g.bpre != nil {
 		ks = g.bpre.ks

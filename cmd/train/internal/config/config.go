@@ -122,6 +122,10 @@ type Train struct {
 	CheckpointEvery int    `toml:"checkpoint_every" json:"checkpoint_every"` // 0: at each epoch's end
 	EarlyStop       int    `toml:"early_stop" json:"early_stop"`             // stop after this many evaluations without a better validation loss; 0: off
 	Precision       string `toml:"precision" json:"precision"`               // of linear, conv2d and attention products: fp32 | bf16
+	// BF16Arithmetic is the steps bf16 products' sums take: amx |
+	// avx512bf16, the same bits on every CPU; auto: this CPU's native one,
+	// or a resumed checkpoint's.
+	BF16Arithmetic string `toml:"bf16_arithmetic" json:"bf16_arithmetic"`
 }
 
 // Log is the [log] table.
@@ -169,7 +173,7 @@ func Default() *Config {
 		},
 		Schedule: Schedule{Type: "constant", Gamma: 0.1},
 		Pipeline: Pipeline{Schedule: "auto", Replicas: 1}, // micro_batches "auto"
-		Train:    Train{Epochs: 1, CheckpointDir: "checkpoints", Precision: "fp32"},
+		Train:    Train{Epochs: 1, CheckpointDir: "checkpoints", Precision: "fp32", BF16Arithmetic: "auto"},
 		Log:      Log{Dir: "logs", Every: 10},
 	}
 }

@@ -85,6 +85,7 @@ var badConfigs = []struct {
 	{"", []string{"train.early_stop=-1", "data.validation_fraction=0.1"}, []string{`train.early_stop = -1: must be at least 0`}},
 	{"", []string{"train.precision=fp16"}, []string{`train.precision = "fp16": want one of fp32, bf16`}},
 	{"", []string{"train.precision=BF16"}, []string{`train.precision = "BF16": want one of fp32, bf16`}},
+	{"", []string{"train.bf16_arithmetic=amx-fma"}, []string{`train.bf16_arithmetic = "amx-fma": want one of auto, amx, avx512bf16`}},
 	{"", []string{"log.metrics=9090"}, []string{`log.metrics = "9090": want HOST:PORT`}},
 	{"", []string{"model.layers.0.shards=0"}, []string{`model.layers[0].shards = 0: must be at least 1`}},
 	{"", []string{"model.layers.0.shards=64"}, []string{`model.layers[0].shards = 64: more than units = 32`}},

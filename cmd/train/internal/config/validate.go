@@ -25,6 +25,7 @@ var (
 	scheduleTypes     = []string{"constant", "step", "cosine"}
 	pipelineSchedules = append([]string{"auto"}, actors.ScheduleNames()...)
 	precisions        = []string{"fp32", "bf16"}
+	arithmetics       = []string{"auto", "amx", "avx512bf16"}
 )
 
 // layerKeys lists the keys that belong to each layer type: "type" and the
@@ -379,7 +380,10 @@ func (c *Config) validateTrain() error {
 	if t.EarlyStop > 0 && !(c.Data.ValidationFraction > 0) {
 		return errorf("train.early_stop = %d needs a validation split: set data.validation_fraction, e.g. 0.1", t.EarlyStop)
 	}
-	return oneOf("train.precision", t.Precision, precisions)
+	if err := oneOf("train.precision", t.Precision, precisions); err != nil {
+		return err
+	}
+	return oneOf("train.bf16_arithmetic", t.BF16Arithmetic, arithmetics)
 }
 
 func (c *Config) validateLog() error {
