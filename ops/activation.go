@@ -80,7 +80,7 @@ func (t *unaryTask) Run(lo, hi int) {
 var unaryTasks par.FreeList[unaryTask]
 
 // unaryGrain is the fewest elements worth a goroutine of their own.
-const unaryGrain = 1 << 16
+const unaryGrain = 1 << 14
 
 // elementwise runs op on up to threads goroutines.
 func elementwise(threads int, op unary, dst, a, b []float32) {

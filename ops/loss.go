@@ -92,12 +92,12 @@ func CrossEntropySumInto(dst, logits *tensor.Tensor, labels []int, scale, sum fl
 func crossEntropySum(dst, logits *tensor.Tensor, labels []int, scale, total float64) float64 {
 	c := logits.Dim(1)
 	dt := logits.DType()
-	var buf [64]float64
-	row := buf[:0]
+	var buf, exps [64]float64
+	row, ex := buf[:0], exps[:0]
 	if c > len(buf) {
-		row = make([]float64, c)
+		row, ex = make([]float64, c), make([]float64, c)
 	}
-	row = row[:c]
+	row, ex = row[:c], ex[:c]
 	for i, y := range labels {
 		if dt == tensor.Float32 {
 			for j, v := range logits.Data32()[i*c : (i+1)*c] {
@@ -114,12 +114,13 @@ func crossEntropySum(dst, logits *tensor.Tensor, labels []int, scale, total floa
 			m = 0 // as softmax does
 		}
 		sum := 0.0
-		for _, v := range row {
-			sum += math.Exp(v - m)
+		for j, v := range row {
+			ex[j] = math.Exp(v - m)
+			sum += ex[j]
 		}
 		total -= row[y] - m - math.Log(sum)
-		for j, v := range row {
-			p := math.Exp(v-m) / sum
+		for j := range row {
+			p := ex[j] / sum
 			if j == y {
 				p--
 			}

@@ -69,6 +69,7 @@ type Engine struct {
 	granule int // rows of a chunk of a mini-batch (nn.Granule)
 	system  *actor.ActorSystem
 	root    *actor.RootContext
+	pool    *pool // runs the actors spawned here
 	graph   *actors.Graph
 	log     zerolog.Logger
 
@@ -138,7 +139,7 @@ func newEngine(layers []nn.Layer, m Model, cfg Config) (*Engine, error) {
 	if cfg.SampleRows <= 0 {
 		cfg.SampleRows = 64
 	}
-	e := &Engine{cfg: cfg, model: m, granule: nn.ChunkRows, graph: actors.NewGraph(cfg.Trace), stop: make(chan struct{}),
+	e := &Engine{cfg: cfg, model: m, granule: nn.ChunkRows, graph: actors.NewGraph(cfg.Trace), stop: make(chan struct{}), pool: newPool(),
 		shapes: map[string][]int{}, global: map[string]int{}, spans: map[int][]actors.Span{}, names: map[int]string{}}
 	if len(m.Specs) > 0 {
 		e.granule = nn.Granule(nn.Tokens(m.Specs, m.Sample))
@@ -252,7 +253,7 @@ func (e *Engine) spawn(a actor.Actor, st *actors.Status, name string) *actor.PID
 		}
 		produced = true
 		return a
-	}, actor.WithGuardian(stopStrategy), actor.WithSupervisor(stopStrategy))
+	}, actor.WithGuardian(stopStrategy), actor.WithSupervisor(stopStrategy), actor.WithDispatcher(e.pool))
 	var pid *actor.PID
 	if name != "" {
 		pid, _ = e.root.SpawnNamed(props, name) // the system is new: no name is taken
@@ -298,6 +299,7 @@ func (e *Engine) isRemote(pid *actor.PID) bool { return pid.Address != e.system.
 
 // shutdown stops what start began, after a failed start.
 func (e *Engine) shutdown() {
+	defer e.pool.close()
 	if e.system == nil {
 		return
 	}
@@ -436,5 +438,6 @@ func (e *Engine) Close() error {
 	} else {
 		e.system.Shutdown()
 	}
+	e.pool.close()
 	return errors.Join(errs...)
 }
