@@ -13,6 +13,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/pipetrain/pipetrain/actors"
+	"github.com/pipetrain/pipetrain/internal/par"
 	"github.com/pipetrain/pipetrain/nn"
 	"github.com/pipetrain/pipetrain/optim"
 	"github.com/pipetrain/pipetrain/tensor"
@@ -69,7 +70,7 @@ type Engine struct {
 	granule int // rows of a chunk of a mini-batch (nn.Granule)
 	system  *actor.ActorSystem
 	root    *actor.RootContext
-	pool    *pool // runs the actors spawned here
+	runs    *par.Runs // runs the actors spawned here
 	graph   *actors.Graph
 	log     zerolog.Logger
 
@@ -139,7 +140,7 @@ func newEngine(layers []nn.Layer, m Model, cfg Config) (*Engine, error) {
 	if cfg.SampleRows <= 0 {
 		cfg.SampleRows = 64
 	}
-	e := &Engine{cfg: cfg, model: m, granule: nn.ChunkRows, graph: actors.NewGraph(cfg.Trace), stop: make(chan struct{}), pool: newPool(),
+	e := &Engine{cfg: cfg, model: m, granule: nn.ChunkRows, graph: actors.NewGraph(cfg.Trace), stop: make(chan struct{}), runs: par.NewRuns(),
 		shapes: map[string][]int{}, global: map[string]int{}, spans: map[int][]actors.Span{}, names: map[int]string{}}
 	if len(m.Specs) > 0 {
 		e.granule = nn.Granule(nn.Tokens(m.Specs, m.Sample))
@@ -253,7 +254,7 @@ func (e *Engine) spawn(a actor.Actor, st *actors.Status, name string) *actor.PID
 		}
 		produced = true
 		return a
-	}, actor.WithGuardian(stopStrategy), actor.WithSupervisor(stopStrategy), actor.WithDispatcher(e.pool))
+	}, actor.WithGuardian(stopStrategy), actor.WithSupervisor(stopStrategy), actor.WithDispatcher(dispatcher{e.runs}))
 	var pid *actor.PID
 	if name != "" {
 		pid, _ = e.root.SpawnNamed(props, name) // the system is new: no name is taken
@@ -280,12 +281,16 @@ func (e *Engine) spawnStage(id int, s Slot) error {
 		return nil
 	}
 	up := actors.Updater{ClipValue: e.cfg.ClipValue, ClipNorm: e.cfg.ClipNorm > 0, Threads: e.plan.Threads, Precision: e.cfg.Precision}
+	updateThreads := e.plan.Threads
 	if e.plan.Replicas > 1 && e.cfg.GEMMThreads == 0 {
+		// The other replicas at this place wait meanwhile: the weight
+		// gradients added under the turn, and the update, may use their cores.
 		up.TurnThreads = runtime.GOMAXPROCS(0)
+		updateThreads = up.TurnThreads
 	}
 	if s.Replica == 0 && hasParams(s.Layers) { // the other replicas use its weights
 		spec := e.cfg.Optimizer
-		spec.Threads = e.plan.Threads
+		spec.Threads = updateThreads
 		up.Optimizer, _ = spec.New() // checked in New
 	}
 	st := actors.NewStage(id, s.Name, e.graph, s.Layers, s.First, s.Shard, s.Position > 0, up)
@@ -299,7 +304,7 @@ func (e *Engine) isRemote(pid *actor.PID) bool { return pid.Address != e.system.
 
 // shutdown stops what start began, after a failed start.
 func (e *Engine) shutdown() {
-	defer e.pool.close()
+	defer e.runs.Close()
 	if e.system == nil {
 		return
 	}
@@ -438,6 +443,17 @@ func (e *Engine) Close() error {
 	} else {
 		e.system.Shutdown()
 	}
-	e.pool.close()
+	e.runs.Close()
 	return errors.Join(errs...)
 }
+
+// dispatcher runs the engine's actors on its par.Runs, whose goroutines
+// keep the stacks the kernels grow (protoactor's default starts a goroutine
+// for every run of a mailbox).
+type dispatcher struct{ r *par.Runs }
+
+func (d dispatcher) Schedule(fn func()) { d.r.Start(fn) }
+
+// Throughput is the messages a mailbox runs before it yields its goroutine,
+// as protoactor's default dispatcher.
+func (dispatcher) Throughput() int { return 300 }

@@ -10,4 +10,10 @@
 // exits, so back-to-back calls do not pay for waking a parked thread and no
 // goroutine outlives its usefulness. Jobs and helpers are kept on free
 // lists: steady-state calls do not allocate.
+//
+// Runs starts longer-lived functions, an actor's run of messages, on
+// goroutines it keeps, so that their grown stacks are kept too. Go puts a
+// goroutine made runnable on its maker's CPU, from where only an idle CPU
+// takes it, and a CPU spinning an idle helper is not idle: so while
+// helpers spin, Start yields its CPU to the run it started.
 package par

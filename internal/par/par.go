@@ -116,6 +116,8 @@ var (
 	helpers  int                              // live helpers
 	starting = make([]*helper, 0, maxOffer+1) // helpers offered a job whose goroutine has not begun
 	spare    = make([]*helper, 0, maxOffer+1) // structs of helpers that exited
+
+	idleCount atomic.Int64 // len(idle), read without poolMu
 )
 
 // jobBatch is how many jobs are made at once: concurrent calls (one per
@@ -189,6 +191,7 @@ func (h *helper) loop() {
 				h.mail.Store(nil)
 				poolMu.Lock()
 				idle = append(idle, h)
+				idleCount.Store(int64(len(idle)))
 				poolMu.Unlock()
 				last = time.Now()
 			}
@@ -207,6 +210,7 @@ func (h *helper) loop() {
 		for x, y := range idle {
 			if y == h {
 				idle = append(idle[:x], idle[x+1:]...)
+				idleCount.Store(int64(len(idle)))
 				helpers--
 				spare = append(spare, h) // h is not touched again here
 				poolMu.Unlock()
@@ -240,6 +244,7 @@ func Do(threads, parts int, w Work) {
 	n := min(want, len(idle))
 	copy(offered[:n], idle[len(idle)-n:])
 	idle = idle[:len(idle)-n]
+	idleCount.Store(int64(len(idle)))
 	helpers += want - n
 	poolMu.Unlock()
 	j.refs.Store(int64(want))
@@ -272,6 +277,7 @@ func Do(threads, parts int, w Work) {
 			j.refs.Add(-1)
 			poolMu.Lock()
 			idle = append(idle, h)
+			idleCount.Store(int64(len(idle)))
 			poolMu.Unlock()
 		}
 	}
