@@ -102,9 +102,9 @@
 // message and the micro-batch in hand. Close stops the watchdog and every actor
 // and shuts the actor system down, leaving no goroutine behind. protoactor's
 // own logging goes to Config.Logger through zerolog's slog handler, or nowhere.
-// The actors spawned here run on the engine's par.Runs: goroutines kept from
-// run to run (with the stacks the kernels grew), which yield their CPU to a
-// run they start while GEMM helpers spin.
+// The actors spawned here run on the engine's actors.Dispatcher: goroutines
+// kept from run to run (with the stacks the kernels grew), which yield their
+// CPU to a run they start while GEMM helpers spin.
 //
 // # Sending dX before dW
 //

@@ -13,7 +13,6 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/pipetrain/pipetrain/actors"
-	"github.com/pipetrain/pipetrain/internal/par"
 	"github.com/pipetrain/pipetrain/nn"
 	"github.com/pipetrain/pipetrain/optim"
 	"github.com/pipetrain/pipetrain/tensor"
@@ -70,7 +69,7 @@ type Engine struct {
 	granule int // rows of a chunk of a mini-batch (nn.Granule)
 	system  *actor.ActorSystem
 	root    *actor.RootContext
-	runs    *par.Runs // runs the actors spawned here
+	runs    *actors.Dispatcher // runs the actors spawned here
 	graph   *actors.Graph
 	log     zerolog.Logger
 
@@ -140,7 +139,7 @@ func newEngine(layers []nn.Layer, m Model, cfg Config) (*Engine, error) {
 	if cfg.SampleRows <= 0 {
 		cfg.SampleRows = 64
 	}
-	e := &Engine{cfg: cfg, model: m, granule: nn.ChunkRows, graph: actors.NewGraph(cfg.Trace), stop: make(chan struct{}), runs: par.NewRuns(),
+	e := &Engine{cfg: cfg, model: m, granule: nn.ChunkRows, graph: actors.NewGraph(cfg.Trace), stop: make(chan struct{}), runs: actors.NewDispatcher(),
 		shapes: map[string][]int{}, global: map[string]int{}, spans: map[int][]actors.Span{}, names: map[int]string{}}
 	if len(m.Specs) > 0 {
 		e.granule = nn.Granule(nn.Tokens(m.Specs, m.Sample))
@@ -254,7 +253,7 @@ func (e *Engine) spawn(a actor.Actor, st *actors.Status, name string) *actor.PID
 		}
 		produced = true
 		return a
-	}, actor.WithGuardian(stopStrategy), actor.WithSupervisor(stopStrategy), actor.WithDispatcher(dispatcher{e.runs}))
+	}, actor.WithGuardian(stopStrategy), actor.WithSupervisor(stopStrategy), actor.WithDispatcher(e.runs))
 	var pid *actor.PID
 	if name != "" {
 		pid, _ = e.root.SpawnNamed(props, name) // the system is new: no name is taken
@@ -446,14 +445,3 @@ func (e *Engine) Close() error {
 	e.runs.Close()
 	return errors.Join(errs...)
 }
-
-// dispatcher runs the engine's actors on its par.Runs, whose goroutines
-// keep the stacks the kernels grow (protoactor's default starts a goroutine
-// for every run of a mailbox).
-type dispatcher struct{ r *par.Runs }
-
-func (d dispatcher) Schedule(fn func()) { d.r.Start(fn) }
-
-// Throughput is the messages a mailbox runs before it yields its goroutine,
-// as protoactor's default dispatcher.
-func (dispatcher) Throughput() int { return 300 }
