@@ -154,10 +154,16 @@
 //
 // # Replicas on hosts
 //
-// With Hosts, the R·S stage actors (S per chain) are placed as any others:
-// in id order, replica after replica, in contiguous blocks over the H hosts
-// (host h runs ids [h·R·S/H, (h+1)·R·S/H)), so with R = H each replica has a
-// host of its own, and with R = 2H two replicas share one. There no stage
+// With Hosts, the R·S stage actors (S per chain) are placed in whichever of
+// two layouts sends fewer values a step (Plan.placeHosts), from the layers'
+// output sizes, the rows a replica takes and the weights of each stage:
+// replica after replica in contiguous blocks over the H hosts (host h runs
+// ids [h·R·S/H, (h+1)·R·S/H)), so that with R = H each replica has a host of
+// its own and only the turn crosses the wire; or, when S >= H, replica 0's
+// actors in contiguous blocks and each other replica's copy of a stage
+// beside its owner, so that the turn stays on one host and only activations
+// cross, as for one chain. Ties, and models without specs, take the first.
+// There no stage
 // actor shares memory with another: each stage actor of replicas 1 to R-1
 // builds its own layers from the Model, with its owner's weights bit for
 // bit, and holds no optimizer (Plan.OwnCopies), even on its owner's worker

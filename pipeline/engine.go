@@ -165,7 +165,13 @@ func newEngine(layers []nn.Layer, m Model, cfg Config) (*Engine, error) {
 		}
 		return ls[0], nil
 	}
-	plan, err := makePlan(layers, tensor.SizeOf(m.Sample), cfg, build)
+	var outs []int // each layer's output values a sample, for placing replicas on hosts
+	if shapes, err := nn.OutShapes(m.Specs, m.Sample); err == nil && len(m.Specs) > 0 {
+		for _, sh := range shapes {
+			outs = append(outs, tensor.SizeOf(sh))
+		}
+	}
+	plan, err := makePlan(layers, tensor.SizeOf(m.Sample), outs, cfg, build)
 	if err != nil {
 		return nil, err
 	}

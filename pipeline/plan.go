@@ -97,9 +97,9 @@ func (p *Plan) HostName(id int) string {
 // sharded layer alone at a position of its own), the slots and their names,
 // cfg.Replicas copies of the chain whose layers build makes anew and points
 // at the first chain's weights (build may be nil for one replica), their
-// hosts (contiguous blocks over cfg.Hosts, in order) and the threads each
-// stage actor here may use.
-func makePlan(layers []nn.Layer, features int, cfg Config, build func(layer int) (nn.Layer, error)) (*Plan, error) {
+// hosts (placeHosts, from outs: the values of a sample of each layer's
+// output, nil if unknown) and the threads each stage actor here may use.
+func makePlan(layers []nn.Layer, features int, outs []int, cfg Config, build func(layer int) (nn.Layer, error)) (*Plan, error) {
 	bounds, err := group(layers, features, cfg)
 	if err != nil {
 		return nil, err
@@ -120,11 +120,8 @@ func makePlan(layers []nn.Layer, features int, cfg Config, build func(layer int)
 		if s.Replica > 0 {
 			s.Name = fmt.Sprintf("replica %d %s", s.Replica, s.Name)
 		}
-		s.Host = -1
-		if len(p.Hosts) > 0 {
-			s.Host = hostOf(id, len(p.Slots), len(p.Hosts))
-		}
 	}
+	p.placeHosts(outs, max(1, cfg.SampleRows)*max(1, cfg.MicroBatches))
 	p.Threads = p.budget(cfg.GEMMThreads)
 	return p, nil
 }
@@ -280,6 +277,69 @@ func (p *Plan) place(layers []nn.Layer, bounds, shards []int) error {
 
 // hostOf returns the host that runs stage actor id of slots, placed in
 // contiguous blocks: host h runs stage actors [h·S/H, (h+1)·S/H).
+// placeHosts puts the slots on the hosts in whichever of two layouts
+// sends fewer values a step (wireCost, for rows a replica): all R·S slots
+// in contiguous blocks over the hosts, replica after replica, so that a
+// replica may keep its chain on one host and only the turn crosses (the
+// gradients' sum over the replicas, and the owner's new weights); or, when
+// a chain has a slot for every host, replica 0's slots in contiguous blocks
+// and every other replica's copy of a slot beside its owner, so that the
+// turn stays on one host and only activations cross, as for one chain. Ties
+// and unknown sizes take the first.
+func (p *Plan) placeHosts(outs []int, rows int) {
+	hosts := len(p.Hosts)
+	byReplica := func(id int) int { return hostOf(id, len(p.Slots), hosts) }
+	byOwner := func(id int) int { return hostOf(p.Slots[id].Owner, p.PerReplica(), hosts) }
+	place := byReplica
+	switch {
+	case hosts == 0:
+		place = func(int) int { return -1 }
+	case p.Replicas > 1 && len(outs) > 0 && p.PerReplica() >= hosts && p.wireCost(byOwner, outs, rows) < p.wireCost(byReplica, outs, rows):
+		place = byOwner
+	}
+	for id := range p.Slots {
+		p.Slots[id].Host = place(id)
+	}
+}
+
+// wireCost estimates the values a step sends between hosts with slot id on
+// host(id) (activations and weights share a dtype, so values compare as
+// bytes do): for each replica (rows rows), the activations and their
+// gradients between consecutive positions on different hosts; for each
+// slot with parameters, its gradients from copy to copy and back to the
+// owner, and its weights from the owner to each copy, where they change
+// hosts.
+func (p *Plan) wireCost(host func(id int) int, outs []int, rows int) int64 {
+	var values int64
+	for r := range p.Replicas {
+		for i := 1; i < len(p.Positions); i++ {
+			from, to := p.Chain(r, i-1), p.Chain(r, i)
+			if host(from[0]) != host(to[0]) || host(from[len(from)-1]) != host(to[len(to)-1]) {
+				prev := p.Positions[i-1].Layers
+				values += int64(2 * rows * outs[prev[len(prev)-1]])
+			}
+		}
+	}
+	for id := range p.PerReplica() {
+		var w int64
+		for _, l := range p.Slots[id].Layers {
+			for _, pr := range l.Params() {
+				w += int64(pr.Value.Size())
+			}
+		}
+		copies := p.Copies(id)
+		for k, c := range copies {
+			if host(c) != host(copies[(k+1)%len(copies)]) {
+				values += w // the gradients, on with the turn
+			}
+			if host(c) != host(copies[0]) {
+				values += w // the new weights
+			}
+		}
+	}
+	return values
+}
+
 func hostOf(id, slots, hosts int) int {
 	for h := range hosts {
 		if id < (h+1)*slots/hosts {

@@ -42,8 +42,18 @@ func TestPlan(t *testing.T) {
 			[][]int{{0}, {1}, {2}, {3}}, []string{"stage 0 shard 0", "stage 0 shard 1", "stage 1", "stage 2", "stage 3"}, []int{-1, -1, -1, -1, -1}, 3},
 		{"hosts in contiguous blocks", Config{Schedule: actors.OneFOneB, MicroBatches: 2, Hosts: []string{"a:1", "b:2"}},
 			[][]int{{0}, {1}, {2}, {3}}, []string{"stage 0", "stage 1", "stage 2", "stage 3"}, []int{0, 0, 1, 1}, max(1, cores/4)},
+		// 2 rows a replica and step: the turn (82 weights: gradients there
+		// and back, weights out) costs more than the activations at the cut.
+		{"few rows: replicas beside their owners' hosts", Config{Schedule: actors.OneFOneB, MicroBatches: 2, Replicas: 2, GEMMThreads: 1, Hosts: []string{"a:1", "b:2"}},
+			[][]int{{0}, {1}, {2}, {3}}, []string{"stage 0", "stage 1", "stage 2", "stage 3", "replica 1 stage 0", "replica 1 stage 1", "replica 1 stage 2", "replica 1 stage 3"},
+			[]int{0, 0, 1, 1, 0, 0, 1, 1}, 1},
+		{"many rows: a replica a host", Config{Schedule: actors.OneFOneB, MicroBatches: 2, Replicas: 2, SampleRows: 1000, GEMMThreads: 1, Hosts: []string{"a:1", "b:2"}},
+			[][]int{{0}, {1}, {2}, {3}}, []string{"stage 0", "stage 1", "stage 2", "stage 3", "replica 1 stage 0", "replica 1 stage 1", "replica 1 stage 2", "replica 1 stage 3"},
+			[]int{0, 0, 0, 0, 1, 1, 1, 1}, 1},
+		{"fewer slots than hosts: replica after replica", Config{Schedule: actors.Sequential, MicroBatches: 1, Stages: 1, Replicas: 4, GEMMThreads: 1, Hosts: []string{"a:1", "b:2"}},
+			[][]int{{0, 1, 2, 3}}, []string{"stage 0", "replica 1 stage 0", "replica 2 stage 0", "replica 3 stage 0"}, []int{0, 0, 1, 1}, 1},
 	} {
-		p, err := makePlan(layers(), 8, c.cfg, nil)
+		p, err := makePlan(layers(), 8, []int{6, 6, 4, 4}, c.cfg, nil)
 		if err != nil {
 			t.Fatalf("%s: %v", c.name, err)
 		}
@@ -55,8 +65,8 @@ func TestPlan(t *testing.T) {
 		var hosts []int
 		for id, s := range p.Slots {
 			names, hosts = append(names, s.Name), append(hosts, s.Host)
-			if !slices.Contains(p.Positions[s.Position].Slots, id) {
-				t.Errorf("%s: slot %d is not among its position's %v", c.name, id, p.Positions[s.Position].Slots)
+			if !slices.Contains(p.Positions[s.Position].Slots, s.Owner) { // a position lists replica 0's slots
+				t.Errorf("%s: slot %d (owner %d) is not among its position's %v", c.name, id, s.Owner, p.Positions[s.Position].Slots)
 			}
 		}
 		if !slices.EqualFunc(positions, c.positions, slices.Equal) || !slices.Equal(names, c.names) || !slices.Equal(hosts, c.hosts) || p.Threads != c.threads {
@@ -64,11 +74,11 @@ func TestPlan(t *testing.T) {
 				c.name, positions, names, hosts, p.Threads, c.positions, c.names, c.hosts, c.threads)
 		}
 	}
-	sharded, _ := makePlan(layers(), 8, Config{Schedule: actors.GPipe, MicroBatches: 2, Shards: []int{2}}, nil)
+	sharded, _ := makePlan(layers(), 8, nil, Config{Schedule: actors.GPipe, MicroBatches: 2, Shards: []int{2}}, nil)
 	if pos := sharded.Positions[0]; !slices.Equal(pos.Units, []int{0, 3, 6}) || !slices.Equal(pos.Split, []int{0, 3, 6}) || !sharded.Sharded(0) || sharded.Sharded(1) {
 		t.Errorf("a linear layer of 6 units over 2 shards: units %v, split %v", pos.Units, pos.Split)
 	}
-	if _, err := makePlan(layers(), 8, Config{Schedule: actors.GPipe, MicroBatches: 2, Shards: []int{1, 2}}, nil); err == nil || !strings.Contains(err.Error(), "layer 1 (relu) cannot be sharded") {
+	if _, err := makePlan(layers(), 8, nil, Config{Schedule: actors.GPipe, MicroBatches: 2, Shards: []int{1, 2}}, nil); err == nil || !strings.Contains(err.Error(), "layer 1 (relu) cannot be sharded") {
 		t.Errorf("shards on a relu layer: %v", err)
 	}
 }

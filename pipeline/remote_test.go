@@ -592,3 +592,56 @@ func TestRemoteReplicasRestore(t *testing.T) {
 		}
 	}
 }
+
+// TestRemoteReplicasWire: the replicas are placed on the hosts where they
+// send fewer values a step, so two replicas never send much more than one
+// chain: a wide model (69k weights, which the turn would send three times
+// a step, gradients there and back and weights out: more than the
+// activations at the cut) keeps each replica's copy of a stage beside its
+// owner, and the turn off the wire; the test model (400 weights) keeps
+// each replica's chain on one host, and its activations off the wire.
+func TestRemoteReplicasWire(t *testing.T) {
+	hosts := workers(t, 2, "")
+	wide := pipeline.Model{Specs: []nn.Spec{
+		{Type: "linear", Units: 256, Init: nn.TorchDefault}, {Type: "relu"},
+		{Type: "linear", Units: 256, Init: nn.TorchDefault}, {Type: "relu"}, {Type: "linear", Units: classes, Init: nn.TorchDefault},
+	}, Sample: []int{features}, Seed: seed}
+	for _, c := range []struct {
+		name string
+		m    pipeline.Model
+	}{{"wide", wide}, {"narrow", testModel}} {
+		sent := func(replicas int) (bytes int64) {
+			eng, err := pipeline.New(c.m, pipeline.Config{Schedule: actors.OneFOneB, MicroBatches: 2, Stages: 2, Replicas: replicas,
+				Loss: nn.CrossEntropy, Optimizer: sgd, Hosts: hosts, RunID: fmt.Sprintf("wire-%d", replicas), Hang: 10 * time.Second})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer eng.Close()
+			for step := 1; step <= steps; step++ {
+				x, tg := batch(step)
+				if _, err := eng.Step(step, lr(step), x, tg); err != nil {
+					t.Fatal(err)
+				}
+			}
+			stats, err := eng.Stats(false)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, s := range stats {
+				bytes += s.WireBytes
+			}
+			return bytes
+		}
+		weights := 0
+		for _, l := range layersOf(t, c.m) {
+			for _, p := range l.Params() {
+				weights += 4 * p.Value.Size()
+			}
+		}
+		one, two := sent(1), sent(2)
+		t.Logf("%s: bytes sent over %d steps: one chain %d, two replicas %d; the weights %d bytes", c.name, steps, one, two, weights)
+		if two > one+one/10+int64(weights*steps/4) {
+			t.Errorf("%s: two replicas sent %d bytes over %d steps, one chain %d (the weights: %d bytes)", c.name, two, steps, one, weights)
+		}
+	}
+}
