@@ -666,15 +666,21 @@ func (s *Stage) maybeApply(ctx actor.Context) {
 	s.send(ctx, s.coord, &s.applied)
 }
 
-// zeroGrads clears the gradients for the next step, on the stage's cores when large.
+// zeroGrads clears the gradients for the next step, on the stage's cores when
+// large: with replicas sharing its weights, on theirs too, which wait for
+// the update.
 func (s *Stage) zeroGrads() {
+	threads := s.updater.Threads
+	if t := s.updater.TurnThreads; t > 0 && s.shares() {
+		threads = t
+	}
 	for _, p := range s.ps {
 		if p.Grad.DType() != tensor.Float32 {
 			p.Grad.Zero()
 			continue
 		}
 		s.clearTask = clearTask{p.Grad.Data32()}
-		par.For(s.updater.Threads, len(s.clearTask.g), clearGrain, &s.clearTask)
+		par.For(threads, len(s.clearTask.g), clearGrain, &s.clearTask)
 	}
 }
 
