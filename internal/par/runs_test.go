@@ -8,8 +8,8 @@ import (
 )
 
 // TestRuns: every started function runs once; a run that blocks does not
-// hold up the others (each finds a goroutine); finished runs' goroutines
-// are reused; Close ends them all.
+// hold up the others (each finds a goroutine); a goroutine whose run ended
+// waits for the next; Close ends them all.
 func TestRuns(t *testing.T) {
 	before := runtime.NumGoroutine()
 	r := NewRuns()
@@ -24,9 +24,6 @@ func TestRuns(t *testing.T) {
 	counts := make([]int, n)
 	for i := range n {
 		r.Start(func() { counts[i]++; wg.Done() })
-		if i%10 == 9 {
-			time.Sleep(time.Millisecond) // let the runs finish, their goroutines go idle
-		}
 	}
 	done := make(chan struct{})
 	go func() { wg.Wait(); close(done) }()
@@ -40,9 +37,22 @@ func TestRuns(t *testing.T) {
 			t.Errorf("run %d ran %d times", i, c)
 		}
 	}
-	if g := runtime.NumGoroutine() - before; g > 20 {
-		t.Errorf("%d goroutines for %d short runs: idle ones are not reused", g, n)
+	// A goroutine whose run ended waits for the next: one takes a
+	// function handed to r directly, as Start hands it.
+	kept := make(chan struct{})
+	probe := time.Now()
+	for handed := false; !handed; {
+		select {
+		case r.work <- func() { close(kept) }:
+			handed = true
+		default:
+			if time.Since(probe) > 5*time.Second {
+				t.Fatal("no goroutine of r waits for a run once its own has ended")
+			}
+			time.Sleep(time.Millisecond)
+		}
 	}
+	<-kept
 	close(release)
 	r.Close()
 	deadline := time.Now().Add(5 * time.Second)
