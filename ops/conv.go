@@ -330,7 +330,7 @@ func data64(t *tensor.Tensor) []float64 {
 // group size bounds memory and, like the thread count, never the bits. The
 // sums of gw and gb are then written into them, or added (add).
 func conv2dBackward[T float](pl *convPlan, work *convWork[T], pr products, gx, gw, gb, grad, x, w []T, add bool) {
-	on, fk := pl.f*pl.p, pl.f*pl.k
+	fk := pl.f * pl.k
 	var sums []float64 // the bias gradient: each sample's row sums, added in sample order
 	if gb != nil {
 		sums = grow(work.gb, pl.f)
@@ -339,22 +339,7 @@ func conv2dBackward[T float](pl *convPlan, work *convWork[T], pr products, gx, g
 		defer writeBias(gb, sums, add)
 	}
 	if gw == nil && gx == nil || pl.n == 0 || fk == 0 {
-		for i := range pl.n {
-			if gb != nil {
-				rowSums(sums, grad[i*on:(i+1)*on], pl.p)
-			}
-		}
-		if gw == nil && gx == nil {
-			return
-		}
-		clear(gx) // no filters: no gradient reaches x
-		for j := range gw {
-			if add {
-				gw[j] += 0 // a sum of nothing, added: -0 becomes +0 as ever
-			} else {
-				gw[j] = 0
-			}
-		}
+		conv2dBackwardBias(pl, sums, gx, gw, grad, add)
 		return
 	}
 	// The sum goes straight into gw when written; when added, it is made
@@ -411,6 +396,29 @@ func conv2dBackward[T float](pl *convPlan, work *convWork[T], pr products, gx, g
 	*t = convBackward[T]{} // holds no memory of the caller's
 	if add && gw != nil {
 		addInto(gw, sum)
+	}
+}
+
+// conv2dBackwardBias is conv2dBackward with no product to run: the bias
+// gradient's row sums (into sums, when not nil), and, with no filters or
+// no samples, nothing reaching x and a weight gradient of zero.
+func conv2dBackwardBias[T float](pl *convPlan, sums []float64, gx, gw, grad []T, add bool) {
+	on := pl.f * pl.p
+	for i := range pl.n {
+		if sums != nil {
+			rowSums(sums, grad[i*on:(i+1)*on], pl.p)
+		}
+	}
+	if gw == nil && gx == nil {
+		return
+	}
+	clear(gx) // no filters: no gradient reaches x
+	for j := range gw {
+		if add {
+			gw[j] += 0 // a sum of nothing, added: -0 becomes +0 as ever
+		} else {
+			gw[j] = 0
+		}
 	}
 }
 
