@@ -1021,6 +1021,40 @@ func (g *gen) copyHeader(name string) {
 	}
 }
 
+// copyPairsLoop emits the loop of copyPairs for panels of nv vectors,
+// from label name (which it ends with RET).
+func (g *gen) copyPairsLoop(name string, nv int) {
+	g.p("%s:", name)
+	g.p("\tCMPQ R9, $2")
+	g.p("\tJLT %s_tail", name)
+	g.p("\tLEAQ (SI)(R8*1), AX")
+	for v := range nv {
+		g.p("\tVMOVUPS.Z %d(SI), K%d, Z%d", 64*v, 1+v, v)
+		g.p("\tVMOVUPS.Z %d(AX), K%d, Z%d", 64*v, 1+v, 3+v)
+	}
+	g.p("%s_body:", name)
+	for v := range nv {
+		g.cvt2(v, 3+v, v)
+		g.p("\tVPERMW Z%d, Z6, Z%d", v, v)
+		g.p("\tVMOVUPS Z%d, K%d, %d(DI)", v, 4+v, 64*v)
+	}
+	g.p("\tLEAQ (SI)(R8*2), SI")
+	g.p("\tADDQ R15, DI")
+	g.p("\tSUBQ $2, R9")
+	g.p("\tJMP %s", name)
+	// An odd last step pairs with zeros.
+	g.p("%s_tail:", name)
+	g.p("\tCMPQ R9, $1")
+	g.p("\tJNE %s_done", name)
+	for v := range nv {
+		g.p("\tVMOVUPS.Z %d(SI), K%d, Z%d", 64*v, 1+v, v)
+		g.p("\tVPXORD Z%d, Z%d, Z%d", 3+v, 3+v, 3+v)
+	}
+	g.p("\tJMP %s_body", name)
+	g.p("%s_done:", name)
+	g.ret()
+}
+
 // copyPairs emits copyPairsAVX512(dst, src *float32, lds, kc, nn, pw int),
 // copyPanel in bf16 pairs: dst[q*pw+c] holds src[2q*lds+c] and
 // src[(2q+1)*lds+c] rounded to bf16 (low and high half; 0 past kc) for
@@ -1031,37 +1065,16 @@ func (g *gen) copyHeader(name string) {
 func (g *gen) copyPairs() {
 	const name = "copyPairsAVX512"
 	g.copyHeader(name)
-	g.asm(name, `
-	VMOVDQU64 pairIdx<>(SB), Z6
-NAME_loop:
-	CMPQ R9, $2
-	JLT NAME_tail
-	LEAQ (SI)(R8*1), AX`)
-	for v := range 3 {
-		g.p("\tVMOVUPS.Z %d(SI), K%d, Z%d", 64*v, 1+v, v)
-		g.p("\tVMOVUPS.Z %d(AX), K%d, Z%d", 64*v, 1+v, 3+v)
+	g.p("\tVMOVDQU64 pairIdx<>(SB), Z6")
+	// A panel narrower than 48 columns converts only its vectors:
+	// VCVTNE2PS2BF16 is slow here, and the amx set's panels are 32 wide.
+	g.p("\tCMPQ R11, $16")
+	g.p("\tJLE %s_1", name)
+	g.p("\tCMPQ R11, $32")
+	g.p("\tJLE %s_2", name)
+	for nv := 3; nv >= 1; nv-- {
+		g.copyPairsLoop(fmt.Sprintf("%s_%d", name, nv), nv)
 	}
-	g.p("%s_body:", name)
-	for v := range 3 {
-		g.cvt2(v, 3+v, v)
-		g.p("\tVPERMW Z%d, Z6, Z%d", v, v)
-		g.p("\tVMOVUPS Z%d, K%d, %d(DI)", v, 4+v, 64*v)
-	}
-	g.p("\tLEAQ (SI)(R8*2), SI")
-	g.p("\tADDQ R15, DI")
-	g.p("\tSUBQ $2, R9")
-	g.p("\tJMP %s_loop", name)
-	// An odd last step pairs with zeros.
-	g.p("%s_tail:", name)
-	g.p("\tCMPQ R9, $1")
-	g.p("\tJNE %s_done", name)
-	for v := range 3 {
-		g.p("\tVMOVUPS.Z %d(SI), K%d, Z%d", 64*v, 1+v, v)
-		g.p("\tVPXORD Z%d, Z%d, Z%d", 3+v, 3+v, 3+v)
-	}
-	g.p("\tJMP %s_body", name)
-	g.p("%s_done:", name)
-	g.ret()
 	g.p("")
 	// Word 2j of a pair vector is word j of the converted rows (row 2q),
 	// word 2j+1 is word 16+j (row 2q+1).

@@ -4476,9 +4476,13 @@ copyPairsAVX512_mK3:
 copyPairsAVX512_mK6:
 	KMOVW AX, K6
 	VMOVDQU64 pairIdx<>(SB), Z6
-copyPairsAVX512_loop:
+	CMPQ R11, $16
+	JLE copyPairsAVX512_1
+	CMPQ R11, $32
+	JLE copyPairsAVX512_2
+copyPairsAVX512_3:
 	CMPQ R9, $2
-	JLT copyPairsAVX512_tail
+	JLT copyPairsAVX512_3_tail
 	LEAQ (SI)(R8*1), AX
 	VMOVUPS.Z 0(SI), K1, Z0
 	VMOVUPS.Z 0(AX), K1, Z3
@@ -4486,7 +4490,7 @@ copyPairsAVX512_loop:
 	VMOVUPS.Z 64(AX), K2, Z4
 	VMOVUPS.Z 128(SI), K3, Z2
 	VMOVUPS.Z 128(AX), K3, Z5
-copyPairsAVX512_body:
+copyPairsAVX512_3_body:
 	BYTE $0x62; BYTE $0xf2; BYTE $0x67; BYTE $0x48; BYTE $0x72; BYTE $0xc0 // vcvtne2ps2bf16 zmm0, zmm3, zmm0
 	VPERMW Z0, Z6, Z0
 	VMOVUPS Z0, K4, 0(DI)
@@ -4499,18 +4503,71 @@ copyPairsAVX512_body:
 	LEAQ (SI)(R8*2), SI
 	ADDQ R15, DI
 	SUBQ $2, R9
-	JMP copyPairsAVX512_loop
-copyPairsAVX512_tail:
+	JMP copyPairsAVX512_3
+copyPairsAVX512_3_tail:
 	CMPQ R9, $1
-	JNE copyPairsAVX512_done
+	JNE copyPairsAVX512_3_done
 	VMOVUPS.Z 0(SI), K1, Z0
 	VPXORD Z3, Z3, Z3
 	VMOVUPS.Z 64(SI), K2, Z1
 	VPXORD Z4, Z4, Z4
 	VMOVUPS.Z 128(SI), K3, Z2
 	VPXORD Z5, Z5, Z5
-	JMP copyPairsAVX512_body
-copyPairsAVX512_done:
+	JMP copyPairsAVX512_3_body
+copyPairsAVX512_3_done:
+	VZEROUPPER
+	RET
+copyPairsAVX512_2:
+	CMPQ R9, $2
+	JLT copyPairsAVX512_2_tail
+	LEAQ (SI)(R8*1), AX
+	VMOVUPS.Z 0(SI), K1, Z0
+	VMOVUPS.Z 0(AX), K1, Z3
+	VMOVUPS.Z 64(SI), K2, Z1
+	VMOVUPS.Z 64(AX), K2, Z4
+copyPairsAVX512_2_body:
+	BYTE $0x62; BYTE $0xf2; BYTE $0x67; BYTE $0x48; BYTE $0x72; BYTE $0xc0 // vcvtne2ps2bf16 zmm0, zmm3, zmm0
+	VPERMW Z0, Z6, Z0
+	VMOVUPS Z0, K4, 0(DI)
+	BYTE $0x62; BYTE $0xf2; BYTE $0x5f; BYTE $0x48; BYTE $0x72; BYTE $0xc9 // vcvtne2ps2bf16 zmm1, zmm4, zmm1
+	VPERMW Z1, Z6, Z1
+	VMOVUPS Z1, K5, 64(DI)
+	LEAQ (SI)(R8*2), SI
+	ADDQ R15, DI
+	SUBQ $2, R9
+	JMP copyPairsAVX512_2
+copyPairsAVX512_2_tail:
+	CMPQ R9, $1
+	JNE copyPairsAVX512_2_done
+	VMOVUPS.Z 0(SI), K1, Z0
+	VPXORD Z3, Z3, Z3
+	VMOVUPS.Z 64(SI), K2, Z1
+	VPXORD Z4, Z4, Z4
+	JMP copyPairsAVX512_2_body
+copyPairsAVX512_2_done:
+	VZEROUPPER
+	RET
+copyPairsAVX512_1:
+	CMPQ R9, $2
+	JLT copyPairsAVX512_1_tail
+	LEAQ (SI)(R8*1), AX
+	VMOVUPS.Z 0(SI), K1, Z0
+	VMOVUPS.Z 0(AX), K1, Z3
+copyPairsAVX512_1_body:
+	BYTE $0x62; BYTE $0xf2; BYTE $0x67; BYTE $0x48; BYTE $0x72; BYTE $0xc0 // vcvtne2ps2bf16 zmm0, zmm3, zmm0
+	VPERMW Z0, Z6, Z0
+	VMOVUPS Z0, K4, 0(DI)
+	LEAQ (SI)(R8*2), SI
+	ADDQ R15, DI
+	SUBQ $2, R9
+	JMP copyPairsAVX512_1
+copyPairsAVX512_1_tail:
+	CMPQ R9, $1
+	JNE copyPairsAVX512_1_done
+	VMOVUPS.Z 0(SI), K1, Z0
+	VPXORD Z3, Z3, Z3
+	JMP copyPairsAVX512_1_body
+copyPairsAVX512_1_done:
 	VZEROUPPER
 	RET
 
