@@ -210,35 +210,28 @@ func (l *Linear) BackwardParams(p Pass) {
 // gemmFunc is a GEMM on up to threads goroutines: gemm.Threads' methods.
 type gemmFunc[T float32 | float64] func(threads gemm.Threads, tA, tB bool, m, n, k int, alpha T, a []T, lda int, b []T, ldb int, beta T, c []T, ldc int)
 
-// bf16Plain and bf16Chunked are gemm.Threads.SgemmBF16 and
-// SgemmBF16Chunked for each arithmetic, as gemmFuncs made once.
-var (
-	bf16Plain = [...]gemmFunc[float32]{
-		ops.AMX: func(t gemm.Threads, tA, tB bool, m, n, k int, alpha float32, a []float32, lda int, b []float32, ldb int, beta float32, c []float32, ldc int) {
-			t.SgemmBF16(ops.AMX, tA, tB, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc)
-		},
-		ops.Pairs: func(t gemm.Threads, tA, tB bool, m, n, k int, alpha float32, a []float32, lda int, b []float32, ldb int, beta float32, c []float32, ldc int) {
-			t.SgemmBF16(ops.Pairs, tA, tB, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc)
-		},
+// bf16Gemms holds gemm.Threads.SgemmBF16 (index 0) and SgemmBF16Chunked
+// (1) for each arithmetic, as gemmFuncs made once.
+var bf16Gemms = func() (f [2][2]gemmFunc[float32]) {
+	for _, ar := range []ops.Arithmetic{ops.AMX, ops.Pairs} {
+		f[ar][0] = func(t gemm.Threads, tA, tB bool, m, n, k int, alpha float32, a []float32, lda int, b []float32, ldb int, beta float32, c []float32, ldc int) {
+			t.SgemmBF16(ar, tA, tB, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc)
+		}
+		f[ar][1] = func(t gemm.Threads, tA, tB bool, m, n, k int, alpha float32, a []float32, lda int, b []float32, ldb int, beta float32, c []float32, ldc int) {
+			t.SgemmBF16Chunked(ar, tA, tB, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc)
+		}
 	}
-	bf16Chunked = [...]gemmFunc[float32]{
-		ops.AMX: func(t gemm.Threads, tA, tB bool, m, n, k int, alpha float32, a []float32, lda int, b []float32, ldb int, beta float32, c []float32, ldc int) {
-			t.SgemmBF16Chunked(ops.AMX, tA, tB, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc)
-		},
-		ops.Pairs: func(t gemm.Threads, tA, tB bool, m, n, k int, alpha float32, a []float32, lda int, b []float32, ldb int, beta float32, c []float32, ldc int) {
-			t.SgemmBF16Chunked(ops.Pairs, tA, tB, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc)
-		},
-	}
-)
+	return f
+}()
 
 // sgemmFor returns the float32 GEMM of precision pr, summing k in chunks
 // (gemm.KChunk) when chunked.
 func sgemmFor(pr Precision, chunked bool) gemmFunc[float32] {
 	switch {
 	case pr.IsBF16() && chunked:
-		return bf16Chunked[pr.Arithmetic()]
+		return bf16Gemms[pr.Arithmetic()][1]
 	case pr.IsBF16():
-		return bf16Plain[pr.Arithmetic()]
+		return bf16Gemms[pr.Arithmetic()][0]
 	case chunked:
 		return gemm.Threads.SgemmChunked
 	}
