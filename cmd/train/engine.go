@@ -78,7 +78,8 @@ func precision(c *config.Config) nn.Precision {
 // resolveArithmetic sets train.bf16_arithmetic = "auto" of a bf16 run to
 // the arithmetic it takes: that of the checkpoint it resumes, so that it
 // goes on exactly, or else this CPU's native one. Errors reading the
-// checkpoint are left to the resume, which reports them.
+// checkpoint, and an arithmetic it names that none is, are left to the
+// resume, which reports them.
 func resolveArithmetic(c *config.Config, resume bool) {
 	t := &c.Train
 	if t.Precision != "bf16" || t.BF16Arithmetic != "auto" {
@@ -89,8 +90,10 @@ func resolveArithmetic(c *config.Config, resume bool) {
 		return
 	}
 	if dir, ok, err := checkpoint.Latest(t.CheckpointDir); err == nil && ok {
-		if meta, err := checkpoint.ReadMeta(dir); err == nil && meta.BF16Arithmetic != "" {
-			t.BF16Arithmetic = meta.BF16Arithmetic
+		if meta, err := checkpoint.ReadMeta(dir); err == nil {
+			if _, err := ops.ParseArithmetic(meta.BF16Arithmetic); err == nil {
+				t.BF16Arithmetic = meta.BF16Arithmetic
+			}
 		}
 	}
 }
