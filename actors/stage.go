@@ -524,10 +524,8 @@ func (s *Stage) weightGrads(ctx actor.Context, step int) bool {
 			if len(ps) == 0 {
 				continue
 			}
-			if t := s.updater.TurnThreads; t > 0 && s.shares() {
-				for k := range ps {
-					ps[k].Threads = t
-				}
+			for k := range ps {
+				ps[k].Threads = s.turnThreads()
 			}
 			s.current = i
 			if b := s.batch[i]; b != nil {
@@ -666,14 +664,21 @@ func (s *Stage) maybeApply(ctx actor.Context) {
 	s.send(ctx, s.coord, &s.applied)
 }
 
-// zeroGrads clears the gradients for the next step, on the stage's cores when
-// large: with replicas sharing its weights, on theirs too, which wait for
-// the update.
-func (s *Stage) zeroGrads() {
-	threads := s.updater.Threads
+// turnThreads is the budget of the work other replicas wait for (the
+// weight gradients added under the turn, the owner's clearing of the
+// gradients): Updater.TurnThreads when the stage shares its weights, else
+// its own.
+func (s *Stage) turnThreads() int {
 	if t := s.updater.TurnThreads; t > 0 && s.shares() {
-		threads = t
+		return t
 	}
+	return s.updater.Threads
+}
+
+// zeroGrads clears the gradients for the next step, on the stage's cores when
+// large: with replicas sharing its weights, on theirs too (turnThreads).
+func (s *Stage) zeroGrads() {
+	threads := s.turnThreads()
 	for _, p := range s.ps {
 		if p.Grad.DType() != tensor.Float32 {
 			p.Grad.Zero()

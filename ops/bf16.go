@@ -23,10 +23,6 @@ func ParseArithmetic(s string) (Arithmetic, error) { return gemm.ParseArithmetic
 // CPUs with AMX, else Pairs.
 func NativeArithmetic() Arithmetic { return gemm.Native() }
 
-// BF16Kernels names the kernels that run ar's products here: "amx",
-// "amx-fma" or "go-amx" for AMX, "avx512bf16" or "go-bf16" for Pairs.
-func BF16Kernels(ar Arithmetic) string { return ar.Set() }
-
 // products is how an op's float32 GEMMs run: in fp32, or with bf16
 // products summed in ar's steps.
 type products struct {

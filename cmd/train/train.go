@@ -21,7 +21,6 @@ import (
 	"github.com/pipetrain/pipetrain/internal/checkpoint"
 	"github.com/pipetrain/pipetrain/model"
 	"github.com/pipetrain/pipetrain/nn"
-	"github.com/pipetrain/pipetrain/ops"
 	"github.com/pipetrain/pipetrain/optim"
 	"github.com/pipetrain/pipetrain/pipeline"
 	"github.com/pipetrain/pipetrain/tensor"
@@ -141,7 +140,7 @@ func (r *trainRun) logStart() {
 		Int("gomaxprocs", runtime.GOMAXPROCS(0)).Str("log_file", log.path)
 	if p := precision(cfg); p.IsBF16() {
 		ar := p.Arithmetic()
-		ev = ev.Str("bf16_arithmetic", ar.String()).Str("bf16_kernels", ops.BF16Kernels(ar))
+		ev = ev.Str("bf16_arithmetic", ar.String()).Str("bf16_kernels", ar.Set())
 	}
 	if sample := dataset.SampleShapeOf(cfg.Data.Name); sample != nil {
 		if shapes, err := nn.OutShapes(modelSpecs(cfg), sample); err == nil {
