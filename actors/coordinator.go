@@ -48,10 +48,11 @@ type Coordinator struct {
 	req      *actor.PID
 	step     int
 	seq      int       // training steps run, counting this one
-	spans    []nn.Span // the step's micro-batches, replica after replica
-	replica  []int     // per micro-batch, its replica
-	shares   []nn.Span // per replica with rows, its rows
-	starts   []int     // per replica with rows, its first micro-batch; one more: the end
+	spans    []nn.Span // the step's micro-batches, share after share
+	share    []int     // per micro-batch, its share
+	replica  []int     // per micro-batch, its replica (ReplicaOf its share)
+	shares   []nn.Span // the step's shares of rows, in order
+	starts   []int     // per share, its first micro-batch; one more: the end
 	sent     int
 	bwd      map[int]int // micro-batch to first-position actors done with it
 	finished int         // micro-batches whose backward is done
@@ -153,43 +154,52 @@ func (c *Coordinator) runStep(ctx actor.Context, m *RunStep) {
 	c.begin = BeginStep{Step: m.Step, LR: m.LR}
 	c.send(ctx, c.opt, &c.begin)
 	for k, sp := range c.spans {
-		r := c.replica[k]
+		i := c.share[k]
 		t := c.targets.at(k)
 		*t = Target{Step: m.Step, Micro: k, Seq: c.seq, Micros: len(c.spans), T: m.T.Slice(sp.Lo, sp.Hi), Rows: sp.Hi - sp.Lo, Total: n, Row: sp.Lo,
-			Replica: r, Share: c.starts[r+1] - c.starts[r]}
+			Replica: c.replica[k], Share: c.starts[i+1] - c.starts[i]}
 		c.send(ctx, c.loss, t)
 	}
 	for k := range c.spans {
-		if !c.schedule.OneAtATime() || k == c.starts[c.replica[k]] {
+		if !c.schedule.OneAtATime() || k == c.starts[c.share[k]] {
 			c.sendForward(ctx, k)
 		}
 	}
 }
 
-// deal splits n rows into the replicas' shares, consecutive runs of whole
-// chunks as even as they can be (replicas beyond the chunks get none), and
-// each share into the micro-batches of one replica.
+// deal splits n rows into one share a replica, consecutive runs of whole
+// chunks as even as they can be (fewer shares than replicas when the chunks
+// run out), and each share into the micro-batches of its replica
+// (ReplicaOf).
 func (c *Coordinator) deal(n int) {
-	c.spans, c.replica, c.shares, c.starts = c.spans[:0], c.replica[:0], c.shares[:0], c.starts[:0]
-	for r, sh := range nn.SplitEven((n+c.granule-1)/c.granule, len(c.first)) {
+	c.spans, c.share, c.replica, c.shares, c.starts = c.spans[:0], c.share[:0], c.replica[:0], c.shares[:0], c.starts[:0]
+	for i, sh := range nn.SplitEven((n+c.granule-1)/c.granule, len(c.first)) {
 		lo, hi := sh.Lo*c.granule, min(n, sh.Hi*c.granule)
 		c.shares = append(c.shares, nn.Span{Lo: lo, Hi: hi})
 		c.starts = append(c.starts, len(c.spans))
 		for _, sp := range nn.SplitRowsBy(hi-lo, c.micro, c.granule) {
 			c.spans = append(c.spans, nn.Span{Lo: lo + sp.Lo, Hi: lo + sp.Hi})
-			c.replica = append(c.replica, r)
+			c.share = append(c.share, i)
+			c.replica = append(c.replica, ReplicaOf(i, len(c.first)))
 		}
 	}
 	c.starts = append(c.starts, len(c.spans))
 }
 
+// ReplicaOf returns the replica of share i of a step's rows, of replicas
+// replicas: share i goes to replica i+1 and the last to replica 0, which
+// owns the weights. Shares are summed into the gradients in order, so the
+// owner adds its share last and the turn ends where the update is made
+// (GradTurn): on hosts, the gradients cross once per host boundary.
+func ReplicaOf(i, replicas int) int { return (i + 1) % replicas }
+
 // sendForward feeds micro-batch k to every actor of its replica's first
 // position; its rows are shared read-only among them.
 func (c *Coordinator) sendForward(ctx actor.Context, k int) {
-	r := c.replica[k]
+	r, i := c.replica[k], c.share[k]
 	f := c.fwds.at(k)
-	*f = Forward{Step: c.step, Micro: k, Row: c.spans[k].Lo, Total: c.spans[len(c.spans)-1].Hi, Seq: c.seq, Micros: c.starts[r+1] - c.starts[r],
-		First: c.shares[r].Lo, Share: c.shares[r].Hi - c.shares[r].Lo, Replicas: len(c.shares), X: c.views[k]}
+	*f = Forward{Step: c.step, Micro: k, Row: c.spans[k].Lo, Total: c.spans[len(c.spans)-1].Hi, Seq: c.seq, Micros: c.starts[i+1] - c.starts[i],
+		First: c.shares[i].Lo, Share: c.shares[i].Hi - c.shares[i].Lo, Replicas: len(c.shares), X: c.views[k]}
 	for _, pid := range c.first[r] {
 		c.send(ctx, pid, f)
 	}

@@ -27,7 +27,7 @@ type Forward struct {
 	Shard       int  // the sending actor's index within its position: X is that column block
 	First       int  // the first row of this replica's share of the mini-batch
 	Share       int  // rows of this replica's share; 0: Total (one replica)
-	Replicas    int  // replicas with rows in this step, a prefix of them; 0: one
+	Replicas    int  // shares in this step: replicas with rows (ReplicaOf shares 0 to Replicas-1); 0: one
 	Eval        bool // evaluation: no caching, no backward
 	X           *tensor.Tensor
 }
@@ -224,11 +224,12 @@ type TiedLink struct {
 }
 
 // GradTurn hands the turn to add into a position's shared gradients, for
-// step Seq, to the next replica's stage actor, and from the last replica back
-// to the owner, replica 0's, which then updates the weights. A replica's
-// stage writes the shared gradients only while it holds the turn, so they
-// sum the chunks in the order one replica would: replica after replica, each
-// in its own micro-batch order. Stage to stage.
+// step Seq, from the stage actor of one share's replica to the next share's
+// (ReplicaOf), and from the last to the owner, replica 0's, which adds its
+// own share, the last, if it has one (Rows), then updates the weights. A
+// replica's stage writes the shared gradients only while it holds the turn,
+// so they sum the chunks in the order one replica would: share after share,
+// each in its own micro-batch order. Stage to stage.
 //
 // With Wire.OwnCopies the stages share no memory, so the gradients travel
 // with the turn: Grads are the sender's gradients, summed so far, in
@@ -238,6 +239,7 @@ type TiedLink struct {
 // the receiver's next message.
 type GradTurn struct {
 	Step, Seq int
+	Rows      bool // the receiver's replica has rows in the step
 	Grads     []*tensor.Tensor
 	Buffers   []*tensor.Tensor
 }

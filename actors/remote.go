@@ -190,7 +190,7 @@ func Encode(msg any, run Run, from string) (proto.Message, error) {
 	case *TiedGrad:
 		return &wire.TiedGrad{Run: r, Step: int64(m.Step), Tie: int64(m.Tie), G: wire.FromTensor(m.G)}, nil
 	case *GradTurn:
-		return &wire.GradTurn{Run: r, Step: int64(m.Step), Seq: int64(m.Seq), Grads: toTensors(m.Grads), Buffers: toTensors(m.Buffers)}, nil
+		return &wire.GradTurn{Run: r, Step: int64(m.Step), Seq: int64(m.Seq), Rows: m.Rows, Grads: toTensors(m.Grads), Buffers: toTensors(m.Buffers)}, nil
 	case *Weights:
 		return &wire.Weights{Run: r, Step: int64(m.Step), Values: toTensors(m.Values)}, nil
 	case *GradNorm:
@@ -265,7 +265,7 @@ func Decode(msg any) (any, Run, error) {
 		if err == nil {
 			var bufs []*tensor.Tensor
 			if bufs, err = fromTensors(m.Buffers); err == nil {
-				return &GradTurn{Step: int(m.Step), Seq: int(m.Seq), Grads: grads, Buffers: bufs}, runOf(m.Run), nil
+				return &GradTurn{Step: int(m.Step), Seq: int(m.Seq), Rows: m.Rows, Grads: grads, Buffers: bufs}, runOf(m.Run), nil
 			}
 		}
 		return nil, Run{}, fmt.Errorf("actors: the gradients' turn of step %d: %w", m.Step, err)

@@ -72,21 +72,23 @@ type Stage struct {
 
 // replicaState is a stage's part in sharing its weights with the other
 // replicas' stages at its place (Wire.Copies). Replica 0's stage owns the
-// weights, their gradients and the update; each other replica's stage reads
-// the weights during a step and adds into the gradients only while it holds
-// the step's turn (GradTurn), which replica r-1's stage passes on once its
-// own additions are done. A replica's backward therefore computes input
-// gradients at once and leaves the weight gradients until it holds the
-// turn; a layer that cannot split them (nn.BatchParams) makes its
-// backwards wait for the turn, and batch norm's running statistics its
-// forwards too.
+// weights, their gradients and the update; every replica's stage reads the
+// weights during a step and adds into the gradients only while it holds the
+// step's turn (GradTurn). The turn follows the shares of the step's rows
+// (ReplicaOf): replica 1's stage, with the first share, holds it from the
+// start and each passes it on once its own additions are done, to the next
+// share's replica and last to the owner, which then updates. A replica's
+// backward therefore computes input gradients at once and leaves the weight
+// gradients until it holds the turn; a layer that cannot split them
+// (nn.BatchParams) makes its backwards wait for the turn, and batch norm's
+// running statistics its forwards too.
 type replicaState struct {
 	seq      int            // the training step in hand (Forward.Seq)
-	active   int            // replicas with rows in that step
-	turnSeq  int            // the step whose turn a replica > 0 holds
+	active   int            // shares of that step: replicas with rows
+	turnSeq  int            // the step whose turn the stage holds, if not first
 	ordered  bool           // backwards wait for the turn
 	buffered bool           // forwards wait for the turn too
-	bwdsDone bool           // a replica > 0 finished the step's backwards
+	bwdsDone bool           // the stage finished the step's backwards
 	held     []heldBackward // backwards waiting for the turn, in order
 
 	// with Wire.OwnCopies: each replica's stage holds its own weights
@@ -102,8 +104,14 @@ type heldBackward struct {
 }
 
 // hasTurn reports whether the stage may add into the shared gradients of
-// the step in hand: replica 0's always may, the others once handed the turn.
-func (s *Stage) hasTurn() bool { return s.w.Replica == 0 || s.rep.turnSeq == s.rep.seq }
+// the step in hand: the first share's always may, the others once handed
+// the turn.
+func (s *Stage) hasTurn() bool { return s.first() || s.rep.turnSeq == s.rep.seq }
+
+// first reports whether the stage adds into its gradients first in every
+// step: it shares them with no other replica, or it is replica 1's, whose
+// share comes first (ReplicaOf).
+func (s *Stage) first() bool { return !s.shares() || s.w.Replica == ReplicaOf(0, len(s.w.Copies)) }
 
 // shares reports whether the stage shares its weights with other replicas.
 func (s *Stage) shares() bool { return len(s.w.Copies) > 1 }
@@ -111,7 +119,7 @@ func (s *Stage) shares() bool { return len(s.w.Copies) > 1 }
 // setReplica works out, from the stage's layers, what waits for the turn.
 func (s *Stage) setReplica() {
 	s.rep.own = s.w.OwnCopies && s.shares()
-	if s.w.Replica == 0 || !s.shares() {
+	if s.first() {
 		return
 	}
 	for _, l := range s.layers {
@@ -227,6 +235,9 @@ func (s *Stage) Receive(ctx actor.Context) {
 		if err := s.setValues(m.Values); err != nil {
 			s.fail(ctx, err)
 			return
+		}
+		if s.first() {
+			s.zeroGrads() // the next step's sum starts here; the turn has gone round
 		}
 		s.applied = UpdateApplied{Step: m.Step, Actor: s.id}
 		s.send(ctx, s.coord, &s.applied)
@@ -486,21 +497,17 @@ func (s *Stage) backward(ctx actor.Context, step, micro int, dy *tensor.Tensor) 
 		return
 	}
 	s.done = 0
-	if s.w.Replica > 0 {
-		if s.shares() {
-			s.rep.bwdsDone = true
-			s.passTurn(ctx, step)
-		}
+	if s.shares() {
+		s.rep.bwdsDone = true
+		s.passTurn(ctx, step)
 		return
 	}
 	if len(s.pendingW) > 0 && !s.weightGrads(ctx, step) {
 		return
 	}
-	if s.shares() && s.rep.active > 1 {
-		s.handTurn(ctx, s.w.Copies[1], step)
-		return
+	if s.w.Replica == 0 {
+		s.gradsReady(ctx, step)
 	}
-	s.gradsReady(ctx, step)
 }
 
 // pendingW is a layer's weight gradient left for the step's end.
@@ -794,9 +801,9 @@ func (s *Stage) newStep(f *Forward) {
 	}
 }
 
-// turn takes the turn to add into the shared gradients: the owner's turn
-// back from the last replica starts its update; another replica's runs
-// what waited for it.
+// turn takes the turn to add into the shared gradients and runs what
+// waited for it; the owner's, when it has no rows in the step, starts the
+// update at once.
 func (s *Stage) turn(ctx actor.Context, m *GradTurn) {
 	if err := s.takeTurn(m); err != nil {
 		s.fail(ctx, err)
@@ -804,7 +811,7 @@ func (s *Stage) turn(ctx actor.Context, m *GradTurn) {
 	}
 	// m is its sender's to reuse once the turn has gone round: read no more of it
 	step, seq := m.Step, m.Seq
-	if s.w.Replica == 0 {
+	if !m.Rows {
 		s.gradsReady(ctx, step)
 		return
 	}
@@ -822,8 +829,8 @@ func (s *Stage) turn(ctx actor.Context, m *GradTurn) {
 }
 
 // passTurn adds a replica's weight gradients into the shared ones once it
-// has both the turn and every backward of the step, then hands the turn on:
-// to the next replica with rows, or back to the owner.
+// has both the turn and every backward of the step, then hands the turn on
+// to the next share's replica, or to the owner; the owner, last, updates.
 func (s *Stage) passTurn(ctx actor.Context, step int) {
 	if !s.rep.bwdsDone || !s.hasTurn() {
 		return
@@ -832,18 +839,25 @@ func (s *Stage) passTurn(ctx actor.Context, step int) {
 	if len(s.pendingW) > 0 && !s.weightGrads(ctx, step) {
 		return
 	}
-	next := s.w.Copies[0]
-	if r := s.w.Replica + 1; r < s.rep.active {
-		next = s.w.Copies[r]
+	if s.w.Replica == 0 {
+		s.gradsReady(ctx, step)
+		return
 	}
-	s.handTurn(ctx, next, step)
+	// replica r's share is r-1: the next is share r's replica, if there is
+	// share r, else the owner, without rows in the step
+	next, rows := 0, false
+	if s.w.Replica < s.rep.active {
+		next, rows = ReplicaOf(s.w.Replica, len(s.w.Copies)), true
+	}
+	s.handTurn(ctx, s.w.Copies[next], step, rows)
 }
 
 // handTurn sends the turn of step to pid, with the gradients summed so far
-// and the buffers when each replica holds its own weights.
-func (s *Stage) handTurn(ctx actor.Context, pid *actor.PID, step int) {
+// and the buffers when each replica holds its own weights; rows tells
+// whether pid's replica has rows in the step.
+func (s *Stage) handTurn(ctx actor.Context, pid *actor.PID, step int, rows bool) {
 	t := &s.rep.out
-	*t = GradTurn{Step: step, Seq: s.rep.seq, Grads: t.Grads[:0], Buffers: t.Buffers[:0]}
+	*t = GradTurn{Step: step, Seq: s.rep.seq, Rows: rows, Grads: t.Grads[:0], Buffers: t.Buffers[:0]}
 	if s.rep.own {
 		for _, p := range s.ps {
 			t.Grads = append(t.Grads, p.Grad)

@@ -67,23 +67,26 @@
 // a chain, Slot.Replica and Slot.Owner say whose); replica r > 0's layers
 // are built anew, one at a time, and pointed at replica 0's parameters,
 // gradients and buffers (nn.ShareParams), so there is one copy of the
-// weights. The coordinator deals each mini-batch's chunks in order: replica
-// 0 the first run of them, replica 1 the next (nn.SplitEven over the
-// chunks), and each replica cuts its share into Config.MicroBatches
-// micro-batches. Micro-batches are numbered across the step in row order;
+// weights. The coordinator deals each mini-batch's chunks in order, in
+// shares (nn.SplitEven over the chunks): replica 1 the first run of them,
+// replica 2 the next, and replica 0, the owner, the last
+// (actors.ReplicaOf), and each replica cuts its share into
+// Config.MicroBatches micro-batches. Micro-batches are numbered across the step in row order;
 // one loss actor serves every replica, sends each gradient back as soon as
 // it has it, and adds the losses in micro-batch order.
 //
 // Who writes what, and when: replica 0's stage actor at a place in the
 // chain owns the weights there, their gradients, the optimizer state and
-// the update. The other replicas' stage actors there read the weights
-// during a step and write the gradients only while they hold that step's
-// turn (actors.GradTurn): replica 0's actor passes it to replica 1's when
-// its own backwards are done, each passes it on when its own additions are
-// done, and the last hands it back to replica 0's, which only then clips,
-// swaps tied gradients and updates. Every message is a happens-before
-// edge, so the gradient's writes are ordered (replica after replica, each
-// in micro-batch order: the chunks' order, as one replica sums them), and
+// the update. Every replica's stage actor there reads the weights during a
+// step and writes the gradients only while it holds that step's turn
+// (actors.GradTurn), which follows the shares of the step's rows: the
+// first share is replica 1's and the last replica 0's (actors.ReplicaOf),
+// so replica 1's actor holds the turn from the start, each passes it on
+// when its own additions are done, and the owner takes it last, adds its
+// own and only then clips, swaps tied gradients and updates. Every message
+// is a happens-before edge, so the gradient's writes are ordered (share
+// after share, each in micro-batch order: the chunks' order, as one
+// replica sums them), and
 // the update follows every replica's reads of the step's weights; the next
 // step's reads follow the update through the coordinator. A replica's
 // backward computes input gradients at once and leaves its linear layers'
@@ -157,9 +160,10 @@
 // With Hosts, the R·S stage actors (S per chain) are placed in whichever of
 // two layouts sends fewer values a step (Plan.placeHosts), from the layers'
 // output sizes, the rows a replica takes and the weights of each stage:
-// replica after replica in contiguous blocks over the H hosts (host h runs
-// ids [h·R·S/H, (h+1)·R·S/H)), so that with R = H each replica has a host of
-// its own and only the turn crosses the wire; or, when S >= H, replica 0's
+// replica after replica in contiguous blocks over the H hosts, in the
+// turn's order (replica 1 first, the owner last), so that with R = H each
+// replica has a host of its own, only the turn crosses the wire, and it
+// crosses once per boundary between hosts; or, when S >= H, replica 0's
 // actors in contiguous blocks and each other replica's copy of a stage
 // beside its owner, so that the turn stays on one host and only activations
 // cross, as for one chain. Ties, and models without specs, take the first.
@@ -168,12 +172,14 @@
 // builds its own layers from the Model, with its owner's weights bit for
 // bit, and holds no optimizer (Plan.OwnCopies), even on its owner's worker
 // (one rule for every placement; messages between actors of one worker pass
-// in memory, unencoded). The turn then carries the gradients: the owner
-// sends its own with the GradTurn, each replica's actor copies what it is
-// handed into its own gradients, adds its chunks by the same code as in one
-// process and hands the sums on, and the last hands them back to the owner,
-// which copies them in, swaps tied gradients, clips and updates as with one
-// replica. Batch norm's running statistics travel with the turn too, since
+// in memory, unencoded). The turn then carries the gradients: replica 1's
+// actor adds its chunks into its own cleared gradients and sends them with
+// the GradTurn; each next actor copies what it is handed into its own
+// gradients, adds its chunks by the same code as in one process and hands
+// the sums on; the owner, last, copies them in, adds its own chunks, swaps
+// tied gradients, clips and updates as with one replica. So each parameter
+// block's gradients cross once per boundary between hosts a step: once on
+// two hosts. Batch norm's running statistics travel with the turn too, since
 // the replicas' forwards update them in turn. After its update the owner
 // sends its weights to every other replica's actor at its place
 // (actors.Weights), and each reports the update applied to the coordinator

@@ -33,8 +33,10 @@ import (
 // Protocol is the version of the coordinator–worker protocol: both sides
 // must speak the same, checked in the handshake before anything is spawned.
 // pipetrain-3: stages swap the gradients of tied weights (TiedGrad);
-// pipetrain-4: replicas on hosts (GradTurn and Weights cross).
-const Protocol = "pipetrain-4"
+// pipetrain-4: replicas on hosts (GradTurn and Weights cross);
+// pipetrain-5: the turn starts at replica 1 and ends at the owner
+// (actors.ReplicaOf, GradTurn.Rows).
+const Protocol = "pipetrain-5"
 
 // Metadata keys of every gRPC call between a coordinator and its workers.
 const (

@@ -279,16 +279,22 @@ func (p *Plan) place(layers []nn.Layer, bounds, shards []int) error {
 // contiguous blocks: host h runs stage actors [h·S/H, (h+1)·S/H).
 // placeHosts puts the slots on the hosts in whichever of two layouts
 // sends fewer values a step (wireCost, for rows a replica): all R·S slots
-// in contiguous blocks over the hosts, replica after replica, so that a
-// replica may keep its chain on one host and only the turn crosses (the
-// gradients' sum over the replicas, and the owner's new weights); or, when
-// a chain has a slot for every host, replica 0's slots in contiguous blocks
-// and every other replica's copy of a slot beside its owner, so that the
-// turn stays on one host and only activations cross, as for one chain. Ties
-// and unknown sizes take the first.
+// in contiguous blocks over the hosts, replica after replica in the order
+// the turn visits them (replica 1 first, the owner last: actors.ReplicaOf),
+// so that a replica may keep its chain on one host and only the turn
+// crosses, once per boundary between hosts (the gradients' sum over the
+// replicas, then the owner's new weights back); or, when a chain has a slot
+// for every host, replica 0's slots in contiguous blocks and every other
+// replica's copy of a slot beside its owner, so that the turn stays on one
+// host and only activations cross, as for one chain. Ties and unknown sizes
+// take the first.
 func (p *Plan) placeHosts(outs []int, rows int) {
 	hosts := len(p.Hosts)
-	byReplica := func(id int) int { return hostOf(id, len(p.Slots), hosts) }
+	byReplica := func(id int) int {
+		per := p.PerReplica()
+		turn := (id/per + p.Replicas - 1) % p.Replicas // the replica's place in the turn
+		return hostOf(turn*per+id%per, len(p.Slots), hosts)
+	}
 	byOwner := func(id int) int { return hostOf(p.Slots[id].Owner, p.PerReplica(), hosts) }
 	place := byReplica
 	switch {
@@ -306,9 +312,9 @@ func (p *Plan) placeHosts(outs []int, rows int) {
 // host(id) (activations and weights share a dtype, so values compare as
 // bytes do): for each replica (rows rows), the activations and their
 // gradients between consecutive positions on different hosts; for each
-// slot with parameters, its gradients from copy to copy and back to the
-// owner, and its weights from the owner to each copy, where they change
-// hosts.
+// slot with parameters, its gradients from copy to copy in the turn's
+// order, the owner last, and its weights from the owner to each copy,
+// where they change hosts.
 func (p *Plan) wireCost(host func(id int) int, outs []int, rows int) int64 {
 	var values int64
 	for r := range p.Replicas {
@@ -328,10 +334,12 @@ func (p *Plan) wireCost(host func(id int) int, outs []int, rows int) int64 {
 			}
 		}
 		copies := p.Copies(id)
-		for k, c := range copies {
-			if host(c) != host(copies[(k+1)%len(copies)]) {
+		for i := 1; i < len(copies); i++ {
+			if host(copies[actors.ReplicaOf(i-1, len(copies))]) != host(copies[actors.ReplicaOf(i, len(copies))]) {
 				values += w // the gradients, on with the turn
 			}
+		}
+		for _, c := range copies[1:] {
 			if host(c) != host(copies[0]) {
 				values += w // the new weights
 			}

@@ -146,8 +146,9 @@ func killAndResume(t *testing.T, bin, cfg string, layout []string, ws []*worker,
 // stagesOn names the stage actors worker k runs under a layout of one
 // position a host and replicas chains, as a lost host's error lists them:
 // position k's, each replica's copy beside its owner (the plan's choice for
-// the digits MLP, whose turn would send its 2,410 weights three times a
-// step, more than the 4,096 activation values of two replicas at the cut).
+// the digits MLP, whose turn would send its 2,410 weights twice a step, the
+// gradients across and the weights back: more than the 4,096 activation
+// values of two replicas at the cut).
 func stagesOn(k, replicas int) string {
 	names := []string{fmt.Sprintf("stage %d", k)}
 	for r := 1; r < replicas; r++ {
