@@ -85,27 +85,40 @@ func BenchmarkSgemmChunked(b *testing.B) {
 	}
 }
 
-// trainingShapes are the products of the issue-24 models, as m×n×k and
-// layout: the MNIST MLP at batch 128 (784→512→256→10: forward Y = X·Wᵀ,
+// trainingShapes are the products a training step of each of three models
+// runs, as m×n×k and layout (listed from the GEMM calls of a few bf16
+// steps): the MNIST MLP at batch 128 (784→512→256→10: forward Y = X·Wᵀ,
 // dX = dY·W, dW = dYᵀ·X), the CNN's im2col products (conv1 1→32 on 28×28,
 // conv2 32→64 on 14×14 four samples a GEMM, forward, dcol = Wᵀ·dY and
-// dW = dY·colᵀ) and its 3136→128 layer, and the GPT recipe (B·T = 768 rows,
-// D = 128: QKV, proj, fc, fc2, head, and one head's attention products at
-// T = 64, head dim 32).
+// dW = dY·colᵀ) and its 3136→128→10 layers, and the GPT recipe (B·T = 768
+// rows, D = 128: QKV, proj, fc, fc2, head, and one head's causal attention
+// products over 32-query chunks of T = 64, head dim 32). The first layer
+// of each model computes no input gradient.
 var trainingShapes = []struct {
 	name    string
 	m, n, k int
 	tA, tB  bool
 }{
-	{"mlp/fc1", 128, 512, 784, false, true}, {"mlp/fc1.dX", 128, 784, 512, false, false}, {"mlp/fc1.dW", 512, 784, 128, true, false},
+	// The MNIST MLP (batch 128).
+	{"mlp/fc1", 128, 512, 784, false, true}, {"mlp/fc1.dW", 512, 784, 128, true, false},
 	{"mlp/fc2", 128, 256, 512, false, true}, {"mlp/fc2.dX", 128, 512, 256, false, false}, {"mlp/fc2.dW", 256, 512, 128, true, false},
 	{"mlp/fc3", 128, 10, 256, false, true}, {"mlp/fc3.dX", 128, 256, 10, false, false}, {"mlp/fc3.dW", 10, 256, 128, true, false},
-	{"cnn/conv1", 32, 784, 9, false, false}, {"cnn/conv1.dcol", 9, 784, 32, true, false}, {"cnn/conv1.dW", 32, 9, 784, false, true},
+	// The CNN (batch 128).
+	{"cnn/conv1", 32, 784, 9, false, false}, {"cnn/conv1.dW", 32, 9, 784, false, true},
 	{"cnn/conv2", 64, 784, 288, false, false}, {"cnn/conv2.dcol", 288, 784, 64, true, false}, {"cnn/conv2.dW", 64, 288, 196, false, true},
 	{"cnn/fc1", 128, 128, 3136, false, true}, {"cnn/fc1.dX", 128, 3136, 128, false, false}, {"cnn/fc1.dW", 128, 3136, 128, true, false},
-	{"gpt/qkv", 768, 384, 128, false, true}, {"gpt/proj", 768, 128, 128, false, true}, {"gpt/fc", 768, 512, 128, false, true},
-	{"gpt/fc2", 768, 128, 512, false, true}, {"gpt/head", 768, 65, 128, false, true}, {"gpt/fc.dW", 512, 128, 768, true, false},
-	{"gpt/attn.QKt", 64, 64, 32, false, true}, {"gpt/attn.PV", 64, 32, 64, false, false}, {"gpt/attn.dK", 64, 32, 64, true, false},
+	{"cnn/fc2", 128, 10, 128, false, true}, {"cnn/fc2.dX", 128, 128, 10, false, false}, {"cnn/fc2.dW", 10, 128, 128, true, false},
+	// The GPT recipe.
+	{"gpt/qkv", 768, 384, 128, false, true}, {"gpt/qkv.dX", 768, 128, 384, false, false}, {"gpt/qkv.dW", 384, 128, 768, true, false},
+	{"gpt/proj", 768, 128, 128, false, true}, {"gpt/proj.dX", 768, 128, 128, false, false}, {"gpt/proj.dW", 128, 128, 768, true, false},
+	{"gpt/fc", 768, 512, 128, false, true}, {"gpt/fc.dX", 768, 128, 512, false, false}, {"gpt/fc.dW", 512, 128, 768, true, false},
+	{"gpt/fc2", 768, 128, 512, false, true}, {"gpt/fc2.dX", 768, 512, 128, false, false}, {"gpt/fc2.dW", 128, 512, 768, true, false},
+	{"gpt/head", 768, 65, 128, false, true}, {"gpt/head.dX", 768, 128, 65, false, false}, {"gpt/head.dW", 65, 128, 768, true, false},
+	// S = Q·Kᵀ and dP = dO·Vᵀ; O = P·V and dQ = dS·K; dV = Pᵀ·dO and
+	// dK = dSᵀ·Q; over 32 keys and over 64
+	{"gpt/attn.QKt", 32, 32, 32, false, true}, {"gpt/attn.QKt64", 32, 64, 32, false, true},
+	{"gpt/attn.PV", 32, 32, 32, false, false}, {"gpt/attn.PV64", 32, 32, 64, false, false},
+	{"gpt/attn.dV", 32, 32, 32, true, false}, {"gpt/attn.dV64", 32, 32, 64, true, false},
 }
 
 // bf16AMX is Threads.SgemmBF16 in AMX's arithmetic, in Sgemm's signature.
