@@ -193,6 +193,10 @@ func (c *Coordinator) deal(n int) {
 // (GradTurn): on hosts, the gradients cross once per host boundary.
 func ReplicaOf(i, replicas int) int { return (i + 1) % replicas }
 
+// ShareOf returns the share of replica r, of replicas replicas: the inverse
+// of ReplicaOf.
+func ShareOf(r, replicas int) int { return (r + replicas - 1) % replicas }
+
 // sendForward feeds micro-batch k to every actor of its replica's first
 // position; its rows are shared read-only among them.
 func (c *Coordinator) sendForward(ctx actor.Context, k int) {

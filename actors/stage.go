@@ -843,11 +843,11 @@ func (s *Stage) passTurn(ctx actor.Context, step int) {
 		s.gradsReady(ctx, step)
 		return
 	}
-	// replica r's share is r-1: the next is share r's replica, if there is
-	// share r, else the owner, without rows in the step
+	// the next share's replica, if there is a next share, else the owner,
+	// without rows in the step
 	next, rows := 0, false
-	if s.w.Replica < s.rep.active {
-		next, rows = ReplicaOf(s.w.Replica, len(s.w.Copies)), true
+	if i := ShareOf(s.w.Replica, len(s.w.Copies)) + 1; i < s.rep.active {
+		next, rows = ReplicaOf(i, len(s.w.Copies)), true
 	}
 	s.handTurn(ctx, s.w.Copies[next], step, rows)
 }

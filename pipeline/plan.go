@@ -292,8 +292,7 @@ func (p *Plan) placeHosts(outs []int, rows int) {
 	hosts := len(p.Hosts)
 	byReplica := func(id int) int {
 		per := p.PerReplica()
-		turn := (id/per + p.Replicas - 1) % p.Replicas // the replica's place in the turn
-		return hostOf(turn*per+id%per, len(p.Slots), hosts)
+		return hostOf(actors.ShareOf(id/per, p.Replicas)*per+id%per, len(p.Slots), hosts)
 	}
 	byOwner := func(id int) int { return hostOf(p.Slots[id].Owner, p.PerReplica(), hosts) }
 	place := byReplica
