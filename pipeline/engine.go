@@ -260,6 +260,7 @@ func (e *Engine) spawn(a actor.Actor, st *actors.Status, name string) *actor.PID
 		produced = true
 		return a
 	}, actor.WithGuardian(stopStrategy), actor.WithSupervisor(stopStrategy), actor.WithDispatcher(e.runs))
+	e.runs.Add()
 	var pid *actor.PID
 	if name != "" {
 		pid, _ = e.root.SpawnNamed(props, name) // the system is new: no name is taken

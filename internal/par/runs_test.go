@@ -63,3 +63,27 @@ func TestRuns(t *testing.T) {
 		t.Errorf("%d goroutines after Close, %d before", g, before)
 	}
 }
+
+// TestRunsKeep: runs started back to back, each the moment the last has
+// signalled its end (so two may be under way at once), never take more
+// goroutines than Keep allows; without Keep, r starts one more now and
+// then (the last run's is not yet back), and so would grow for as long as
+// runs go on.
+func TestRunsKeep(t *testing.T) {
+	const runs = 20000
+	count := func(keep int) int64 {
+		r := NewRuns()
+		defer r.Close()
+		r.Keep(keep)
+		ended := make(chan struct{})
+		for range runs {
+			r.Start(func() { ended <- struct{}{} })
+			<-ended
+		}
+		return r.n.Load()
+	}
+	if n := count(2); n != 2 {
+		t.Errorf("with Keep(2), %d back-to-back runs started %d goroutines in all, want 2", runs, n)
+	}
+	t.Logf("without Keep: %d goroutines after %d back-to-back runs", count(0), runs)
+}
