@@ -106,8 +106,9 @@
 // and shuts the actor system down, leaving no goroutine behind. protoactor's
 // own logging goes to Config.Logger through zerolog's slog handler, or nowhere.
 // The actors spawned here run on the engine's actors.Dispatcher: goroutines
-// kept from run to run (with the stacks the kernels grew), which yield their
-// CPU to a run they start while GEMM helpers spin.
+// kept from run to run (with the stacks the kernels grew), one for each
+// actor and no more, which yield their CPU to a run they start while GEMM
+// helpers spin.
 //
 // # Sending dX before dW
 //

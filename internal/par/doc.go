@@ -12,7 +12,9 @@
 // lists: steady-state calls do not allocate.
 //
 // Runs starts longer-lived functions, an actor's run of messages, on
-// goroutines it keeps, so that their grown stacks are kept too. Go puts a
+// goroutines it keeps, so that their grown stacks are kept too; Keep starts
+// one for each run that can be under way at once and bounds them there, so
+// their number does not creep up under load. Go puts a
 // goroutine made runnable on its maker's CPU, from where only an idle CPU
 // takes it, and a CPU spinning an idle helper is not idle: so while
 // helpers spin, Start yields its CPU to the run it started.
