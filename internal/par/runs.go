@@ -42,7 +42,11 @@ func NewRuns() *Runs { return &Runs{work: make(chan func()), done: make(chan str
 // while r has fewer than Keep's bound.
 func (r *Runs) Start(fn func()) {
 	if r.avail.Add(-1) >= 0 || r.full() {
-		r.work <- fn // one back from its run takes it, now or once it gets there
+		select {
+		case r.work <- fn: // one back from its run takes it, now or once it gets there
+		case <-r.done:
+			go fn() // a late start after Close still runs, on a goroutine of its own
+		}
 	} else {
 		r.avail.Add(1)
 		r.n.Add(1)
@@ -91,7 +95,8 @@ func (r *Runs) run(fn func()) {
 }
 
 // Close ends r's goroutines, waiting for a run still going: call it once
-// nothing can start another.
+// nothing should start another (one started later runs on a goroutine of
+// its own).
 func (r *Runs) Close() {
 	close(r.done)
 	r.wg.Wait()

@@ -85,5 +85,17 @@ func TestRunsKeep(t *testing.T) {
 	if n := count(2); n != 2 {
 		t.Errorf("with Keep(2), %d back-to-back runs started %d goroutines in all, want 2", runs, n)
 	}
+	// a run started after Close (a late message) still runs, and Start
+	// does not wait for a goroutine that will never come back
+	r := NewRuns()
+	r.Keep(1)
+	r.Close()
+	ran := make(chan struct{})
+	r.Start(func() { close(ran) })
+	select {
+	case <-ran:
+	case <-time.After(5 * time.Second):
+		t.Error("a run started after Close did not run within 5 s")
+	}
 	t.Logf("without Keep: %d goroutines after %d back-to-back runs", count(0), runs)
 }
