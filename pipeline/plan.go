@@ -275,8 +275,6 @@ func (p *Plan) place(layers []nn.Layer, bounds, shards []int) error {
 	return nil
 }
 
-// hostOf returns the host that runs stage actor id of slots, placed in
-// contiguous blocks: host h runs stage actors [h·S/H, (h+1)·S/H).
 // placeHosts puts the slots on the hosts in whichever of two layouts
 // sends fewer values a step (wireCost, for rows a replica): all R·S slots
 // in contiguous blocks over the hosts, replica after replica in the order
@@ -347,6 +345,8 @@ func (p *Plan) wireCost(host func(id int) int, outs []int, rows int) int64 {
 	return values
 }
 
+// hostOf returns the host that runs stage actor id of slots, placed in
+// contiguous blocks: host h runs stage actors [h·S/H, (h+1)·S/H).
 func hostOf(id, slots, hosts int) int {
 	for h := range hosts {
 		if id < (h+1)*slots/hosts {
