@@ -148,8 +148,8 @@ func BenchmarkTrainingShapes(b *testing.B) {
 }
 
 // BenchmarkSmallK times a 128×256 output at small k in fp32 and bf16, one
-// thread: below a tile instruction's 32 steps the bf16 time is the call's
-// fixed part. GOMAXPROCS=1 go test -run '^$' -bench SmallK ./internal/gemm/
+// thread: below a tile instruction's 32 steps the bf16 time is mostly
+// writing C. GOMAXPROCS=1 go test -run '^$' -bench SmallK ./internal/gemm/
 func BenchmarkSmallK(b *testing.B) {
 	for _, k := range []int{2, 10, 32, 64} {
 		for _, prec := range []string{"fp32", "bf16"} {

@@ -296,15 +296,16 @@ func (o bf16Case) compare(t *testing.T, what string, got, want []float32) {
 }
 
 // bf16Cases are random problems with special values: shapes around the
-// tiles, both transposes, alpha and beta cases, k in one block and in two.
+// tiles, both transposes, alpha and beta cases, k in one block and in two,
+// and rows of tiles at k ≤ 32 (the amx set's strips, odd and even).
 func bf16Cases(rng *rand.Rand, short bool) []bf16Case {
 	shapes := [][3]int{{1, 1, 1}, {1, 1, 2}, {3, 5, 7}, {8, 48, 32}, {9, 49, 33}, {7, 47, 31},
-		{17, 97, 65}, {16, 15, 128}, {33, 100, 3}, {5, 130, 200}, {40, 17, 1100}}
+		{17, 97, 65}, {16, 15, 128}, {32, 64, 10}, {48, 130, 9}, {33, 100, 3}, {5, 130, 200}, {40, 17, 1100}}
 	for range 12 {
 		shapes = append(shapes, [3]int{1 + rng.IntN(60), 1 + rng.IntN(120), 1 + rng.IntN(90)})
 	}
 	if short {
-		shapes = shapes[:8]
+		shapes = shapes[:10]
 	}
 	abs := [][2]float32{{1, 0}, {1, 1}, {-0.5, 0.25}, {2.5, -1}}
 	var cs []bf16Case

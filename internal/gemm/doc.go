@@ -144,7 +144,12 @@
 // and signals (tested with 16 goroutines under GC). When alpha = 1 and
 // beta = 0 (C = acc) the tiles are stored straight into C, whose lines the
 // call prefetches first (TILESTORED to lines not in L1 ran 2-3 times
-// slower than the store to the frame and the epilogue).
+// slower than the store to the frame and the epilogue). At k ≤ 32 (one
+// tile instruction a tile) a call per tile is mostly waiting for its own
+// stores, so a row of such tiles goes to one call, kernStripAMX, which
+// stores a panel's tiles while the next panel's products run, and the
+// tiles are configured to k's pairs only (the padding's products add
+// nothing, so the bits are those of full tiles).
 //
 // TDPBF16PS does not take VDPBF16PS's steps (Intel SDM, checked on this
 // CPU): per instruction (16 pairs, padding included), an element's even

@@ -462,6 +462,113 @@ func (g *gen) amxKernel(nv int) {
 	g.amxEpilogue(name, nv)
 }
 
+// amxStrip emits kernStripAMX(panels int, a, b, c *float32, ldc, bstep int):
+// kern16x32AMX with alpha = 1, beta = ±0 and k of one chunk, over panels
+// 16×32 tiles of C side by side, B's panels bstep floats apart. A call per
+// tile waited for its own stores (about 210 cycles a tile at k ≤ 32); here
+// A's tile is loaded once and two pairs of C tiles take turns, a panel's
+// stored after the next one's products are issued, as the tile unit runs in
+// order and a store waits for its products. The sums and so the bits are
+// kern16x32AMX's. C's lines are prefetched stripAhead panels ahead, on into
+// the next row of tiles.
+func (g *gen) amxStrip() {
+	const name = "kernStripAMX"
+	pairs := [2][2]int{{0, 1}, {2, 3}}
+	g.p("// func %s(panels int, a, b, c *float32, ldc, bstep int)", name)
+	g.p("TEXT ·%s(SB), NOSPLIT, $0-48", name)
+	g.p("\tMOVQ panels+0(FP), CX") // panels to compute
+	g.p("\tMOVQ CX, AX")           // panels to store
+	g.p("\tMOVQ a+8(FP), SI")
+	g.p("\tMOVQ b+16(FP), BX")
+	g.p("\tMOVQ c+24(FP), R13") // the next panel to store
+	g.p("\tMOVQ ldc+32(FP), DX")
+	g.p("\tSHLQ $2, DX")
+	g.p("\tMOVQ bstep+40(FP), R11")
+	g.p("\tSHLQ $2, R11")
+	g.p("\tMOVQ $64, R8")
+	g.p("\tMOVQ $128, R9")
+	g.tileLoad(4, rSI, rR8, 0)
+	// R14 is the next panel to prefetch, R15 the panels left in its row of
+	// tiles; the first stripAhead go before any product.
+	g.p("\tMOVQ R13, R14")
+	g.p("\tMOVQ CX, R15")
+	g.p("\tMOVQ $%d, R8", stripAhead)
+	g.p("%s_ahead:", name)
+	g.prefetchNext(name + "_pf")
+	g.p("\tDECQ R8")
+	g.p("\tJNZ %s_ahead", name)
+	for u := range 2 {
+		g.p("%s_slot%d:", name, u)
+		g.p("\tTESTQ CX, CX")
+		g.p("\tJZ %s_drain%d", name, u)
+		g.prefetchNext(fmt.Sprintf("%s_pf%d", name, u))
+		for v, t := range pairs[u] {
+			g.raw(fmt.Sprintf("tilezero tmm%d", t), amxOp(0x49, 3, t, 0, 0, 0, 0, 0))
+			g.tileLoad(6+v, rBX, rR9, 64*v)
+			g.tdpbf16(t, 4, 6+v)
+		}
+		g.p("\tADDQ R11, BX")
+		g.p("\tDECQ CX")
+		// The panel before this one, if any, is now stored.
+		g.p("\tMOVQ AX, R12")
+		g.p("\tSUBQ CX, R12")
+		g.p("\tCMPQ R12, $2")
+		g.p("\tJLT %s_slot%d", name, 1-u)
+		g.stripStore(pairs[1-u])
+		g.p("\tJMP %s_slot%d", name, 1-u)
+	}
+	// Nothing left to compute at slot u: the panel before, if any, is in
+	// pair 1-u.
+	for u := range 2 {
+		g.p("%s_drain%d:", name, u)
+		g.p("\tTESTQ AX, AX")
+		g.p("\tJZ %s_done", name)
+		g.stripStore(pairs[1-u])
+		g.p("\tRET")
+	}
+	g.p("%s_done:", name)
+	g.p("\tRET")
+	g.p("")
+}
+
+// stripAhead is how many panels ahead kernStripAMX prefetches C: further
+// ahead measured no faster, and from 6 on slower.
+const stripAhead = 4
+
+// stripStore emits kernStripAMX's store of a pair of C tiles at R13, the
+// oldest panel not stored, and the step to the next.
+func (g *gen) stripStore(pair [2]int) {
+	g.tileStore(pair[0], 13, rDX, 0)
+	g.tileStore(pair[1], 13, rDX, 64)
+	g.p("\tADDQ $128, R13")
+	g.p("\tDECQ AX")
+}
+
+// prefetchNext emits kernStripAMX's prefetch of the panel of C at R14, its
+// 16 rows of two lines, and R14's step to the next panel: the next row of
+// tiles after the last (R15 panels left in the row), through R10 and R12.
+func (g *gen) prefetchNext(loop string) {
+	g.p("\tMOVQ R14, R10")
+	g.p("\tMOVQ $16, R12")
+	g.p("%s:", loop)
+	g.p("\tPREFETCHT0 (R10)")
+	g.p("\tPREFETCHT0 64(R10)")
+	g.p("\tADDQ DX, R10")
+	g.p("\tDECQ R12")
+	g.p("\tJNZ %s", loop)
+	g.p("\tADDQ $128, R14")
+	g.p("\tDECQ R15")
+	g.p("\tJNZ %s_on", loop)
+	g.p("\tMOVQ panels+0(FP), R15")
+	g.p("\tMOVQ R15, R12")
+	g.p("\tSHLQ $7, R12")
+	g.p("\tSUBQ R12, R14") // back to the row's first panel
+	g.p("\tMOVQ DX, R12")
+	g.p("\tSHLQ $4, R12")
+	g.p("\tADDQ R12, R14") // and 16 rows down
+	g.p("%s_on:", loop)
+}
+
 // amxFMAKernel emits kern16xNAMXFMA, N = 16·nv: the amx kernels' sums
 // (kernAMXGo's steps) in VFMADD231PS on the amx sets' panels, for CPUs
 // without AMX. MXCSR's FTZ flushes each denormal sum as TDPBF16PS does (the
@@ -539,18 +646,32 @@ func (g *gen) amxFMAKernel(nv int) {
 	g.amxEpilogue(name, nv)
 }
 
-// amxConfigure emits amxConfigure(): LDTILECFG of the amx kernels' tiles,
-// 0, 1, 4, 6 and 7, each 16 rows of 64 bytes (palette 1; colsb at 16+2t,
-// rows at 48+t for tile t).
+// amxConfigure emits amxConfigure(pairs int): LDTILECFG of the amx
+// kernels' tiles (palette 1; colsb at 16+2t, rows at 48+t for tile t): C
+// tiles 0-3 16 rows of 64 bytes, A's tile 4 16 rows of pairs·4 bytes, B's
+// 5-7 pairs rows of 64 bytes. With fewer than 16 pairs the tiles read only
+// the panels' first pairs: the rest is zero padding, whose products add
+// +0 to sums that are never -0, so the bits are those of 16.
 func (g *gen) amxConfigure() {
-	g.p("// func amxConfigure()")
-	g.p("TEXT ·amxConfigure(SB), NOSPLIT, $64-0")
+	g.p("// func amxConfigure(pairs int)")
+	g.p("TEXT ·amxConfigure(SB), NOSPLIT, $64-8")
 	g.p("\tVPXORD Z0, Z0, Z0")
 	g.p("\tVMOVDQU64 Z0, 0(SP)")
 	g.p("\tMOVB $1, 0(SP)")
-	for _, t := range []int{0, 1, 4, 6, 7} {
-		g.p("\tMOVW $64, %d(SP)", 16+2*t)
-		g.p("\tMOVB $16, %d(SP)", 48+t)
+	g.p("\tMOVQ pairs+0(FP), AX")
+	for t := range 8 {
+		switch {
+		case t == 4:
+			g.p("\tLEAQ (AX*4), BX")
+			g.p("\tMOVW BX, %d(SP)", 16+2*t)
+			g.p("\tMOVB $16, %d(SP)", 48+t)
+		case t > 4:
+			g.p("\tMOVW $64, %d(SP)", 16+2*t)
+			g.p("\tMOVB AX, %d(SP)", 48+t)
+		default:
+			g.p("\tMOVW $64, %d(SP)", 16+2*t)
+			g.p("\tMOVB $16, %d(SP)", 48+t)
+		}
 	}
 	g.p("\tMOVQ SP, AX")
 	g.raw("ldtilecfg [rax]", amxOp(0x49, 0, 0, 0, -1, rAX, -1, 0))
@@ -1163,6 +1284,7 @@ func main() {
 	// AMX: 16×32 and 16×16 tiles of TDPBF16PS.
 	g.amxKernel(2)
 	g.amxKernel(1)
+	g.amxStrip()
 	// The amx sets' sums without AMX, in FMAs.
 	g.amxFMAKernel(2)
 	g.amxFMAKernel(1)

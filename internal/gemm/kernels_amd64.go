@@ -150,16 +150,24 @@ func kern16x32AMX(k int, a, b, c *float32, ldc int, alpha, beta float32)
 //go:noescape
 func kern16x16AMX(k int, a, b, c *float32, ldc int, alpha, beta float32)
 
+// kernStripAMX is kern16x32AMX over panels tiles side by side, for a k of
+// one chunk, alpha 1 and beta 0: see the amx set's strip.
+//
+//go:noescape
+func kernStripAMX(panels int, a, b, c *float32, ldc, bstep int)
+
 func amxRelease()
 
-func amxConfigure()
+func amxConfigure(pairs int)
 
 // amxBegin and amxEnd bracket a run of amx kernels: the tiles are
 // configured once (LDTILECFG costs ~190 cycles, more than a small tile's
-// products) on a thread the goroutine keeps until they are released.
-func amxBegin() {
+// products) on a thread the goroutine keeps until they are released. A k
+// of one chunk configures tiles of its pairs only: the tile instructions
+// take less time, the bits are the same.
+func amxBegin(k int) {
 	runtime.LockOSThread()
-	amxConfigure()
+	amxConfigure(min(16, max(1, (k+1)/2)))
 }
 
 func amxEnd() {
@@ -197,6 +205,7 @@ func amxColsAVX512s(dst, src []float32, lds, kc, nn, pw int) {
 var amxKernels = func() kernelSet {
 	s := amxSet("amx", []microKernel{kern16x16AMX, kern16x32AMX}, copyPairsAVX512s, transPairsAVX512s, amxColsAVX512s, amxRowsAVX512s)
 	s.model, s.begin, s.release = &goAMXKernels, amxBegin, amxEnd
+	s.strip = kernStripAMX
 	return s
 }()
 

@@ -4790,6 +4790,142 @@ kern16x16AMX_beta0:
 	VZEROUPPER
 	RET
 
+// func kernStripAMX(panels int, a, b, c *float32, ldc, bstep int)
+TEXT ·kernStripAMX(SB), NOSPLIT, $0-48
+	MOVQ panels+0(FP), CX
+	MOVQ CX, AX
+	MOVQ a+8(FP), SI
+	MOVQ b+16(FP), BX
+	MOVQ c+24(FP), R13
+	MOVQ ldc+32(FP), DX
+	SHLQ $2, DX
+	MOVQ bstep+40(FP), R11
+	SHLQ $2, R11
+	MOVQ $64, R8
+	MOVQ $128, R9
+	BYTE $0xc4; BYTE $0xa2; BYTE $0x7b; BYTE $0x4b; BYTE $0x24; BYTE $0x06 // tileloadd tmm4, [rsi+r8]
+	MOVQ R13, R14
+	MOVQ CX, R15
+	MOVQ $4, R8
+kernStripAMX_ahead:
+	MOVQ R14, R10
+	MOVQ $16, R12
+kernStripAMX_pf:
+	PREFETCHT0 (R10)
+	PREFETCHT0 64(R10)
+	ADDQ DX, R10
+	DECQ R12
+	JNZ kernStripAMX_pf
+	ADDQ $128, R14
+	DECQ R15
+	JNZ kernStripAMX_pf_on
+	MOVQ panels+0(FP), R15
+	MOVQ R15, R12
+	SHLQ $7, R12
+	SUBQ R12, R14
+	MOVQ DX, R12
+	SHLQ $4, R12
+	ADDQ R12, R14
+kernStripAMX_pf_on:
+	DECQ R8
+	JNZ kernStripAMX_ahead
+kernStripAMX_slot0:
+	TESTQ CX, CX
+	JZ kernStripAMX_drain0
+	MOVQ R14, R10
+	MOVQ $16, R12
+kernStripAMX_pf0:
+	PREFETCHT0 (R10)
+	PREFETCHT0 64(R10)
+	ADDQ DX, R10
+	DECQ R12
+	JNZ kernStripAMX_pf0
+	ADDQ $128, R14
+	DECQ R15
+	JNZ kernStripAMX_pf0_on
+	MOVQ panels+0(FP), R15
+	MOVQ R15, R12
+	SHLQ $7, R12
+	SUBQ R12, R14
+	MOVQ DX, R12
+	SHLQ $4, R12
+	ADDQ R12, R14
+kernStripAMX_pf0_on:
+	BYTE $0xc4; BYTE $0xe2; BYTE $0x7b; BYTE $0x49; BYTE $0xc0 // tilezero tmm0
+	BYTE $0xc4; BYTE $0xa2; BYTE $0x7b; BYTE $0x4b; BYTE $0x34; BYTE $0x0b // tileloadd tmm6, [rbx+r9]
+	BYTE $0xc4; BYTE $0xe2; BYTE $0x4a; BYTE $0x5c; BYTE $0xc4 // tdpbf16ps tmm0, tmm4, tmm6
+	BYTE $0xc4; BYTE $0xe2; BYTE $0x7b; BYTE $0x49; BYTE $0xc8 // tilezero tmm1
+	BYTE $0xc4; BYTE $0xa2; BYTE $0x7b; BYTE $0x4b; BYTE $0x7c; BYTE $0x0b; BYTE $0x40 // tileloadd tmm7, [rbx+r9+64]
+	BYTE $0xc4; BYTE $0xe2; BYTE $0x42; BYTE $0x5c; BYTE $0xcc // tdpbf16ps tmm1, tmm4, tmm7
+	ADDQ R11, BX
+	DECQ CX
+	MOVQ AX, R12
+	SUBQ CX, R12
+	CMPQ R12, $2
+	JLT kernStripAMX_slot1
+	BYTE $0xc4; BYTE $0xc2; BYTE $0x7a; BYTE $0x4b; BYTE $0x54; BYTE $0x15; BYTE $0x00 // tilestored [r13+rdx], tmm2
+	BYTE $0xc4; BYTE $0xc2; BYTE $0x7a; BYTE $0x4b; BYTE $0x5c; BYTE $0x15; BYTE $0x40 // tilestored [r13+rdx+64], tmm3
+	ADDQ $128, R13
+	DECQ AX
+	JMP kernStripAMX_slot1
+kernStripAMX_slot1:
+	TESTQ CX, CX
+	JZ kernStripAMX_drain1
+	MOVQ R14, R10
+	MOVQ $16, R12
+kernStripAMX_pf1:
+	PREFETCHT0 (R10)
+	PREFETCHT0 64(R10)
+	ADDQ DX, R10
+	DECQ R12
+	JNZ kernStripAMX_pf1
+	ADDQ $128, R14
+	DECQ R15
+	JNZ kernStripAMX_pf1_on
+	MOVQ panels+0(FP), R15
+	MOVQ R15, R12
+	SHLQ $7, R12
+	SUBQ R12, R14
+	MOVQ DX, R12
+	SHLQ $4, R12
+	ADDQ R12, R14
+kernStripAMX_pf1_on:
+	BYTE $0xc4; BYTE $0xe2; BYTE $0x7b; BYTE $0x49; BYTE $0xd0 // tilezero tmm2
+	BYTE $0xc4; BYTE $0xa2; BYTE $0x7b; BYTE $0x4b; BYTE $0x34; BYTE $0x0b // tileloadd tmm6, [rbx+r9]
+	BYTE $0xc4; BYTE $0xe2; BYTE $0x4a; BYTE $0x5c; BYTE $0xd4 // tdpbf16ps tmm2, tmm4, tmm6
+	BYTE $0xc4; BYTE $0xe2; BYTE $0x7b; BYTE $0x49; BYTE $0xd8 // tilezero tmm3
+	BYTE $0xc4; BYTE $0xa2; BYTE $0x7b; BYTE $0x4b; BYTE $0x7c; BYTE $0x0b; BYTE $0x40 // tileloadd tmm7, [rbx+r9+64]
+	BYTE $0xc4; BYTE $0xe2; BYTE $0x42; BYTE $0x5c; BYTE $0xdc // tdpbf16ps tmm3, tmm4, tmm7
+	ADDQ R11, BX
+	DECQ CX
+	MOVQ AX, R12
+	SUBQ CX, R12
+	CMPQ R12, $2
+	JLT kernStripAMX_slot0
+	BYTE $0xc4; BYTE $0xc2; BYTE $0x7a; BYTE $0x4b; BYTE $0x44; BYTE $0x15; BYTE $0x00 // tilestored [r13+rdx], tmm0
+	BYTE $0xc4; BYTE $0xc2; BYTE $0x7a; BYTE $0x4b; BYTE $0x4c; BYTE $0x15; BYTE $0x40 // tilestored [r13+rdx+64], tmm1
+	ADDQ $128, R13
+	DECQ AX
+	JMP kernStripAMX_slot0
+kernStripAMX_drain0:
+	TESTQ AX, AX
+	JZ kernStripAMX_done
+	BYTE $0xc4; BYTE $0xc2; BYTE $0x7a; BYTE $0x4b; BYTE $0x54; BYTE $0x15; BYTE $0x00 // tilestored [r13+rdx], tmm2
+	BYTE $0xc4; BYTE $0xc2; BYTE $0x7a; BYTE $0x4b; BYTE $0x5c; BYTE $0x15; BYTE $0x40 // tilestored [r13+rdx+64], tmm3
+	ADDQ $128, R13
+	DECQ AX
+	RET
+kernStripAMX_drain1:
+	TESTQ AX, AX
+	JZ kernStripAMX_done
+	BYTE $0xc4; BYTE $0xc2; BYTE $0x7a; BYTE $0x4b; BYTE $0x44; BYTE $0x15; BYTE $0x00 // tilestored [r13+rdx], tmm0
+	BYTE $0xc4; BYTE $0xc2; BYTE $0x7a; BYTE $0x4b; BYTE $0x4c; BYTE $0x15; BYTE $0x40 // tilestored [r13+rdx+64], tmm1
+	ADDQ $128, R13
+	DECQ AX
+	RET
+kernStripAMX_done:
+	RET
+
 // func kern16x32AMXFMA(k int, a, b, c *float32, ldc int, alpha, beta float32)
 TEXT ·kern16x32AMXFMA(SB), 0, $2064-48
 	MOVQ k+0(FP), CX
@@ -5506,21 +5642,29 @@ kern16x16AMXFMA_beta0:
 	VZEROUPPER
 	RET
 
-// func amxConfigure()
-TEXT ·amxConfigure(SB), NOSPLIT, $64-0
+// func amxConfigure(pairs int)
+TEXT ·amxConfigure(SB), NOSPLIT, $64-8
 	VPXORD Z0, Z0, Z0
 	VMOVDQU64 Z0, 0(SP)
 	MOVB $1, 0(SP)
+	MOVQ pairs+0(FP), AX
 	MOVW $64, 16(SP)
 	MOVB $16, 48(SP)
 	MOVW $64, 18(SP)
 	MOVB $16, 49(SP)
-	MOVW $64, 24(SP)
+	MOVW $64, 20(SP)
+	MOVB $16, 50(SP)
+	MOVW $64, 22(SP)
+	MOVB $16, 51(SP)
+	LEAQ (AX*4), BX
+	MOVW BX, 24(SP)
 	MOVB $16, 52(SP)
+	MOVW $64, 26(SP)
+	MOVB AX, 53(SP)
 	MOVW $64, 28(SP)
-	MOVB $16, 54(SP)
+	MOVB AX, 54(SP)
 	MOVW $64, 30(SP)
-	MOVB $16, 55(SP)
+	MOVB AX, 55(SP)
 	MOVQ SP, AX
 	BYTE $0xc4; BYTE $0xe2; BYTE $0x78; BYTE $0x49; BYTE $0x04; BYTE $0x20 // ldtilecfg [rax]
 	VZEROUPPER

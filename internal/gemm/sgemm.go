@@ -54,8 +54,16 @@ type kernelSet struct {
 
 	// begin and release, if not nil, run first and last in run, on its
 	// goroutine: amx locks it to its thread and configures the thread's
-	// tiles for the kernels, then frees them and unlocks.
-	begin, release func()
+	// tiles for the kernels and the product's k, then frees them and
+	// unlocks.
+	begin   func(k int)
+	release func()
+
+	// strip, if not nil, runs the widest kernel on panels full tiles of
+	// one row of tiles, side by side, B's panels bstep floats apart, for a
+	// k block of one tile (ks.tile steps), alpha 1 and beta 0, with the
+	// same bits. At such small k a call per tile costs more than its sums.
+	strip func(panels int, a, b, c *float32, ldc, bstep int)
 }
 
 // depth is the k steps a panel of kc steps takes in memory.
@@ -227,7 +235,7 @@ func (w *workspace) run(ks *kernelSet, g *sgemmArgs, i0, i1, j0, j1 int, apre []
 	}
 	w.tile = grow(w.tile, mr*nr, &largest)
 	if ks.begin != nil {
-		ks.begin()
+		ks.begin(g.k)
 		defer ks.release()
 	}
 	c, ldc, alpha := g.c, g.ldc, g.alpha
@@ -238,6 +246,10 @@ func (w *workspace) run(ks *kernelSet, g *sgemmArgs, i0, i1, j0, j1 int, apre []
 		if pc > 0 {
 			beta = 1
 		}
+		// Rows of tiles go to the strip kernel when nothing else is asked
+		// of a tile: k of one chunk, C = acc, no packing or prefetching.
+		strip := ks.strip != nil && kd == ks.tile && alpha == 1 && beta == 0 &&
+			(!g.chunked || kc <= KChunk) && ks.kernPack == nil && !prefetch
 		for ic := i0; ic < i1; ic += mcb {
 			mc := min(mcb, i1-ic)
 			a := w.ap
@@ -255,7 +267,12 @@ func (w *workspace) run(ks *kernelSet, g *sgemmArgs, i0, i1, j0, j1 int, apre []
 				}
 				for ir := 0; ir < mc; ir += mr {
 					mm := min(mr, mc-ir)
-					for jr := 0; jr < nc; jr += nr {
+					jr0 := 0
+					if strip && mm == mr && nc >= 2*nr {
+						jr0 = nc / nr * nr
+						ks.strip(jr0/nr, &a[ir*kd], &bpk[0], &c[(ic+ir)*ldc+jc], ldc, nr*kd)
+					}
+					for jr := jr0; jr < nc; jr += nr {
 						nn := min(nr, nc-jr)
 						pw := roundUp(nn, vec)
 						kern := ks.kerns[pw/vec-1]
