@@ -90,6 +90,49 @@ func withBF16Kernels(t *testing.T, f func(t *testing.T, ks *kernelSet)) {
 	}
 }
 
+// TestBF16StaleSteps holds each set to its model on products of k ≤ 32
+// between products of deeper k whose B is NaN past the short k's steps:
+// the amx set leaves a short k's pairs past k as the last product left
+// them (fitsK), so its kernels must not read them, and its threads keep
+// their tiles' configuration from one product to the next, so each
+// product must set its own.
+func TestBF16StaleSteps(t *testing.T) {
+	rng := rand.New(rand.NewPCG(7, 8))
+	withBF16Kernels(t, func(t *testing.T, ks *kernelSet) {
+		for _, k := range []int{1, 9, 10, 31, 32} {
+			for _, tB := range []bool{false, true} {
+				m, n := 48, 130
+				deep := newOperands(rng, false, tB, m, n, 64, 0)
+				for i := range deep.b {
+					if i%3 == 0 {
+						deep.b[i] = float32(math.NaN())
+					}
+				}
+				short := newOperands(rng, false, tB, m, n, k, 0)
+				run := func(o *operands) []float32 {
+					c := make([]float32, len(o.c))
+					Threads(1).SgemmBF16(testAr, false, tB, m, n, o.k, 1, o.a, o.lda, o.b, o.ldb, 0, c, o.ldc)
+					return c
+				}
+				bf16Sets[testAr] = modelOf(ks)
+				wantDeep, wantShort := run(deep), run(short)
+				bf16Sets[testAr] = ks
+				for i, o := range []*operands{deep, short, deep} {
+					got, want := run(o), wantShort
+					if o == deep {
+						want = wantDeep
+					}
+					for j := range want {
+						if !sameBits(got[j], want[j]) {
+							t.Fatalf("k=%d transB=%v, product %d (k=%d): C[%d] = %g, want %g", k, tB, i, o.k, j, got[j], want[j])
+						}
+					}
+				}
+			}
+		}
+	})
+}
+
 // TestToBF16 checks the rounding against values worked by hand.
 func TestToBF16(t *testing.T) {
 	for _, c := range []struct {

@@ -137,11 +137,14 @@
 // with zero pairs to whole chunks (k blocks are multiples of 32 steps), so
 // that every tile has one shape. LDTILECFG costs ~190 cycles, more than a
 // small tile's products, so each part of a product locks its goroutine to
-// its thread, configures the tiles once and releases them (TILERELEASE)
-// at its end. A kernel call is one assembly function, which Go does not
-// preempt: it sums in tiles and stores them, so no sums live across calls,
-// and the kernel saves tiles with the rest of a thread's state at switches
-// and signals (tested with 16 goroutines under GC). When alpha = 1 and
+// its thread and configures the tiles once, and only if the thread's tiles
+// do not hold that configuration already (STTILECFG): they are left
+// configured at the part's end, as LDTILECFG after TILERELEASE made
+// attention's 32×32×32 products take 1.36 times as long. A kernel call is
+// one assembly function, which Go does not preempt: it sums in tiles and
+// stores them, so no sums live across calls, and the kernel saves tiles
+// with the rest of a thread's state at switches and signals (tested with
+// 16 goroutines under GC). When alpha = 1 and
 // beta = 0 (C = acc) the tiles are stored straight into C, whose lines the
 // call prefetches first (TILESTORED to lines not in L1 ran 2-3 times
 // slower than the store to the frame and the epilogue). At k ≤ 32 (one
@@ -149,7 +152,8 @@
 // stores, so a row of such tiles goes to one call, kernStripAMX, which
 // stores a panel's tiles while the next panel's products run, and the
 // tiles are configured to k's pairs only (the padding's products add
-// nothing, so the bits are those of full tiles).
+// nothing, so the bits are those of full tiles); B panels' pairs past such
+// a k are then left unwritten, as no kernel reads them.
 //
 // TDPBF16PS does not take VDPBF16PS's steps (Intel SDM, checked on this
 // CPU): per instruction (16 pairs, padding included), an element's even

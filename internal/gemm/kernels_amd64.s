@@ -4806,7 +4806,7 @@ TEXT ·kernStripAMX(SB), NOSPLIT, $0-48
 	BYTE $0xc4; BYTE $0xa2; BYTE $0x7b; BYTE $0x4b; BYTE $0x24; BYTE $0x06 // tileloadd tmm4, [rsi+r8]
 	MOVQ R13, R14
 	MOVQ CX, R15
-	MOVQ $4, R8
+	MOVQ $1, R8
 kernStripAMX_ahead:
 	MOVQ R14, R10
 	MOVQ $16, R12
@@ -5643,7 +5643,7 @@ kern16x16AMXFMA_beta0:
 	RET
 
 // func amxConfigure(pairs int)
-TEXT ·amxConfigure(SB), NOSPLIT, $64-8
+TEXT ·amxConfigure(SB), NOSPLIT, $128-8
 	VPXORD Z0, Z0, Z0
 	VMOVDQU64 Z0, 0(SP)
 	MOVB $1, 0(SP)
@@ -5665,8 +5665,15 @@ TEXT ·amxConfigure(SB), NOSPLIT, $64-8
 	MOVB AX, 54(SP)
 	MOVW $64, 30(SP)
 	MOVB AX, 55(SP)
+	BYTE $0xc4; BYTE $0xe2; BYTE $0x79; BYTE $0x49; BYTE $0x44; BYTE $0x24; BYTE $0x40 // sttilecfg [rsp+64]
+	VMOVDQU64 0(SP), Z0
+	VMOVDQU64 64(SP), Z1
+	VPCMPEQQ Z0, Z1, K1
+	KORTESTB K1, K1
+	JCS amxConfigure_same
 	MOVQ SP, AX
 	BYTE $0xc4; BYTE $0xe2; BYTE $0x78; BYTE $0x49; BYTE $0x04; BYTE $0x20 // ldtilecfg [rax]
+amxConfigure_same:
 	VZEROUPPER
 	RET
 
@@ -6066,7 +6073,3 @@ amxColsAVX512_next15:
 	VZEROUPPER
 	RET
 
-// func amxRelease(): TILERELEASE, the tiles back to their initial state.
-TEXT ·amxRelease(SB), NOSPLIT, $0-0
-	BYTE $0xc4; BYTE $0xe2; BYTE $0x78; BYTE $0x49; BYTE $0xc0 // tilerelease
-	RET

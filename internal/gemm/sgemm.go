@@ -64,6 +64,11 @@ type kernelSet struct {
 	// k block of one tile (ks.tile steps), alpha 1 and beta 0, with the
 	// same bits. At such small k a call per tile costs more than its sums.
 	strip func(panels int, a, b, c *float32, ldc, bstep int)
+
+	// fitsK marks a set whose tiles begin fits to k when k is one tile's
+	// steps: its kernels then read no pair of a B panel past k's, so
+	// packB leaves those pairs as they are.
+	fitsK bool
 }
 
 // depth is the k steps a panel of kc steps takes in memory.
@@ -380,7 +385,7 @@ func (ks *kernelSet) packB(dst, b []float32, ldb int, trans bool, j0, nc, p0, kc
 		} else {
 			ks.copyPanel(d, b[p0*ldb+j0+jr:], ldb, kc, nn, pw)
 		}
-		if kd > kc { // pair steps past kc's, to the tile's depth
+		if kd > kc && !(ks.fitsK && p0 == 0 && kd == ks.tile) { // pair steps past kc's, to the tile's depth
 			clear(d[(kc+1)/2*pw : kd/2*pw])
 		}
 	}
