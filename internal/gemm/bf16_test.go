@@ -412,7 +412,11 @@ func TestSgemmBF16SameBits(t *testing.T) {
 func TestSgemmBF16Entries(t *testing.T) {
 	withBF16Kernels(t, func(t *testing.T, ks *kernelSet) {
 		rng := rand.New(rand.NewPCG(35, 36))
-		for _, o := range bf16Cases(rng, true) {
+		cases := bf16Cases(rng, true)
+		for _, tB := range []bool{false, true} { // B in several column blocks
+			cases = append(cases, bf16Case{newOperands(rng, false, tB, 20, 800, 9, 1), 1, 0}, bf16Case{newOperands(rng, false, tB, 20, 800, 40, 1), 1, 0})
+		}
+		for _, o := range cases {
 			var pb PackedB
 			pb.PackBF16(testAr, o.tB, o.k, o.n, o.b, o.ldb)
 			want := o.run(1)

@@ -1222,6 +1222,62 @@ func (g *gen) copyPairs() {
 	g.p("")
 }
 
+// copyPairs32 emits copyPairs32AVX512(dst, src *float32, lds, kc, panels,
+// dstep int): copyPairs of panels whole panels of 32 columns side by side,
+// the panels dstep floats apart in dst, in one call: at small k a call a
+// panel cost more than its conversions.
+func (g *gen) copyPairs32() {
+	const name = "copyPairs32AVX512"
+	g.p("// func %s(dst, src *float32, lds, kc, panels, dstep int)", name)
+	g.p("TEXT ·%s(SB), NOSPLIT, $0-48", name)
+	g.p("\tMOVQ dst+0(FP), DI")
+	g.p("\tMOVQ src+8(FP), SI")
+	g.p("\tMOVQ lds+16(FP), R8")
+	g.p("\tSHLQ $2, R8")
+	g.p("\tMOVQ panels+32(FP), R10")
+	g.p("\tMOVQ dstep+40(FP), R11")
+	g.p("\tSHLQ $2, R11")
+	g.p("\tVMOVDQU64 pairIdx<>(SB), Z6")
+	g.p("%s_panel:", name)
+	g.p("\tMOVQ DI, R12")
+	g.p("\tMOVQ SI, R13")
+	g.p("\tMOVQ kc+24(FP), R9")
+	g.p("%s_row:", name)
+	g.p("\tCMPQ R9, $2")
+	g.p("\tJLT %s_tail", name)
+	g.p("\tLEAQ (SI)(R8*1), AX")
+	for v := range 2 {
+		g.p("\tVMOVUPS %d(SI), Z%d", 64*v, v)
+		g.p("\tVMOVUPS %d(AX), Z%d", 64*v, 3+v)
+	}
+	g.p("%s_body:", name)
+	for v := range 2 {
+		g.cvt2(v, 3+v, v)
+		g.p("\tVPERMW Z%d, Z6, Z%d", v, v)
+		g.p("\tVMOVUPS Z%d, %d(DI)", v, 64*v)
+	}
+	g.p("\tLEAQ (SI)(R8*2), SI")
+	g.p("\tADDQ $128, DI")
+	g.p("\tSUBQ $2, R9")
+	g.p("\tJMP %s_row", name)
+	// An odd last step pairs with zeros.
+	g.p("%s_tail:", name)
+	g.p("\tCMPQ R9, $1")
+	g.p("\tJNE %s_next", name)
+	for v := range 2 {
+		g.p("\tVMOVUPS %d(SI), Z%d", 64*v, v)
+		g.p("\tVPXORD Z%d, Z%d, Z%d", 3+v, 3+v, 3+v)
+	}
+	g.p("\tJMP %s_body", name)
+	g.p("%s_next:", name)
+	g.p("\tLEAQ (R12)(R11*1), DI")
+	g.p("\tLEAQ 128(R13), SI")
+	g.p("\tDECQ R10")
+	g.p("\tJNZ %s_panel", name)
+	g.ret()
+	g.p("")
+}
+
 // copyPanel emits copyPanelAVX512(dst, src *float32, lds, kc, nn, pw int):
 // dst[p*pw+c] = src[p*lds+c] for p < kc and c < nn, and 0 for nn <= c < pw,
 // with pw <= 48. It packs a B micro-panel from B storage and an A micro-panel
@@ -1292,6 +1348,7 @@ func main() {
 	g.transPanel(true)
 	g.transPanel8(true)
 	g.copyPairs()
+	g.copyPairs32()
 	// AMX: 16×32 and 16×16 tiles of TDPBF16PS.
 	g.amxKernel(2)
 	g.amxKernel(1)

@@ -36,6 +36,16 @@ func checkTrans(dst, src []float32, n, lds, kc, nn int) {
 	_ = src[(nn-1)*lds+kc-1]
 }
 
+//go:noescape
+func copyPairs32AVX512(dst, src *float32, lds, kc, panels, dstep int)
+
+// copyPairs32AVX512s is the amx sets' copyPanels: copyPairsAVX512s over
+// panels panels of 32 columns, dstep floats apart in dst.
+func copyPairs32AVX512s(dst, src []float32, lds, kc, panels, dstep int) {
+	checkCopy(dst, src, (panels-1)*dstep+(kc+1)/2*32, lds, kc, 32*panels)
+	copyPairs32AVX512(&dst[0], &src[0], lds, kc, panels, dstep)
+}
+
 func checkCopy(dst, src []float32, n, lds, kc, nn int) {
 	_ = dst[n-1]
 	_ = src[(kc-1)*lds+nn-1]
@@ -204,7 +214,7 @@ func amxColsAVX512s(dst, src []float32, lds, kc, nn, pw int) {
 var amxKernels = func() kernelSet {
 	s := amxSet("amx", []microKernel{kern16x16AMX, kern16x32AMX}, copyPairsAVX512s, transPairsAVX512s, amxColsAVX512s, amxRowsAVX512s)
 	s.model, s.begin, s.release = &goAMXKernels, amxBegin, amxEnd
-	s.strip, s.fitsK = kernStripAMX, true
+	s.strip, s.fitsK, s.copyPanels = kernStripAMX, true, copyPairs32AVX512s
 	return s
 }()
 

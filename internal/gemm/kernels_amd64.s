@@ -4581,6 +4581,55 @@ DATA pairIdx<>+48(SB)/8, $0x001d000d001c000c
 DATA pairIdx<>+56(SB)/8, $0x001f000f001e000e
 GLOBL pairIdx<>(SB), RODATA|NOPTR, $64
 
+// func copyPairs32AVX512(dst, src *float32, lds, kc, panels, dstep int)
+TEXT ·copyPairs32AVX512(SB), NOSPLIT, $0-48
+	MOVQ dst+0(FP), DI
+	MOVQ src+8(FP), SI
+	MOVQ lds+16(FP), R8
+	SHLQ $2, R8
+	MOVQ panels+32(FP), R10
+	MOVQ dstep+40(FP), R11
+	SHLQ $2, R11
+	VMOVDQU64 pairIdx<>(SB), Z6
+copyPairs32AVX512_panel:
+	MOVQ DI, R12
+	MOVQ SI, R13
+	MOVQ kc+24(FP), R9
+copyPairs32AVX512_row:
+	CMPQ R9, $2
+	JLT copyPairs32AVX512_tail
+	LEAQ (SI)(R8*1), AX
+	VMOVUPS 0(SI), Z0
+	VMOVUPS 0(AX), Z3
+	VMOVUPS 64(SI), Z1
+	VMOVUPS 64(AX), Z4
+copyPairs32AVX512_body:
+	BYTE $0x62; BYTE $0xf2; BYTE $0x67; BYTE $0x48; BYTE $0x72; BYTE $0xc0 // vcvtne2ps2bf16 zmm0, zmm3, zmm0
+	VPERMW Z0, Z6, Z0
+	VMOVUPS Z0, 0(DI)
+	BYTE $0x62; BYTE $0xf2; BYTE $0x5f; BYTE $0x48; BYTE $0x72; BYTE $0xc9 // vcvtne2ps2bf16 zmm1, zmm4, zmm1
+	VPERMW Z1, Z6, Z1
+	VMOVUPS Z1, 64(DI)
+	LEAQ (SI)(R8*2), SI
+	ADDQ $128, DI
+	SUBQ $2, R9
+	JMP copyPairs32AVX512_row
+copyPairs32AVX512_tail:
+	CMPQ R9, $1
+	JNE copyPairs32AVX512_next
+	VMOVUPS 0(SI), Z0
+	VPXORD Z3, Z3, Z3
+	VMOVUPS 64(SI), Z1
+	VPXORD Z4, Z4, Z4
+	JMP copyPairs32AVX512_body
+copyPairs32AVX512_next:
+	LEAQ (R12)(R11*1), DI
+	LEAQ 128(R13), SI
+	DECQ R10
+	JNZ copyPairs32AVX512_panel
+	VZEROUPPER
+	RET
+
 // func kern16x32AMX(k int, a, b, c *float32, ldc int, alpha, beta float32)
 TEXT ·kern16x32AMX(SB), 0, $2048-48
 	MOVQ k+0(FP), CX

@@ -66,9 +66,13 @@ type kernelSet struct {
 	strip func(panels int, a, b, c *float32, ldc, bstep int)
 
 	// fitsK marks a set whose tiles begin fits to k when k is one tile's
-	// steps: its kernels then read no pair of a B panel past k's, so
-	// packB leaves those pairs as they are.
+	// steps: its kernels then read no pair of a B panel past k's, so its
+	// B panels hold k's pairs only (bDepth).
 	fitsK bool
+
+	// copyPanels, if not nil, is copyPanel over panels whole nr-wide
+	// panels side by side, dstep floats apart in dst, in one call.
+	copyPanels func(dst, src []float32, lds, kc, panels, dstep int)
 }
 
 // depth is the k steps a panel of kc steps takes in memory.
@@ -77,6 +81,17 @@ func (ks *kernelSet) depth(kc int) int {
 		return roundUp(kc, ks.tile)
 	}
 	return kc
+}
+
+// bDepth is the k steps a B panel of the block at p0, kc steps deep, takes
+// in memory: depth(kc), or, for a fitsK set whose k is one tile's steps
+// (then the first block is one tile deep), k's pairs only.
+func (ks *kernelSet) bDepth(p0, kc int) int {
+	kd := ks.depth(kc)
+	if ks.fitsK && p0 == 0 && kd == ks.tile {
+		return roundUp(kc, 2)
+	}
+	return kd
 }
 
 func (ks *kernelSet) nr() int { return ks.vec * len(ks.kerns) }
@@ -246,7 +261,7 @@ func (w *workspace) run(ks *kernelSet, g *sgemmArgs, i0, i1, j0, j1 int, apre []
 	c, ldc, alpha := g.c, g.ldc, g.alpha
 	for pc := 0; pc < g.k; pc += kcb {
 		kc := min(kcb, g.k-pc)
-		kd := ks.depth(kc)
+		kd, bd := ks.depth(kc), ks.bDepth(pc, kc)
 		beta := g.beta
 		if pc > 0 {
 			beta = 1
@@ -275,13 +290,13 @@ func (w *workspace) run(ks *kernelSet, g *sgemmArgs, i0, i1, j0, j1 int, apre []
 					jr0 := 0
 					if strip && mm == mr && nc >= 2*nr {
 						jr0 = nc / nr * nr
-						ks.strip(jr0/nr, &a[ir*kd], &bpk[0], &c[(ic+ir)*ldc+jc], ldc, nr*kd)
+						ks.strip(jr0/nr, &a[ir*kd], &bpk[0], &c[(ic+ir)*ldc+jc], ldc, nr*bd)
 					}
 					for jr := jr0; jr < nc; jr += nr {
 						nn := min(nr, nc-jr)
 						pw := roundUp(nn, vec)
 						kern := ks.kerns[pw/vec-1]
-						bp := bpk[jr*kd:]
+						bp := bpk[jr*bd:]
 						ci := (ic+ir)*ldc + jc + jr
 						var bsrc []float32
 						if fused && ir == 0 && nn == nr {
@@ -311,7 +326,7 @@ func (w *workspace) blockB(ks *kernelSet, g *sgemmArgs, pc, kc, jc, nc int) (bpk
 	fused = ks.kernPack != nil && !g.transB && g.bpre == nil
 	switch {
 	case g.bpre != nil:
-		return g.bpre.data[pc*g.bpre.width+jc*ks.depth(kc):], false
+		return g.bpre.data[pc*g.bpre.width+jc*ks.bDepth(pc, kc):], false
 	case fused:
 		if tail := nc % ks.nr(); tail != 0 {
 			jr := nc - tail
@@ -374,19 +389,27 @@ func (ks *kernelSet) packA(dst, a []float32, lda int, trans bool, i0, mc, p0, kc
 // last panel is only as wide as the remaining columns rounded up to vec, and
 // columns past nc are zero.
 func (ks *kernelSet) packB(dst, b []float32, ldb int, trans bool, j0, nc, p0, kc int) {
-	nr, vec, kd := ks.nr(), ks.vec, ks.depth(kc)
-	for jr := 0; jr < nc; jr += nr {
+	nr, vec, bd := ks.nr(), ks.vec, ks.bDepth(p0, kc)
+	jr0 := 0
+	if !trans && ks.copyPanels != nil && nc >= nr {
+		jr0 = nc / nr * nr
+		ks.copyPanels(dst, b[p0*ldb+j0:], ldb, kc, jr0/nr, nr*bd)
+	}
+	for jr := jr0; jr < nc; jr += nr {
 		nn := min(nr, nc-jr)
 		pw := roundUp(nn, vec)
-		d := dst[jr*kd : jr*kd+pw*kd]
+		d := dst[jr*bd : jr*bd+pw*bd]
 		if trans {
 			// op(B) = Bᵀ: B is n×k, so a column of op(B) is a row of B.
 			ks.transPanel(d, b[(j0+jr)*ldb+p0:], ldb, kc, nn, pw)
 		} else {
 			ks.copyPanel(d, b[p0*ldb+j0+jr:], ldb, kc, nn, pw)
 		}
-		if kd > kc && !(ks.fitsK && p0 == 0 && kd == ks.tile) { // pair steps past kc's, to the tile's depth
-			clear(d[(kc+1)/2*pw : kd/2*pw])
+	}
+	if bd > kc { // pair steps past kc's, to the tile's depth
+		for jr := 0; jr < nc; jr += nr {
+			pw := roundUp(min(nr, nc-jr), vec)
+			clear(dst[jr*bd+(kc+1)/2*pw : jr*bd+bd/2*pw])
 		}
 	}
 }
