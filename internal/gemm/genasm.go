@@ -1154,21 +1154,38 @@ func (g *gen) copyHeader(name string) {
 }
 
 // copyPairsLoop emits the loop of copyPairs for panels of nv vectors,
-// from label name (which it ends with RET).
-func (g *gen) copyPairsLoop(name string, nv int) {
+// from label name: over R9 steps from SI (R8 bytes a step) into DI (R15
+// bytes a pair of steps), loads and stores masked by K1-K3 and K4-K6
+// unless whole, then end.
+func (g *gen) copyPairsLoop(name string, nv int, whole bool, end func()) {
+	load := func(v int, base string) {
+		if whole {
+			g.p("\tVMOVUPS %d(%s), Z%d", 64*v, base, v)
+		} else {
+			g.p("\tVMOVUPS.Z %d(%s), K%d, Z%d", 64*v, base, 1+v, v)
+		}
+	}
 	g.p("%s:", name)
 	g.p("\tCMPQ R9, $2")
 	g.p("\tJLT %s_tail", name)
 	g.p("\tLEAQ (SI)(R8*1), AX")
 	for v := range nv {
-		g.p("\tVMOVUPS.Z %d(SI), K%d, Z%d", 64*v, 1+v, v)
-		g.p("\tVMOVUPS.Z %d(AX), K%d, Z%d", 64*v, 1+v, 3+v)
+		load(v, "SI")
+		if whole {
+			g.p("\tVMOVUPS %d(AX), Z%d", 64*v, 3+v)
+		} else {
+			g.p("\tVMOVUPS.Z %d(AX), K%d, Z%d", 64*v, 1+v, 3+v)
+		}
 	}
 	g.p("%s_body:", name)
 	for v := range nv {
 		g.cvt2(v, 3+v, v)
 		g.p("\tVPERMW Z%d, Z6, Z%d", v, v)
-		g.p("\tVMOVUPS Z%d, K%d, %d(DI)", v, 4+v, 64*v)
+		if whole {
+			g.p("\tVMOVUPS Z%d, %d(DI)", v, 64*v)
+		} else {
+			g.p("\tVMOVUPS Z%d, K%d, %d(DI)", v, 4+v, 64*v)
+		}
 	}
 	g.p("\tLEAQ (SI)(R8*2), SI")
 	g.p("\tADDQ R15, DI")
@@ -1179,12 +1196,12 @@ func (g *gen) copyPairsLoop(name string, nv int) {
 	g.p("\tCMPQ R9, $1")
 	g.p("\tJNE %s_done", name)
 	for v := range nv {
-		g.p("\tVMOVUPS.Z %d(SI), K%d, Z%d", 64*v, 1+v, v)
+		load(v, "SI")
 		g.p("\tVPXORD Z%d, Z%d, Z%d", 3+v, 3+v, 3+v)
 	}
 	g.p("\tJMP %s_body", name)
 	g.p("%s_done:", name)
-	g.ret()
+	end()
 }
 
 // copyPairs emits copyPairsAVX512(dst, src *float32, lds, kc, nn, pw int),
@@ -1205,7 +1222,7 @@ func (g *gen) copyPairs() {
 	g.p("\tCMPQ R11, $32")
 	g.p("\tJLE %s_2", name)
 	for nv := 3; nv >= 1; nv-- {
-		g.copyPairsLoop(fmt.Sprintf("%s_%d", name, nv), nv)
+		g.copyPairsLoop(fmt.Sprintf("%s_%d", name, nv), nv, false, g.ret)
 	}
 	g.p("")
 	// Word 2j of a pair vector is word j of the converted rows (row 2q),
@@ -1237,44 +1254,19 @@ func (g *gen) copyPairs32() {
 	g.p("\tMOVQ panels+32(FP), R10")
 	g.p("\tMOVQ dstep+40(FP), R11")
 	g.p("\tSHLQ $2, R11")
+	g.p("\tMOVQ $128, R15")
 	g.p("\tVMOVDQU64 pairIdx<>(SB), Z6")
 	g.p("%s_panel:", name)
 	g.p("\tMOVQ DI, R12")
 	g.p("\tMOVQ SI, R13")
 	g.p("\tMOVQ kc+24(FP), R9")
-	g.p("%s_row:", name)
-	g.p("\tCMPQ R9, $2")
-	g.p("\tJLT %s_tail", name)
-	g.p("\tLEAQ (SI)(R8*1), AX")
-	for v := range 2 {
-		g.p("\tVMOVUPS %d(SI), Z%d", 64*v, v)
-		g.p("\tVMOVUPS %d(AX), Z%d", 64*v, 3+v)
-	}
-	g.p("%s_body:", name)
-	for v := range 2 {
-		g.cvt2(v, 3+v, v)
-		g.p("\tVPERMW Z%d, Z6, Z%d", v, v)
-		g.p("\tVMOVUPS Z%d, %d(DI)", v, 64*v)
-	}
-	g.p("\tLEAQ (SI)(R8*2), SI")
-	g.p("\tADDQ $128, DI")
-	g.p("\tSUBQ $2, R9")
-	g.p("\tJMP %s_row", name)
-	// An odd last step pairs with zeros.
-	g.p("%s_tail:", name)
-	g.p("\tCMPQ R9, $1")
-	g.p("\tJNE %s_next", name)
-	for v := range 2 {
-		g.p("\tVMOVUPS %d(SI), Z%d", 64*v, v)
-		g.p("\tVPXORD Z%d, Z%d, Z%d", 3+v, 3+v, 3+v)
-	}
-	g.p("\tJMP %s_body", name)
-	g.p("%s_next:", name)
-	g.p("\tLEAQ (R12)(R11*1), DI")
-	g.p("\tLEAQ 128(R13), SI")
-	g.p("\tDECQ R10")
-	g.p("\tJNZ %s_panel", name)
-	g.ret()
+	g.copyPairsLoop(name+"_row", 2, true, func() {
+		g.p("\tLEAQ (R12)(R11*1), DI")
+		g.p("\tLEAQ 128(R13), SI")
+		g.p("\tDECQ R10")
+		g.p("\tJNZ %s_panel", name)
+		g.ret()
+	})
 	g.p("")
 }
 

@@ -4590,6 +4590,7 @@ TEXT ·copyPairs32AVX512(SB), NOSPLIT, $0-48
 	MOVQ panels+32(FP), R10
 	MOVQ dstep+40(FP), R11
 	SHLQ $2, R11
+	MOVQ $128, R15
 	VMOVDQU64 pairIdx<>(SB), Z6
 copyPairs32AVX512_panel:
 	MOVQ DI, R12
@@ -4597,13 +4598,13 @@ copyPairs32AVX512_panel:
 	MOVQ kc+24(FP), R9
 copyPairs32AVX512_row:
 	CMPQ R9, $2
-	JLT copyPairs32AVX512_tail
+	JLT copyPairs32AVX512_row_tail
 	LEAQ (SI)(R8*1), AX
 	VMOVUPS 0(SI), Z0
 	VMOVUPS 0(AX), Z3
 	VMOVUPS 64(SI), Z1
 	VMOVUPS 64(AX), Z4
-copyPairs32AVX512_body:
+copyPairs32AVX512_row_body:
 	BYTE $0x62; BYTE $0xf2; BYTE $0x67; BYTE $0x48; BYTE $0x72; BYTE $0xc0 // vcvtne2ps2bf16 zmm0, zmm3, zmm0
 	VPERMW Z0, Z6, Z0
 	VMOVUPS Z0, 0(DI)
@@ -4611,18 +4612,18 @@ copyPairs32AVX512_body:
 	VPERMW Z1, Z6, Z1
 	VMOVUPS Z1, 64(DI)
 	LEAQ (SI)(R8*2), SI
-	ADDQ $128, DI
+	ADDQ R15, DI
 	SUBQ $2, R9
 	JMP copyPairs32AVX512_row
-copyPairs32AVX512_tail:
+copyPairs32AVX512_row_tail:
 	CMPQ R9, $1
-	JNE copyPairs32AVX512_next
+	JNE copyPairs32AVX512_row_done
 	VMOVUPS 0(SI), Z0
 	VPXORD Z3, Z3, Z3
 	VMOVUPS 64(SI), Z1
 	VPXORD Z4, Z4, Z4
-	JMP copyPairs32AVX512_body
-copyPairs32AVX512_next:
+	JMP copyPairs32AVX512_row_body
+copyPairs32AVX512_row_done:
 	LEAQ (R12)(R11*1), DI
 	LEAQ 128(R13), SI
 	DECQ R10
