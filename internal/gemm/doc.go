@@ -126,34 +126,33 @@
 // On CPUs with AMX (AMX-BF16 and AMX-TILE, with AVX-512 for packing), once
 // Linux grants the process the tile state (arch_prctl ARCH_REQ_XCOMP_PERM;
 // without it the first tile instruction raises SIGILL), the set is amx:
-// TDPBF16PS on 16×32 tiles of C (two 16×16 fp32 tiles, one A tile of 16
-// rows of 16 pairs, two B tiles of 16 pairs of 16 columns) per 32 steps of
-// k. Measured here (go run ./bench/peak), TDPBF16PS issues once per 19
-// cycles: 3.5 TFLOP/s a core, 15 times VFMADD231PS's 220, so packing, the
-// epilogue and the per-call tile set-up bound it, not the products. B
-// panels are the pair panels below; A panels hold each chunk of 32 steps
-// as 16 rows of 16 pairs, packed by VCVTNE2PS2BF16 a row at a time or,
-// from columns, interleaved and transposed in registers. Both are padded
-// with zero pairs to whole chunks (k blocks are multiples of 32 steps), so
-// that every tile has one shape. LDTILECFG costs ~190 cycles, more than a
-// small tile's products, so each part of a product locks its goroutine to
-// its thread and configures the tiles once, and only if the thread's tiles
-// do not hold that configuration already (STTILECFG): they are left
-// configured at the part's end, as LDTILECFG after TILERELEASE made
+// TDPBF16PS on 16×32 tiles of C (two 16×16 fp32 tiles, one A tile of 16 rows
+// of 16 pairs, two B tiles of 16 pairs of 16 columns) per 32 steps of k.
+// Measured here (go run ./bench/peak), TDPBF16PS issues once per 19 cycles:
+// 3.5 TFLOP/s a core, 15 times VFMADD231PS's 220, so packing, the epilogue
+// and the per-call tile set-up bound it, not the products. B panels are the
+// pair panels below; A panels hold each chunk of 32 steps as 16 rows of 16
+// pairs, packed by VCVTNE2PS2BF16 a row at a time or, from columns,
+// interleaved and transposed in registers. Both are padded with zero pairs
+// to whole chunks (k blocks are multiples of 32 steps), so that every tile
+// has one shape, but at k ≤ 32 (below). LDTILECFG costs ~190 cycles, more
+// than a small tile's products, so each part of a product locks its
+// goroutine to its thread and configures the tiles once, and only if the
+// thread's tiles do not hold that configuration already (STTILECFG): they
+// are left configured at the part's end, as LDTILECFG after TILERELEASE made
 // attention's 32×32×32 products take 1.36 times as long. A kernel call is
 // one assembly function, which Go does not preempt: it sums in tiles and
-// stores them, so no sums live across calls, and the kernel saves tiles
-// with the rest of a thread's state at switches and signals (tested with
-// 16 goroutines under GC). When alpha = 1 and
-// beta = 0 (C = acc) the tiles are stored straight into C, whose lines the
-// call prefetches first (TILESTORED to lines not in L1 ran 2-3 times
-// slower than the store to the frame and the epilogue). At k ≤ 32 (one
-// tile instruction a tile) a call per tile is mostly waiting for its own
-// stores, so a row of such tiles goes to one call, kernStripAMX, which
-// stores a panel's tiles while the next panel's products run, and the
-// tiles are configured to k's pairs only (the padding's products add
-// nothing, so the bits are those of full tiles); B panels' pairs past such
-// a k are then left unwritten, as no kernel reads them.
+// stores them, so no sums live across calls, and the kernel saves tiles with
+// the rest of a thread's state at switches and signals (tested with 16
+// goroutines under GC). When alpha = 1 and beta = 0 (C = acc) the tiles are
+// stored straight into C, whose lines the call prefetches first (TILESTORED
+// to lines not in L1 ran 2-3 times slower than the store to the frame and
+// the epilogue). At k ≤ 32 (one tile instruction a tile) a call per tile is
+// mostly waiting for its own stores, so a row of such tiles goes to one
+// call, kernStripAMX, which stores a panel's tiles while the next panel's
+// products run, and the tiles are configured to k's pairs only (the
+// padding's products add nothing, so the bits are those of full tiles); B
+// panels then hold k's pairs only, packed a row of panels in one call.
 //
 // TDPBF16PS does not take VDPBF16PS's steps (Intel SDM, checked on this
 // CPU): per instruction (16 pairs, padding included), an element's even
