@@ -648,11 +648,12 @@ func (g *gen) amxFMAKernel(nv int) {
 }
 
 // amxConfigure emits amxConfigure(pairs int): LDTILECFG of the amx
-// kernels' tiles (palette 1; colsb at 16+2t, rows at 48+t for tile t): C
-// tiles 0-3 16 rows of 64 bytes, A's tile 4 16 rows of pairs·4 bytes, B's
-// 5-7 pairs rows of 64 bytes. With fewer than 16 pairs the tiles read only
-// the panels' first pairs: the rest is zero padding, whose products add
-// +0 to sums that are never -0, so the bits are those of 16.
+// kernels' tiles (palette 1; colsb at 16+2t, rows at 48+t for tile t),
+// unless STTILECFG finds them so: C tiles 0-3 16 rows of 64 bytes, A's
+// tile 4 16 rows of pairs·4 bytes, B's 5-7 pairs rows of 64 bytes. With
+// fewer than 16 pairs (a k of one chunk) the tiles read only k's pairs,
+// all a B panel then holds (bDepth): the bits are those of 16 pairs with
+// zero padding, whose products add +0 to sums that are never -0.
 func (g *gen) amxConfigure() {
 	g.p("// func amxConfigure(pairs int)")
 	g.p("TEXT ·amxConfigure(SB), NOSPLIT, $128-8")

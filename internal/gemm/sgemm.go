@@ -54,8 +54,8 @@ type kernelSet struct {
 
 	// begin and release, if not nil, run first and last in run, on its
 	// goroutine: amx locks it to its thread and configures the thread's
-	// tiles for the kernels and the product's k, then frees them and
-	// unlocks.
+	// tiles for the kernels and the product's k, then unlocks it (the
+	// tiles stay configured for the thread's next run).
 	begin   func(k int)
 	release func()
 
