@@ -515,7 +515,9 @@ func (g *gen) amxStrip() {
 		g.p("\tCMPQ R12, $2")
 		g.p("\tJLT %s_slot%d", name, 1-u)
 		g.stripStore(pairs[1-u])
-		g.p("\tJMP %s_slot%d", name, 1-u)
+		if u == 1 { // slot 0 runs on into slot 1
+			g.p("\tJMP %s_slot0", name)
+		}
 	}
 	// Nothing left to compute at slot u: the panel before, if any, is in
 	// pair 1-u.
@@ -787,11 +789,17 @@ func (g *gen) packHeader(name string, pw bool) {
 		g.p("// func %s(dst, src *float32, lds, kc, nn int)", name)
 		g.p("TEXT ·%s(SB), NOSPLIT, $0-40", name)
 	}
+	g.packArgs()
+	g.p("\tMOVQ kc+24(FP), R9")
+}
+
+// packArgs loads a packer's first arguments: DI = dst, SI = src, R8 = lds
+// in bytes.
+func (g *gen) packArgs() {
 	g.p("\tMOVQ dst+0(FP), DI")
 	g.p("\tMOVQ src+8(FP), SI")
 	g.p("\tMOVQ lds+16(FP), R8")
 	g.p("\tSHLQ $2, R8")
-	g.p("\tMOVQ kc+24(FP), R9")
 }
 
 // amxChunk emits CX = min(32, R9), the steps of the chunk at hand.
@@ -1248,10 +1256,7 @@ func (g *gen) copyPairs32() {
 	const name = "copyPairs32AVX512"
 	g.p("// func %s(dst, src *float32, lds, kc, panels, dstep int)", name)
 	g.p("TEXT ·%s(SB), NOSPLIT, $0-48", name)
-	g.p("\tMOVQ dst+0(FP), DI")
-	g.p("\tMOVQ src+8(FP), SI")
-	g.p("\tMOVQ lds+16(FP), R8")
-	g.p("\tSHLQ $2, R8")
+	g.packArgs()
 	g.p("\tMOVQ panels+32(FP), R10")
 	g.p("\tMOVQ dstep+40(FP), R11")
 	g.p("\tSHLQ $2, R11")

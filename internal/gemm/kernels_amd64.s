@@ -4917,7 +4917,6 @@ kernStripAMX_pf0_on:
 	BYTE $0xc4; BYTE $0xc2; BYTE $0x7a; BYTE $0x4b; BYTE $0x5c; BYTE $0x15; BYTE $0x40 // tilestored [r13+rdx+64], tmm3
 	ADDQ $128, R13
 	DECQ AX
-	JMP kernStripAMX_slot1
 kernStripAMX_slot1:
 	TESTQ CX, CX
 	JZ kernStripAMX_drain1
