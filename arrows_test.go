@@ -96,7 +96,7 @@ func contains(xs []string, s string) bool {
 // caller above them can bypass the layers' thread budgets.
 var internalUsers = map[string][]string{
 	"internal/gemm":       {"ops", "nn"},
-	"internal/par":        {"internal/gemm", "ops", "optim", "actors"},
+	"internal/par":        {"internal/gemm", "ops", "nn", "optim", "actors"},
 	"internal/vec":        {"tensor", "ops", "nn", "optim"},
 	"internal/checkpoint": {"cmd/train", "model"},
 	"internal/onnx":       {"model"},

@@ -5,6 +5,7 @@ import (
 	"math/rand/v2"
 
 	"github.com/pipetrain/pipetrain/internal/gemm"
+	"github.com/pipetrain/pipetrain/internal/par"
 	"github.com/pipetrain/pipetrain/internal/vec"
 	"github.com/pipetrain/pipetrain/ops"
 	"github.com/pipetrain/pipetrain/tensor"
@@ -19,6 +20,7 @@ type Linear struct {
 	x       cache[*tensor.Tensor]
 	dy      cache[*tensor.Tensor] // between BackwardInput and BackwardParams
 	packs   linearPacks
+	pair    linearPair // backwardBoth's work, kept so that it allocates nothing
 }
 
 // linearPacks are a float32 layer's weights packed for the GEMM, Wᵀ for the
@@ -146,6 +148,9 @@ func (l *Linear) Forward(p Pass, x *tensor.Tensor) *tensor.Tensor {
 }
 
 func (l *Linear) Backward(p Pass, dy *tensor.Tensor, needDX bool) *tensor.Tensor {
+	if needDX && l.both(p, dy) {
+		return l.backwardBoth(p, dy)
+	}
 	var dx *tensor.Tensor
 	if needDX {
 		dx = l.BackwardInput(p, dy)
@@ -155,6 +160,50 @@ func (l *Linear) Backward(p Pass, dy *tensor.Tensor, needDX bool) *tensor.Tensor
 	}
 	l.BackwardParams(p)
 	return dx
+}
+
+// both reports whether p's backward runs its two products at once, each on
+// half of p's threads: they have the same work (n·In·Out multiply-adds), so
+// two halves finish together, and neither pays for a split of its own.
+func (l *Linear) both(p Pass, dy *tensor.Tensor) bool {
+	t := par.Budget(p.Threads)
+	return t >= 2 && t%2 == 0 && dy.DType() == tensor.Float32 &&
+		int64(dy.Dim(0))*int64(l.In)*int64(l.Out) >= bothMin
+}
+
+// bothMin is the least n·In·Out whose backward runs its products at once:
+// below it, each runs on one goroutine anyway (gemm's parallelMin).
+const bothMin = 1 << 20
+
+// backwardBoth is Backward with the input and weight gradients computed at
+// once, each with half of p's threads; the bits are the same.
+func (l *Linear) backwardBoth(p Pass, dy *tensor.Tensor) *tensor.Tensor {
+	x := l.x.take("Linear", p)
+	l.checkDY(x, dy)
+	dx := p.Arena.Tensor(x.DType(), x.Dim(0), l.In) // beta = 0: written, not read
+	half := p
+	half.Threads = par.Budget(p.Threads) / 2
+	l.pair = linearPair{l: l, p: half, x: x, dy: dy, dx: dx}
+	l.pair.packed = l.inputPacks(p)
+	par.Do(2*half.Threads, 2, &l.pair)
+	l.pair = linearPair{}
+	return dx
+}
+
+// linearPair is backwardBoth's two products as par.Work.
+type linearPair struct {
+	l         *Linear
+	p         Pass
+	x, dy, dx *tensor.Tensor
+	packed    bool
+}
+
+func (w *linearPair) Part(q int) {
+	if q == 0 {
+		w.l.inputGrad(w.p, w.packed, w.dy, w.dx)
+		return
+	}
+	w.l.paramGrads(w.p, w.x, w.dy)
 }
 
 func (l *Linear) checkDY(x, dy *tensor.Tensor) {
@@ -174,31 +223,46 @@ func (l *Linear) BackwardInput(p Pass, dy *tensor.Tensor) *tensor.Tensor {
 		l.x.take("Linear", p) // panics naming the micro-batch
 	}
 	l.checkDY(x, dy)
-	n := x.Dim(0)
-	dx := p.Arena.Tensor(x.DType(), n, l.In) // beta = 0: written, not read
-	packed, pack := false, false
-	if x.DType() == tensor.Float32 {
-		packed, pack = use(p, &l.packs.bwdFor)
-	}
-	if packed {
-		if pack {
-			l.packW(p, &l.packs.bwd, false, l.Out, l.In)
-		}
-		sgemmPacked(p, n, dy.Data32(), l.Out, &l.packs.bwd, 0, dx.Data32(), l.In)
-	} else if x.DType() == tensor.Float32 {
-		sgemmFor(p.Precision, false)(gemm.Threads(p.Threads), false, false, n, l.In, l.Out, 1, dy.Data32(), l.Out, l.W.Data32(), l.In, 0, dx.Data32(), l.In)
-	} else {
-		gemm.Dgemm(false, false, n, l.In, l.Out, 1, dy.Data64(), l.Out, l.W.Data64(), l.In, 0, dx.Data64(), l.In)
-	}
+	dx := p.Arena.Tensor(x.DType(), x.Dim(0), l.In) // beta = 0: written, not read
+	l.inputGrad(p, l.inputPacks(p), dy, dx)
 	l.dy.put(p, dy)
 	return dx
+}
+
+// inputPacks reports whether p's input gradient uses W packed in advance,
+// packing it first when this weights version has not been.
+func (l *Linear) inputPacks(p Pass) bool {
+	if l.W.DType() != tensor.Float32 {
+		return false
+	}
+	packed, pack := use(p, &l.packs.bwdFor)
+	if pack {
+		l.packW(p, &l.packs.bwd, false, l.Out, l.In)
+	}
+	return packed
+}
+
+// inputGrad writes dX = dY·W into dx.
+func (l *Linear) inputGrad(p Pass, packed bool, dy, dx *tensor.Tensor) {
+	n := dy.Dim(0)
+	switch {
+	case packed:
+		sgemmPacked(p, n, dy.Data32(), l.Out, &l.packs.bwd, 0, dx.Data32(), l.In)
+	case dy.DType() == tensor.Float32:
+		sgemmFor(p.Precision, false)(gemm.Threads(p.Threads), false, false, n, l.In, l.Out, 1, dy.Data32(), l.Out, l.W.Data32(), l.In, 0, dx.Data32(), l.In)
+	default:
+		gemm.Dgemm(false, false, n, l.In, l.Out, 1, dy.Data64(), l.Out, l.W.Data64(), l.In, 0, dx.Data64(), l.In)
+	}
 }
 
 // BackwardParams adds dW += dYᵀ·X and db += Σ dY for the micro-batch whose
 // BackwardInput ran, and frees its cache.
 func (l *Linear) BackwardParams(p Pass) {
-	x := l.x.take("Linear", p)
-	dy := l.dy.take("Linear", p)
+	l.paramGrads(p, l.x.take("Linear", p), l.dy.take("Linear", p))
+}
+
+// paramGrads adds dW += dYᵀ·X and db += Σ dY over x's rows.
+func (l *Linear) paramGrads(p Pass, x, dy *tensor.Tensor) {
 	n := x.Dim(0)
 	if x.DType() == tensor.Float32 {
 		linearParamGrads(p.Threads, dy.Data32(), x.Data32(), l.GW.Data32(), l.GB.Data32(), n, l.In, l.Out, sgemmFor(p.Precision, true))
