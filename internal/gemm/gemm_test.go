@@ -338,13 +338,14 @@ func TestSgemmBeta(t *testing.T) {
 
 // TestSgemmThreadsBitIdentical checks that thread budgets 1 to 4 and several
 // GOMAXPROCS give the same bits, in every layout, kernel set and split
-// direction (shapes wide in n and tall in m).
+// direction (shapes wide in n and tall in m, and 300×200×96, whose rows
+// are split although it has columns enough: partition's rowSplitMinM).
 func TestSgemmThreadsBitIdentical(t *testing.T) {
 	withKernels(t, func(t *testing.T) {
 		rng := rand.New(rand.NewPCG(11, 12))
-		shapes := [][3]int{{128, 784, 512}, {97, 333, 129}, {1000, 20, 300}, {64, 1030, 1300}}
+		shapes := [][3]int{{128, 784, 512}, {97, 333, 129}, {1000, 20, 300}, {300, 200, 96}, {64, 1030, 1300}}
 		if testing.Short() {
-			shapes = shapes[1:3]
+			shapes = shapes[1:4]
 		}
 		procs := runtime.GOMAXPROCS(0)
 		defer runtime.GOMAXPROCS(procs)
@@ -567,6 +568,7 @@ func TestSgemmChunkedSplits(t *testing.T) {
 			{128, 200, 256, [][]int{{128, 128}, {32, 224}}},
 			{9, 13, 45, [][]int{{32, 13}}},
 			{30, 400, 1100, [][]int{{544, 556}, {1024, 76}}},
+			{288, 200, 128, [][]int{{64, 64}, {32, 96}}}, // split in rows on several threads (partition)
 		} {
 			for _, l := range layouts {
 				o := newOperands(rng, l[0], l[1], c.m, c.n, c.k, 2)

@@ -449,7 +449,7 @@ func sgemm(g *sgemmArgs, threads int) {
 	if g.bpre != nil {
 		ks = g.bpre.ks
 	}
-	parts, alongN := partition(ks, g.m, g.n, g.k, threads)
+	parts, alongN := partition(ks, g.m, g.n, g.k, threads, ks.kernPack != nil && !g.transB && g.bpre == nil)
 	if parts <= 1 {
 		w := getWorkspace()
 		w.run(ks, g, 0, g.m, 0, g.n, nil)
@@ -463,6 +463,14 @@ func sgemm(g *sgemmArgs, threads int) {
 // problems run on the calling goroutine.
 const parallelMin = 1 << 20
 
+// rowSplitMinM and rowSplitMaxB bound the calls partition splits in rows
+// although they have columns enough: at least rowSplitMinM rows, and op(B)
+// of at most rowSplitMaxB floats (512 KB).
+const (
+	rowSplitMinM = 256
+	rowSplitMaxB = 1 << 17
+)
+
 // partsPerThread is how many parts a call is cut into per thread: parts are
 // claimed dynamically, so a goroutine that runs slow (a busy CPU) holds up the
 // call by one small part rather than by half of it. Column parts share one
@@ -471,8 +479,9 @@ const partsPerThread = 4
 
 // partition decides how many blocks of C the call is split into and whether
 // they are blocks of columns (alongN, in whole B micro-panels) or of rows (in
-// whole A micro-panels). Work is never split along k.
-func partition(ks *kernelSet, m, n, k, threads int) (parts int, alongN bool) {
+// whole A micro-panels). Work is never split along k. fusedB tells that the
+// kernel packs op(B) as it goes.
+func partition(ks *kernelSet, m, n, k, threads int, fusedB bool) (parts int, alongN bool) {
 	work := int64(m) * int64(n) * int64(k)
 	if threads <= 1 || work < parallelMin {
 		return 1, false
@@ -480,8 +489,13 @@ func partition(ks *kernelSet, m, n, k, threads int) (parts int, alongN bool) {
 	nUnits := (n + ks.nr() - 1) / ks.nr()
 	mUnits := (m + ks.mr - 1) / ks.mr
 	// Split columns (the parts then share one packed A and each packs only
-	// its own B) unless there are too few of them.
-	alongN = nUnits >= 2*threads || nUnits >= mUnits
+	// its own B) unless there are too few of them, or each row part can
+	// pack all of B itself for little: packed by the kernel, small enough
+	// to stay in L2, over rows enough to repay it. Row parts share nothing,
+	// so none waits for a common packing. (A weight gradient of the MNIST
+	// MLP, 512×784×128, ran 5-10% faster on two threads in rows.)
+	alongN = (nUnits >= 2*threads || nUnits >= mUnits) &&
+		!(fusedB && m >= rowSplitMinM && int64(k)*int64(n) <= rowSplitMaxB)
 	units := mUnits
 	if alongN {
 		units = nUnits
