@@ -2,7 +2,11 @@
 
 package vec
 
-import "golang.org/x/sys/cpu"
+import (
+	"math"
+
+	"golang.org/x/sys/cpu"
+)
 
 // The assembly in vec_amd64.s takes n > 0, a multiple of 8; the Go
 // references finish the last n%8 elements.
@@ -26,7 +30,7 @@ func addConstAVX2(dst *float32, c float32, n int)
 func sgdAVX2(w, grad *float32, n int, lr float32)
 
 //go:noescape
-func sgdMomentumAVX2(w, grad, buf *float32, n int, lr, mom float32)
+func sgdMomentumAVX2(w, grad, buf *float32, n int, lr, mom float32, tiny uint32)
 
 //go:noescape
 func maxPool2x2AVX2(dst *float32, arg *uint8, x *float32, rows, ow, stride, w int)
@@ -97,8 +101,22 @@ func sgd(w, g []float32, lr float32) {
 	sgdRef(w[n:], g[n:], lr)
 }
 
+// tinyMomentum is the magnitude below which a momentum entry's products
+// may be denormal: mom·buf, and lr·mom·buf when the gradient is 0 (a
+// weight nothing feeds), as momentum shrinks towards 0. Only speed depends
+// on it: at most 2⁻¹⁰⁰, so that few entries take the exact steps even for
+// a tiny learning rate.
+func tinyMomentum(lr, mom float32) float32 {
+	f := min(1, math.Abs(float64(mom))) * min(1, math.Abs(float64(lr)))
+	if !(f > 0) {
+		return 0x1p-126
+	}
+	return float32(min(0x1p-100, 0x1p-126/f))
+}
+
 func sgdMomentum(w, g, buf []float32, lr, mom float32) {
-	n := asmPrefix(len(g), func(n int) { sgdMomentumAVX2(&w[0], &g[0], &buf[0], n, lr, mom) })
+	tiny := math.Float32bits(tinyMomentum(lr, mom))
+	n := asmPrefix(len(g), func(n int) { sgdMomentumAVX2(&w[0], &g[0], &buf[0], n, lr, mom, tiny) })
 	sgdMomentumRef(w[n:], g[n:], buf[n:], lr, mom)
 }
 

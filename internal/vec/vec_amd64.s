@@ -124,25 +124,186 @@ TEXT ·sgdAVX2(SB), NOSPLIT, $0-28
 
 // buf = mom*buf (rounded) + g, then w = w - lr*buf (rounded). w is loaded
 // after buf is stored, as in the reference, so w == buf works.
-#define momMul(o, a, b)      VMULPS o(DX), Y15, a
-#define momStoreBuf(o, a, b) VMOVUPS a, o(DX)
-#define momLr(o, a, b)       VMULPS a, Y14, a
-#define momLoadW(o, a, b)    VMOVUPS o(DI), b
-#define momSub(o, a, b)      VSUBPS a, b, b
-#define momStoreW(o, a, b)   VMOVUPS b, o(DI)
-#define momBuf(each)         each(momMul); each(addSI); each(momStoreBuf)
-#define momW(each)           each(momLr); each(momLoadW); each(momSub); each(momStoreW)
-#define momentum(each)       momBuf(each); momW(each)
+// func sgdMomentumAVX2(w, grad, buf *float32, n int, lr, mom float32, tiny uint32)
+//
+// As sgdMomentumRef, bit for bit, but without denormal float32 results in
+// the common case, which this kind of CPU computes in a microcode assist of
+// about 30 ns each: momentum entries that shrink towards 0 (a weight whose
+// gradient stays 0) pass through the denormals. Each 32 floats go through
+// the plain steps unless a buf among them is not 0 and below tiny (its bits)
+// in magnitude; those 8-float steps where one is take momExact instead.
+//
+// The test is in integers: with x = (bits AND 0x7fffffff) + 0x7fffffff (mod
+// 2³²), the magnitude's bits minus 1 with the sign bit flipped, a signed
+// x < tiny - 1 - 2³¹ is the unsigned |bits| - 1 < tiny - 1.
+#define momRisky(r, t) VPAND Y12, r, t; VPADDD Y12, t, t; VPCMPGTD t, Y13, t
+#define momFast(o, r) VMULPS r, Y15, r; VADDPS o(SI), r, r; VMOVUPS r, o(DX)
+#define momFastW(o, r) VMULPS r, Y14, r; VMOVUPS o(DI), Y8; VSUBPS r, Y8, Y8; VMOVUPS Y8, o(DI)
 
-// func sgdMomentumAVX2(w, grad, buf *float32, n int, lr, mom float32)
-TEXT ·sgdMomentumAVX2(SB), NOSPLIT, $0-40
-	MOVQ w+0(FP), DI
-	MOVQ grad+8(FP), SI
-	MOVQ buf+16(FP), DX
-	MOVQ n+24(FP), CX
+// momRound rounds the 4 float64 of Yx to float32 into Xo, to nearest, ties
+// to even, as VCVTPD2PS does, but builds denormal results from their bits:
+// |x|·2¹⁴⁹ + 2⁵² holds the result's steps of the least denormal in its low
+// bits (2²³ is the least normal, whose bits these are too), and x's sign
+// bit goes on top. Y10 holds momPick; Y7 to Y9 are clobbered.
+#define momRound(Yx, Xo) \
+	VANDPD     momAbs<>(SB), Yx, Y7; \
+	VCMPPD     $0x11, momMin<>(SB), Y7, Y8; \
+	VMULPD     momScale<>(SB), Y7, Y9; \
+	VADDPD     momMagic<>(SB), Y9, Y9; \
+	VPSRLQ     $32, Yx, Y7; \
+	VPAND      momSign<>(SB), Y7, Y7; \
+	VPOR       Y7, Y9, Y9; \
+	VANDNPD    Yx, Y8, Y7; \
+	VCVTPD2PSY Y7, Xo; \
+	VPERMD     Y9, Y10, Y9; \
+	VPERMD     Y8, Y10, Y8; \
+	VBLENDVPS  X8, X9, Xo, Xo
+
+// |x|, 2⁻¹²⁶, 2¹⁴⁹, 2⁵² and the sign's place in a low half, as float64;
+// momPick gathers the low halves of 4 float64 lanes.
+#define momConst(name, v) \
+	DATA name<>+0(SB)/8, v; DATA name<>+8(SB)/8, v; DATA name<>+16(SB)/8, v; DATA name<>+24(SB)/8, v; \
+	GLOBL name<>(SB), RODATA|NOPTR, $32
+momConst(momAbs, $0x7fffffffffffffff)
+momConst(momMin, $0x3810000000000000)
+momConst(momScale, $0x4940000000000000)
+momConst(momMagic, $0x4330000000000000)
+momConst(momSign, $0x0000000080000000)
+DATA momPick<>+0(SB)/8, $0x0000000200000000
+DATA momPick<>+8(SB)/8, $0x0000000600000004
+DATA momPick<>+16(SB)/8, $0x0000000200000000
+DATA momPick<>+24(SB)/8, $0x0000000600000004
+GLOBL momPick<>(SB), RODATA|NOPTR, $32
+
+TEXT ·sgdMomentumAVX2(SB), NOSPLIT, $0-44
+	MOVQ         w+0(FP), DI
+	MOVQ         grad+8(FP), SI
+	MOVQ         buf+16(FP), DX
+	MOVQ         n+24(FP), CX
 	VBROADCASTSS lr+32(FP), Y14
 	VBROADCASTSS mom+36(FP), Y15
-	stream(momentum, nextSIDXDI)
+	MOVL         tiny+40(FP), AX
+	SUBL         $1, AX
+	XORL         $0x80000000, AX
+	MOVD         AX, X13
+	VPBROADCASTD X13, Y13
+	MOVL         $0x7fffffff, AX
+	MOVD         AX, X12
+	VPBROADCASTD X12, Y12
+	VMOVDQU      momPick<>(SB), Y10
+
+mom32:
+	CMPQ    CX, $32
+	JB      momTail
+	VMOVUPS (DX), Y0
+	VMOVUPS 32(DX), Y1
+	VMOVUPS 64(DX), Y2
+	VMOVUPS 96(DX), Y3
+	momRisky(Y0, Y4)
+	momRisky(Y1, Y5)
+	momRisky(Y2, Y6)
+	momRisky(Y3, Y7)
+	VPOR    Y5, Y4, Y4
+	VPOR    Y7, Y6, Y6
+	VPOR    Y6, Y4, Y4
+	VPTEST  Y4, Y4
+	JNZ     momSteps
+	momFast(0, Y0)
+	momFast(32, Y1)
+	momFast(64, Y2)
+	momFast(96, Y3)
+	momFastW(0, Y0)
+	momFastW(32, Y1)
+	momFastW(64, Y2)
+	momFastW(96, Y3)
+	ADDQ    $128, DI
+	ADDQ    $128, SI
+	ADDQ    $128, DX
+	SUBQ    $32, CX
+	JMP     mom32
+
+momSteps:
+	MOVQ $4, R9
+	JMP  momStep
+
+momTail:
+	TESTQ CX, CX
+	JZ    momDone
+	MOVQ  $1, R9
+
+// momStep runs 8 floats, then R9 more counts down: back to mom32 at 0.
+momStep:
+	VMOVUPS (DX), Y0
+	momRisky(Y0, Y2)
+	VPTEST  Y2, Y2
+	JNZ     momExact
+	VMULPS  Y0, Y15, Y0
+	VADDPS  (SI), Y0, Y0
+	VMOVUPS Y0, (DX)
+	VMULPS  Y0, Y14, Y0
+	VMOVUPS (DI), Y4
+	VSUBPS  Y0, Y4, Y4
+	VMOVUPS Y4, (DI)
+
+momNext:
+	ADDQ $32, DI
+	ADDQ $32, SI
+	ADDQ $32, DX
+	SUBQ $8, CX
+	DECQ R9
+	JNZ  momStep
+	JMP  mom32
+
+momDone:
+	VZEROUPPER
+	RET
+
+// momExact runs the 8 floats of Y0 (buf) in float64, each float32 result
+// rounded by momRound: mom·buf, lr·buf and w - lr·buf; the sum buf = mom·buf
+// + g is float32's, but where g is 0 and mom·buf is not, whose sum is
+// mom·buf itself, perhaps denormal. A float32 product is exact in float64,
+// and a difference rounded to float64 then float32 rounds as in float32
+// (53 ≥ 2·24 + 2 bits).
+momExact:
+	VCVTPS2PD    X15, Y2
+	VCVTPS2PD    X0, Y1
+	VMULPD       Y2, Y1, Y1
+	momRound(Y1, X1)
+	VEXTRACTF128 $1, Y0, X3
+	VCVTPS2PD    X3, Y3
+	VMULPD       Y2, Y3, Y3
+	momRound(Y3, X3)
+	VINSERTF128  $1, X3, Y1, Y1 // mom·buf
+	VMOVUPS      (SI), Y2
+	VXORPS       Y4, Y4, Y4
+	VCMPPS       $0x00, Y4, Y2, Y5 // g == 0 (EQ_OQ)
+	VCMPPS       $0x04, Y4, Y1, Y6 // mom·buf != 0 (NEQ_UQ)
+	VANDPS       Y6, Y5, Y5
+	VANDNPS      Y1, Y5, Y6
+	VADDPS       Y2, Y6, Y6
+	VBLENDVPS    Y5, Y1, Y6, Y1 // buf
+	VMOVUPS      Y1, (DX)
+	VCVTPS2PD    X14, Y2
+	VCVTPS2PD    X1, Y3
+	VMULPD       Y2, Y3, Y3
+	momRound(Y3, X3) // lr·buf, low half
+	VEXTRACTF128 $1, Y1, X4
+	VCVTPS2PD    X4, Y4
+	VMULPD       Y2, Y4, Y4
+	momRound(Y4, X4) // high half
+	VMOVUPS      (DI), Y5
+	VCVTPS2PD    X5, Y6
+	VCVTPS2PD    X3, Y3
+	VSUBPD       Y3, Y6, Y6
+	momRound(Y6, X6)
+	VEXTRACTF128 $1, Y5, X5
+	VCVTPS2PD    X5, Y5
+	VCVTPS2PD    X4, Y4
+	VSUBPD       Y4, Y5, Y5
+	momRound(Y5, X5)
+	VINSERTF128  $1, X5, Y6, Y6
+	VMOVUPS      Y6, (DI)
+	JMP          momNext
 
 // c stays in Y4, which lane 0's b names but no step here writes.
 #define addConstAdd(o, a, b) VADDPS o(DI), Y4, a

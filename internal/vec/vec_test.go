@@ -483,3 +483,91 @@ func BenchmarkMaxPool2x2(b *testing.B) {
 		}
 	}
 }
+
+// TestSGDMomentumTiny runs SGDMomentum where momentum entries shrink
+// through the denormals (gradients of 0, as for a weight nothing feeds)
+// and near them, beside tiny gradients and weights: it must give
+// sgdMomentumRef's bits.
+func TestSGDMomentumTiny(t *testing.T) {
+	r := rand.New(rand.NewPCG(8, 9))
+	tiny := func() float32 {
+		switch r.IntN(4) {
+		case 0:
+			return 0
+		case 1:
+			return math.Float32frombits(r.Uint32N(1<<23) | r.Uint32N(2)<<31) // denormal or ±0
+		default:
+			return float32(math.Ldexp(r.NormFloat64(), -r.IntN(60)-90)) // 2⁻¹⁵⁰ to 2⁻⁹⁰
+		}
+	}
+	for _, h := range [][2]float32{{0.05, 0.9}, {1e-4, 0.99}, {1, 1}, {0.5, 0.01}, {3, 0.9}, {0.05, 0}} {
+		lr, mom := h[0], h[1]
+		for k, n := range []int{7, 8, 64, 2047, 2048, 32775, 40000, 40000} {
+			w, g, buf := make([]float32, n), make([]float32, n), make([]float32, n)
+			for i := range w {
+				w[i], buf[i] = float32(r.NormFloat64()*0.1), tiny()
+				if k == 7 && r.IntN(40) != 0 { // the last: a tiny entry in 40, blocks of 32 with none and some
+					buf[i] = float32(r.NormFloat64() * 0.01)
+				}
+				if r.IntN(3) == 0 {
+					w[i] = tiny()
+				}
+				if r.IntN(4) == 0 {
+					g[i] = tiny()
+				} else if r.IntN(8) == 0 {
+					g[i] = float32(r.NormFloat64())
+				}
+			}
+			for _, al := range aliasings[3][1:] { // w, g and buf sharing an array
+				a := [][]float32{slices.Clone(buf), slices.Clone(g)}
+				want := [][]float32{slices.Clone(buf), slices.Clone(g)}
+				SGDMomentum(a[al[0]], a[al[1]], a[al[2]], lr, mom)
+				sgdMomentumRef(want[al[0]], want[al[1]], want[al[2]], lr, mom)
+				for j := range a {
+					if k := firstDiff32(a[j], want[j]); k >= 0 {
+						t.Fatalf("lr=%v mom=%v n=%d alias %v: array %d element %d: %#08x, want %#08x", lr, mom, n, al, j, k, math.Float32bits(a[j][k]), math.Float32bits(want[j][k]))
+					}
+				}
+			}
+			for step := range 3 { // the same arrays again: their entries shrink on
+				ww, wb := slices.Clone(w), slices.Clone(buf)
+				SGDMomentum(w, g, buf, lr, mom)
+				sgdMomentumRef(ww, g, wb, lr, mom)
+				for i := range w {
+					if math.Float32bits(w[i]) != math.Float32bits(ww[i]) || math.Float32bits(buf[i]) != math.Float32bits(wb[i]) {
+						t.Fatalf("lr=%v mom=%v n=%d step %d: element %d: w %#08x buf %#08x, want %#08x %#08x",
+							lr, mom, n, step, i, math.Float32bits(w[i]), math.Float32bits(buf[i]), math.Float32bits(ww[i]), math.Float32bits(wb[i]))
+					}
+				}
+			}
+		}
+	}
+}
+
+// BenchmarkSGDMomentumDenormal times SGDMomentum over fc1's 401,408 weights
+// of the MNIST MLP with one momentum entry in 60 denormal and its gradient
+// 0, as after three epochs; mom = 1 keeps them so from call to call.
+func BenchmarkSGDMomentumDenormal(b *testing.B) {
+	const n = 401408
+	w, g, buf := make([]float32, n), make([]float32, n), make([]float32, n)
+	for i := range w {
+		w[i], g[i], buf[i] = 0.01, 1e-3, 2e-3
+		if i%60 == 0 {
+			g[i], buf[i] = 0, math.Float32frombits(1000)
+		}
+	}
+	b.SetBytes(20 * n)
+	for b.Loop() {
+		SGDMomentum(w, g, buf, 0.05, 1)
+	}
+}
+
+// firstDiff32 returns the first index where a and b differ in bits, -1 if none.
+func firstDiff32(a, b []float32) int {
+	for i := range a {
+		if math.Float32bits(a[i]) != math.Float32bits(b[i]) {
+			return i
+		}
+	}
+	return -1
+}
