@@ -155,8 +155,7 @@ func (l *Linear) Backward(p Pass, dy *tensor.Tensor, needDX bool) *tensor.Tensor
 	if needDX {
 		dx = l.BackwardInput(p, dy)
 	} else {
-		l.checkDY(l.x[p.Micro], dy)
-		l.dy.put(p, dy)
+		l.KeepGrad(p, dy)
 	}
 	l.BackwardParams(p)
 	return dx
@@ -178,8 +177,8 @@ const bothMin = 1 << 20
 // backwardBoth is Backward with the input and weight gradients computed at
 // once, each with half of p's threads; the bits are the same.
 func (l *Linear) backwardBoth(p Pass, dy *tensor.Tensor) *tensor.Tensor {
-	x := l.x.take("Linear", p)
-	l.checkDY(x, dy)
+	x := l.input(p, dy)
+	l.x.take("Linear", p)
 	dx := p.Arena.Tensor(x.DType(), x.Dim(0), l.In) // beta = 0: written, not read
 	half := p
 	half.Threads = par.Budget(p.Threads) / 2
@@ -206,6 +205,17 @@ func (w *linearPair) Part(q int) {
 	w.l.paramGrads(w.p, w.x, w.dy)
 }
 
+// input returns the input p's forward cached, once dy is checked against
+// it; a missing one panics naming the micro-batch.
+func (l *Linear) input(p Pass, dy *tensor.Tensor) *tensor.Tensor {
+	x, ok := l.x[p.Micro]
+	if !ok {
+		l.x.take("Linear", p) // panics
+	}
+	l.checkDY(x, dy)
+	return x
+}
+
 func (l *Linear) checkDY(x, dy *tensor.Tensor) {
 	if x == nil {
 		return // take reports the missing forward
@@ -218,11 +228,7 @@ func (l *Linear) checkDY(x, dy *tensor.Tensor) {
 
 // BackwardInput returns dX = dY·W and keeps dY for BackwardParams.
 func (l *Linear) BackwardInput(p Pass, dy *tensor.Tensor) *tensor.Tensor {
-	x, ok := l.x[p.Micro]
-	if !ok {
-		l.x.take("Linear", p) // panics naming the micro-batch
-	}
-	l.checkDY(x, dy)
+	x := l.input(p, dy)
 	dx := p.Arena.Tensor(x.DType(), x.Dim(0), l.In) // beta = 0: written, not read
 	l.inputGrad(p, l.inputPacks(p), dy, dx)
 	l.dy.put(p, dy)
@@ -309,11 +315,7 @@ func dgemm(_ gemm.Threads, tA, tB bool, m, n, k int, alpha float64, a []float64,
 
 // KeepGrad keeps dy for BackwardParams, without the input gradient.
 func (l *Linear) KeepGrad(p Pass, dy *tensor.Tensor) {
-	x, ok := l.x[p.Micro]
-	if !ok {
-		l.x.take("Linear", p) // panics naming the micro-batch
-	}
-	l.checkDY(x, dy)
+	l.input(p, dy)
 	l.dy.put(p, dy)
 }
 
