@@ -319,11 +319,17 @@ func (w *workspace) run(ks *kernelSet, g *sgemmArgs, i0, i1, j0, j1 int, apre []
 	}
 }
 
+// fusesB reports whether the kernel packs g's op(B) as it goes (kernPack):
+// B is not transposed and was not packed in advance.
+func (ks *kernelSet) fusesB(g *sgemmArgs) bool {
+	return ks.kernPack != nil && !g.transB && g.bpre == nil
+}
+
 // blockB returns the packed kc×nc block of op(B) at (pc, jc): packed in
 // advance, packed here, or, with a packing kernel (fused), to be packed by
 // the kernel at its first use (ir == 0), all but the last narrow panel.
 func (w *workspace) blockB(ks *kernelSet, g *sgemmArgs, pc, kc, jc, nc int) (bpk []float32, fused bool) {
-	fused = ks.kernPack != nil && !g.transB && g.bpre == nil
+	fused = ks.fusesB(g)
 	switch {
 	case g.bpre != nil:
 		return g.bpre.data[pc*g.bpre.width+jc*ks.bDepth(pc, kc):], false
@@ -449,7 +455,7 @@ func sgemm(g *sgemmArgs, threads int) {
 	if g.bpre != nil {
 		ks = g.bpre.ks
 	}
-	parts, alongN := partition(ks, g.m, g.n, g.k, threads, ks.kernPack != nil && !g.transB && g.bpre == nil)
+	parts, alongN := partition(ks, g.m, g.n, g.k, threads, ks.fusesB(g))
 	if parts <= 1 {
 		w := getWorkspace()
 		w.run(ks, g, 0, g.m, 0, g.n, nil)
