@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"math"
 
+	"github.com/pipetrain/pipetrain/internal/par"
+	"github.com/pipetrain/pipetrain/internal/vec"
 	"github.com/pipetrain/pipetrain/tensor"
 )
 
@@ -17,6 +19,7 @@ type AdamConfig struct {
 	// (weights and embeddings, not biases or norms): optimizer.decay =
 	// "matrices", as nanoGPT's configure_optimizers.
 	MatricesOnly bool
+	Threads      int // goroutines a large update may use; 0: all the Go runtime has
 }
 
 // DefaultAdamConfig returns betas (0.9, 0.999), eps 1e-8 and no weight decay, the
@@ -43,6 +46,7 @@ type Adam struct {
 	layout  layout
 	expAvg  []*tensor.Tensor // m, nil until the first step
 	expAvgQ []*tensor.Tensor // v, nil until the first step
+	task    adamTask         // the parallel update's loop, reused
 }
 
 var adamSlots = []string{"exp_avg", "exp_avg_sq"}
@@ -137,7 +141,7 @@ func (o *Adam) Step(params []Param, lr float64) error {
 			ps = &plain
 		}
 		if p.Value.DType() == tensor.Float32 {
-			adam32(p.Value.Data32(), p.Grad.Data32(), o.expAvg[i].Data32(), o.expAvgQ[i].Data32(), ps)
+			adam32(&o.task, o.cfg.Threads, p.Value.Data32(), p.Grad.Data32(), o.expAvg[i].Data32(), o.expAvgQ[i].Data32(), ps)
 		} else {
 			adam64(p.Value.Data64(), p.Grad.Data64(), o.expAvg[i].Data64(), o.expAvgQ[i].Data64(), ps)
 		}
@@ -148,36 +152,33 @@ func (o *Adam) Step(params []Param, lr float64) error {
 }
 
 // adam32 updates w, m and v in float32 with the scalars rounded to float32, as
-// PyTorch's CPU kernels do. Every product is converted explicitly so that it is
-// rounded before any addition (no FMA).
-func adam32(w, g, m, v []float32, s *adamScalars) {
-	decay := float32(s.decay)
-	wd := float32(s.wd)
+// PyTorch's CPU kernels do (vec.Adam: every product rounded before any
+// addition, no FMA), over parts of at least adamGrain elements on up to
+// threads goroutines.
+func adam32(t *adamTask, threads int, w, g, m, v []float32, s *adamScalars) {
 	lw := float32(s.lerpW)
-	small := lw < 0.5 // torch lerp: self + w*(end-self) if |w| < 0.5, else end - (end-self)*(1-w)
-	olw := 1 - lw
-	b2 := float32(s.beta2)
-	omb2 := float32(s.omb2)
-	bc2 := float32(s.bc2Sqrt)
-	eps := float32(s.eps)
-	negStep := float32(-s.stepSize)
-	for i := range w {
-		if s.decouple {
-			w[i] = float32(w[i] * decay)
-		}
-		gi := g[i]
-		if s.coupled {
-			gi = gi + float32(wd*w[i])
-		}
-		if small {
-			m[i] = m[i] + float32(lw*(gi-m[i]))
-		} else {
-			m[i] = gi - float32((gi-m[i])*olw)
-		}
-		v[i] = float32(v[i]*b2) + float32(float32(omb2*gi)*gi)
-		denom := float32(float32(math.Sqrt(float64(v[i])))/bc2) + eps
-		w[i] = w[i] + float32(float32(negStep*m[i])/denom)
-	}
+	*t = adamTask{w: w, g: g, m: m, v: v, step: vec.AdamStep{
+		Decay: float32(s.decay), WD: float32(s.wd),
+		// torch lerp: self + w*(end-self) if |w| < 0.5, else end - (end-self)*(1-w)
+		Lerp: lw, OneMinus: 1 - lw, Small: lw < 0.5,
+		Beta2: float32(s.beta2), OmBeta2: float32(s.omb2),
+		BC2Sqrt: float32(s.bc2Sqrt), Eps: float32(s.eps), NegStep: float32(-s.stepSize),
+		Decouple: s.decouple, Coupled: s.coupled,
+	}}
+	par.For(threads, len(w), adamGrain, t)
+}
+
+// adamGrain is the fewest elements worth a part of a parallel update.
+const adamGrain = 1 << 14
+
+// adamTask is adam32's loop over a range, for par.For.
+type adamTask struct {
+	w, g, m, v []float32
+	step       vec.AdamStep
+}
+
+func (t *adamTask) Run(lo, hi int) {
+	vec.Adam(t.w[lo:hi], t.g[lo:hi], t.m[lo:hi], t.v[lo:hi], &t.step)
 }
 
 // adam64 is adam32 in float64.

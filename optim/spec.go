@@ -33,7 +33,7 @@ func (s Spec) New() (Optimizer, error) {
 	case "sgd":
 		return NewSGD(SGDConfig{Momentum: s.Momentum, Nesterov: s.Nesterov, WeightDecay: s.WeightDecay, MatricesOnly: matrices, Threads: s.Threads})
 	case "adam", "adamw":
-		c := AdamConfig{Betas: s.Betas, Eps: s.Eps, WeightDecay: s.WeightDecay, MatricesOnly: matrices}
+		c := AdamConfig{Betas: s.Betas, Eps: s.Eps, WeightDecay: s.WeightDecay, MatricesOnly: matrices, Threads: s.Threads}
 		if s.Kind == "adam" {
 			return NewAdam(c)
 		}

@@ -60,6 +60,27 @@ func sgdRef(w, g []float32, lr float32) {
 	}
 }
 
+func adamRef(w, g, m, v []float32, s *AdamStep) {
+	g, m, v = g[:len(w)], m[:len(w)], v[:len(w)]
+	for i := range w {
+		if s.Decouple {
+			w[i] = w[i] * s.Decay
+		}
+		gi := g[i]
+		if s.Coupled {
+			gi = gi + float32(s.WD*w[i])
+		}
+		if s.Small {
+			m[i] = m[i] + float32(s.Lerp*(gi-m[i]))
+		} else {
+			m[i] = gi - float32((gi-m[i])*s.OneMinus)
+		}
+		v[i] = float32(v[i]*s.Beta2) + float32(float32(s.OmBeta2*gi)*gi)
+		denom := float32(float32(math.Sqrt(float64(v[i])))/s.BC2Sqrt) + s.Eps
+		w[i] = w[i] + float32(float32(s.NegStep*m[i])/denom)
+	}
+}
+
 func sgdMomentumRef(w, g, buf []float32, lr, mom float32) {
 	w = w[:len(g)]
 	buf = buf[:len(g)]

@@ -53,6 +53,27 @@ func SGDMomentum(w, g, buf []float32, lr, mom float32) {
 	sgdMomentum(w, g, buf, lr, mom)
 }
 
+// AdamStep holds the float32 constants of one Adam or AdamW update.
+type AdamStep struct {
+	Decay, WD      float32 // w·Decay first when Decouple; g + WD·w when Coupled
+	Lerp, OneMinus float32 // m = m + Lerp·(g - m) when Small, else g - (g - m)·OneMinus
+	Beta2, OmBeta2 float32 // v = v·Beta2 + (OmBeta2·g)·g
+	BC2Sqrt, Eps   float32 // denom = sqrt(v)/BC2Sqrt + Eps
+	NegStep        float32 // w = w + (NegStep·m)/denom
+	Decouple       bool
+	Coupled, Small bool
+}
+
+// Adam updates w, m and v by one Adam (AdamW) step of s, element by
+// element, every product and quotient rounded to float32 before the next
+// operation (no FMA). w, g, m and v must not overlap.
+func Adam(w, g, m, v []float32, s *AdamStep) {
+	if len(w) != len(g) || len(w) != len(m) || len(w) != len(v) {
+		panic(fmt.Sprintf("vec: Adam: len(w)=%d, len(g)=%d, len(m)=%d, len(v)=%d", len(w), len(g), len(m), len(v)))
+	}
+	adam(w, g, m, v, s)
+}
+
 func panic2(fn, a, b string, na, nb int) {
 	panic(fmt.Sprintf("vec: %s: len(%s)=%d, len(%s)=%d", fn, a, na, b, nb))
 }

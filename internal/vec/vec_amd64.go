@@ -4,6 +4,7 @@ package vec
 
 import (
 	"math"
+	"unsafe"
 
 	"golang.org/x/sys/cpu"
 )
@@ -31,6 +32,9 @@ func sgdAVX2(w, grad *float32, n int, lr float32)
 
 //go:noescape
 func sgdMomentumAVX2(w, grad, buf *float32, n int, lr, mom float32, tiny uint32)
+
+//go:noescape
+func adamAVX2(w, grad, m, v *float32, n int, s *AdamStep)
 
 //go:noescape
 func maxPool2x2AVX2(dst *float32, arg *uint8, x *float32, rows, ow, stride, w int)
@@ -99,6 +103,20 @@ func addConst(dst []float32, c float32) {
 func sgd(w, g []float32, lr float32) {
 	n := asmPrefix(len(g), func(n int) { sgdAVX2(&w[0], &g[0], n, lr) })
 	sgdRef(w[n:], g[n:], lr)
+}
+
+// adamAVX2 reads AdamStep's floats at 0 to 32 and its flags at 36 to 38:
+// a change of its layout fails to compile here.
+var (
+	_ = [1]struct{}{}[unsafe.Offsetof(AdamStep{}.NegStep)-32]
+	_ = [1]struct{}{}[unsafe.Offsetof(AdamStep{}.Decouple)-36]
+	_ = [1]struct{}{}[unsafe.Offsetof(AdamStep{}.Coupled)-37]
+	_ = [1]struct{}{}[unsafe.Offsetof(AdamStep{}.Small)-38]
+)
+
+func adam(w, g, m, v []float32, s *AdamStep) {
+	n := asmPrefix(len(w), func(n int) { adamAVX2(&w[0], &g[0], &m[0], &v[0], n, s) })
+	adamRef(w[n:], g[n:], m[n:], v[n:], s)
 }
 
 // tinyMomentum is the magnitude below which a momentum entry's products

@@ -316,6 +316,80 @@ TEXT ·addConstAVX2(SB), NOSPLIT, $0-24
 	MOVQ         n+16(FP), CX
 	stream(addConst, nextDI)
 
+// func adamAVX2(w, grad, m, v *float32, n int, s *AdamStep)
+//
+// As adamRef, 8 floats a step. AdamStep's floats are at 0 to 32 in its
+// order, its three flags at 36, 37 and 38 (Decouple, Coupled, Small).
+TEXT ·adamAVX2(SB), NOSPLIT, $0-48
+	MOVQ         w+0(FP), DI
+	MOVQ         grad+8(FP), SI
+	MOVQ         m+16(FP), DX
+	MOVQ         v+24(FP), R8
+	MOVQ         n+32(FP), CX
+	MOVQ         s+40(FP), R9
+	VBROADCASTSS 0(R9), Y7   // Decay
+	VBROADCASTSS 4(R9), Y8   // WD
+	VBROADCASTSS 8(R9), Y9   // Lerp
+	VBROADCASTSS 12(R9), Y10 // OneMinus
+	VBROADCASTSS 16(R9), Y11 // Beta2
+	VBROADCASTSS 20(R9), Y12 // OmBeta2
+	VBROADCASTSS 24(R9), Y13 // BC2Sqrt
+	VBROADCASTSS 28(R9), Y14 // Eps
+	VBROADCASTSS 32(R9), Y15 // NegStep
+	MOVBQZX      36(R9), R10
+	MOVBQZX      37(R9), R11
+	MOVBQZX      38(R9), R12
+
+adamStep:
+	VMOVUPS (DI), Y0
+	TESTQ   R10, R10
+	JZ      adamG
+	VMULPS  Y7, Y0, Y0 // w·Decay
+
+adamG:
+	VMOVUPS (SI), Y1
+	TESTQ   R11, R11
+	JZ      adamM
+	VMULPS  Y0, Y8, Y2
+	VADDPS  Y2, Y1, Y1 // g + WD·w
+
+adamM:
+	VMOVUPS (DX), Y2
+	VSUBPS  Y2, Y1, Y3 // g - m
+	TESTQ   R12, R12
+	JZ      adamLarge
+	VMULPS  Y3, Y9, Y3
+	VADDPS  Y3, Y2, Y2 // m + Lerp·(g - m)
+	JMP     adamV
+
+adamLarge:
+	VMULPS Y10, Y3, Y3
+	VSUBPS Y3, Y1, Y2 // g - (g - m)·OneMinus
+
+adamV:
+	VMOVUPS Y2, (DX)
+	VMOVUPS (R8), Y3
+	VMULPS  Y11, Y3, Y3 // v·Beta2
+	VMULPS  Y1, Y12, Y4
+	VMULPS  Y1, Y4, Y4  // (OmBeta2·g)·g
+	VADDPS  Y4, Y3, Y3
+	VMOVUPS Y3, (R8)
+	VSQRTPS Y3, Y4
+	VDIVPS  Y13, Y4, Y4
+	VADDPS  Y14, Y4, Y4 // denom
+	VMULPS  Y2, Y15, Y5
+	VDIVPS  Y4, Y5, Y5
+	VADDPS  Y5, Y0, Y0
+	VMOVUPS Y0, (DI)
+	ADDQ    $32, DI
+	ADDQ    $32, SI
+	ADDQ    $32, DX
+	ADDQ    $32, R8
+	SUBQ    $8, CX
+	JNZ     adamStep
+	VZEROUPPER
+	RET
+
 // Max pooling over 2×2 windows at stride 2, rows of ow windows at a time, 8
 // windows (16 floats of each input row) a step and the last ow%8 under
 // masks, whose masked-off lanes neither read nor write memory. The input

@@ -15,6 +15,7 @@ func add(dst, x []float32)                             { addRef(dst, x) }
 func addConst(dst []float32, c float32)                { addConstRef(dst, c) }
 func sgd(w, g []float32, lr float32)                   { sgdRef(w, g, lr) }
 func sgdMomentum(w, g, buf []float32, lr, mom float32) { sgdMomentumRef(w, g, buf, lr, mom) }
+func adam(w, g, m, v []float32, s *AdamStep)           { adamRef(w, g, m, v, s) }
 
 // poolKernels lists the pooling kernels in assembly: none in this build.
 var poolKernels []poolKernel
