@@ -64,7 +64,7 @@ func adamRef(w, g, m, v []float32, s *AdamStep) {
 	g, m, v = g[:len(w)], m[:len(w)], v[:len(w)]
 	for i := range w {
 		if s.Decouple {
-			w[i] = w[i] * s.Decay
+			w[i] = float32(w[i] * s.Decay) // rounded before any sum (no FMA)
 		}
 		gi := g[i]
 		if s.Coupled {
