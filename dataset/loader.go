@@ -111,28 +111,42 @@ func (l *Loader) Batch(epoch, i int) (x *tensor.Tensor, labels []int, targets *t
 // must hold rows values, or be nil to skip them. It panics if a buffer is too short.
 func (l *Loader) BatchInto(epoch, i int, x []float32, labels []int, targets []float32) (rows int) {
 	rows = l.BatchLen(i)
-	f := l.set.Features
-	if len(x) < rows*f ||
-		labels != nil && l.set.Labels != nil && len(labels) < rows ||
-		targets != nil && l.set.Targets != nil && len(targets) < rows {
-		panic(fmt.Errorf("dataset.Loader.BatchInto: buffers of %d, %d and %d values are too short for %d rows of %d features",
-			len(x), len(labels), len(targets), rows, f))
+	l.RowsInto(epoch, i, 0, rows, x, labels, targets)
+	return rows
+}
+
+// RowsInto is BatchInto for rows [lo, hi) of the batch alone, written where BatchInto
+// writes them: row j of the batch at x[j*Features:], labels[j] and targets[j]. The
+// buffers need only reach row hi. A batch gathered in parts, by one goroutine or
+// several, is the same as one gathered whole. It panics if the range is not within
+// the batch or a buffer is too short.
+func (l *Loader) RowsInto(epoch, i, lo, hi int, x []float32, labels []int, targets []float32) {
+	rows := l.BatchLen(i)
+	if lo < 0 || lo > hi || hi > rows {
+		panic(fmt.Errorf("dataset.Loader: rows [%d, %d) are not within batch %d's %d rows", lo, hi, i, rows))
 	}
-	idx := l.order0(epoch)[i*l.batchSize : i*l.batchSize+rows]
+	f := l.set.Features
+	if len(x) < hi*f ||
+		labels != nil && l.set.Labels != nil && len(labels) < hi ||
+		targets != nil && l.set.Targets != nil && len(targets) < hi {
+		panic(fmt.Errorf("dataset.Loader: buffers of %d, %d and %d values are too short for %d rows of %d features",
+			len(x), len(labels), len(targets), hi, f))
+	}
+	idx := l.order0(epoch)[i*l.batchSize+lo : i*l.batchSize+hi]
 	src := l.set.X.Data32()
 	for j, r := range idx {
+		j += lo
 		copy(x[j*f:(j+1)*f], src[r*f:(r+1)*f])
 	}
 	if labels != nil && l.set.Labels != nil {
 		for j, r := range idx {
-			labels[j] = l.set.Labels[r]
+			labels[lo+j] = l.set.Labels[r]
 		}
 	}
 	if targets != nil && l.set.Targets != nil {
 		t := l.set.Targets.Data32()
 		for j, r := range idx {
-			targets[j] = t[r]
+			targets[lo+j] = t[r]
 		}
 	}
-	return rows
 }

@@ -168,6 +168,31 @@ func TestBatchIntoDoesNotAllocate(t *testing.T) {
 	}
 }
 
+func TestRowsIntoInParts(t *testing.T) {
+	s := rowsSet(100, true)
+	l := NewLoader(s, 16, true, 1)
+	for _, i := range []int{0, 3, 6} { // batch 6 is the short last one
+		rows := l.BatchLen(i)
+		want, wantL, wantT := make([]float32, 32), make([]int, 16), make([]float32, 16)
+		l.BatchInto(2, i, want, wantL, wantT)
+		for _, step := range []int{1, 3, 16} {
+			x, labels, targets := make([]float32, 32), make([]int, 16), make([]float32, 16)
+			for lo := rows - 1; lo >= 0; lo -= step { // parts in reverse: each lands in place
+				l.RowsInto(2, i, max(0, lo-step+1), lo+1, x, labels, targets)
+			}
+			if !slices.Equal(x, want) || !slices.Equal(labels, wantL) || !slices.Equal(targets, wantT) {
+				t.Errorf("batch %d in parts of %d: %v %v %v, want %v %v %v", i, step, x, labels, targets, want, wantL, wantT)
+			}
+		}
+	}
+	// A part needs buffers up to its last row only.
+	x := make([]float32, 2*2)
+	l.RowsInto(0, 0, 1, 2, x, nil, nil)
+	if want, _, _ := l.Batch(0, 0); !slices.Equal(x[2:], want.Data32()[2:4]) {
+		t.Errorf("RowsInto(0, 0, 1, 2) = %v, want row 1 of %v", x[2:], want.Data32()[:4])
+	}
+}
+
 func TestLoaderPanics(t *testing.T) {
 	s := rowsSet(10, false)
 	tests := []struct {
@@ -179,6 +204,10 @@ func TestLoaderPanics(t *testing.T) {
 		{"batch 3 of 3", func() { NewLoader(s, 4, true, 1).Batch(0, 3) }},
 		{"epoch -1", func() { NewLoader(s, 4, true, 1).Batch(-1, 0) }},
 		{"short buffer", func() { NewLoader(s, 4, true, 1).BatchInto(0, 0, make([]float32, 7), nil, nil) }},
+		{"rows past the batch", func() { NewLoader(s, 4, true, 1).RowsInto(0, 2, 0, 3, make([]float32, 6), nil, nil) }},
+		{"rows reversed", func() { NewLoader(s, 4, true, 1).RowsInto(0, 0, 2, 1, make([]float32, 8), nil, nil) }},
+		{"rows before 0", func() { NewLoader(s, 4, true, 1).RowsInto(0, 0, -1, 1, make([]float32, 8), nil, nil) }},
+		{"short part buffer", func() { NewLoader(s, 4, true, 1).RowsInto(0, 0, 1, 3, make([]float32, 5), nil, nil) }},
 		{"features mismatch", func() { NewLoader(&Set{X: s.X, Features: 3}, 4, true, 1) }},
 	}
 	for _, tc := range tests {
