@@ -24,6 +24,10 @@ type job struct {
 	packed    atomic.Int64 // pack parts finished
 }
 
+// Prefix makes the pack parts, which every column part waits for, the first
+// claimed (par.Prefixed).
+func (j *job) Prefix() int { return j.packParts }
+
 // Part runs part q: a pack part, or block q-packParts of C.
 func (j *job) Part(q int) {
 	if q < j.packParts {

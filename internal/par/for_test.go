@@ -115,3 +115,87 @@ func TestDoRunsEveryPartOnce(t *testing.T) {
 		}
 	}
 }
+
+// endsWork records which goroutine ran each part, and for a prefix, that
+// the parts after it start only once it is all claimed.
+type endsWork struct {
+	mu      sync.Mutex
+	caller  uint64
+	byCall  []bool // part q ran on the caller
+	ran     []int  // times part q ran
+	prefix  int
+	started int // prefix parts started
+	early   int // later parts started before the prefix was all claimed
+	slow    time.Duration
+}
+
+func (e *endsWork) Part(q int) {
+	e.mu.Lock()
+	e.ran[q]++
+	e.byCall[q] = goid() == e.caller
+	if q < e.prefix {
+		e.started++
+	} else if e.started < e.prefix {
+		e.early++
+	}
+	e.mu.Unlock()
+	time.Sleep(e.slow) // gives a helper time to turn up
+}
+
+type prefixedWork struct{ *endsWork }
+
+func (p prefixedWork) Prefix() int { return p.prefix }
+
+// goid is the running goroutine's id, from its stack trace's header.
+func goid() uint64 {
+	var buf [64]byte
+	b := buf[:runtime.Stack(buf[:], false)]
+	var id uint64
+	for _, c := range b[len("goroutine "):] {
+		if c < '0' || c > '9' {
+			break
+		}
+		id = id*10 + uint64(c-'0')
+	}
+	return id
+}
+
+// TestDoClaimsFromBothEnds: the caller runs a run of parts from 0 and the
+// helpers the rest, from the last; with a prefix, every part after it starts
+// once the prefix is all claimed, and the helpers share the prefix.
+func TestDoClaimsFromBothEnds(t *testing.T) {
+	for _, c := range []struct{ threads, parts, prefix int }{{2, 8, 0}, {2, 9, 2}, {3, 16, 0}, {4, 12, 4}} {
+		t.Run(fmt.Sprintf("threads=%d/parts=%d/prefix=%d", c.threads, c.parts, c.prefix), func(t *testing.T) {
+			e := &endsWork{caller: goid(), byCall: make([]bool, c.parts), ran: make([]int, c.parts), prefix: c.prefix, slow: 200 * time.Microsecond}
+			var w Work = e
+			if c.prefix > 0 {
+				w = prefixedWork{e}
+			}
+			Do(c.threads, c.parts, w)
+			for q, n := range e.ran {
+				if n != 1 {
+					t.Fatalf("part %d ran %d times", q, n)
+				}
+			}
+			if !e.byCall[0] {
+				t.Errorf("part 0 ran on a helper")
+			}
+			// The caller's parts past the prefix are one run, the helpers' the rest.
+			k := c.prefix
+			for k < c.parts && e.byCall[k] {
+				k++
+			}
+			for q := k; q < c.parts; q++ {
+				if e.byCall[q] {
+					t.Errorf("caller ran part %d after a helper ran part %d: parts %v", q, k, e.byCall)
+				}
+			}
+			if k == c.parts {
+				t.Errorf("no helper ran a part after the prefix: %v", e.byCall)
+			}
+			if e.early != 0 {
+				t.Errorf("%d parts started before the prefix of %d was claimed", e.early, c.prefix)
+			}
+		})
+	}
+}

@@ -8,8 +8,18 @@ import (
 )
 
 // Work is a job cut into parts: Part(q) does part q. Parts run on the caller
-// and on helper goroutines, each claimed once, in order of q.
+// and on helper goroutines, each claimed once: the caller claims from the
+// front (0, 1, ...) and the helpers from the back (parts-1, parts-2, ...).
 type Work interface{ Part(q int) }
+
+// Prefixed is Work whose first Prefix() parts are claimed first, in order of
+// q, by the caller and helpers alike, before the rest are claimed from both
+// ends: a part after them may wait for them (a shared packing), as they are
+// all claimed by goroutines that are running them.
+type Prefixed interface {
+	Work
+	Prefix() int
+}
 
 // Task is a loop body for For: Run handles indices [lo, hi).
 type Task interface{ Run(lo, hi int) }
@@ -58,7 +68,12 @@ func Bound(q, parts, size, unit int) int {
 
 // Parts are claimed with an atomic counter, so the caller alone finishes the
 // work if no helper turns up, and a helper slowed down by a busy CPU holds up
-// the call by at most the part it is on.
+// the call by at most the part it is on. The caller takes parts from the
+// front and the helpers from the back, so that calls cut alike give each
+// goroutine the same end of the data call after call: on two cores a GEMM's
+// columns, an update's halves of a weight and the weight gradient's rows
+// then stay with the core whose cache holds them (an epoch of the MNIST MLP
+// ran 2% faster on two cores than with parts claimed in order by all).
 //
 // Waking a parked goroutine on an idle CPU costs tens to hundreds of
 // microseconds on a virtual machine (the idle vCPU is halted), more than a
@@ -80,21 +95,44 @@ const (
 
 // job is one call of Do.
 type job struct {
-	w     Work
-	parts int
-	next  atomic.Int64  // next part to claim
-	refs  atomic.Int64  // helpers holding the job
-	done  chan struct{} // a helper dropping refs to 0 sends here (buffer 1)
+	w      Work
+	parts  int
+	prefix int           // parts claimed in order first (Prefixed)
+	ends   atomic.Uint64 // parts claimed: from the front in the low half, from the back in the high
+	refs   atomic.Int64  // helpers holding the job
+	done   chan struct{} // a helper dropping refs to 0 sends here (buffer 1)
 }
 
-// work claims and runs parts until none is left.
-func (j *job) work() {
+// work claims and runs parts until none is left: from the back for a
+// helper, once the prefix is claimed.
+func (j *job) work(helper bool) {
 	for {
-		q := int(j.next.Add(1) - 1)
-		if q >= j.parts {
+		q := j.claim(helper)
+		if q < 0 {
 			return
 		}
 		j.w.Part(q)
+	}
+}
+
+// claim takes the next part from the front, or for a helper past the prefix
+// from the back, and returns it, or -1 when none is left.
+func (j *job) claim(helper bool) int {
+	for {
+		e := j.ends.Load()
+		front, back := int(e&(1<<32-1)), int(e>>32)
+		if front+back >= j.parts {
+			return -1
+		}
+		if helper && front >= j.prefix {
+			if j.ends.CompareAndSwap(e, e+1<<32) {
+				return j.parts - 1 - back
+			}
+			continue
+		}
+		if j.ends.CompareAndSwap(e, e+1) {
+			return front
+		}
 	}
 }
 
@@ -180,7 +218,7 @@ func (h *helper) loop() {
 	for i := 1; ; i++ {
 		if j := h.mail.Load(); j != nil && j != claimed {
 			if h.mail.CompareAndSwap(j, claimed) {
-				j.work()
+				j.work(true)
 				done := j.done
 				if j.refs.Add(-1) == 0 { // j may be reused from here on
 					select {
@@ -224,9 +262,9 @@ func (h *helper) loop() {
 }
 
 // Do runs parts 0..parts-1 of w on the caller and on up to Budget(threads)-1
-// helpers, and returns when every part is done. Parts are claimed in order of
-// q, so a part may wait for earlier ones: they are claimed by goroutines
-// that are running them.
+// helpers, and returns when every part is done: the caller claims parts from
+// the front, helpers from the back (see Work). A part may wait only for the
+// prefix of Prefixed work.
 func Do(threads, parts int, w Work) {
 	threads = Budget(threads)
 	if parts <= 1 || threads <= 1 {
@@ -235,9 +273,15 @@ func Do(threads, parts int, w Work) {
 		}
 		return
 	}
+	if parts >= 1<<31 {
+		panic("par: too many parts")
+	}
 	j := jobs.Get()
-	j.w, j.parts = w, parts
-	j.next.Store(0)
+	j.w, j.parts, j.prefix = w, parts, 0
+	if p, ok := w.(Prefixed); ok {
+		j.prefix = min(parts, p.Prefix())
+	}
+	j.ends.Store(0)
 	var offered [maxOffer]*helper
 	want := min(parts-1, threads-1, maxOffer)
 	poolMu.Lock()
@@ -268,7 +312,7 @@ func Do(threads, parts int, w Work) {
 		go runHelper()
 	}
 
-	j.work()
+	j.work(false)
 
 	// Take back the offers no helper has claimed, then wait for the helpers
 	// that did to finish their parts: spin a little, then block.
