@@ -97,7 +97,7 @@ func contains(xs []string, s string) bool {
 var internalUsers = map[string][]string{
 	"internal/gemm":       {"ops", "nn"},
 	"internal/par":        {"internal/gemm", "ops", "nn", "optim", "actors"},
-	"internal/vec":        {"tensor", "ops", "nn", "optim"},
+	"internal/vec":        {"internal/gemm", "tensor", "ops", "nn", "optim"},
 	"internal/checkpoint": {"cmd/train", "model"},
 	"internal/onnx":       {"model"},
 }

@@ -184,6 +184,7 @@ func NewStage(id int, name string, g *Graph, layers []nn.Layer, first, shard int
 	// parameters, buffers and Stats keep the model's
 	order := nn.RunOrder(layers)
 	s.layers, s.ids, s.split, s.batch = permute(layers, order), permute(s.layerIDs, order), permute(s.split, order), permute(s.batch, order)
+	nn.Fuse(s.layers) // a linear layer and a ReLU next to it in one pass
 	s.norm.Sums = make([]float64, len(s.ps))
 	s.weights = 1
 	return s

@@ -21,6 +21,11 @@ type Activation struct {
 	// from the pass's Arena
 	forwardInto  func(dst, x *tensor.Tensor, threads int) *tensor.Tensor
 	backwardInto func(dst, dy, saved *tensor.Tensor, threads int) *tensor.Tensor
+
+	// A ReLU whose neighbour does its work (Fuse): the linear layer before
+	// it gives it its output already (passIn), the one after it gives its
+	// input gradient already masked (passGrad).
+	passIn, passGrad bool
 }
 
 func newActivation(kind string, useOut bool, f func(*tensor.Tensor) *tensor.Tensor, b func(dy, saved *tensor.Tensor) *tensor.Tensor) *Activation {
@@ -81,7 +86,9 @@ func (a *Activation) InFlight() int   { return len(a.saved) }
 
 func (a *Activation) Forward(p Pass, x *tensor.Tensor) *tensor.Tensor {
 	var y *tensor.Tensor
-	if a.forwardInto != nil && p.Arena != nil {
+	if a.passIn {
+		y = x
+	} else if a.forwardInto != nil && p.Arena != nil {
 		y = a.forwardInto(p.Arena.Like(x), x, p.Threads)
 	} else {
 		y = a.forward(x)
@@ -100,6 +107,9 @@ func (a *Activation) Backward(p Pass, dy *tensor.Tensor, needDX bool) *tensor.Te
 	saved := a.saved.take(a.kind, p)
 	if !needDX {
 		return nil
+	}
+	if a.passGrad {
+		return dy
 	}
 	if a.backwardInto != nil && p.Arena != nil && dy.SameShape(saved) {
 		return a.backwardInto(p.Arena.Like(saved), dy, saved, p.Threads)

@@ -21,6 +21,13 @@ type Linear struct {
 	dy      cache[*tensor.Tensor] // between BackwardInput and BackwardParams
 	packs   linearPacks
 	pair    linearPair // backwardBoth's work, kept so that it allocates nothing
+	fused   linearFused
+}
+
+// linearFused says which work of a ReLU next to the layer it does (Fuse).
+type linearFused struct {
+	reluOut bool // a ReLU follows: y = max(x·Wᵀ + b, 0)
+	maskIn  bool // a ReLU precedes: dX is kept only where the input is above 0
 }
 
 // linearPacks are a float32 layer's weights packed for the GEMM, Wᵀ for the
@@ -64,13 +71,26 @@ func (l *Linear) packW(p Pass, pb *gemm.PackedB, trans bool, k, n int) {
 	}
 }
 
-// sgemmPacked is C = A·pb + beta·C in p's precision.
-func sgemmPacked(p Pass, m int, a []float32, lda int, pb *gemm.PackedB, beta float32, c []float32, ldc int) {
+// sgemmPacked is C = A·pb + beta·C in p's precision, followed by post.
+func sgemmPacked(p Pass, post gemm.Post, m int, a []float32, lda int, pb *gemm.PackedB, beta float32, c []float32, ldc int) {
+	cl := gemm.Call{Threads: gemm.Threads(p.Threads), Post: post}
 	if p.Precision.IsBF16() {
-		gemm.Threads(p.Threads).SgemmPackedBF16(false, m, 1, a, lda, pb, beta, c, ldc)
+		cl.SgemmPackedBF16(false, m, 1, a, lda, pb, beta, c, ldc)
 	} else {
-		gemm.Threads(p.Threads).SgemmPacked(false, m, 1, a, lda, pb, beta, c, ldc)
+		cl.SgemmPacked(false, m, 1, a, lda, pb, beta, c, ldc)
 	}
+}
+
+// outPost is the work the forward's product does on y as it completes.
+func (l *Linear) outPost() gemm.Post { return gemm.Post{ReLU: l.fused.reluOut} }
+
+// inPost is the work the input gradient's product does on dx as it
+// completes: the mask of x, the input, when a ReLU precedes.
+func (l *Linear) inPost(x *tensor.Tensor) gemm.Post {
+	if !l.fused.maskIn {
+		return gemm.Post{}
+	}
+	return gemm.Post{Mask: x.Data32(), LDMask: l.In}
 }
 
 // NewLinear returns a layer with weights drawn by init from rng, and biases
@@ -137,11 +157,14 @@ func (l *Linear) Forward(p Pass, x *tensor.Tensor) *tensor.Tensor {
 		for i := range n {
 			copy(y32[i*l.Out:(i+1)*l.Out], b)
 		}
-		sgemmPacked(p, n, x.Data32(), l.In, &l.packs.fwd, 1, y32, l.Out)
+		sgemmPacked(p, l.outPost(), n, x.Data32(), l.In, &l.packs.fwd, 1, y32, l.Out)
 	} else if x.DType() == tensor.Float32 {
-		linearForward(p.Threads, y.Data32(), x.Data32(), l.W.Data32(), l.B.Data32(), n, l.In, l.Out, sgemmFor(p.Precision, false))
+		linearForward(gemm.Call{Threads: gemm.Threads(p.Threads), Post: l.outPost()}, y.Data32(), x.Data32(), l.W.Data32(), l.B.Data32(), n, l.In, l.Out, sgemmFor(p.Precision, false))
 	} else {
-		linearForward(p.Threads, y.Data64(), x.Data64(), l.W.Data64(), l.B.Data64(), n, l.In, l.Out, dgemm)
+		linearForward(gemm.Call{}, y.Data64(), x.Data64(), l.W.Data64(), l.B.Data64(), n, l.In, l.Out, dgemm)
+		if l.fused.reluOut {
+			ops.ReLUInto(y, y, p.Threads)
+		}
 	}
 	l.x.put(p, x)
 	return y
@@ -199,7 +222,7 @@ type linearPair struct {
 
 func (w *linearPair) Part(q int) {
 	if q == 0 {
-		w.l.inputGrad(w.p, w.packed, w.dy, w.dx)
+		w.l.inputGrad(w.p, w.packed, w.x, w.dy, w.dx)
 		return
 	}
 	w.l.paramGrads(w.p, w.x, w.dy)
@@ -230,7 +253,7 @@ func (l *Linear) checkDY(x, dy *tensor.Tensor) {
 func (l *Linear) BackwardInput(p Pass, dy *tensor.Tensor) *tensor.Tensor {
 	x := l.input(p, dy)
 	dx := p.Arena.Tensor(x.DType(), x.Dim(0), l.In) // beta = 0: written, not read
-	l.inputGrad(p, l.inputPacks(p), dy, dx)
+	l.inputGrad(p, l.inputPacks(p), x, dy, dx)
 	l.dy.put(p, dy)
 	return dx
 }
@@ -248,16 +271,20 @@ func (l *Linear) inputPacks(p Pass) bool {
 	return packed
 }
 
-// inputGrad writes dX = dY·W into dx.
-func (l *Linear) inputGrad(p Pass, packed bool, dy, dx *tensor.Tensor) {
+// inputGrad writes dX = dY·W into dx, masked by x > 0 when a ReLU precedes
+// (Fuse).
+func (l *Linear) inputGrad(p Pass, packed bool, x, dy, dx *tensor.Tensor) {
 	n := dy.Dim(0)
 	switch {
 	case packed:
-		sgemmPacked(p, n, dy.Data32(), l.Out, &l.packs.bwd, 0, dx.Data32(), l.In)
+		sgemmPacked(p, l.inPost(x), n, dy.Data32(), l.Out, &l.packs.bwd, 0, dx.Data32(), l.In)
 	case dy.DType() == tensor.Float32:
-		sgemmFor(p.Precision, false)(gemm.Threads(p.Threads), false, false, n, l.In, l.Out, 1, dy.Data32(), l.Out, l.W.Data32(), l.In, 0, dx.Data32(), l.In)
+		sgemmFor(p.Precision, false)(gemm.Call{Threads: gemm.Threads(p.Threads), Post: l.inPost(x)}, false, false, n, l.In, l.Out, 1, dy.Data32(), l.Out, l.W.Data32(), l.In, 0, dx.Data32(), l.In)
 	default:
 		gemm.Dgemm(false, false, n, l.In, l.Out, 1, dy.Data64(), l.Out, l.W.Data64(), l.In, 0, dx.Data64(), l.In)
+		if l.fused.maskIn {
+			ops.ReLUBackwardInto(dx, dx, x, p.Threads)
+		}
 	}
 }
 
@@ -277,17 +304,18 @@ func (l *Linear) paramGrads(p Pass, x, dy *tensor.Tensor) {
 	}
 }
 
-// gemmFunc is a GEMM on up to threads goroutines: gemm.Threads' methods.
-type gemmFunc[T float32 | float64] func(threads gemm.Threads, tA, tB bool, m, n, k int, alpha T, a []T, lda int, b []T, ldb int, beta T, c []T, ldc int)
+// gemmFunc is a GEMM on a gemm.Call's threads, followed by its Post:
+// gemm.Call's methods.
+type gemmFunc[T float32 | float64] func(cl gemm.Call, tA, tB bool, m, n, k int, alpha T, a []T, lda int, b []T, ldb int, beta T, c []T, ldc int)
 
-// bf16Gemms holds gemm.Threads.SgemmBF16 (index 0) and SgemmBF16Chunked
+// bf16Gemms holds gemm.Call.SgemmBF16 (index 0) and SgemmBF16Chunked
 // (1) for each arithmetic, as gemmFuncs made once.
 var bf16Gemms = func() (f [2][2]gemmFunc[float32]) {
 	for _, ar := range []ops.Arithmetic{ops.AMX, ops.Pairs} {
-		f[ar][0] = func(t gemm.Threads, tA, tB bool, m, n, k int, alpha float32, a []float32, lda int, b []float32, ldb int, beta float32, c []float32, ldc int) {
+		f[ar][0] = func(t gemm.Call, tA, tB bool, m, n, k int, alpha float32, a []float32, lda int, b []float32, ldb int, beta float32, c []float32, ldc int) {
 			t.SgemmBF16(ar, tA, tB, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc)
 		}
-		f[ar][1] = func(t gemm.Threads, tA, tB bool, m, n, k int, alpha float32, a []float32, lda int, b []float32, ldb int, beta float32, c []float32, ldc int) {
+		f[ar][1] = func(t gemm.Call, tA, tB bool, m, n, k int, alpha float32, a []float32, lda int, b []float32, ldb int, beta float32, c []float32, ldc int) {
 			t.SgemmBF16Chunked(ar, tA, tB, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc)
 		}
 	}
@@ -303,13 +331,13 @@ func sgemmFor(pr Precision, chunked bool) gemmFunc[float32] {
 	case pr.IsBF16():
 		return bf16Gemms[pr.Arithmetic()][0]
 	case chunked:
-		return gemm.Threads.SgemmChunked
+		return gemm.Call.SgemmChunked
 	}
-	return gemm.Threads.Sgemm
+	return gemm.Call.Sgemm
 }
 
 // dgemm is gonum's BLAS, which has its own threads.
-func dgemm(_ gemm.Threads, tA, tB bool, m, n, k int, alpha float64, a []float64, lda int, b []float64, ldb int, beta float64, c []float64, ldc int) {
+func dgemm(_ gemm.Call, tA, tB bool, m, n, k int, alpha float64, a []float64, lda int, b []float64, ldb int, beta float64, c []float64, ldc int) {
 	gemm.Dgemm(tA, tB, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc)
 }
 
@@ -364,15 +392,15 @@ func adjoin[T any](a, b []T) ([]T, bool) {
 	return full[:len(a)+len(b)], true
 }
 
-func dgemmChunked(_ gemm.Threads, tA, tB bool, m, n, k int, alpha float64, a []float64, lda int, b []float64, ldb int, beta float64, c []float64, ldc int) {
+func dgemmChunked(_ gemm.Call, tA, tB bool, m, n, k int, alpha float64, a []float64, lda int, b []float64, ldb int, beta float64, c []float64, ldc int) {
 	gemm.DgemmChunked(tA, tB, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc)
 }
 
-func linearForward[T float32 | float64](threads int, y, x, w, b []T, n, in, out int, mm gemmFunc[T]) {
+func linearForward[T float32 | float64](cl gemm.Call, y, x, w, b []T, n, in, out int, mm gemmFunc[T]) {
 	for i := range n {
 		copy(y[i*out:(i+1)*out], b)
 	}
-	mm(gemm.Threads(threads), false, true, n, out, in, 1, x, in, w, in, 1, y, out)
+	mm(cl, false, true, n, out, in, 1, x, in, w, in, 1, y, out)
 }
 
 // linearParamGrads adds dW += dYᵀ·X and db += Σ dY over the n rows. Neither
@@ -380,7 +408,7 @@ func linearForward[T float32 | float64](threads int, y, x, w, b []T, n, in, out 
 // of ChunkRows: mm sums the rows in chunks of ChunkRows added into dW in order
 // (gemm.SgemmChunked), and db takes one row at a time, in row order.
 func linearParamGrads[T float32 | float64](threads int, dy, x, gw, gb []T, n, in, out int, mm gemmFunc[T]) {
-	mm(gemm.Threads(threads), true, false, out, in, n, 1, dy, out, x, in, 1, gw, in)
+	mm(gemm.Call{Threads: gemm.Threads(threads)}, true, false, out, in, n, 1, dy, out, x, in, 1, gw, in)
 	if gb32, ok := any(gb).([]float32); ok {
 		dy32 := any(dy).([]float32)
 		for i := range n {

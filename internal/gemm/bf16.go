@@ -81,7 +81,12 @@ func SgemmBF16(ar Arithmetic, transA, transB bool, m, n, k int, alpha float32, a
 // beta*C are rounded apart and then added. Any thread budget and any CPU
 // give the same bits for the same ar.
 func (t Threads) SgemmBF16(ar Arithmetic, transA, transB bool, m, n, k int, alpha float32, a []float32, lda int, b []float32, ldb int, beta float32, c []float32, ldc int) {
-	t.call(false, bf16Sets[ar], transA, transB, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc)
+	Call{Threads: t}.SgemmBF16(ar, transA, transB, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc)
+}
+
+// SgemmBF16 is Threads.SgemmBF16 followed by cl.Post.
+func (cl Call) SgemmBF16(ar Arithmetic, transA, transB bool, m, n, k int, alpha float32, a []float32, lda int, b []float32, ldb int, beta float32, c []float32, ldc int) {
+	cl.call(false, bf16Sets[ar], transA, transB, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc)
 }
 
 // SgemmBF16Chunked is Threads(0).SgemmBF16Chunked.
@@ -93,7 +98,12 @@ func SgemmBF16Chunked(ar Arithmetic, transA, transB bool, m, n, k int, alpha flo
 // gradient in bf16 that does not depend on how a mini-batch is cut into
 // micro-batches (at multiples of KChunk, an even number of steps).
 func (t Threads) SgemmBF16Chunked(ar Arithmetic, transA, transB bool, m, n, k int, alpha float32, a []float32, lda int, b []float32, ldb int, beta float32, c []float32, ldc int) {
-	t.call(true, bf16Sets[ar], transA, transB, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc)
+	Call{Threads: t}.SgemmBF16Chunked(ar, transA, transB, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc)
+}
+
+// SgemmBF16Chunked is Threads.SgemmBF16Chunked followed by cl.Post.
+func (cl Call) SgemmBF16Chunked(ar Arithmetic, transA, transB bool, m, n, k int, alpha float32, a []float32, lda int, b []float32, ldb int, beta float32, c []float32, ldc int) {
+	cl.call(true, bf16Sets[ar], transA, transB, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc)
 }
 
 // PackBF16 is Pack for SgemmPackedBF16: op(B) rounded to bf16 once, as a
@@ -111,8 +121,13 @@ func SgemmPackedBF16(transA bool, m int, alpha float32, a []float32, lda int, pb
 // SgemmBF16 on the matrix pb was packed from, in the arithmetic it was
 // packed for.
 func (t Threads) SgemmPackedBF16(transA bool, m int, alpha float32, a []float32, lda int, pb *PackedB, beta float32, c []float32, ldc int) {
+	Call{Threads: t}.SgemmPackedBF16(transA, m, alpha, a, lda, pb, beta, c, ldc)
+}
+
+// SgemmPackedBF16 is Threads.SgemmPackedBF16 followed by cl.Post.
+func (cl Call) SgemmPackedBF16(transA bool, m int, alpha float32, a []float32, lda int, pb *PackedB, beta float32, c []float32, ldc int) {
 	pb.check("SgemmPackedBF16", true)
-	t.packed(transA, m, alpha, a, lda, pb, beta, c, ldc)
+	cl.packed(transA, m, alpha, a, lda, pb, beta, c, ldc)
 }
 
 // toBF16 rounds x to bfloat16 as VCVTNEPS2BF16 does: NaN stays NaN, made

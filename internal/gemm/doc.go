@@ -47,6 +47,16 @@
 // scales C. The blocks bound the float32 rounding error of long sums: at
 // k = 2^20 the relative error is about 1e-6 or less.
 //
+// # Work after the product
+//
+// A Call is a thread budget with a Post: a ReLU, or a mask that keeps C
+// where another matrix is above zero (a ReLU's backward), done on each row of
+// tiles of C as soon as its last k block is summed, on the goroutine that
+// summed it, while the tiles are in L1. A layer whose output a ReLU takes,
+// or whose input gradient a ReLU's backward takes, then needs no pass of its
+// own over C, which on two cores would read half of C from the other core's
+// cache. The bits are those of the product followed by the Post.
+//
 // # Packing B once
 //
 // A PackedB holds op(B) packed in advance in the layout of the k blocks and

@@ -2,6 +2,7 @@ package gemm
 
 import (
 	"github.com/pipetrain/pipetrain/internal/par"
+	"github.com/pipetrain/pipetrain/internal/vec"
 	"gonum.org/v1/gonum/blas"
 	"gonum.org/v1/gonum/blas/blas64"
 )
@@ -30,23 +31,80 @@ func Sgemm(transA, transB bool, m, n, k int, alpha float32, a []float32, lda int
 // (NaNs in it do not survive); when alpha is 0, A and B are not read. It
 // panics on negative sizes and on slices too short for their matrices.
 func (t Threads) Sgemm(transA, transB bool, m, n, k int, alpha float32, a []float32, lda int, b []float32, ldb int, beta float32, c []float32, ldc int) {
-	t.call(false, nil, transA, transB, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc)
+	Call{Threads: t}.Sgemm(transA, transB, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc)
+}
+
+// Post is work done on each block of C as soon as its sums are complete,
+// while the block is in cache and on the goroutine that computed it: what a
+// layer would otherwise do in a pass of its own over all of C, on one core or
+// split differently from the product. The zero Post does nothing.
+type Post struct {
+	// ReLU sets C to max(C, 0), as vec.Relu.
+	ReLU bool
+	// Mask, if not nil, keeps C where Mask > 0 and sets it to +0 elsewhere,
+	// as vec.ReluBackward with C as dy: Mask is m×n, row-major with leading
+	// dimension LDMask. It may not overlap C.
+	Mask   []float32
+	LDMask int
+}
+
+// active reports whether p does anything.
+func (p *Post) active() bool { return p.ReLU || p.Mask != nil }
+
+// apply does p on rows [i0, i0+rows) and columns [j0, j0+cols) of c.
+func (p *Post) apply(c []float32, ldc, i0, rows, j0, cols int) {
+	for i := i0; i < i0+rows; i++ {
+		row := c[i*ldc+j0 : i*ldc+j0+cols]
+		if p.ReLU {
+			vec.Relu(row, row)
+		}
+		if p.Mask != nil {
+			vec.ReluBackward(row, row, p.Mask[i*p.LDMask+j0:i*p.LDMask+j0+cols])
+		}
+	}
+}
+
+// Call is a thread budget with a Post for the products called on it. Its
+// methods are Threads' with the Post done on C after the product: the bits
+// of the product and then the Post over C.
+type Call struct {
+	Threads Threads
+	Post    Post
+}
+
+// Sgemm is Threads.Sgemm followed by cl.Post.
+func (cl Call) Sgemm(transA, transB bool, m, n, k int, alpha float32, a []float32, lda int, b []float32, ldb int, beta float32, c []float32, ldc int) {
+	cl.call(false, nil, transA, transB, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc)
+}
+
+// SgemmChunked is Threads.SgemmChunked followed by cl.Post.
+func (cl Call) SgemmChunked(transA, transB bool, m, n, k int, alpha float32, a []float32, lda int, b []float32, ldb int, beta float32, c []float32, ldc int) {
+	cl.call(true, nil, transA, transB, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc)
 }
 
 // call checks and runs Sgemm or, if chunked, SgemmChunked; with a bf16 set
 // their BF16 forms on it.
-func (t Threads) call(chunked bool, bf16 *kernelSet, transA, transB bool, m, n, k int, alpha float32, a []float32, lda int, b []float32, ldb int, beta float32, c []float32, ldc int) {
+func (cl Call) call(chunked bool, bf16 *kernelSet, transA, transB bool, m, n, k int, alpha float32, a []float32, lda int, b []float32, ldb int, beta float32, c []float32, ldc int) {
 	checkSgemm(transA, transB, m, n, k, a, lda, b, ldb, c, ldc)
+	cl.checkPost(m, n)
 	if m == 0 || n == 0 {
 		return
 	}
 	if k == 0 || alpha == 0 {
 		scale(m, n, beta, c, ldc)
+		cl.Post.apply(c, ldc, 0, m, 0, n)
 		return
 	}
 	g := sgemmArgs{transA: transA, transB: transB, m: m, n: n, k: k, alpha: alpha, beta: beta,
-		a: a, lda: lda, b: b, ldb: ldb, c: c, ldc: ldc, chunked: chunked, bf16: bf16}
-	sgemm(&g, par.Budget(int(t)))
+		a: a, lda: lda, b: b, ldb: ldb, c: c, ldc: ldc, chunked: chunked, bf16: bf16, post: cl.Post}
+	sgemm(&g, par.Budget(int(cl.Threads)))
+}
+
+// checkPost panics, as checkSgemm does, on a mask too short for m×n.
+func (cl Call) checkPost(m, n int) {
+	if cl.Post.Mask != nil {
+		checkMatrix("mask", cl.Post.Mask, m, n, cl.Post.LDMask)
+	}
 }
 
 // KChunk is the length of the k chunks of SgemmChunked and DgemmChunked.
@@ -65,7 +123,7 @@ func SgemmChunked(transA, transB bool, m, n, k int, alpha float32, a []float32, 
 // after the first: a trainer's weight gradient does not depend on how the
 // rows of a mini-batch are cut into micro-batches.
 func (t Threads) SgemmChunked(transA, transB bool, m, n, k int, alpha float32, a []float32, lda int, b []float32, ldb int, beta float32, c []float32, ldc int) {
-	t.call(true, nil, transA, transB, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc)
+	Call{Threads: t}.SgemmChunked(transA, transB, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc)
 }
 
 // DgemmChunked is Dgemm with k summed in chunks, as SgemmChunked: one Dgemm

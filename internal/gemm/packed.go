@@ -79,8 +79,13 @@ func SgemmPacked(transA bool, m int, alpha float32, a []float32, lda int, pb *Pa
 // op(B) as packed in pb: op(A) is m×pb.K(), C is m×pb.N(). It gives the same
 // bits as Sgemm with the matrix pb was packed from, for any thread budget.
 func (t Threads) SgemmPacked(transA bool, m int, alpha float32, a []float32, lda int, pb *PackedB, beta float32, c []float32, ldc int) {
+	Call{Threads: t}.SgemmPacked(transA, m, alpha, a, lda, pb, beta, c, ldc)
+}
+
+// SgemmPacked is Threads.SgemmPacked followed by cl.Post.
+func (cl Call) SgemmPacked(transA bool, m int, alpha float32, a []float32, lda int, pb *PackedB, beta float32, c []float32, ldc int) {
 	pb.check("SgemmPacked", false)
-	t.packed(transA, m, alpha, a, lda, pb, beta, c, ldc)
+	cl.packed(transA, m, alpha, a, lda, pb, beta, c, ldc)
 }
 
 // check panics unless pb was packed, by PackBF16 if bf16 or else by Pack.
@@ -96,7 +101,7 @@ func (pb *PackedB) check(fn string, bf16 bool) {
 }
 
 // packed runs SgemmPacked or SgemmPackedBF16, as pb's kernel set does.
-func (t Threads) packed(transA bool, m int, alpha float32, a []float32, lda int, pb *PackedB, beta float32, c []float32, ldc int) {
+func (cl Call) packed(transA bool, m int, alpha float32, a []float32, lda int, pb *PackedB, beta float32, c []float32, ldc int) {
 	n, k := pb.n, pb.k
 	if m < 0 {
 		panic(fmt.Sprintf("gemm: negative size m=%d", m))
@@ -104,14 +109,16 @@ func (t Threads) packed(transA bool, m int, alpha float32, a []float32, lda int,
 	ar, ac := stored(transA, m, k)
 	checkMatrix("a", a, ar, ac, lda)
 	checkMatrix("c", c, m, n, ldc)
+	cl.checkPost(m, n)
 	if m == 0 {
 		return
 	}
 	if alpha == 0 {
 		scale(m, n, beta, c, ldc)
+		cl.Post.apply(c, ldc, 0, m, 0, n)
 		return
 	}
 	g := sgemmArgs{transA: transA, m: m, n: n, k: k, alpha: alpha, beta: beta,
-		a: a, lda: lda, ldb: n, c: c, ldc: ldc, bpre: pb}
-	sgemm(&g, par.Budget(int(t)))
+		a: a, lda: lda, ldb: n, c: c, ldc: ldc, bpre: pb, post: cl.Post}
+	sgemm(&g, par.Budget(int(cl.Threads)))
 }

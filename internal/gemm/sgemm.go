@@ -115,6 +115,7 @@ type sgemmArgs struct {
 	// from zero and added into C in order, as separate calls would.
 	chunked bool
 	bf16    *kernelSet // products of bf16 operands (SgemmBF16) on this set, or nil
+	post    Post       // done on each row of tiles once its last k block is in
 }
 
 // kBlock returns the depth of the blocks k is cut into: the fewest blocks of at
@@ -259,8 +260,10 @@ func (w *workspace) run(ks *kernelSet, g *sgemmArgs, i0, i1, j0, j1 int, apre []
 		defer ks.release()
 	}
 	c, ldc, alpha := g.c, g.ldc, g.alpha
+	post := g.post.active()
 	for pc := 0; pc < g.k; pc += kcb {
 		kc := min(kcb, g.k-pc)
+		last := post && pc+kc == g.k
 		kd, bd := ks.depth(kc), ks.bDepth(pc, kc)
 		beta := g.beta
 		if pc > 0 {
@@ -312,6 +315,9 @@ func (w *workspace) run(ks *kernelSet, g *sgemmArgs, i0, i1, j0, j1 int, apre []
 							continue
 						}
 						w.edgeTile(ks, g, kern, kc, a[ir*kd:], bp, pw, c[ci:], mm, nn, beta, bsrc)
+					}
+					if last {
+						g.post.apply(c, ldc, ic+ir, mm, jc, nc)
 					}
 				}
 			}

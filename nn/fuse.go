@@ -1,0 +1,38 @@
+package nn
+
+// Fuse links the layers of a run that follow one another (a stage's, in the
+// order they run, RunOrder) so that a linear layer and a ReLU next to it take
+// one pass over their tensor instead of two:
+//
+//   - a linear layer followed by a ReLU applies it to its output as the
+//     product completes each block, while the block is in cache and on the
+//     core that computed it (gemm.Post), and the ReLU passes its input on;
+//   - a linear layer after a ReLU keeps its input gradient only where its
+//     input is above zero, the same way, and the ReLU passes the gradient on.
+//
+// The bits are those of the layers run apart: the product's sums are
+// complete before the ReLU sees them, and a ReLU's output is above zero
+// exactly where its input is, so a mask by either is the same. The ReLU still
+// keeps its input for each pass, as it would. Fuse undoes the links an
+// earlier call made between these layers; Sequential, the reference, runs
+// them apart.
+func Fuse(layers []Layer) {
+	for _, l := range layers {
+		switch l := l.(type) {
+		case *Linear:
+			l.fused = linearFused{}
+		case *Activation:
+			l.passIn, l.passGrad = false, false
+		}
+	}
+	for i := 0; i+1 < len(layers); i++ {
+		if lin, ok := layers[i].(*Linear); ok && isReLU(layers[i+1]) {
+			lin.fused.reluOut = true
+			layers[i+1].(*Activation).passIn = true
+		}
+		if lin, ok := layers[i+1].(*Linear); ok && isReLU(layers[i]) {
+			lin.fused.maskIn = true
+			layers[i].(*Activation).passGrad = true
+		}
+	}
+}
