@@ -192,7 +192,9 @@
 // Sequential runs the layers in their own order. A pipeline stage, and a
 // model's predictions, run them in RunOrder: a ReLU directly before a max
 // pooling goes after it, on the pooled tensor. The two orders give the same
-// bits, forward and backward, so Sequential is the reference for both.
+// bits, forward and backward, so Sequential is the reference for both. A
+// stage also links each linear layer to a ReLU next to it (Fuse), which the
+// linear layer's product then does as it completes, with the same bits.
 //
 // TrainStep checks every layer's output and input gradient: the first NaN or
 // infinity stops the step with a *NonFiniteError naming the layer, its kind
