@@ -13,9 +13,9 @@ package nn
 // The bits are those of the layers run apart: the product's sums are
 // complete before the ReLU sees them, and a ReLU's output is above zero
 // exactly where its input is, so a mask by either is the same. The ReLU still
-// keeps its input for each pass, as it would. Fuse undoes the links an
-// earlier call made between these layers; Sequential, the reference, runs
-// them apart.
+// keeps its input for each pass, as it would. Layers so linked must be run
+// in the order given, together. Fuse undoes the links an earlier call made
+// between these layers; Sequential, the reference, runs them apart.
 func Fuse(layers []Layer) {
 	for _, l := range layers {
 		switch l := l.(type) {

@@ -312,11 +312,11 @@ type gemmFunc[T float32 | float64] func(cl gemm.Call, tA, tB bool, m, n, k int, 
 // (1) for each arithmetic, as gemmFuncs made once.
 var bf16Gemms = func() (f [2][2]gemmFunc[float32]) {
 	for _, ar := range []ops.Arithmetic{ops.AMX, ops.Pairs} {
-		f[ar][0] = func(t gemm.Call, tA, tB bool, m, n, k int, alpha float32, a []float32, lda int, b []float32, ldb int, beta float32, c []float32, ldc int) {
-			t.SgemmBF16(ar, tA, tB, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc)
+		f[ar][0] = func(cl gemm.Call, tA, tB bool, m, n, k int, alpha float32, a []float32, lda int, b []float32, ldb int, beta float32, c []float32, ldc int) {
+			cl.SgemmBF16(ar, tA, tB, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc)
 		}
-		f[ar][1] = func(t gemm.Call, tA, tB bool, m, n, k int, alpha float32, a []float32, lda int, b []float32, ldb int, beta float32, c []float32, ldc int) {
-			t.SgemmBF16Chunked(ar, tA, tB, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc)
+		f[ar][1] = func(cl gemm.Call, tA, tB bool, m, n, k int, alpha float32, a []float32, lda int, b []float32, ldb int, beta float32, c []float32, ldc int) {
+			cl.SgemmBF16Chunked(ar, tA, tB, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc)
 		}
 	}
 	return f

@@ -95,6 +95,8 @@ var postEntries = []struct {
 	}},
 }
 
+// TestPostMaskTooShort: a mask that cannot hold C's shape panics, as a
+// short C does.
 func TestPostMaskTooShort(t *testing.T) {
 	defer func() {
 		if r := recover(); r == nil {
