@@ -73,7 +73,7 @@ func Bound(q, parts, size, unit int) int {
 // goroutine the same end of the data call after call: on two cores a GEMM's
 // columns, an update's halves of a weight and the weight gradient's rows
 // then stay with the core whose cache holds them (an epoch of the MNIST MLP
-// ran 2% faster on two cores than with parts claimed in order by all).
+// ran 1-3% faster on two cores than with parts claimed in order by all).
 //
 // Waking a parked goroutine on an idle CPU costs tens to hundreds of
 // microseconds on a virtual machine (the idle vCPU is halted), more than a
