@@ -86,12 +86,13 @@
 // and SgemmPacked use). There is no process-wide setting: pipeline stages
 // that run at once each pass their share of the cores. Calls with m·n·k
 // under 2^20 run on the calling goroutine. Larger ones are cut into blocks of
-// whole columns of C (the parts then share one packed op(A), which the
-// threads pack together first) or, when C has few columns, of whole rows,
-// about four parts per thread, and run with package par on the caller and
-// its pooled helpers, which claim parts with an atomic counter, so the caller
-// finishes alone if no helper comes. Packing buffers are kept per workspace
-// and reused, and jobs on a free list: steady-state calls do not allocate.
+// whole columns of C, one a thread, each packing all of op(A) for itself, or,
+// when C has few columns, of whole rows, about four a thread, and run with
+// package par on the caller and its pooled helpers, which claim parts with an
+// atomic counter, so the caller finishes alone if no helper comes. Packing
+// buffers are kept per workspace and reused, a free workspace by the CPU that
+// last used it, so that each core finds its own packings in its cache, and
+// jobs on a free list: steady-state calls do not allocate.
 //
 // # Determinism
 //

@@ -5,6 +5,7 @@ import (
 	"math"
 	"math/rand/v2"
 	"runtime"
+	"sync"
 	"testing"
 	"time"
 
@@ -387,15 +388,15 @@ func TestSgemmPartitions(t *testing.T) {
 		whole := append([]float32(nil), o.c...)
 		g.c = whole
 		w := new(workspace)
-		w.run(ks, &g, 0, o.m, 0, o.n, nil)
+		w.run(ks, &g, 0, o.m, 0, o.n)
 		for _, cut := range [][2]int{{1, 1}, {3, 7}, {ks.mr + 1, ks.vec - 1}, {o.m - 1, o.n - 1}} {
 			got := append([]float32(nil), o.c...)
 			g.c = got
 			i, j := cut[0], cut[1]
-			w.run(ks, &g, 0, i, 0, j, nil)
-			w.run(ks, &g, 0, i, j, o.n, nil)
-			w.run(ks, &g, i, o.m, 0, j, nil)
-			w.run(ks, &g, i, o.m, j, o.n, nil)
+			w.run(ks, &g, 0, i, 0, j)
+			w.run(ks, &g, 0, i, j, o.n)
+			w.run(ks, &g, i, o.m, 0, j)
+			w.run(ks, &g, i, o.m, j, o.n)
 			for x := range whole {
 				if math.Float32bits(got[x]) != math.Float32bits(whole[x]) {
 					t.Fatalf("cut at (%d,%d): C[%d] = %v, whole gave %v", i, j, x, got[x], whole[x])
@@ -430,6 +431,40 @@ func TestSgemmNoAllocNoLeak(t *testing.T) {
 		time.Sleep(time.Millisecond)
 	}
 	t.Errorf("%d goroutines (%d helpers) a second after the calls, %d before", runtime.NumGoroutine(), par.LiveHelpers(), before)
+}
+
+// TestWorkspacesHeldOnce gets and frees workspaces from many goroutines at
+// once, through the CPUs' slots and the shared list: no workspace is ever
+// held by two at a time.
+func TestWorkspacesHeldOnce(t *testing.T) {
+	var held sync.Map
+	var wg sync.WaitGroup
+	errs := make(chan string, 8)
+	for g := range 8 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range 2000 {
+				w := getWorkspace()
+				if _, dup := held.LoadOrStore(w, g); dup {
+					select {
+					case errs <- fmt.Sprintf("goroutine %d, get %d: a held workspace handed out again", g, i):
+					default:
+					}
+				}
+				if i%7 == 0 {
+					runtime.Gosched() // another may move onto this CPU meanwhile
+				}
+				held.Delete(w)
+				putWorkspace(w)
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for e := range errs {
+		t.Error(e)
+	}
 }
 
 // TestSgemmPanics checks that bad sizes and short slices panic.

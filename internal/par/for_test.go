@@ -116,35 +116,22 @@ func TestDoRunsEveryPartOnce(t *testing.T) {
 	}
 }
 
-// endsWork records which goroutine ran each part, and for a prefix, that
-// the parts after it start only once it is all claimed.
+// endsWork records which goroutine ran each part.
 type endsWork struct {
-	mu      sync.Mutex
-	caller  uint64
-	byCall  []bool // part q ran on the caller
-	ran     []int  // times part q ran
-	prefix  int
-	started int // prefix parts started
-	early   int // later parts started before the prefix was all claimed
-	slow    time.Duration
+	mu     sync.Mutex
+	caller uint64
+	byCall []bool // part q ran on the caller
+	ran    []int  // times part q ran
+	slow   time.Duration
 }
 
 func (e *endsWork) Part(q int) {
 	e.mu.Lock()
 	e.ran[q]++
 	e.byCall[q] = goid() == e.caller
-	if q < e.prefix {
-		e.started++
-	} else if e.started < e.prefix {
-		e.early++
-	}
 	e.mu.Unlock()
 	time.Sleep(e.slow) // gives a helper time to turn up
 }
-
-type prefixedWork struct{ *endsWork }
-
-func (p prefixedWork) Prefix() int { return p.prefix }
 
 // goid is the running goroutine's id, from its stack trace's header.
 func goid() uint64 {
@@ -161,17 +148,12 @@ func goid() uint64 {
 }
 
 // TestDoClaimsFromBothEnds: the caller runs a run of parts from 0 and the
-// helpers the rest, from the last; with a prefix, every part after it starts
-// once the prefix is all claimed, and the helpers share the prefix.
+// helpers the rest, from the last.
 func TestDoClaimsFromBothEnds(t *testing.T) {
-	for _, c := range []struct{ threads, parts, prefix int }{{2, 8, 0}, {2, 9, 2}, {3, 16, 0}, {4, 12, 4}} {
-		t.Run(fmt.Sprintf("threads=%d/parts=%d/prefix=%d", c.threads, c.parts, c.prefix), func(t *testing.T) {
-			e := &endsWork{caller: goid(), byCall: make([]bool, c.parts), ran: make([]int, c.parts), prefix: c.prefix, slow: 200 * time.Microsecond}
-			var w Work = e
-			if c.prefix > 0 {
-				w = prefixedWork{e}
-			}
-			Do(c.threads, c.parts, w)
+	for _, c := range []struct{ threads, parts int }{{2, 2}, {2, 8}, {2, 9}, {3, 16}, {4, 12}} {
+		t.Run(fmt.Sprintf("threads=%d/parts=%d", c.threads, c.parts), func(t *testing.T) {
+			e := &endsWork{caller: goid(), byCall: make([]bool, c.parts), ran: make([]int, c.parts), slow: 200 * time.Microsecond}
+			Do(c.threads, c.parts, e)
 			for q, n := range e.ran {
 				if n != 1 {
 					t.Fatalf("part %d ran %d times", q, n)
@@ -180,8 +162,8 @@ func TestDoClaimsFromBothEnds(t *testing.T) {
 			if !e.byCall[0] {
 				t.Errorf("part 0 ran on a helper")
 			}
-			// The caller's parts past the prefix are one run, the helpers' the rest.
-			k := c.prefix
+			// The caller's parts are one run, the helpers' the rest.
+			k := 0
 			for k < c.parts && e.byCall[k] {
 				k++
 			}
@@ -191,10 +173,7 @@ func TestDoClaimsFromBothEnds(t *testing.T) {
 				}
 			}
 			if k == c.parts {
-				t.Errorf("no helper ran a part after the prefix: %v", e.byCall)
-			}
-			if e.early != 0 {
-				t.Errorf("%d parts started before the prefix of %d was claimed", e.early, c.prefix)
+				t.Errorf("no helper ran a part: %v", e.byCall)
 			}
 		})
 	}

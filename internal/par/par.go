@@ -12,15 +12,6 @@ import (
 // front (0, 1, ...) and the helpers from the back (parts-1, parts-2, ...).
 type Work interface{ Part(q int) }
 
-// Prefixed is Work whose first Prefix() parts are claimed first, in order of
-// q, by the caller and helpers alike, before the rest are claimed from both
-// ends: a part after them may wait for them (a shared packing), as they are
-// all claimed by goroutines that are running them.
-type Prefixed interface {
-	Work
-	Prefix() int
-}
-
 // Task is a loop body for For: Run handles indices [lo, hi).
 type Task interface{ Run(lo, hi int) }
 
@@ -95,16 +86,15 @@ const (
 
 // job is one call of Do.
 type job struct {
-	w      Work
-	parts  int
-	prefix int           // parts claimed in order first (Prefixed)
-	ends   atomic.Uint64 // parts claimed: from the front in the low half, from the back in the high
-	refs   atomic.Int64  // helpers holding the job
-	done   chan struct{} // a helper dropping refs to 0 sends here (buffer 1)
+	w     Work
+	parts int
+	ends  atomic.Uint64 // parts claimed: from the front in the low half, from the back in the high
+	refs  atomic.Int64  // helpers holding the job
+	done  chan struct{} // a helper dropping refs to 0 sends here (buffer 1)
 }
 
 // work claims and runs parts until none is left: from the back for a
-// helper, once the prefix is claimed.
+// helper.
 func (j *job) work(helper bool) {
 	for {
 		q := j.claim(helper)
@@ -115,8 +105,8 @@ func (j *job) work(helper bool) {
 	}
 }
 
-// claim takes the next part from the front, or for a helper past the prefix
-// from the back, and returns it, or -1 when none is left.
+// claim takes the next part from the front, or for a helper from the back,
+// and returns it, or -1 when none is left.
 func (j *job) claim(helper bool) int {
 	for {
 		e := j.ends.Load()
@@ -124,7 +114,7 @@ func (j *job) claim(helper bool) int {
 		if front+back >= j.parts {
 			return -1
 		}
-		if helper && front >= j.prefix {
+		if helper {
 			if j.ends.CompareAndSwap(e, e+1<<32) {
 				return j.parts - 1 - back
 			}
@@ -263,8 +253,8 @@ func (h *helper) loop() {
 
 // Do runs parts 0..parts-1 of w on the caller and on up to Budget(threads)-1
 // helpers, and returns when every part is done: the caller claims parts from
-// the front, helpers from the back (see Work). A part may wait only for the
-// prefix of Prefixed work.
+// the front, helpers from the back (see Work). A part must not wait for
+// another.
 func Do(threads, parts int, w Work) {
 	threads = Budget(threads)
 	if parts <= 1 || threads <= 1 {
@@ -277,10 +267,7 @@ func Do(threads, parts int, w Work) {
 		panic("par: too many parts")
 	}
 	j := jobs.Get()
-	j.w, j.parts, j.prefix = w, parts, 0
-	if p, ok := w.(Prefixed); ok {
-		j.prefix = min(parts, p.Prefix())
-	}
+	j.w, j.parts = w, parts
 	j.ends.Store(0)
 	var offered [maxOffer]*helper
 	want := min(parts-1, threads-1, maxOffer)
