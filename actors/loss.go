@@ -20,6 +20,7 @@ type Loss struct {
 	base
 	loss          nn.Loss
 	holdBackwards bool // the schedule's backwards wait for every forward of the step
+	threads       int  // the loss's goroutines (nn.LossSum.Threads)
 	w             Wire
 
 	seq     int // the training step in progress (Forward.Seq)
@@ -39,9 +40,10 @@ type Loss struct {
 	stepLoss StepLoss
 }
 
-// NewLoss returns the loss actor.
-func NewLoss(id int, g *Graph, loss nn.Loss, holdBackwards bool) *Loss {
-	return &Loss{base: newBase(id, "loss", g), loss: loss, holdBackwards: holdBackwards,
+// NewLoss returns the loss actor, whose loss may use up to threads
+// goroutines (as nn.Pass.Threads).
+func NewLoss(id int, g *Graph, loss nn.Loss, holdBackwards bool, threads int) *Loss {
+	return &Loss{base: newBase(id, "loss", g), loss: loss, holdBackwards: holdBackwards, threads: threads,
 		parts: map[partKey][]*tensor.Tensor{}, outs: map[partKey]*tensor.Tensor{}, targets: map[partKey]*Target{},
 		later: map[int]lossPart{}}
 }
@@ -83,7 +85,7 @@ func (l *Loss) Receive(ctx actor.Context) {
 // are told apart by the coordinator's count, not the caller's numbers.
 func (l *Loss) newStep(seq int, eval bool) {
 	if !eval && seq != l.seq {
-		l.seq, l.next, l.sum = seq, 0, nn.LossSum{Loss: l.loss}
+		l.seq, l.next, l.sum = seq, 0, nn.LossSum{Loss: l.loss, Threads: l.threads}
 		for r := range l.held {
 			l.held[r], l.got[r] = l.held[r][:0], 0
 		}
@@ -121,7 +123,7 @@ func (l *Loss) train(ctx actor.Context, t *Target, out *tensor.Tensor) error {
 		grad = l.sum.Add(a, out, t.T)
 		l.next++
 	} else { // its loss is added in its turn
-		early := nn.LossSum{Loss: l.loss, Total: t.Total}
+		early := nn.LossSum{Loss: l.loss, Total: t.Total, Threads: l.threads}
 		grad = early.Add(a, out, t.T)
 		l.later[t.Micro] = lossPart{t, out}
 	}

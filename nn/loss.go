@@ -84,8 +84,9 @@ func (l Loss) Compute(out *tensor.Tensor, t Target, scale float64) (loss float64
 // nor the gradients depend on how the mini-batch was cut. The zero value with
 // Loss and Total set is ready; set a new one for each mini-batch.
 type LossSum struct {
-	Loss  Loss
-	Total int // rows in the mini-batch
+	Loss    Loss
+	Total   int // rows in the mini-batch
+	Threads int // cross_entropy's goroutines, as Pass.Threads; the bits do not depend on it
 
 	sum   float64
 	terms int // the mean's divisor: Total, times the output's width for mse and bce_with_logits
@@ -104,7 +105,7 @@ func (s *LossSum) Add(a *Arena, out *tensor.Tensor, t Target) *tensor.Tensor {
 			panic(fmt.Errorf("nn: cross_entropy needs class labels"))
 		}
 		s.terms = s.Total * t.per()
-		s.sum = ops.CrossEntropySumInto(perLabel(grad, t), perLabel(out, t), t.Labels, 1/float64(s.terms), s.sum)
+		s.sum = ops.CrossEntropySumInto(perLabel(grad, t), perLabel(out, t), t.Labels, 1/float64(s.terms), s.sum, s.Threads)
 		return grad
 	}
 	s.terms = s.Total * (out.Size() / max(1, out.Dim(0)))

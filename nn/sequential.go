@@ -76,7 +76,7 @@ func (s *Sequential) TrainStep(step int, x *tensor.Tensor, t Target, micro int) 
 	if t.Rows() != n {
 		return math.NaN(), fmt.Errorf("nn: target has %d rows for a batch of %d", t.Rows(), n)
 	}
-	sum := LossSum{Loss: s.Loss, Total: n}
+	sum := LossSum{Loss: s.Loss, Total: n, Threads: s.Threads}
 	s.weights++
 	spans := SplitRowsBy(n, micro, cmp.Or(s.Granule, ChunkRows))
 	for m, sp := range spans {

@@ -62,6 +62,8 @@
 // order, to a float64 sum the caller carries from part to part, and write the
 // gradient times a scale the caller fixes for the whole mini-batch (1/N): so
 // the loss and gradients of a mini-batch do not depend on how it is cut.
+// CrossEntropySumInto spreads its rows over a thread budget, keeping each
+// row's loss apart until they are added in order: nor do they depend on it.
 //
 // # Pooling and normalisation
 //

@@ -50,6 +50,60 @@ func TestCrossEntropyIntoMatchesTheTwoOps(t *testing.T) {
 	}
 }
 
+// TestCrossEntropySumIntoThreads checks that the row-parallel loss gives, on
+// any number of goroutines and over blocks of rows, the bits of the rows fed
+// one call at a time, the sum carried from each to the next, and the
+// gradient of CrossEntropyBackward; and that it allocates nothing.
+func TestCrossEntropySumIntoThreads(t *testing.T) {
+	rng := rand.New(rand.NewPCG(8, 8))
+	for _, dt := range []tensor.DType{tensor.Float32, tensor.Float64} {
+		for _, c := range []struct{ n, classes int }{{1, 10}, {128, 10}, {300, 3}, {600, 65}, {70, 130}} {
+			t.Run(fmt.Sprintf("%v/%dx%d", dt, c.n, c.classes), func(t *testing.T) {
+				logits := tensor.RandNormal(rng, dt, 0, 3, c.n, c.classes)
+				labels := make([]int, c.n)
+				for i := range labels {
+					labels[i] = rng.IntN(c.classes)
+				}
+				scale := 1 / float64(c.n)
+				want := tensor.Zeros(dt, c.n, c.classes)
+				wantSum := 0.25 // carried in from an earlier part
+				for i := range c.n {
+					wantSum = ops.CrossEntropySumInto(rowView(want, i), rowView(logits, i), labels[i:i+1], scale, wantSum, 1)
+				}
+				wantGrad := ops.CrossEntropyBackward(tensor.Full(dt, 1), logits, labels).Float64s() // the mean's gradient: scale = 1/n
+				for _, threads := range []int{1, 2, 4} {
+					dst := tensor.Full(dt, math.NaN(), c.n, c.classes) // every element must be written
+					got := ops.CrossEntropySumInto(dst, logits, labels, scale, 0.25, threads)
+					if math.Float64bits(got) != math.Float64bits(wantSum) {
+						t.Errorf("threads=%d: sum %v, one row at a time %v", threads, got, wantSum)
+					}
+					g, w := dst.Float64s(), want.Float64s()
+					for i := range w {
+						if math.Float64bits(g[i]) != math.Float64bits(w[i]) || math.Float64bits(g[i]) != math.Float64bits(wantGrad[i]) {
+							t.Fatalf("threads=%d: grad[%d] = %v, one row at a time %v, CrossEntropyBackward %v", threads, i, g[i], w[i], wantGrad[i])
+						}
+					}
+				}
+				if c.classes <= 128 {
+					dst := tensor.Zeros(dt, c.n, c.classes)
+					if a := testing.AllocsPerRun(10, func() { ops.CrossEntropySumInto(dst, logits, labels, scale, 0, 2) }); a > 0 {
+						t.Errorf("%v allocations a call, want 0", a)
+					}
+				}
+			})
+		}
+	}
+}
+
+// rowView is row i of the matrix x, sharing its storage.
+func rowView(x *tensor.Tensor, i int) *tensor.Tensor {
+	c := x.Dim(1)
+	if x.DType() == tensor.Float32 {
+		return tensor.Wrap32(x.Data32()[i*c:(i+1)*c], 1, c)
+	}
+	return tensor.Wrap64(x.Data64()[i*c:(i+1)*c], 1, c)
+}
+
 func TestCrossEntropyIntoErrors(t *testing.T) {
 	x := tensor.Zeros(tensor.Float32, 2, 3)
 	for _, c := range []struct {

@@ -3,6 +3,7 @@ package ops
 import (
 	"math"
 
+	"github.com/pipetrain/pipetrain/internal/par"
 	"github.com/pipetrain/pipetrain/tensor"
 )
 
@@ -61,14 +62,14 @@ func checkLabels(op string, logits *tensor.Tensor, labels []int) (n, c int) {
 // training step: it writes CrossEntropyBackward(g, logits, labels) into dst,
 // where g is a 0-D tensor of logits' dtype holding scale, and returns
 // CrossEntropy(logits, labels).Item(). The bits are those of the two ops; the
-// softmax is computed once and nothing is allocated for up to 64 classes.
+// softmax is computed once and nothing is allocated for up to 128 classes.
 func CrossEntropyInto(dst, logits *tensor.Tensor, labels []int, scale float64) float64 {
 	into("CrossEntropyInto", dst, logits)
 	n, _ := checkLabels("CrossEntropyInto", logits, labels)
 	if logits.DType() == tensor.Float32 {
 		scale = float64(float32(scale)) // as a float32 loss gradient holds it
 	}
-	loss := crossEntropySum(dst, logits, labels, scale/float64(n), 0) / float64(n)
+	loss := crossEntropySum(dst, logits, labels, scale/float64(n), 0, 1) / float64(n)
 	if logits.DType() == tensor.Float32 {
 		loss = float64(float32(loss))
 	}
@@ -82,29 +83,71 @@ func CrossEntropyInto(dst, logits *tensor.Tensor, labels []int, scale float64) f
 // computed in float64 and rounded once to dst's dtype. With scale = 1/N for a
 // mini-batch of N rows, and sum carried from one part to the next, the
 // gradients are CrossEntropyBackward's of the whole mini-batch and sum/N is its
-// loss, whatever the cut. Nothing is allocated for up to 64 classes.
-func CrossEntropySumInto(dst, logits *tensor.Tensor, labels []int, scale, sum float64) float64 {
+// loss, whatever the cut. The rows run on up to par.Budget(threads)
+// goroutines (0: GOMAXPROCS), each row's loss kept apart and added in row
+// order after, so the result does not depend on threads. Nothing is
+// allocated for up to 128 classes.
+func CrossEntropySumInto(dst, logits *tensor.Tensor, labels []int, scale, sum float64, threads int) float64 {
 	into("CrossEntropySumInto", dst, logits)
 	checkLabels("CrossEntropySumInto", logits, labels)
-	return crossEntropySum(dst, logits, labels, scale, sum)
+	return crossEntropySum(dst, logits, labels, scale, sum, threads)
 }
 
-func crossEntropySum(dst, logits *tensor.Tensor, labels []int, scale, total float64) float64 {
-	c := logits.Dim(1)
-	dt := logits.DType()
-	var buf, exps [64]float64
+// ceBlock is the rows whose losses one pass keeps before adding them.
+const ceBlock = 256
+
+// ceGrain is the fewest logits worth a goroutine of their own (a few
+// microseconds of exponentials).
+const ceGrain = 512
+
+// ceTask computes the softmax gradients and losses of a block of rows, for
+// par.For.
+type ceTask struct {
+	dst, logits *tensor.Tensor
+	labels      []int // the block's
+	first       int   // the block's first row
+	scale       float64
+	losses      [ceBlock]float64 // row first+i's at i
+}
+
+var ceTasks par.FreeList[ceTask]
+
+func crossEntropySum(dst, logits *tensor.Tensor, labels []int, scale, total float64, threads int) float64 {
+	t := ceTasks.Get()
+	t.dst, t.logits, t.scale = dst, logits, scale
+	grain := max(1, ceGrain/max(1, logits.Dim(1)))
+	for lo := 0; lo < len(labels); lo += ceBlock {
+		hi := min(len(labels), lo+ceBlock)
+		t.labels, t.first = labels[lo:hi], lo
+		par.For(threads, hi-lo, grain, t)
+		for _, l := range t.losses[:hi-lo] {
+			total -= l
+		}
+	}
+	t.dst, t.logits, t.labels = nil, nil, nil
+	ceTasks.Put(t)
+	return total
+}
+
+// Run computes rows [lo, hi) of the block: their gradients into dst, and
+// each row's log_softmax(logits)[label] into losses.
+func (t *ceTask) Run(lo, hi int) {
+	c := t.logits.Dim(1)
+	dt := t.logits.DType()
+	var buf, exps [128]float64
 	row, ex := buf[:0], exps[:0]
 	if c > len(buf) {
 		row, ex = make([]float64, c), make([]float64, c)
 	}
 	row, ex = row[:c], ex[:c]
-	for i, y := range labels {
+	for b := lo; b < hi; b++ {
+		i, y := t.first+b, t.labels[b]
 		if dt == tensor.Float32 {
-			for j, v := range logits.Data32()[i*c : (i+1)*c] {
+			for j, v := range t.logits.Data32()[i*c : (i+1)*c] {
 				row[j] = float64(v)
 			}
 		} else {
-			copy(row, logits.Data64()[i*c:(i+1)*c])
+			copy(row, t.logits.Data64()[i*c:(i+1)*c])
 		}
 		m := math.Inf(-1)
 		for _, v := range row {
@@ -118,24 +161,23 @@ func crossEntropySum(dst, logits *tensor.Tensor, labels []int, scale, total floa
 			ex[j] = math.Exp(v - m)
 			sum += ex[j]
 		}
-		total -= row[y] - m - math.Log(sum)
+		t.losses[b] = row[y] - m - math.Log(sum)
 		for j := range row {
 			p := ex[j] / sum
 			if j == y {
 				p--
 			}
-			row[j] = p * scale
+			row[j] = p * t.scale
 		}
 		if dt == tensor.Float32 {
-			d := dst.Data32()[i*c : (i+1)*c]
+			d := t.dst.Data32()[i*c : (i+1)*c]
 			for j, v := range row {
 				d[j] = float32(v)
 			}
 		} else {
-			copy(dst.Data64()[i*c:(i+1)*c], row)
+			copy(t.dst.Data64()[i*c:(i+1)*c], row)
 		}
 	}
-	return total
 }
 
 // MSESumInto is MSE for a part of a mini-batch, as CrossEntropySumInto: it

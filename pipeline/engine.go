@@ -213,7 +213,7 @@ func (e *Engine) start() error {
 		e.paramOf = append(e.paramOf, e.stages[id])
 	}
 	n := len(e.plan.Slots)
-	loss := actors.NewLoss(n, e.graph, e.cfg.Loss, e.cfg.Schedule.BackwardsWait())
+	loss := actors.NewLoss(n, e.graph, e.cfg.Loss, e.cfg.Schedule.BackwardsWait(), e.plan.Threads)
 	loss.SetRun(e.run)
 	e.loss = e.spawn(loss, loss.Status(), "")
 	opt := actors.NewOptimizer(n+1, e.graph, e.cfg.ClipNorm, paramIDs, e.paramOf)
