@@ -194,11 +194,11 @@ func (l *Linear) both(p Pass, dy *tensor.Tensor) bool {
 }
 
 // bothMin is the least n·In·Out whose backward runs its products at once.
-// Products a quarter of gemm's parallelMin run on one goroutine each, but
-// the two side by side still finish sooner than one after the other (the
-// MNIST MLP's 256→10 layer, 128×256×10: 24.7 against 23.6 µs on two
-// threads, a harness timing each layer, medians of four runs of 1,000
-// steps).
+// From a quarter of gemm's parallelMin, where each product alone still
+// runs on one goroutine, the two side by side finish sooner than one after
+// the other (the MNIST MLP's 256→10 layer, 128×256×10: 23.6 against
+// 24.7 µs on two threads, a harness timing each layer, medians of four runs
+// of 1,000 steps).
 const bothMin = 1 << 18
 
 // backwardBoth is Backward with the input and weight gradients computed at

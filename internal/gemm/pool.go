@@ -14,9 +14,9 @@ type job struct {
 	alongN bool
 }
 
-// Part runs block q of C: a block of columns in whole vectors, so that the threads' shares are even
-// (in whole nr-wide panels when B was packed in advance, as its panels are),
-// or a block of rows in whole A micro-panels.
+// Part runs block q of C: a block of columns in whole vectors, so that the
+// threads' shares are even (in whole nr-wide panels when B was packed in
+// advance, as its panels are), or a block of rows in whole A micro-panels.
 func (j *job) Part(q int) {
 	g, ks := &j.g, j.ks
 	i0, i1, j0, j1 := 0, g.m, 0, g.n
