@@ -467,6 +467,41 @@ func TestWorkspacesHeldOnce(t *testing.T) {
 	}
 }
 
+// TestWorkspacesFollowCPUs: a workspace is taken back on the CPU that freed
+// it, and one freed on another CPU is taken before a new one is made, so a
+// goroutine that moves between CPUs does not make workspaces without end.
+func TestWorkspacesFollowCPUs(t *testing.T) {
+	// Start from no free workspace; give them back at the end.
+	wsMu.Lock()
+	all := wsFree
+	wsFree = nil
+	wsMu.Unlock()
+	for c := range wsSlot {
+		if w := wsSlot[c].Swap(nil); w != nil {
+			all = append(all, w)
+		}
+	}
+	a, b := getWorkspaceOn(0), getWorkspaceOn(1)
+	putWorkspaceOn(a, 0)
+	putWorkspaceOn(b, 1)
+	if got := getWorkspaceOn(0); got != a {
+		t.Errorf("CPU 0 got another workspace than the one it freed")
+	}
+	if got := getWorkspaceOn(0); got != b {
+		t.Errorf("CPU 0, its slot empty, did not take the workspace CPU 1 freed")
+	}
+	for _, w := range append(all, a, b) {
+		putWorkspaceOn(w, 0)
+	}
+	if a := testing.AllocsPerRun(100, func() {
+		for c := range 3 { // a goroutine that moves: freed on one CPU, taken on the next
+			putWorkspaceOn(getWorkspaceOn(c), (c+1)%3)
+		}
+	}); a > 0 {
+		t.Errorf("%v allocations a round of moves, want 0", a)
+	}
+}
+
 // TestSgemmPanics checks that bad sizes and short slices panic.
 func TestSgemmPanics(t *testing.T) {
 	for _, tc := range []struct {

@@ -183,24 +183,35 @@ const cpuSlots = 256
 
 var (
 	wsSlot [cpuSlots]atomic.Pointer[workspace] // by the CPU that last used it
+	wsCPUs atomic.Int64                        // slots in use: 1 + the highest CPU seen
 	wsMu   sync.Mutex
 	wsFree []*workspace
 )
 
 // getWorkspace returns a free workspace: the one last used on this CPU, one
-// from the shared list, or a new one at a new peak of overlapping calls.
-func getWorkspace() *workspace {
-	if cpu := cpuNumber(); cpu < cpuSlots {
+// from the shared list, one another CPU freed, or a new one at a new peak of
+// overlapping calls (as many exist as calls have overlapped: steady calls
+// allocate nothing).
+func getWorkspace() *workspace { return getWorkspaceOn(cpuNumber()) }
+
+func getWorkspaceOn(cpu int) *workspace {
+	if cpu < cpuSlots {
 		if w := wsSlot[cpu].Swap(nil); w != nil {
 			return w
 		}
 	}
 	wsMu.Lock()
-	defer wsMu.Unlock()
 	if n := len(wsFree); n > 0 {
 		w := wsFree[n-1]
 		wsFree = wsFree[:n-1]
+		wsMu.Unlock()
 		return w
+	}
+	wsMu.Unlock()
+	for c := range int(wsCPUs.Load()) {
+		if w := wsSlot[c].Swap(nil); w != nil {
+			return w
+		}
 	}
 	// Make every buffer at once as large as any call has needed, so the new
 	// workspace does not grow again later.
@@ -212,14 +223,18 @@ func getWorkspace() *workspace {
 }
 
 // putWorkspace frees w, whose buffers this CPU used last.
-func putWorkspace(w *workspace) {
-	if cpu := cpuNumber(); cpu < cpuSlots && wsSlot[cpu].CompareAndSwap(nil, w) {
-		return
+func putWorkspace(w *workspace) { putWorkspaceOn(w, cpuNumber()) }
+
+func putWorkspaceOn(w *workspace, cpu int) {
+	if cpu < cpuSlots {
+		for n := wsCPUs.Load(); int64(cpu) >= n && !wsCPUs.CompareAndSwap(n, int64(cpu)+1); n = wsCPUs.Load() {
+		}
+		if wsSlot[cpu].CompareAndSwap(nil, w) {
+			return
+		}
 	}
 	wsMu.Lock()
-	if len(wsFree) < 64 {
-		wsFree = append(wsFree, w)
-	}
+	wsFree = append(wsFree, w)
 	wsMu.Unlock()
 }
 
