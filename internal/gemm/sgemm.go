@@ -243,9 +243,9 @@ func putWorkspaceOn(w *workspace, cpu int) {
 // and buffers pair up.
 var largest atomic.Int64
 
-// grow returns s with length n, made anew at the size of the largest of its
-// kind when too small.
-func grow(s []float32, n int, largest *atomic.Int64) []float32 {
+// grow returns s with length n, made anew at the size of the largest buffer
+// (largest) when too small.
+func grow(s []float32, n int) []float32 {
 	if cap(s) < n {
 		for {
 			l := largest.Load()
@@ -280,11 +280,11 @@ func (w *workspace) run(ks *kernelSet, g *sgemmArgs, i0, i1, j0, j1 int) {
 		ncb = nBlock(j1-j0, ks.ncPf, nr)
 	}
 	mcb := ks.mc
-	w.ap = grow(w.ap, min(mcb, roundUp(i1-i0, mr))*kcb, &largest)
+	w.ap = grow(w.ap, min(mcb, roundUp(i1-i0, mr))*kcb)
 	if g.bpre == nil {
-		w.bp = grow(w.bp, min(ncb, roundUp(j1-j0, vec))*kcb, &largest)
+		w.bp = grow(w.bp, min(ncb, roundUp(j1-j0, vec))*kcb)
 	}
-	w.tile = grow(w.tile, mr*nr, &largest)
+	w.tile = grow(w.tile, mr*nr)
 	if ks.begin != nil {
 		ks.begin(g.k)
 		defer ks.release()
