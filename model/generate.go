@@ -1,6 +1,7 @@
 package model
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"math"
@@ -18,6 +19,14 @@ type GenerateOptions struct {
 	// TopK keeps only the k most likely tokens (ties at the k-th kept too);
 	// 0 keeps them all.
 	TopK int
+	// TopP keeps the fewest most likely tokens whose probabilities, after
+	// the temperature and TopK, add up to at least TopP (nucleus sampling,
+	// as Hugging Face's top_p); 0 or 1 keeps them all.
+	TopP float64
+	// Each, when set, is called with each token as it is drawn, so that a
+	// caller can show it at once; an error it returns ends Generate with
+	// that error.
+	Each func(id int) error
 	// Seed keys the draws: the same seed, prompt and options give the same
 	// tokens.
 	Seed uint64
@@ -39,6 +48,8 @@ func (m *Model) Generate(prompt []int, n int, opt GenerateOptions) ([]int, error
 		return nil, fmt.Errorf("model: temperature %v must be a finite number >= 0", opt.Temperature)
 	case opt.TopK < 0:
 		return nil, fmt.Errorf("model: top_k %d must be >= 0", opt.TopK)
+	case !(opt.TopP >= 0 && opt.TopP <= 1):
+		return nil, fmt.Errorf("model: top_p %v must be in [0, 1]", opt.TopP)
 	}
 	r, err := m.get()
 	if err != nil {
@@ -75,6 +86,11 @@ func (m *Model) Generate(prompt []int, n int, opt GenerateOptions) ([]int, error
 	for range n {
 		id := draw(logits, opt, rng)
 		out = append(out, id)
+		if opt.Each != nil {
+			if err := opt.Each(id); err != nil {
+				return out, err
+			}
+		}
 		history = append(history, id)
 		if d.Pos() == ctx {
 			// the context is full: read the last half again
@@ -92,7 +108,8 @@ func (m *Model) Generate(prompt []int, n int, opt GenerateOptions) ([]int, error
 }
 
 // draw picks a token from logits as opt says: the largest at temperature 0,
-// else from the softmax of logits/temperature over the top k.
+// else from the softmax of logits/temperature over the top k, cut to the
+// nucleus of mass top p.
 func draw(logits []float64, opt GenerateOptions, rng *rand.Rand) int {
 	best := 0
 	for i, v := range logits {
@@ -117,6 +134,9 @@ func draw(logits []float64, opt GenerateOptions, rng *rand.Rand) int {
 			sum += p[i]
 		}
 	}
+	if opt.TopP > 0 && opt.TopP < 1 {
+		sum = nucleus(p, sum, opt.TopP)
+	}
 	u := rng.Float64() * sum
 	for i, w := range p {
 		if u < w {
@@ -125,4 +145,26 @@ func draw(logits []float64, opt GenerateOptions, rng *rand.Rand) int {
 		u -= w
 	}
 	return best // rounding left u past the last weight
+}
+
+// nucleus zeroes the weights outside the fewest largest ones whose share
+// of sum reaches top (the first in id order kept among equal weights) and
+// returns the sum of those kept.
+func nucleus(p []float64, sum, top float64) float64 {
+	order := make([]int, 0, len(p))
+	for i, w := range p {
+		if w > 0 {
+			order = append(order, i)
+		}
+	}
+	slices.SortStableFunc(order, func(a, b int) int { return cmp.Compare(p[b], p[a]) })
+	kept, n := 0.0, 0
+	for n < len(order) && (n == 0 || kept < top*sum) {
+		kept += p[order[n]]
+		n++
+	}
+	for _, i := range order[n:] {
+		p[i] = 0
+	}
+	return kept
 }

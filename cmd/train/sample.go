@@ -11,11 +11,12 @@ import (
 	"github.com/pipetrain/pipetrain/model"
 )
 
-const sampleUsage = "usage: train sample --checkpoint DIR [--prompt TEXT] [--tokens N] [--temperature T] [--top_k K] [--seed S]"
+const sampleUsage = "usage: train sample --checkpoint DIR [--prompt TEXT] [--tokens N] [--temperature T] [--top_k K] [--top_p P] [--seed S]"
 
 // runSample prints text a checkpoint's language model writes after
 // --prompt: the prompt, then --tokens tokens drawn at --temperature from
-// the --top_k most likely, the same for the same --seed.
+// the --top_k most likely cut to the nucleus of mass --top_p, the same for
+// the same --seed. Each token is written as it is drawn.
 func runSample(_ context.Context, args []string, stdout, _ io.Writer) error {
 	fs := flag.NewFlagSet("sample", flag.ContinueOnError)
 	dir := fs.String("checkpoint", "", "a checkpoint folder (step-…), or a checkpoint_dir: its newest")
@@ -23,6 +24,7 @@ func runSample(_ context.Context, args []string, stdout, _ io.Writer) error {
 	tokens := fs.Int("tokens", 500, "how many tokens (characters) to write")
 	temperature := fs.Float64("temperature", 0.8, "below 1 sharpens the distribution, above 1 flattens it; 0 takes the most likely token")
 	topK := fs.Int("top_k", 200, "draw from the k most likely tokens only; 0 for all")
+	topP := fs.Float64("top_p", 1, "draw from the fewest most likely tokens whose probabilities add up to p; 1 for all")
 	seed := fs.Uint64("seed", 1337, "the seed of the draws")
 	if err := parseFlags(fs, args, sampleUsage); err != nil {
 		return err
@@ -36,6 +38,8 @@ func runSample(_ context.Context, args []string, stdout, _ io.Writer) error {
 		return badInputf("sample: --temperature %v must be a finite number >= 0", *temperature)
 	case *topK < 0:
 		return badInputf("sample: --top_k %d must be >= 0", *topK)
+	case !(*topP > 0 && *topP <= 1):
+		return badInputf("sample: --top_p %v must be in (0, 1]", *topP)
 	case *prompt == "":
 		return badInputf("sample: --prompt is empty: give at least one character")
 	}
@@ -58,14 +62,17 @@ func runSample(_ context.Context, args []string, stdout, _ io.Writer) error {
 	for i, id := range ids {
 		in[i] = int(id)
 	}
-	out, err := m.Generate(in, *tokens, model.GenerateOptions{Temperature: *temperature, TopK: *topK, Seed: *seed})
-	if err != nil {
+	if _, err := io.WriteString(stdout, *prompt); err != nil {
+		return err
+	}
+	each := func(id int) error {
+		_, err := io.WriteString(stdout, vocab.Decode([]int32{int32(id)}))
+		return err
+	}
+	opt := model.GenerateOptions{Temperature: *temperature, TopK: *topK, TopP: *topP, Seed: *seed, Each: each}
+	if _, err := m.Generate(in, *tokens, opt); err != nil {
 		return fmt.Errorf("sample: %v", err)
 	}
-	gen := make([]int32, len(out))
-	for i, id := range out {
-		gen[i] = int32(id)
-	}
-	_, err = fmt.Fprintf(stdout, "%s%s\n", *prompt, vocab.Decode(gen))
+	_, err = io.WriteString(stdout, "\n")
 	return err
 }
