@@ -23,6 +23,7 @@ type evalResult struct {
 	Loss       float64  `json:"loss"`
 	Accuracy   *float64 `json:"accuracy,omitempty"`      // classifiers only
 	BitsPerChr *float64 `json:"bits_per_char,omitempty"` // text models only
+	BitsPerB   *float64 `json:"bits_per_byte,omitempty"` // text models only
 	Rows       int      `json:"rows"`
 	Checkpoint string   `json:"checkpoint"`
 	Step       int      `json:"step"`
@@ -169,13 +170,14 @@ func evaluateModel(ctx context.Context, m *model.Model, c *config.Config, log *r
 		return nil, badInputf("eval: data.name = %q: the model was trained on %q, whose raw values became features differently", name, m.Input.Data)
 	}
 	var train, test *dataset.Set
+	var vocab dataset.Vocab // text models'
 	var err error
 	if isText(c) {
 		td, err := loadText(ctx, c, log)
 		if err != nil {
 			return nil, err
 		}
-		train, test = td.meta, td.test
+		train, test, vocab = td.meta, td.test, td.vocab
 	} else if train, test, err = loadSplits(ctx, c, log); err != nil {
 		return nil, err
 	}
@@ -215,7 +217,9 @@ func evaluateModel(ctx context.Context, m *model.Model, c *config.Config, log *r
 	if m.IsText() {
 		bpc := bitsPerChar(loss)
 		res.BitsPerChr = &bpc
-		ev = ev.Float64("bits_per_char", bpc)
+		bpb := bitsPerByte(vocab, test, loss)
+		res.BitsPerB = &bpb
+		ev = ev.Float64("bits_per_char", bpc).Float64("bits_per_byte", bpb)
 	}
 	ev.Int("rows", test.Len()).Str("checkpoint", ck.Dir).Str("data", name).Msg("")
 	return res, nil

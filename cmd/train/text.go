@@ -94,6 +94,17 @@ func (b textBatches) BatchInto(epoch, i int, x []float32, labels []int, _ []floa
 // bitsPerChar is a text model's loss in bits per token.
 func bitsPerChar(loss float64) float64 { return loss / math.Ln2 }
 
+// bitsPerByte is a text model's loss, in nats per target token of set, in
+// bits per byte of the targets' UTF-8 text, which compares models whose
+// tokenizers differ.
+func bitsPerByte(v dataset.Vocab, set *dataset.Set, loss float64) float64 {
+	ids := make([]int32, len(set.Labels))
+	for i, l := range set.Labels {
+		ids[i] = int32(l)
+	}
+	return loss * float64(len(ids)) / float64(len(v.Decode(ids))) / math.Ln2
+}
+
 // describeText is the data event's account of a text: its tokens a split.
 func describeText(td *textData) string {
 	n := func(s *dataset.Set) int {

@@ -577,7 +577,7 @@ func (r *trainRun) evalOn(set *dataset.Set, split string, more func(*zerolog.Eve
 		ev = ev.Float64("accuracy", acc)
 	}
 	if r.text != nil {
-		ev = ev.Float64("bits_per_char", bitsPerChar(loss))
+		ev = ev.Float64("bits_per_char", bitsPerChar(loss)).Float64("bits_per_byte", bitsPerByte(r.text.vocab, set, loss))
 	}
 	if more != nil {
 		ev = more(ev)
