@@ -63,6 +63,7 @@ func (l *Loss) Receive(ctx actor.Context) {
 	switch m := msg.(type) {
 	case *Wire:
 		l.w, l.coord = *m, m.Coordinator
+		l.arenas.one = m.OneArena
 	case *Target:
 		l.newStep(m.Seq, m.Eval)
 		l.targets[partKey{m.Eval, m.Micro}] = m
@@ -117,7 +118,7 @@ func (l *Loss) train(ctx actor.Context, t *Target, out *tensor.Tensor) error {
 	// the gradients of the step's micro-batches lie in one block, so the
 	// last layer's weight gradient can run once over the step
 	a := l.arenas.at(t.Seq, t.Micro)
-	a.Share(&l.arenas.rows, t.Row, t.Row+t.Rows, t.Total)
+	l.arenas.share(a, t.Row, t.Rows, t.Total)
 	var grad *tensor.Tensor
 	if t.Micro == l.next {
 		grad = l.sum.Add(a, out, t.T)

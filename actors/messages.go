@@ -200,8 +200,13 @@ type Wire struct {
 	OutShards              int          // backward blocks to gather: actors of the next position, or 1
 	Limit                  int          // micro-batches admitted at once
 	SplitBackward          bool         // send dX upstream before computing dW
-	NextNames, PrevNames   []string     // the stage names of Next and Prev, for reports
-	Tied                   []TiedLink   // the stage's weights that another copy shares
+	// OneArena: each micro-batch's work is over everywhere before the next
+	// one's starts (the sequential schedule, no split backward, no
+	// replicas), so the micro-batches of a step take turns in one arena and
+	// a step holds one micro-batch's activations, not all of them.
+	OneArena             bool
+	NextNames, PrevNames []string   // the stage names of Next and Prev, for reports
+	Tied                 []TiedLink // the stage's weights that another copy shares
 
 	// with replicas
 	Replica   int            // the stage's replica; 0 owns the weights, the others share them (or copy them)

@@ -67,15 +67,23 @@ type arenas struct {
 	seq  int
 	per  []*nn.Arena
 	rows nn.StepRows // shared by per: each micro-batch's rows of step-wide tensors
+
+	// one (Wire.OneArena): every micro-batch uses per[0], freed when the
+	// next micro-batch (micro) makes its first request
+	one   bool
+	micro int
 }
 
 // at returns the arena of micro-batch m of training step seq.
 func (a *arenas) at(seq, m int) *nn.Arena {
-	if seq != a.seq {
+	if seq != a.seq || a.one && m != a.micro {
 		for _, x := range a.per {
 			x.Reset()
 		}
-		a.seq = seq
+		a.seq, a.micro = seq, m
+	}
+	if a.one {
+		m = 0
 	}
 	for len(a.per) <= m {
 		a.per = append(a.per, new(nn.Arena))
@@ -85,3 +93,12 @@ func (a *arenas) at(seq, m int) *nn.Arena {
 
 // current returns the arena of micro-batch m of the step in progress.
 func (a *arenas) current(m int) *nn.Arena { return a.at(a.seq, m) }
+
+// share lends arena x the step-wide rows [lo, lo+rows) of total, unless
+// the micro-batches take turns in one arena: then a step keeps one
+// micro-batch's tensors, and nothing runs once over the whole step.
+func (a *arenas) share(x *nn.Arena, lo, rows, total int) {
+	if !a.one {
+		x.Share(&a.rows, lo, lo+rows, total)
+	}
+}

@@ -212,6 +212,7 @@ func (s *Stage) Receive(ctx actor.Context) {
 	switch m := msg.(type) {
 	case *Wire:
 		s.w, s.coord = *m, m.Coordinator
+		s.arenas.one = m.OneArena
 		s.setReplica()
 		s.watch(ctx, m.Next, m.NextNames)
 		s.watch(ctx, m.Prev, m.PrevNames)
@@ -325,7 +326,7 @@ func (s *Stage) forward(ctx actor.Context, f *Forward) {
 				share = f.Total
 			}
 			lo := f.Row - f.First // the replica's step-wide tensors hold its share only
-			p.Arena.Share(&s.arenas.rows, lo, lo+f.X.Dim(0), share)
+			s.arenas.share(p.Arena, lo, f.X.Dim(0), share)
 		}
 	}
 	var y *tensor.Tensor
