@@ -16,7 +16,9 @@ tensors of 2+ dimensions (embeddings, Linear weights) only; clip_grad_norm_
 lr*s/warmup up to warmup (100), then cosine from lr to min_lr (1e-4) at step
 --steps.
 Data: vocabulary = sorted distinct characters of the whole file (65); train =
-the first int(0.9*n) characters, held-out = the rest. Each step draws --batch
+the first int(0.9*n) characters, held-out = the rest. Or, with --data a folder
+that `train prepare` (or nanoGPT's prepare.py) wrote, train.bin and val.bin
+read as uint16 ids (np.memmap, as nanoGPT's get_batch) and --vocab ids. Each step draws --batch
 offsets o from torch.randint(0, len(train) - T, generator=g), i.e. uniform in
 [0, len(train) - T - 1], with g a torch.Generator seeded with --seed (its own,
 apart from the init's global one): x = train[o:o+T], y = train[o+1:o+T+1].
@@ -36,6 +38,8 @@ does, else it uses every core. The last line printed is a JSON summary.
 bench/gpt/run.sh runs the speed table beside pipetrain, bench/gpt/loss.sh the recipe.
 """
 import argparse, json, math, os, time
+
+import numpy as np
 
 import threadpoolctl
 import torch
@@ -150,7 +154,8 @@ def evaluate(model, held, T, per_batch=64):
 
 def main():
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    p.add_argument("--data", required=True)
+    p.add_argument("--data", required=True, help="input.txt, or a folder of train.bin and val.bin")
+    p.add_argument("--vocab", type=int, help="with a folder: the vocabulary's size (50257 for GPT-2's)")
     p.add_argument("--mode", choices=["train", "speed"], default="train")
     p.add_argument("--preset", choices=PRESETS, default="recipe")
     for k in PRESETS["recipe"]:
@@ -174,12 +179,17 @@ def main():
     torch.set_num_threads(a.threads)
     if a.blas_threads:
         threadpoolctl.threadpool_limits(a.blas_threads, user_api="blas")
-    text = open(a.data, encoding="utf-8").read()
-    chars = sorted(set(text))
-    stoi = {c: i for i, c in enumerate(chars)}
-    data = torch.tensor([stoi[c] for c in text], dtype=torch.long)
-    n_train = int(len(data) * 0.9)
-    train, held = data[:n_train], data[n_train:]
+    if os.path.isdir(a.data):
+        ids = lambda f: torch.from_numpy(np.memmap(os.path.join(a.data, f), dtype=np.uint16, mode="r").astype(np.int64))
+        train, held = ids("train.bin"), ids("val.bin")
+        chars = range(a.vocab)
+    else:
+        text = open(a.data, encoding="utf-8").read()
+        chars = sorted(set(text))
+        stoi = {c: i for i, c in enumerate(chars)}
+        data = torch.tensor([stoi[c] for c in text], dtype=torch.long)
+        n_train = int(len(data) * 0.9)
+        train, held = data[:n_train], data[n_train:]
 
     torch.manual_seed(a.seed)
     model = GPT(len(chars), a.block, a.layers, a.heads, a.dim, a.attn)
