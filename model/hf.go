@@ -1,6 +1,7 @@
 package model
 
 import (
+	"errors"
 	"fmt"
 	"maps"
 	"math"
@@ -203,6 +204,10 @@ func FromHF(d Description, file map[string]*tensor.Tensor) (map[string]*tensor.T
 	return weights, nil
 }
 
+// ErrHeadBias is ToHF's error for a head whose bias is not zero, which
+// HFOptions.DropHeadBias lets it drop.
+var ErrHeadBias = errors.New("GPT-2's lm_head has none")
+
 // HFOptions are choices ToHF makes about what GPT-2's layout cannot hold.
 type HFOptions struct {
 	// DropHeadBias writes a model whose head has a non-zero bias without
@@ -279,7 +284,7 @@ func ToHF(d Description, weights map[string]*tensor.Tensor, opts HFOptions) (*HF
 	bias := nn.ParamName(g.head, "bias")
 	if b, ok := weights[bias]; ok && !opts.DropHeadBias {
 		if m := maxAbs(b); m != 0 {
-			return nil, fmt.Errorf("model: the head (layer %d) has a bias (largest |b| = %.4g), which GPT-2's lm_head has not: the written model's logits would differ by it", g.head, m)
+			return nil, fmt.Errorf("model: the head (layer %d) has a bias (largest |b| = %.4g) and %w: the written model's logits would differ by it", g.head, m, ErrHeadBias)
 		}
 	}
 	c := HFConfig{

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/binary"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"maps"
 	"math"
@@ -291,7 +292,7 @@ func TestToHFErrors(t *testing.T) {
 		opts    model.HFOptions
 		want    string
 	}{
-		{"head bias", d, biased, model.HFOptions{}, "the head (layer 4) has a bias (largest |b| = 0.5), which GPT-2's lm_head has not"},
+		{"head bias", d, biased, model.HFOptions{}, "the head (layer 4) has a bias (largest |b| = 0.5) and GPT-2's lm_head has none"},
 		{"tied head differs", d, untied, model.HFOptions{}, "the tied head's weight 4.weight differs from the embedding's"},
 		{"missing", d, map[string]*tensor.Tensor{}, model.HFOptions{}, "the weights have no float32 0.weight [256 32] for transformer.wte.weight"},
 		{"not a GPT", mlp, nil, model.HFOptions{}, "not a GPT-2: 3 layers"},
@@ -299,6 +300,9 @@ func TestToHFErrors(t *testing.T) {
 		if _, err := model.ToHF(c.d, c.weights, c.opts); err == nil || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("%s: ToHF: error %v, want one containing %q", c.name, err, c.want)
 		}
+	}
+	if _, err := model.ToHF(d, biased, model.HFOptions{}); !errors.Is(err, model.ErrHeadBias) {
+		t.Errorf("head bias: ToHF: error %v, want ErrHeadBias", err)
 	}
 	hf, err := model.ToHF(d, biased, model.HFOptions{DropHeadBias: true})
 	if err != nil {
@@ -383,5 +387,30 @@ func TestFromHFHalves(t *testing.T) {
 	}
 	if _, err := model.New(d, got); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestLoadByteTokens: a "bytes" model's tokens from 0x80 up, which JSON
+// cannot hold, come back from a checkpoint as their bytes.
+func TestLoadByteTokens(t *testing.T) {
+	d := tinyGPT(true)
+	weights, err := model.FromHF(d, hfFile(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	js, err := json.Marshal(d)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir, err := checkpoint.Save(t.TempDir(), checkpoint.Meta{Version: 1, Model: js}, weights, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := model.Load(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(m.Classes, d.Classes) {
+		t.Errorf("loaded tokens 0x80.. %q, want %q", m.Classes[128:132], d.Classes[128:132])
 	}
 }
