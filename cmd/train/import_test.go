@@ -232,6 +232,8 @@ func TestImportBadInput(t *testing.T) {
 	}{
 		{"shape", strings.Replace(tinyGPTConfig, "dim = 32", "dim = 64", 1), nil, nil,
 			[]string{"tensor wte.weight: the file's shape [256 32], the model's [256 64]"}},
+		{"chars vocabulary, read from the text", strings.Replace(tinyGPTConfig, `vocab = "bytes"`, `vocab = "chars"`, 1), nil, nil,
+			[]string{"tensor wte.weight: the file's shape [256 32], the model's [17 32]"}}, // the text's 17 distinct characters
 		{"block size", strings.Replace(tinyGPTConfig, "block_size = 16", "block_size = 32", 1), nil, nil,
 			[]string{"tensor wpe.weight: the file's shape [16 32], the model's [32 32]"}},
 		{"missing tensor", tinyGPTConfig, func(ts map[string]*tensor.Tensor) { delete(ts, "h.1.mlp.c_proj.bias") }, nil,
