@@ -79,6 +79,9 @@ func textMeta(name string, v dataset.Vocab, block int) *dataset.Set {
 // configVocab returns the vocabulary of c's text model, reading the text
 // only when the vocabulary is made from it ("chars"): "bytes" is fixed.
 func configVocab(ctx context.Context, c *config.Config, log *runLog) (dataset.Vocab, error) {
+	// integrate: "gpt2" is fixed too: a case dataset.VocabGPT2 returning
+	// dataset.NewVocab(dataset.VocabGPT2, no text, 0), so that import reads
+	// no text for GPT-2's weights.
 	switch c.Data.Vocab {
 	case dataset.VocabBytes:
 		v, err := dataset.VocabFrom(dataset.VocabBytes, nil)
@@ -86,7 +89,6 @@ func configVocab(ctx context.Context, c *config.Config, log *runLog) (dataset.Vo
 			return dataset.Vocab{}, badInputf("data.vocab = %q: %v", c.Data.Vocab, err)
 		}
 		return v, nil
-		// integrate: "gpt2" is fixed too: dataset.NewVocab(dataset.VocabGPT2, "", 0) needs no text.
 	}
 	td, err := loadText(ctx, c, log)
 	if err != nil {
