@@ -193,8 +193,9 @@ func FromHF(d Description, file map[string]*tensor.Tensor) (map[string]*tensor.T
 	}
 	if len(byKey) > 0 {
 		extra := slices.Sorted(maps.Keys(byKey))
-		return nil, fmt.Errorf("model: tensor %s of the file has no place in the model (%d blocks, vocabulary %d, width %d)",
-			byKey[extra[0]], len(g.blocks), g.vocab, g.width)
+		k := byKey[extra[0]]
+		return nil, fmt.Errorf("model: tensor %s %v of the file has no place in the model (%d blocks, vocabulary %d, width %d)",
+			k, file[k].Shape(), len(g.blocks), g.vocab, g.width)
 	}
 	emb, head := nn.ParamName(g.embedding, "weight"), nn.ParamName(g.head, "weight")
 	if g.tied && !sameBits(weights[emb], weights[head]) {
