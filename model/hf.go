@@ -141,7 +141,8 @@ func hfBuffer(key string) bool {
 // head starts as a copy of wte. The head's bias, which GPT-2 has not,
 // starts at zero. The file's wpe may have more rows than d's block size:
 // the first rows are kept, as nanoGPT's crop_block_size keeps them. Errors
-// name the tensor and both shapes.
+// name the tensor and both shapes. The weights may share the file's
+// tensors.
 func FromHF(d Description, file map[string]*tensor.Tensor) (map[string]*tensor.Tensor, error) {
 	g, err := gpt2Layout(d)
 	if err != nil {
@@ -186,10 +187,8 @@ func FromHF(d Description, file map[string]*tensor.Tensor) (map[string]*tensor.T
 		}
 		if t.transpose {
 			w = ops.Transpose(w)
-		} else {
-			w = w.Clone()
 		}
-		weights[t.ours] = w
+		weights[t.ours] = w // the file's own, unless transposed: GPT-2's weights are not copied twice
 	}
 	if len(byKey) > 0 {
 		extra := slices.Sorted(maps.Keys(byKey))
