@@ -21,6 +21,12 @@
 // allocates only its result; Evaluate, a batch job, lets its kernels use
 // every core.
 //
+// FromHF and ToHF (Model.HF) carry a GPT's weights to and from Hugging
+// Face's GPT-2 layout: its keys, Conv1D weights [in, out] transposed into
+// Linear's [out, in], a tied lm_head left out as save_pretrained leaves it,
+// no head bias (GPT-2 has none), and config.json's fields. The mapping is
+// checked against nanoGPT's GPT in PyTorch (testdata/hf).
+//
 // ExportONNX writes ONNX opset 13 (ONNXOpset), the graph's output equal to
 // Predict's: a layer becomes the ONNX operator of the same meaning (linear
 // Gemm, conv2d Conv, batchnorm BatchNormalization with the running

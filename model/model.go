@@ -191,6 +191,7 @@ func load(dir string, describe func() (Description, error), vet func(Checkpoint)
 		if err := json.Unmarshal(meta.Model, &d); err != nil {
 			return nil, fmt.Errorf("model: %s: the model description: %v", step, err)
 		}
+		restoreByteTokens(&d)
 	case describe != nil:
 		if d, err = describe(); err != nil {
 			return nil, err
@@ -204,6 +205,18 @@ func load(dir string, describe func() (Description, error), vet func(Checkpoint)
 	}
 	m.Checkpoint = ck
 	return m, nil
+}
+
+// restoreByteTokens gives a "bytes" vocabulary's tokens back their bytes:
+// JSON holds only valid UTF-8, so state.json has U+FFFD for each byte from
+// 0x80 up, and token i of that vocabulary is byte i.
+func restoreByteTokens(d *Description) {
+	if d.Vocab != "bytes" || len(d.Classes) != 256 {
+		return
+	}
+	for i := range d.Classes {
+		d.Classes[i] = string([]byte{byte(i)})
+	}
 }
 
 // resolve returns dir if it is a checkpoint, else the newest one under it.

@@ -66,7 +66,7 @@ func TestExportBadInput(t *testing.T) {
 		want string // in the last stderr line
 	}{
 		{"no checkpoint flag", []string{"--onnx", file}, "--checkpoint DIR is required"},
-		{"no onnx flag", []string{"--checkpoint", empty}, "--onnx FILE is required"},
+		{"no onnx flag", []string{"--checkpoint", empty}, "--onnx FILE or --hf OUT is required"},
 		{"unknown flag", []string{"--bogus"}, "bogus"},
 		{"stray argument", []string{"--checkpoint", empty, "--onnx", file, "extra"}, `"extra"`},
 		{"no checkpoint there", []string{"--checkpoint", empty, "--onnx", file}, "--checkpoint " + empty},

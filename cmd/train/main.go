@@ -6,13 +6,19 @@
 //	train eval --checkpoint DIR [--config FILE] [--set KEY=VALUE]... [--log-format auto|json|console]
 //	train predict --checkpoint DIR --input FILE [--output FILE]
 //	train export --checkpoint DIR --onnx FILE
+//	train export --checkpoint DIR --hf OUT [--drop-head-bias]
+//	train import --hf FILE.safetensors --config FILE --out DIR [--set KEY=VALUE]...
+//	train sample --checkpoint DIR [--prompt TEXT] [--tokens N] [--temperature T] [--top_k K] [--seed S]
 //
 // eval prints the loss and accuracy of a checkpoint's model on the test
 // split of the data it was trained on, as one JSON line; --set may change
 // seed, data.* and log.dir. predict writes the model's predictions for the
 // samples of a CSV file, an IDX image file or a PNG image as CSV:
 // index,class,p0,…,pK (index,value for regression).
-// export writes the model as an ONNX graph.
+// export writes the model as an ONNX graph, or with --hf a GPT as
+// Hugging Face's GPT-2 (model.safetensors and config.json); import turns
+// GPT-2's weights in that layout into a checkpoint of the config's model,
+// to fine-tune with --resume. sample prints text a language model writes.
 //
 // Exit status: 0 done; 2 the command line, config or data is wrong; 1 training
 // failed (the last checkpoint is kept); 130 interrupted (a checkpoint is written).
@@ -114,7 +120,7 @@ func parseArgs(args []string) (*options, error) {
 	tlsFlags(fs, &o.tls)
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
-			return nil, badInputf("usage: train --config FILE [--set KEY=VALUE]... [--resume] [--token-file FILE] [--tls-cert FILE --tls-key FILE --tls-ca FILE] [--log-format auto|json|console]")
+			return nil, badInputf("usage: train --config FILE [--set KEY=VALUE]... [--resume] [--token-file FILE] [--tls-cert FILE --tls-key FILE --tls-ca FILE] [--log-format auto|json|console]%s", commandsUsage)
 		}
 		return nil, badInputf("%v (usage: train --config FILE [--set KEY=VALUE]... [--resume] [--token-file FILE] [--tls-cert FILE --tls-key FILE --tls-ca FILE] [--log-format auto|json|console])", err)
 	}
@@ -138,6 +144,10 @@ func checkLogFormat(f string) error {
 	return badInputf("--log-format %q: want auto, json or console", f)
 }
 
+// commandsUsage names the commands besides training, for --help, on the
+// usage's line: each one's --help gives its own usage.
+const commandsUsage = "; other commands: train worker | eval | predict | export (--onnx FILE | --hf OUT) | import --hf FILE | sample, each with --help for its usage"
+
 // subcommands are the commands besides training, by their first argument.
 var subcommands = map[string]func(ctx context.Context, args []string, stdout, stderr io.Writer) error{
 	"worker":  runWorker,
@@ -145,6 +155,7 @@ var subcommands = map[string]func(ctx context.Context, args []string, stdout, st
 	"predict": runPredict,
 	"export":  runExport,
 	"sample":  runSample,
+	"import":  runImport,
 }
 
 // run is the whole command, returning its exit status. The last line it writes

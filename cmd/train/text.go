@@ -65,8 +65,36 @@ func loadText(ctx context.Context, c *config.Config, log *runLog) (*textData, er
 			*s.set = textSet(text, s.ids, d.BlockSize)
 		}
 	}
-	td.meta = &dataset.Set{Name: text.Name, Classes: text.Vocab.Tokens(), Features: d.BlockSize}
+	td.meta = textMeta(text.Name, text.Vocab, d.BlockSize)
 	return td, nil
+}
+
+// textMeta is a text's set with no rows that a language model's
+// description is made from: its vocabulary as the classes, the block as
+// the features.
+func textMeta(name string, v dataset.Vocab, block int) *dataset.Set {
+	return &dataset.Set{Name: name, Classes: v.Tokens(), Features: block}
+}
+
+// configVocab returns the vocabulary of c's text model, reading the text
+// only when the vocabulary is made from it ("chars"): "bytes" is fixed.
+func configVocab(ctx context.Context, c *config.Config, log *runLog) (dataset.Vocab, error) {
+	// integrate: "gpt2" is fixed too: a case dataset.VocabGPT2 returning
+	// dataset.NewVocab(dataset.VocabGPT2, no text, 0), so that import reads
+	// no text for GPT-2's weights.
+	switch c.Data.Vocab {
+	case dataset.VocabBytes:
+		v, err := dataset.VocabFrom(dataset.VocabBytes, nil)
+		if err != nil {
+			return dataset.Vocab{}, badInputf("data.vocab = %q: %v", c.Data.Vocab, err)
+		}
+		return v, nil
+	}
+	td, err := loadText(ctx, c, log)
+	if err != nil {
+		return dataset.Vocab{}, err
+	}
+	return td.vocab, nil
 }
 
 // textSet is a split's non-overlapping windows as a set: each row a window

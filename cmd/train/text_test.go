@@ -8,9 +8,9 @@ import (
 	"testing"
 )
 
-// tinyGPTConfig trains a one-block GPT of width 16 for a few steps on the
+// textGPTConfig trains a one-block GPT of width 16 for a few steps on the
 // text file at path.
-func tinyGPTConfig(path, vocab string) string {
+func textGPTConfig(path, vocab string) string {
 	return `seed = 3
 [data]
 name = "text"
@@ -56,7 +56,7 @@ var accentedText = strings.Repeat("Grüße aus Köln, señor; où est la gare? "
 func TestTextBitsPerByte(t *testing.T) {
 	dir := t.TempDir()
 	path := writeText(t, filepath.Join(dir, "text.txt"), accentedText)
-	ev := trainIn(t, dir, tinyGPTConfig(path, "chars"))
+	ev := trainIn(t, dir, textGPTConfig(path, "chars"))
 	// the test split: the last 20% of the characters; its targets all but its first
 	runes := []rune(accentedText)
 	test := string(runes[int(float64(len(runes))*0.8):])
@@ -87,7 +87,7 @@ func TestTextBitsPerByte(t *testing.T) {
 func TestSample(t *testing.T) {
 	dir := t.TempDir()
 	path := writeText(t, filepath.Join(dir, "text.txt"), accentedText)
-	trainIn(t, dir, tinyGPTConfig(path, "chars"))
+	trainIn(t, dir, textGPTConfig(path, "chars"))
 	ck := filepath.Join(dir, "checkpoints")
 	sample := func(args ...string) string {
 		t.Helper()

@@ -191,14 +191,22 @@ type batchSource interface {
 // describe is the description of the run's model, trained on train whose
 // raw values became features as in says.
 func (r *trainRun) describe(train *dataset.Set, in model.Input) model.Description {
-	c := r.cfg
+	vocab := ""
+	if r.text != nil {
+		vocab = r.text.vocab.Kind()
+	}
+	return modelDescription(r.cfg, train, in, vocab)
+}
+
+// modelDescription is what a checkpoint says of c's model, trained on
+// train (for a text, its meta set: the vocabulary as classes, the block as
+// features) whose raw values became features as in says; vocab is a text
+// model's vocabulary kind, "" for other models. c.CheckData has run.
+func modelDescription(c *config.Config, train *dataset.Set, in model.Input, vocab string) model.Description {
 	d := model.Description{Format: model.Format, Layers: modelSpecs(c), Sample: train.SampleShape(), Seed: c.Seed,
-		Loss: nn.Loss(c.Loss.Type), Input: in, Data: dataRecord(c)}
+		Loss: nn.Loss(c.Loss.Type), Input: in, Data: dataRecord(c), Vocab: vocab}
 	if !isRegression(c, train) {
 		d.Classes = train.Classes
-	}
-	if r.text != nil {
-		d.Vocab = r.text.vocab.Kind()
 	}
 	return d
 }

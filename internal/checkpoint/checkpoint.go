@@ -511,7 +511,7 @@ func loadTensors(path string, rec fileRecord) (map[string]*tensor.Tensor, error)
 		return nil, fmt.Errorf("checkpoint: %s: not a regular file", path)
 	}
 	h := crc32.New(castagnoli)
-	ts, _, err := decode(io.TeeReader(f, h), fi.Size())
+	ts, _, err := decode(io.TeeReader(f, h), fi.Size(), false)
 	if err != nil {
 		return nil, fmt.Errorf("checkpoint: %s: %w", path, err)
 	}

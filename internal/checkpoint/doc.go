@@ -88,6 +88,10 @@
 // promises more data than the input holds makes Decode fail, not allocate for it.
 // FuzzDecode checks that no input makes it panic.
 //
+// DecodeWide, for files written elsewhere (Hugging Face's GPT-2 weights),
+// reads F16 and BF16 tensors too, widened exactly to float32; a checkpoint
+// never holds halves, so Load and Decode refuse them.
+//
 // # Why a hand-written codec
 //
 // No Go module for safetensors is available to this project (it depends on the

@@ -38,6 +38,9 @@ type dtypeInfo struct {
 var (
 	dtypeF32 = dtypeInfo{"F32", 4, tensor.Float32}
 	dtypeF64 = dtypeInfo{"F64", 8, tensor.Float64}
+	// halves, which DecodeWide reads into float32 (every half is one exactly)
+	dtypeF16  = dtypeInfo{"F16", 2, tensor.Float32}
+	dtypeBF16 = dtypeInfo{"BF16", 2, tensor.Float32}
 )
 
 // otherDtypes are valid safetensors dtypes that a pipetrain tensor cannot hold, so
@@ -247,7 +250,19 @@ func writeLE[T float32 | float64](w io.Writer, data []T, buf []byte, size int, p
 // otherwise memory grows only with the bytes actually read, so a header that
 // promises more data than arrives cannot make Decode allocate it.
 func Decode(r io.Reader) (map[string]*tensor.Tensor, map[string]string, error) {
-	ts, meta, err := decode(r, readerSize(r))
+	ts, meta, err := decode(r, readerSize(r), false)
+	if err != nil {
+		return nil, nil, fmt.Errorf("safetensors: %w", err)
+	}
+	return ts, meta, nil
+}
+
+// DecodeWide is Decode for files written elsewhere (Hugging Face's hub): it
+// also reads F16 and BF16 tensors, widened to float32 tensors exactly, as
+// every half is a float32. Checkpoints hold F32 and F64 only, so Decode
+// refuses halves.
+func DecodeWide(r io.Reader) (map[string]*tensor.Tensor, map[string]string, error) {
+	ts, meta, err := decode(r, readerSize(r), true)
 	if err != nil {
 		return nil, nil, fmt.Errorf("safetensors: %w", err)
 	}
@@ -293,7 +308,7 @@ type headerEntry struct {
 
 // decode reads a safetensors file from r. size is the number of bytes r holds, or
 // -1 if unknown. Errors carry no package prefix so that callers can add their own.
-func decode(r io.Reader, size int64) (map[string]*tensor.Tensor, map[string]string, error) {
+func decode(r io.Reader, size int64, wide bool) (map[string]*tensor.Tensor, map[string]string, error) {
 	var lenBuf [lenSize]byte
 	if size >= 0 && size < lenSize {
 		return nil, nil, fmt.Errorf("file is %d bytes, too short for the %d-byte header length", size, lenSize)
@@ -327,7 +342,7 @@ func decode(r io.Reader, size int64) (map[string]*tensor.Tensor, map[string]stri
 		}
 	}
 
-	entries, meta, err := parseHeader(header)
+	entries, meta, err := parseHeader(header, wide)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -388,6 +403,20 @@ func readTensor(r io.Reader, e headerEntry, exact bool, buf []byte) (*tensor.Ten
 	if !exact {
 		initial = min(e.n, chunkSize/e.info.size)
 	}
+	switch e.info {
+	case dtypeF16:
+		data, err := readLE(next, buf, initial, 2, func(b []byte) float32 { return halfToFloat32(binary.LittleEndian.Uint16(b)) })
+		if err != nil {
+			return nil, err
+		}
+		return tensor.Wrap32(data, e.shape...), nil
+	case dtypeBF16:
+		data, err := readLE(next, buf, initial, 2, func(b []byte) float32 { return math.Float32frombits(uint32(binary.LittleEndian.Uint16(b)) << 16) })
+		if err != nil {
+			return nil, err
+		}
+		return tensor.Wrap32(data, e.shape...), nil
+	}
 	if e.info.dt == tensor.Float32 {
 		data, err := readLE(next, buf, initial, 4, func(b []byte) float32 { return math.Float32frombits(binary.LittleEndian.Uint32(b)) })
 		if err != nil {
@@ -400,6 +429,29 @@ func readTensor(r io.Reader, e headerEntry, exact bool, buf []byte) (*tensor.Ten
 		return nil, err
 	}
 	return tensor.Wrap64(data, e.shape...), nil
+}
+
+// halfToFloat32 widens an IEEE 754 half (binary16) exactly: its sign,
+// exponent and fraction moved into float32's, subnormals normalized, and
+// infinities and NaNs (their payload too) kept.
+func halfToFloat32(h uint16) float32 {
+	sign := uint32(h>>15) << 31
+	exp := uint32(h>>10) & 0x1f
+	frac := uint32(h) & 0x3ff
+	switch {
+	case exp == 0x1f: // infinity or NaN
+		return math.Float32frombits(sign | 0xff<<23 | frac<<13)
+	case exp == 0 && frac == 0: // ±0
+		return math.Float32frombits(sign)
+	case exp == 0: // subnormal: frac·2⁻²⁴, normalized
+		e := uint32(127 - 15 + 1)
+		for frac&0x400 == 0 {
+			frac <<= 1
+			e--
+		}
+		return math.Float32frombits(sign | e<<23 | (frac&0x3ff)<<13)
+	}
+	return math.Float32frombits(sign | (exp+127-15)<<23 | frac<<13)
 }
 
 // readLE reads elements chunk by chunk (next, into buf), size bytes an
@@ -419,7 +471,7 @@ func readLE[T float32 | float64](next func() (int, error), buf []byte, initial, 
 
 // parseHeader parses and checks the JSON header, apart from the offsets' layout.
 // The entries come back sorted by offset.
-func parseHeader(header []byte) ([]headerEntry, map[string]string, error) {
+func parseHeader(header []byte, wide bool) ([]headerEntry, map[string]string, error) {
 	if !utf8.Valid(header) {
 		return nil, nil, errors.New("header is not valid UTF-8")
 	}
@@ -442,7 +494,7 @@ func parseHeader(header []byte) ([]headerEntry, map[string]string, error) {
 			meta = m
 			return err
 		}
-		e, err := parseEntry(key, val)
+		e, err := parseEntry(key, val, wide)
 		entries = append(entries, e)
 		return err
 	})
@@ -499,7 +551,7 @@ func parseMetadata(raw json.RawMessage) (map[string]string, error) {
 	return meta, err
 }
 
-func parseEntry(name string, raw json.RawMessage) (headerEntry, error) {
+func parseEntry(name string, raw json.RawMessage, wide bool) (headerEntry, error) {
 	e := headerEntry{name: name}
 	what := fmt.Sprintf("tensor %q", name)
 	var dtype string
@@ -548,6 +600,14 @@ func parseEntry(name string, raw json.RawMessage) (headerEntry, error) {
 		e.info = dtypeF32
 	case dtypeF64.name:
 		e.info = dtypeF64
+	case dtypeF16.name, dtypeBF16.name:
+		if !wide {
+			return e, fmt.Errorf("%s: dtype %q is not supported (want F32 or F64)", what, dtype)
+		}
+		e.info = dtypeF16
+		if dtype == dtypeBF16.name {
+			e.info = dtypeBF16
+		}
 	default:
 		if slices.Contains(otherDtypes, dtype) {
 			return e, fmt.Errorf("%s: dtype %q is not supported (want F32 or F64)", what, dtype)
