@@ -121,6 +121,9 @@ func loadTrained(ctx context.Context, dir string, trained, c *config.Config, log
 		if err != nil {
 			return model.Description{}, err
 		}
+		if r.text != nil {
+			r.text.close()
+		}
 		return r.describe(train, in), nil
 	}
 	m, err := model.LoadAs(dir, describe, vet)
@@ -175,6 +178,7 @@ func evaluateModel(ctx context.Context, m *model.Model, c *config.Config, log *r
 		if err != nil {
 			return nil, err
 		}
+		defer td.close()
 		train, test = td.meta, td.test
 	} else if train, test, err = loadSplits(ctx, c, log); err != nil {
 		return nil, err

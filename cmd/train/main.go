@@ -6,13 +6,18 @@
 //	train eval --checkpoint DIR [--config FILE] [--set KEY=VALUE]... [--log-format auto|json|console]
 //	train predict --checkpoint DIR --input FILE [--output FILE]
 //	train export --checkpoint DIR --onnx FILE
+//	train sample --checkpoint DIR [--prompt TEXT] [--tokens N] [--temperature T] [--top_k K] [--seed S]
+//	train prepare --config FILE [--set KEY=VALUE]... [--out DIR]
 //
 // eval prints the loss and accuracy of a checkpoint's model on the test
 // split of the data it was trained on, as one JSON line; --set may change
 // seed, data.* and log.dir. predict writes the model's predictions for the
 // samples of a CSV file, an IDX image file or a PNG image as CSV:
 // index,class,p0,…,pK (index,value for regression).
-// export writes the model as an ONNX graph.
+// export writes the model as an ONNX graph. sample prints text a language
+// model writes. prepare tokenizes the text a config names once, into
+// train.bin, val.bin and meta.json, which data.name = "tokens" trains from
+// without reading them into memory.
 //
 // Exit status: 0 done; 2 the command line, config or data is wrong; 1 training
 // failed (the last checkpoint is kept); 130 interrupted (a checkpoint is written).
@@ -145,6 +150,7 @@ var subcommands = map[string]func(ctx context.Context, args []string, stdout, st
 	"predict": runPredict,
 	"export":  runExport,
 	"sample":  runSample,
+	"prepare": runPrepare,
 }
 
 // run is the whole command, returning its exit status. The last line it writes
