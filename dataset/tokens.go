@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"unsafe"
 
 	"golang.org/x/sys/unix"
 
@@ -105,10 +104,10 @@ func ReadTokenMeta(path string) (TokenMeta, error) {
 }
 
 // TokenFile is a file of little-endian token ids (nanoGPT's train.bin and val.bin),
-// memory-mapped read-only. Its pages are released after each window is read, so a
-// process reading windows all over a large file keeps only what it reads at once
-// resident. The file must not change while it is open. A TokenFile is safe for
-// concurrent use.
+// memory-mapped read-only. Release drops its pages from the process's resident set,
+// so a process reading windows all over a large file keeps only what it read
+// lately resident. The file must not change while it is open. A TokenFile is safe
+// for concurrent use.
 type TokenFile struct {
 	path    string
 	mapping []byte // the whole file, mapped (nil when empty)
@@ -209,8 +208,7 @@ func (f *TokenFile) Slice(lo, hi int) *TokenFile {
 	return &TokenFile{path: f.path, mapping: f.mapping, data: f.data[lo*f.width : hi*f.width : hi*f.width], width: f.width}
 }
 
-// Window copies a window and its targets (see Tokens), then releases the pages it
-// read.
+// Window copies a window and its targets (see Tokens).
 func (f *TokenFile) Window(o int, x []float32, labels []int) {
 	n := len(x)
 	b := f.data[o*f.width : (o+n+1)*f.width]
@@ -225,30 +223,13 @@ func (f *TokenFile) Window(o int, x []float32, labels []int) {
 			labels[i] = int(binary.LittleEndian.Uint32(b[4*i+4:]))
 		}
 	}
-	f.release(b)
 }
 
-// releaseAlign is the span release widens a range to: the kernel maps the pages
-// around a faulting one that are already cached (fault_around_bytes, 64 KiB by
-// default, aligned on its own size), and those count as resident too.
-const releaseAlign = 64 << 10
-
-// release drops the pages of b, a part of f's mapping, and those around them from
-// the process's resident set. They stay in the page cache: reading them again
-// costs a minor fault, not a disk read.
-func (f *TokenFile) release(b []byte) {
-	if len(b) == 0 {
-		return
-	}
-	base := uintptr(unsafe.Pointer(unsafe.SliceData(f.mapping)))
-	addr := uintptr(unsafe.Pointer(unsafe.SliceData(b)))
-	lo := max(base, addr&^(releaseAlign-1))
-	hi := min(base+uintptr(len(f.mapping)), (addr+uintptr(len(b))+releaseAlign-1)&^(releaseAlign-1))
-	_ = unix.Madvise(f.mapping[lo-base:hi-base], unix.MADV_DONTNEED) // a read-only file mapping: nothing is lost
-}
-
-// Release drops every page of f's mapping from the process's resident set (see
-// Window).
+// Release drops every page of f's mapping (of the whole file, for a Slice) from the
+// process's resident set. They stay in the page cache: reading them again costs a
+// minor fault, not a disk read. The sampler and TokenWindows call it as they go,
+// after each batch or so many windows, since a fault maps more than the page it
+// needs (64 KiB around it, or a whole large folio of the page cache).
 func (f *TokenFile) Release() {
 	if len(f.mapping) > 0 {
 		_ = unix.Madvise(f.mapping, unix.MADV_DONTNEED)
@@ -296,6 +277,20 @@ func WriteTokens(w io.Writer, ids []int32, dtype string) error {
 	return nil
 }
 
+// releaseEvery is how many windows TokenWindows reads between releases of a
+// mapped file's pages: a few MiB resident at most.
+const releaseEvery = 64
+
+// releaser is a Tokens whose pages can be dropped from memory: a TokenFile.
+type releaser interface{ Release() }
+
+// release drops src's resident pages, if it has any of its own.
+func release(src Tokens) {
+	if r, ok := src.(releaser); ok {
+		r.Release()
+	}
+}
+
 // TokenWindows cuts src into non-overlapping windows of block tokens for
 // evaluation, as TextWindows does, but at most max of them (0: no bound): when src
 // holds more, it takes max windows spread evenly over it, window i being the
@@ -321,6 +316,10 @@ func TokenWindows(src Tokens, block, max int) (x *tensor.Tensor, labels []int) {
 			j = int(int64(i) * int64(n) / int64(take))
 		}
 		src.Window(j*block, xb[i*block:(i+1)*block], labels[i*block:(i+1)*block])
+		if i%releaseEvery == releaseEvery-1 {
+			release(src)
+		}
 	}
+	release(src)
 	return tensor.Wrap32(xb, take, block), labels
 }
