@@ -410,5 +410,4 @@ func (s *TextSampler) BatchInto(step int, x []float32, labels []int) {
 		row := b * s.block
 		s.src.Window(o, x[row:row+s.block], labels[row:row+s.block])
 	}
-	release(s.src) // a mapped file's pages read: memory does not grow with the file
 }

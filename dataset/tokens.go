@@ -104,14 +104,15 @@ func ReadTokenMeta(path string) (TokenMeta, error) {
 }
 
 // TokenFile is a file of little-endian token ids (nanoGPT's train.bin and val.bin),
-// memory-mapped read-only. Release drops its pages from the process's resident set,
-// so a process reading windows all over a large file keeps only what it read
-// lately resident. The file must not change while it is open. A TokenFile is safe
+// memory-mapped read-only. Window drops the pages it read from the process's
+// resident set, so a process reading windows all over a large file keeps at most a
+// few MiB of it resident, whatever its size. The file must not change while it is open. A TokenFile is safe
 // for concurrent use.
 type TokenFile struct {
 	path    string
 	mapping []byte // the whole file, mapped (nil when empty)
 	data    []byte // the ids' bytes: the mapping, or part of it
+	off     int    // where data begins in the mapping
 	width   int    // bytes an id
 	owner   bool   // unmaps the mapping on Close
 }
@@ -205,10 +206,12 @@ func (f *TokenFile) At(i int) int32 {
 
 // Slice returns ids [lo, hi) of f, sharing its mapping: valid until f is closed.
 func (f *TokenFile) Slice(lo, hi int) *TokenFile {
-	return &TokenFile{path: f.path, mapping: f.mapping, data: f.data[lo*f.width : hi*f.width : hi*f.width], width: f.width}
+	return &TokenFile{path: f.path, mapping: f.mapping, data: f.data[lo*f.width : hi*f.width : hi*f.width],
+		off: f.off + lo*f.width, width: f.width}
 }
 
-// Window copies a window and its targets (see Tokens).
+// Window copies a window and its targets (see Tokens), then drops the pages it
+// read from the process's resident set (see Release).
 func (f *TokenFile) Window(o int, x []float32, labels []int) {
 	n := len(x)
 	b := f.data[o*f.width : (o+n+1)*f.width]
@@ -223,13 +226,32 @@ func (f *TokenFile) Window(o int, x []float32, labels []int) {
 			labels[i] = int(binary.LittleEndian.Uint32(b[4*i+4:]))
 		}
 	}
+	f.releaseSpan(o*f.width, (o+n+1)*f.width)
+}
+
+// The span releaseSpan widens a range to: a fault maps the page cache's whole
+// folio, up to 2 MiB (aligned on its size in the file), or the 64 KiB around the
+// page (aligned in memory) that are cached.
+const (
+	folioAlign  = 2 << 20
+	faultAround = 64 << 10
+)
+
+// releaseSpan drops bytes [lo, hi) of f's ids, and whatever a fault in them may have
+// mapped beside them, from the process's resident set.
+func (f *TokenFile) releaseSpan(lo, hi int) {
+	lo = max(0, f.off+lo-faultAround) &^ (folioAlign - 1)
+	hi = min(len(f.mapping), (f.off+hi+faultAround+folioAlign-1)&^(folioAlign-1))
+	if lo < hi {
+		_ = unix.Madvise(f.mapping[lo:hi], unix.MADV_DONTNEED) // a read-only file mapping: nothing is lost
+	}
 }
 
 // Release drops every page of f's mapping (of the whole file, for a Slice) from the
 // process's resident set. They stay in the page cache: reading them again costs a
-// minor fault, not a disk read. The sampler and TokenWindows call it as they go,
-// after each batch or so many windows, since a fault maps more than the page it
-// needs (64 KiB around it, or a whole large folio of the page cache).
+// minor fault, not a disk read. Window does it for what it reads, which a fault
+// maps more of than the page it needs (the 64 KiB around it, or a whole large folio
+// of the page cache).
 func (f *TokenFile) Release() {
 	if len(f.mapping) > 0 {
 		_ = unix.Madvise(f.mapping, unix.MADV_DONTNEED)
@@ -277,20 +299,6 @@ func WriteTokens(w io.Writer, ids []int32, dtype string) error {
 	return nil
 }
 
-// releaseEvery is how many windows TokenWindows reads between releases of a
-// mapped file's pages: a few MiB resident at most.
-const releaseEvery = 64
-
-// releaser is a Tokens whose pages can be dropped from memory: a TokenFile.
-type releaser interface{ Release() }
-
-// release drops src's resident pages, if it has any of its own.
-func release(src Tokens) {
-	if r, ok := src.(releaser); ok {
-		r.Release()
-	}
-}
-
 // TokenWindows cuts src into non-overlapping windows of block tokens for
 // evaluation, as TextWindows does, but at most max of them (0: no bound): when src
 // holds more, it takes max windows spread evenly over it, window i being the
@@ -316,10 +324,6 @@ func TokenWindows(src Tokens, block, max int) (x *tensor.Tensor, labels []int) {
 			j = int(int64(i) * int64(n) / int64(take))
 		}
 		src.Window(j*block, xb[i*block:(i+1)*block], labels[i*block:(i+1)*block])
-		if i%releaseEvery == releaseEvery-1 {
-			release(src)
-		}
 	}
-	release(src)
 	return tensor.Wrap32(xb, take, block), labels
 }
