@@ -10,6 +10,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/creack/pty"
+
 	"github.com/pipetrain/pipetrain/dataset"
 )
 
@@ -420,5 +422,37 @@ func TestPrepareReplaces(t *testing.T) {
 	}
 	if want := []string{"c.toml", "input.bytes", "input.txt"}; !slices.Equal(names, want) {
 		t.Errorf("the folder holds %q, want %q", names, want)
+	}
+}
+
+// TestPrepareBar: on a terminal prepare draws a bar that reaches 100% and is
+// cleared; elsewhere (a pipe, a file) it writes nothing.
+func TestPrepareBar(t *testing.T) {
+	ptmx, tty, err := pty.Open()
+	if err != nil {
+		t.Skipf("no pty: %v", err)
+	}
+	defer ptmx.Close()
+	defer tty.Close()
+	bar := newBar(tty, 3000)
+	for _, done := range []int{0, 1000, 1001, 3000, -1} {
+		bar(done)
+	}
+	tty.Close()
+	var out bytes.Buffer
+	out.ReadFrom(ptmx) // ends with an error when the tty side is closed
+	got := out.String()
+	for _, want := range []string{"\rprepare: tokenizing [", "  0% of 0.0 MB", " 33% of 0.0 MB", "100% of 0.0 MB", "\r\033[K"} {
+		if !strings.Contains(got, want) {
+			t.Errorf("the bar wrote %q, want it to hold %q", got, want)
+		}
+	}
+	if n := strings.Count(got, " 33%"); n != 1 {
+		t.Errorf("33%% drawn %d times, want once (an unchanged percentage is not redrawn)", n)
+	}
+	var file bytes.Buffer
+	newBar(&file, 3000)(1500)
+	if file.Len() != 0 {
+		t.Errorf("not a terminal: the bar wrote %q", file.String())
 	}
 }
