@@ -106,8 +106,8 @@ func ReadTokenMeta(path string) (TokenMeta, error) {
 // TokenFile is a file of little-endian token ids (nanoGPT's train.bin and val.bin),
 // memory-mapped read-only. Window drops the pages it read from the process's
 // resident set, so a process reading windows all over a large file keeps at most a
-// few MiB of it resident, whatever its size. The file must not change while it is open. A TokenFile is safe
-// for concurrent use.
+// few MiB of it resident, whatever its size. The file must not change while it is
+// open. A TokenFile is safe for concurrent use.
 type TokenFile struct {
 	path    string
 	mapping []byte // the whole file, mapped (nil when empty)
