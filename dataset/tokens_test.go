@@ -412,3 +412,35 @@ func TestTokenFileStaysSmall(t *testing.T) {
 }
 
 var sink int32
+
+// BenchmarkTokenSampler: a batch of 16 windows of 64 tokens drawn from a 64 MB
+// file mapped (each window's pages released after it) and from the same ids in
+// memory.
+func BenchmarkTokenSampler(b *testing.B) {
+	ids := randomIDs(32<<20, 1000, 17)
+	var buf bytes.Buffer
+	if err := WriteTokens(&buf, ids, TokensUint16); err != nil {
+		b.Fatal(err)
+	}
+	path := filepath.Join(b.TempDir(), "train.bin")
+	if err := os.WriteFile(path, buf.Bytes(), 0o644); err != nil {
+		b.Fatal(err)
+	}
+	f, err := OpenTokens(path, TokensUint16, 1000)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer f.Close()
+	x, labels := make([]float32, 16*64), make([]int, 16*64)
+	for _, s := range []struct {
+		name string
+		src  Tokens
+	}{{"mapped", f}, {"memory", IDs(ids)}} {
+		b.Run(s.name, func(b *testing.B) {
+			smp := NewTokenSampler(s.src, 64, 16, 1)
+			for i := 0; b.Loop(); i++ {
+				smp.BatchInto(i, x, labels)
+			}
+		})
+	}
+}
