@@ -91,7 +91,7 @@ func prepareTokens(text []byte, path string, c *config.Config, bar func(done int
 	if d.Vocab != dataset.VocabChars && d.Vocab != dataset.VocabBytes {
 		source = text[:cut] // a trained tokenizer learns from the training part only
 	}
-	vocab, err := newVocab(d.Vocab, source, 0)
+	vocab, err := newVocab(d.Vocab, source, 0) // integrate: NewVocab (dataset.NewVocab, size data.vocab_size)
 	if err != nil {
 		return nil, badInputf("prepare: data.path = %q: %v", path, err)
 	}
@@ -218,7 +218,7 @@ func writeTokenDir(dir string, p *prepared) error {
 		{trainBin, func(w io.Writer) error { return dataset.WriteTokens(w, p.train, p.meta.DType) }},
 		{valBin, func(w io.Writer) error { return dataset.WriteTokens(w, p.val, p.meta.DType) }},
 		{metaJSON, func(w io.Writer) error { _, err := w.Write(append(meta, '\n')); return err }},
-		// integrate: NewVocab (bpe: tokenizerJSON from Vocab.TokenizerJSON())
+		// integrate: bpe (tokenizerJSON from Vocab.TokenizerJSON())
 	}
 	for _, f := range files {
 		if err := writeFile(filepath.Join(tmp, f.name), f.write); err != nil {

@@ -104,7 +104,7 @@ func tokensVocab(dir, kind string) (dataset.TokenMeta, dataset.Vocab, error) {
 	m, err := dataset.ReadTokenMeta(path)
 	if errors.Is(err, fs.ErrNotExist) {
 		switch kind {
-		case dataset.VocabBytes: // integrate: NewVocab (gpt2 defines its ids by itself too)
+		case dataset.VocabBytes: // integrate: gpt2 (defines its ids by itself too)
 			v, err := dataset.VocabFrom(kind, nil)
 			return dataset.TokenMeta{DType: dataset.TokensUint16, VocabSize: v.Size(), Vocab: kind}, v, err
 		}
@@ -117,7 +117,7 @@ func tokensVocab(dir, kind string) (dataset.TokenMeta, dataset.Vocab, error) {
 	if m.Vocab != kind {
 		return m, dataset.Vocab{}, badInputf("data.vocab = %q, but %s says the ids are of vocab %q: set data.vocab = %q", kind, path, m.Vocab, m.Vocab)
 	}
-	// integrate: NewVocab (bpe: dataset.ReadTokenizerJSON of tokenizer.json, an error naming it when missing)
+	// integrate: bpe (dataset.ReadTokenizerJSON of tokenizer.json; exit 2 naming it when missing)
 	v, err := dataset.VocabFrom(kind, m.Tokens)
 	if err != nil {
 		return m, v, badInputf("%s: %v", path, err)
