@@ -456,3 +456,21 @@ func TestPrepareBar(t *testing.T) {
 		t.Errorf("not a terminal: the bar wrote %q", file.String())
 	}
 }
+
+// TestPrepareLargeText: a text of several pieces of EncodeParallel's, encoded
+// on two goroutines, gives the files of its one-piece encoding.
+func TestPrepareLargeText(t *testing.T) {
+	dir := t.TempDir()
+	piece, err := os.ReadFile(writeCorpus(t, dir))
+	if err != nil {
+		t.Fatal(err)
+	}
+	corpus := writeText(t, filepath.Join(dir, "large.txt"), strings.Repeat(string(piece), (3<<20)/len(piece)+1))
+	for _, vocab := range []string{"chars", "bytes"} {
+		cfg := writeText(t, filepath.Join(dir, vocab+".toml"), fmt.Sprintf(textConfig, corpus, vocab))
+		if r := runSub("prepare", "--config", cfg); r.code != 0 {
+			t.Fatalf("exit %d:\n%s", r.code, r.stderr)
+		}
+		checkPrepared(t, filepath.Join(dir, "large."+vocab), corpus, vocab)
+	}
+}
