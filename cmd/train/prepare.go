@@ -96,12 +96,12 @@ func prepareTokens(text []byte, path string, c *config.Config, bar func(done int
 		return nil, badInputf("prepare: data.path = %q: %v", path, err)
 	}
 	workers := runtime.GOMAXPROCS(0)
+	defer bar(-1)
 	train, err := dataset.EncodeParallel(vocab, text[:cut], workers, bar)
 	if err != nil {
 		return nil, badInputf("prepare: data.path = %q: %v", path, err)
 	}
 	val, err := dataset.EncodeParallel(vocab, text[cut:], workers, func(done int) { bar(cut + done) })
-	bar(-1)
 	if err != nil {
 		return nil, badInputf("prepare: data.path = %q: %v", path, err)
 	}
