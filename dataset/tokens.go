@@ -300,11 +300,11 @@ func WriteTokens(w io.Writer, ids []int32, dtype string) error {
 }
 
 // TokenWindows cuts src into non-overlapping windows of block tokens for
-// evaluation, as TextWindows does, but at most max of them (0: no bound): when src
-// holds more, it takes max windows spread evenly over it, window i being the
-// (i·n/max)-th of the n that TextWindows would give. A bounded evaluation of a large
+// evaluation, as TextWindows does, but at most most of them (0: no bound): when
+// src holds more, it takes most windows spread evenly over it, window i being the
+// (i·n/most)-th of the n that TextWindows would give. A bounded evaluation of a large
 // file thus costs the same whatever its size, and a small file's is TextWindows'.
-func TokenWindows(src Tokens, block, max int) (x *tensor.Tensor, labels []int) {
+func TokenWindows(src Tokens, block, most int) (x *tensor.Tensor, labels []int) {
 	if block < 1 {
 		panic(fmt.Errorf("dataset.TokenWindows: block %d is not positive", block))
 	}
@@ -313,8 +313,8 @@ func TokenWindows(src Tokens, block, max int) (x *tensor.Tensor, labels []int) {
 		n = (src.Len() - 1) / block
 	}
 	take := n
-	if max > 0 && n > max {
-		take = max
+	if most > 0 && n > most {
+		take = most
 	}
 	xb := make([]float32, take*block)
 	labels = make([]int, take*block)
