@@ -58,6 +58,18 @@
 // CheckBlock checks. The ids travel as float32 values in x (exact below 2^24) and as
 // int labels.
 //
+// # Token files
+//
+// A corpus too large to hold as int32 ids is tokenized once (EncodeParallel encodes
+// on every core, in pieces cut where the ids equal a one-piece encoding) and written
+// as nanoGPT's train.bin and val.bin: little-endian uint16 ids, uint32 above 65,536
+// tokens (WriteTokens, TokenDType), described by a meta.json (TokenMeta). OpenTokens
+// maps such a file read-only after checking every id with pread, so the check leaves
+// nothing resident. The sampler reads any Tokens, IDs in memory or a TokenFile, and
+// draws the same windows from both; TokenWindows cuts evaluation windows from either,
+// at most so many spread evenly. A TokenFile drops the pages each window read from
+// the process's resident set, so memory does not grow with the file.
+//
 // # Determinism
 //
 // Every random choice is keyed by an explicit seed, never by time or by the order in

@@ -3,6 +3,9 @@ package dataset_test
 import (
 	"fmt"
 	"log"
+	"os"
+	"path/filepath"
+	"slices"
 	"strings"
 
 	"github.com/pipetrain/pipetrain/dataset"
@@ -78,4 +81,50 @@ func ExampleNewText() {
 	// windows [4 4] with 16 targets
 	// dataset: block_size 4 is longer than the test split (2 tokens)
 	// batch [3 4] with 12 targets; steps per epoch: 1
+}
+
+// A text tokenized once into a token file, then trained from the file mapped
+// from disk: its batches are those of the text's ids in memory.
+func ExampleOpenTokens() {
+	text := []byte(strings.Repeat("to be, or not to be: that is the question.\n", 50))
+	v, err := dataset.VocabFrom(dataset.VocabBytes, nil)
+	if err != nil {
+		log.Fatal(err)
+	}
+	ids, err := dataset.EncodeParallel(v, text, 2, nil)
+	if err != nil {
+		log.Fatal(err)
+	}
+	dir, err := os.MkdirTemp("", "tokens")
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer os.RemoveAll(dir)
+	path := filepath.Join(dir, "train.bin")
+	f, err := os.Create(path)
+	if err != nil {
+		log.Fatal(err)
+	}
+	dtype := dataset.TokenDType(v.Size())
+	if err := dataset.WriteTokens(f, ids, dtype); err != nil {
+		log.Fatal(err)
+	}
+	if err := f.Close(); err != nil {
+		log.Fatal(err)
+	}
+
+	file, err := dataset.OpenTokens(path, dtype, v.Size())
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer file.Close()
+	mapped := dataset.NewTokenSampler(file, 8, 4, 1)
+	inMemory := dataset.NewTextSampler(ids, 8, 4, 1)
+	x, labels := mapped.Batch(3)
+	wx, wl := inMemory.Batch(3)
+	fmt.Println(file.Len(), dtype, "ids; batch 3 is", x.Shape(), "with", len(labels), "labels")
+	fmt.Println("the same as in memory:", slices.Equal(x.Data32(), wx.Data32()) && slices.Equal(labels, wl))
+	// Output:
+	// 2150 uint16 ids; batch 3 is [4 8] with 32 labels
+	// the same as in memory: true
 }

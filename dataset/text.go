@@ -307,14 +307,20 @@ func (t *Text) Split(testFraction, validationFraction float64) (train, val, test
 // for windows of block tokens: a window needs block+1 tokens, its inputs and the token
 // after each. Call it before TextWindows or NewTextSampler, which panic instead.
 func CheckBlock(name string, ids []int32, block int) error {
+	return CheckBlockLen(name, len(ids), block)
+}
+
+// CheckBlockLen is CheckBlock for a split of n tokens held anywhere, such as a
+// TokenFile.
+func CheckBlockLen(name string, n, block int) error {
 	switch {
 	case block < 1:
 		return fmt.Errorf("dataset: block_size %d is not positive", block)
-	case block > len(ids):
-		return fmt.Errorf("dataset: block_size %d is longer than the %s split (%d tokens)", block, name, len(ids))
-	case block == len(ids):
+	case block > n:
+		return fmt.Errorf("dataset: block_size %d is longer than the %s split (%d tokens)", block, name, n)
+	case block == n:
 		return fmt.Errorf("dataset: block_size %d is as long as the %s split (%d tokens); a window needs %d",
-			block, name, len(ids), block+1)
+			block, name, n, block+1)
 	}
 	return nil
 }
@@ -330,27 +336,18 @@ func TextWindows(ids []int32, block int) (x *tensor.Tensor, labels []int) {
 	if block < 1 {
 		panic(fmt.Errorf("dataset.TextWindows: block %d is not positive", block))
 	}
-	n := 0
-	if len(ids) > 0 {
-		n = (len(ids) - 1) / block
-	}
-	xb := make([]float32, n*block)
-	labels = make([]int, n*block)
-	for i := range xb {
-		xb[i] = float32(ids[i])
-		labels[i] = int(ids[i+1])
-	}
-	return tensor.Wrap32(xb, n, block), labels
+	return TokenWindows(IDs(ids), block, 0)
 }
 
 // TextSampler draws training batches of random windows from a token sequence, as
 // nanoGPT's get_batch does. The offsets of batch step are drawn from
 // rand.New(rand.NewPCG(seed, uint64(step))), uniform in [0, len(ids)−block−1], so a
 // batch is a pure function of (seed, step): a run resumed at step k draws what the
-// unbroken run drew, with no random state to save. A TextSampler is safe for concurrent
-// use.
+// unbroken run drew, with no random state to save. The sequence may be in memory or a
+// mapped TokenFile: the same ids give the same batches. A TextSampler is safe for
+// concurrent use.
 type TextSampler struct {
-	ids          []int32
+	src          Tokens
 	block, batch int
 	seed         uint64
 }
@@ -359,13 +356,18 @@ type TextSampler struct {
 // if block or batch is not positive or ids holds fewer than block+1 tokens (see
 // CheckBlock).
 func NewTextSampler(ids []int32, block, batch int, seed uint64) *TextSampler {
+	return NewTokenSampler(IDs(ids), block, batch, seed)
+}
+
+// NewTokenSampler is NewTextSampler over any token sequence, such as a TokenFile.
+func NewTokenSampler(src Tokens, block, batch int, seed uint64) *TextSampler {
 	if block < 1 || batch < 1 {
 		panic(fmt.Errorf("dataset.NewTextSampler: block %d and batch %d must be positive", block, batch))
 	}
-	if len(ids) <= block {
-		panic(fmt.Errorf("dataset.NewTextSampler: %d tokens are too few for windows of %d tokens and their targets", len(ids), block))
+	if src.Len() <= block {
+		panic(fmt.Errorf("dataset.NewTextSampler: %d tokens are too few for windows of %d tokens and their targets", src.Len(), block))
 	}
-	return &TextSampler{ids: ids, block: block, batch: batch, seed: seed}
+	return &TextSampler{src: src, block: block, batch: batch, seed: seed}
 }
 
 // Block returns the window length.
@@ -377,7 +379,7 @@ func (s *TextSampler) BatchSize() int { return s.batch }
 // StepsPerEpoch returns len(ids)/(batch·block), at least 1: the steps whose batches
 // hold as many tokens as the split, nanoGPT's notion of an epoch.
 func (s *TextSampler) StepsPerEpoch() int {
-	return max(1, len(s.ids)/(s.batch*s.block))
+	return max(1, s.src.Len()/(s.batch*s.block))
 }
 
 // Batch returns batch step as freshly allocated values: x is float32 [batch, block] and
@@ -404,13 +406,8 @@ func (s *TextSampler) BatchInto(step int, x []float32, labels []int) {
 	}
 	rng := rand.New(rand.NewPCG(s.seed, uint64(step)))
 	for b := range s.batch {
-		o := rng.IntN(len(s.ids) - s.block)
+		o := rng.IntN(s.src.Len() - s.block)
 		row := b * s.block
-		for i, id := range s.ids[o : o+s.block] {
-			x[row+i] = float32(id)
-		}
-		for i, id := range s.ids[o+1 : o+s.block+1] {
-			labels[row+i] = int(id)
-		}
+		s.src.Window(o, x[row:row+s.block], labels[row:row+s.block])
 	}
 }

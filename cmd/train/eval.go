@@ -122,6 +122,9 @@ func loadTrained(ctx context.Context, dir string, trained, c *config.Config, log
 		if err != nil {
 			return model.Description{}, err
 		}
+		if r.text != nil {
+			r.text.close()
+		}
 		return r.describe(train, in), nil
 	}
 	m, err := model.LoadAs(dir, describe, vet)
@@ -177,6 +180,7 @@ func evaluateModel(ctx context.Context, m *model.Model, c *config.Config, log *r
 		if err != nil {
 			return nil, err
 		}
+		defer td.close()
 		train, test, vocab = td.meta, td.test, td.vocab
 	} else if train, test, err = loadSplits(ctx, c, log); err != nil {
 		return nil, err

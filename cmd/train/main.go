@@ -8,7 +8,8 @@
 //	train export --checkpoint DIR --onnx FILE
 //	train export --checkpoint DIR --hf OUT [--drop-head-bias]
 //	train import --hf FILE.safetensors --config FILE --out DIR [--set KEY=VALUE]...
-//	train sample --checkpoint DIR [--prompt TEXT] [--tokens N] [--temperature T] [--top_k K] [--seed S]
+//	train sample --checkpoint DIR [--prompt TEXT] [--tokens N] [--temperature T] [--top_k K] [--top_p P] [--seed S]
+//	train prepare --config FILE [--set KEY=VALUE]... [--out DIR]
 //
 // eval prints the loss and accuracy of a checkpoint's model on the test
 // split of the data it was trained on, as one JSON line; --set may change
@@ -19,6 +20,9 @@
 // Hugging Face's GPT-2 (model.safetensors and config.json); import turns
 // GPT-2's weights in that layout into a checkpoint of the config's model,
 // to fine-tune with --resume. sample prints text a language model writes.
+// prepare tokenizes the text a config names once, into train.bin, val.bin
+// and meta.json, which data.name = "tokens" trains from without reading
+// them into memory.
 //
 // Exit status: 0 done; 2 the command line, config or data is wrong; 1 training
 // failed (the last checkpoint is kept); 130 interrupted (a checkpoint is written).
@@ -156,6 +160,7 @@ var subcommands = map[string]func(ctx context.Context, args []string, stdout, st
 	"export":  runExport,
 	"sample":  runSample,
 	"import":  runImport,
+	"prepare": runPrepare,
 }
 
 // run is the whole command, returning its exit status. The last line it writes

@@ -15,31 +15,57 @@ import (
 // non-overlapping windows.
 type textData struct {
 	vocab     dataset.Vocab
-	trainIDs  []int32
-	val, test *dataset.Set // windows; val nil without data.validation_fraction
-	meta      *dataset.Set // no rows: the vocabulary as classes and the block as features
+	train     dataset.Tokens // in memory, or train.bin mapped
+	val, test *dataset.Set   // windows; val nil without data.validation_fraction
+	meta      *dataset.Set   // no rows: the vocabulary as classes and the block as features
+	files     []*dataset.TokenFile
 }
 
-// isText reports whether the config trains a language model on text.
+// close unmaps the token files, if any; td must not be used after.
+func (td *textData) close() {
+	for _, f := range td.files {
+		_ = f.Close() // read-only mappings: nothing is lost
+	}
+	td.files = nil
+}
+
+// isText reports whether the config trains a language model on text, or on
+// its tokens as train prepare wrote them.
 func isText(c *config.Config) bool {
-	return slices.Contains([]string{"text", "shakespeare"}, c.Data.Name)
+	return slices.Contains([]string{"text", "shakespeare", "tokens"}, c.Data.Name)
+}
+
+// textPath is the text file the config names, tiny Shakespeare fetched
+// into the cache (after announce) when data.download asks for it.
+func textPath(ctx context.Context, d config.Data, announce func()) (string, error) {
+	if d.Name != "shakespeare" || d.Path != "" {
+		return d.Path, nil
+	}
+	if !d.Download {
+		return "", badInputf("data.path is empty: give tiny Shakespeare's input.txt, or set data.download = true")
+	}
+	announce()
+	path, err := dataset.DownloadShakespeare(ctx, dataset.DownloadOptions{})
+	if err != nil {
+		return "", badInputf("data.download: %v", err)
+	}
+	return path, nil
 }
 
 // loadText reads the text the config names and splits it: the first
 // 1 − test_fraction of the tokens train, the rest test; validation comes
-// from the end of the training part.
+// from the end of the training part. data.name = "tokens" reads a
+// prepared folder instead (loadTokens).
 func loadText(ctx context.Context, c *config.Config, log *runLog) (*textData, error) {
 	d := c.Data
-	path := d.Path
-	if d.Name == "shakespeare" && path == "" {
-		if !d.Download {
-			return nil, badInputf("data.path is empty: give tiny Shakespeare's input.txt, or set data.download = true")
-		}
+	if d.Name == "tokens" {
+		return loadTokens(c)
+	}
+	path, err := textPath(ctx, d, func() {
 		log.event("download").Str("data", d.Name).Msg("fetching data set into the cache")
-		var err error
-		if path, err = dataset.DownloadShakespeare(ctx, dataset.DownloadOptions{}); err != nil {
-			return nil, badInputf("data.download: %v", err)
-		}
+	})
+	if err != nil {
+		return nil, err
 	}
 	text, err := dataset.LoadText(path, d.Vocab)
 	if err != nil {
@@ -49,7 +75,7 @@ func loadText(ctx context.Context, c *config.Config, log *runLog) (*textData, er
 	if err != nil {
 		return nil, badInput(err)
 	}
-	td := &textData{vocab: text.Vocab, trainIDs: train}
+	td := &textData{vocab: text.Vocab, train: dataset.IDs(train)}
 	for _, s := range []struct {
 		name string
 		ids  []int32
@@ -141,5 +167,5 @@ func describeText(td *textData) string {
 		}
 		return len(s.Labels)
 	}
-	return fmt.Sprintf("%d training, %d validation and %d test tokens (windows: their targets), vocabulary %d", len(td.trainIDs), n(td.val), n(td.test), td.vocab.Size())
+	return fmt.Sprintf("%d training, %d validation and %d test tokens (windows: their targets), vocabulary %d", td.train.Len(), n(td.val), n(td.test), td.vocab.Size())
 }

@@ -156,6 +156,9 @@ func (r *trainRun) logStart() {
 func (r *trainRun) end(start time.Time, err error) error {
 	log := r.log
 	pipeline.CloseRemote() // every engine is closed; its last words reach the log
+	if r.text != nil {
+		r.text.close() // no batch is being gathered: loop waits for its goroutine
+	}
 	ev := log.event("run_end").Int("steps", r.step).Float64("wall_seconds", time.Since(start).Seconds())
 	switch {
 	case errors.Is(err, errInterrupted):
@@ -242,7 +245,7 @@ func (r *trainRun) setup(ctx context.Context, resume bool) error {
 	r.metrics.actors.setEngine(r.eng)
 	r.statsSince = time.Now()
 	if r.text != nil {
-		s := dataset.NewTextSampler(r.text.trainIDs, c.Data.BlockSize, c.Data.BatchSize, c.Seed)
+		s := dataset.NewTokenSampler(r.text.train, c.Data.BlockSize, c.Data.BatchSize, c.Seed)
 		r.loader = textBatches{s: s, epochs: s.StepsPerEpoch()}
 	} else {
 		r.loader = dataset.NewLoader(train, c.Data.BatchSize, c.Data.Shuffle, c.Seed)
@@ -263,7 +266,7 @@ func (r *trainRun) setup(ctx context.Context, resume bool) error {
 		Int("batches_per_epoch", r.loader.BatchesPerEpoch())
 	msg := "data loaded"
 	if r.text != nil {
-		ev = ev.Int("train_tokens", len(r.text.trainIDs)).Int("vocab", r.text.vocab.Size())
+		ev = ev.Int("train_tokens", r.text.train.Len()).Int("vocab", r.text.vocab.Size())
 		msg += ": " + describeText(r.text)
 	}
 	ev.Msg(msg)

@@ -31,10 +31,10 @@ type Config struct {
 
 // Data is the [data] table: which data set, and how to batch it.
 type Data struct {
-	Name               string  `toml:"name" json:"name"`                 // digits | mnist | fashion-mnist | csv | spirals | text | shakespeare
-	Path               string  `toml:"path" json:"path"`                 // mnist/fashion-mnist: a folder; csv, text: the file; shakespeare: its input.txt
-	Vocab              string  `toml:"vocab" json:"vocab"`               // text, shakespeare: chars | bytes
-	BlockSize          int     `toml:"block_size" json:"block_size"`     // text, shakespeare: the context length in tokens
+	Name               string  `toml:"name" json:"name"`                 // digits | mnist | fashion-mnist | csv | spirals | text | shakespeare | tokens
+	Path               string  `toml:"path" json:"path"`                 // mnist/fashion-mnist, tokens: a folder; csv, text: the file; shakespeare: its input.txt
+	Vocab              string  `toml:"vocab" json:"vocab"`               // text, shakespeare, tokens: chars | bytes
+	BlockSize          int     `toml:"block_size" json:"block_size"`     // text, shakespeare, tokens: the context length in tokens
 	Download           bool    `toml:"download" json:"download"`         // mnist/fashion-mnist: fetch into the cache when path is empty
 	LabelColumn        int     `toml:"label_column" json:"label_column"` // csv: the label column; negative counts from the end
 	BatchSize          int     `toml:"batch_size" json:"batch_size"`

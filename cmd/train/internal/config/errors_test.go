@@ -26,6 +26,8 @@ var badConfigs = []struct {
 	{"", []string{"data.name=imagenet"}, []string{`data.name = "imagenet": want one of digits, mnist, fashion-mnist, csv, spirals`}},
 	{"", []string{"data.name="}, []string{`data.name = ""`}},
 	{"", []string{"data.name=csv"}, []string{`data.path: required for data.name = "csv"`}},
+	{"", []string{"data.name=tokens", "data.block_size=8"}, []string{`data.path: required for data.name = "tokens"`}},
+	{"", []string{"data.name=tokens", "data.path=d"}, []string{`data.block_size = 0: required for data.name = "tokens"`}},
 	{"[data]\npath = 3\n" + base, nil, []string{`mlp.toml: data.path = 3: want a string`}},
 	{"", []string{"data.download=yes"}, []string{`data.download = "yes": want true or false`}},
 	{"", []string{"data.label_column=1.5"}, []string{`data.label_column = 1.5: want an integer`}},

@@ -16,8 +16,8 @@ import (
 
 // The valid names of the string-valued keys.
 var (
-	dataNames         = []string{"digits", "mnist", "fashion-mnist", "csv", "spirals", "text", "shakespeare"}
-	textData          = []string{"text", "shakespeare"}
+	dataNames         = []string{"digits", "mnist", "fashion-mnist", "csv", "spirals", "text", "shakespeare", "tokens"}
+	textData          = []string{"text", "shakespeare", "tokens"}
 	vocabKinds        = []string{"chars", "bytes"}
 	decays            = []string{"all", "matrices"}
 	layerTypes        = nn.LayerTypes()
@@ -97,7 +97,7 @@ func (c *Config) validateData() error {
 	if err := oneOf("data.name", d.Name, dataNames); err != nil {
 		return err
 	}
-	if (d.Name == "csv" || d.Name == "text") && d.Path == "" {
+	if (d.Name == "csv" || d.Name == "text" || d.Name == "tokens") && d.Path == "" {
 		return errorf(`data.path: required for data.name = %q`, d.Name)
 	}
 	if err := oneOf("data.vocab", d.Vocab, vocabKinds); err != nil {
@@ -107,7 +107,7 @@ func (c *Config) validateData() error {
 	case text && d.BlockSize < 1:
 		return errorf("data.block_size = %d: required for data.name = %q, the context length in tokens (at least 1)", d.BlockSize, d.Name)
 	case !text && d.BlockSize != 0:
-		return errorf("data.block_size = %d: only for text data (data.name = \"text\" or \"shakespeare\"), not %q", d.BlockSize, d.Name)
+		return errorf("data.block_size = %d: only for text data (data.name = \"text\", \"shakespeare\" or \"tokens\"), not %q", d.BlockSize, d.Name)
 	}
 	if err := atLeast("data.batch_size", d.BatchSize, 1); err != nil {
 		return err
