@@ -22,7 +22,8 @@ type evalResult struct {
 	Split      string   `json:"split"`
 	Loss       float64  `json:"loss"`
 	Accuracy   *float64 `json:"accuracy,omitempty"`      // classifiers only
-	BitsPerChr *float64 `json:"bits_per_char,omitempty"` // text models only
+	BitsPerChr *float64 `json:"bits_per_char,omitempty"` // text models only: per token
+	BitsPerB   *float64 `json:"bits_per_byte,omitempty"` // text models only
 	Rows       int      `json:"rows"`
 	Checkpoint string   `json:"checkpoint"`
 	Step       int      `json:"step"`
@@ -152,7 +153,7 @@ func dataConfig(d *model.Data, sets []string) (*config.Config, error) {
 	c.Data.Name, c.Data.Path, c.Data.Download = d.Name, d.Path, d.Download
 	c.Data.LabelColumn, c.Data.TestFraction, c.Data.ValidationFraction = d.LabelColumn, d.TestFraction, d.ValidationFraction
 	if d.Vocab != "" {
-		c.Data.Vocab, c.Data.BlockSize = d.Vocab, d.BlockSize
+		c.Data.Vocab, c.Data.VocabSize, c.Data.BlockSize = d.Vocab, d.VocabSize, d.BlockSize
 	}
 	if err := c.SetData(sets); err != nil {
 		return nil, badInput(err)
@@ -170,12 +171,24 @@ func evaluateModel(ctx context.Context, m *model.Model, c *config.Config, log *r
 	}
 	var train, test *dataset.Set
 	var err error
+	var vocab dataset.Vocab
 	if isText(c) {
-		td, err := loadText(ctx, c, log)
+		var given *dataset.Vocab
+		if m.IsText() && (m.Vocab == dataset.VocabGPT2 || m.Vocab == dataset.VocabBPE) {
+			v, err := checkpointVocab("eval", m)
+			if err != nil {
+				return nil, err
+			}
+			if c.Data.Vocab != m.Vocab {
+				return nil, badInputf("eval: data.vocab = %q: the model was trained on vocabulary %q", c.Data.Vocab, m.Vocab)
+			}
+			given = &v
+		}
+		td, err := loadText(ctx, c, log, given)
 		if err != nil {
 			return nil, err
 		}
-		train, test = td.meta, td.test
+		train, test, vocab = td.meta, td.test, td.vocab
 	} else if train, test, err = loadSplits(ctx, c, log); err != nil {
 		return nil, err
 	}
@@ -216,6 +229,11 @@ func evaluateModel(ctx context.Context, m *model.Model, c *config.Config, log *r
 		bpc := bitsPerChar(loss)
 		res.BitsPerChr = &bpc
 		ev = ev.Float64("bits_per_char", bpc)
+		if vocab.Size() > 0 {
+			bpb := bitsPerByte(loss, vocab, test.Labels)
+			res.BitsPerB = &bpb
+			ev = ev.Float64("bits_per_byte", bpb)
+		}
 	}
 	ev.Int("rows", test.Len()).Str("checkpoint", ck.Dir).Str("data", name).Msg("")
 	return res, nil

@@ -7,7 +7,6 @@ import (
 	"io"
 	"math"
 
-	"github.com/pipetrain/pipetrain/dataset"
 	"github.com/pipetrain/pipetrain/model"
 )
 
@@ -46,9 +45,9 @@ func runSample(_ context.Context, args []string, stdout, _ io.Writer) error {
 	if !m.IsText() {
 		return badInputf("sample: --checkpoint %s holds a model of data %q, not a language model", m.Checkpoint.Dir, m.Input.Data)
 	}
-	vocab, err := dataset.VocabFrom(m.Vocab, m.Classes)
+	vocab, err := checkpointVocab("sample", m)
 	if err != nil {
-		return badInputf("sample: --checkpoint %s: %v", m.Checkpoint.Dir, err)
+		return err
 	}
 	ids, err := vocab.Encode(*prompt)
 	if err != nil {

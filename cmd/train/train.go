@@ -577,7 +577,7 @@ func (r *trainRun) evalOn(set *dataset.Set, split string, more func(*zerolog.Eve
 		ev = ev.Float64("accuracy", acc)
 	}
 	if r.text != nil {
-		ev = ev.Float64("bits_per_char", bitsPerChar(loss))
+		ev = ev.Float64("bits_per_char", bitsPerChar(loss)).Float64("bits_per_byte", bitsPerByte(loss, r.text.vocab, set.Labels))
 	}
 	if more != nil {
 		ev = more(ev)
@@ -622,7 +622,11 @@ func (r *trainRun) save(root string) (string, error) {
 	if r.batch >= r.loader.BatchesPerEpoch() {
 		meta.Epoch, meta.Batch = r.epoch+1, 0
 	}
-	dir, err := checkpoint.Save(root, meta, weights, st.Tensors)
+	var files map[string][]byte
+	if r.text != nil && r.text.tokenizer != nil {
+		files = map[string][]byte{dataset.TokenizerFile: r.text.tokenizer}
+	}
+	dir, err := checkpoint.SaveFiles(root, meta, weights, st.Tensors, files)
 	if err != nil {
 		return "", fmt.Errorf("checkpoint at step %d: %w", r.step, err)
 	}
@@ -704,6 +708,9 @@ func dataKeys(c *config.Config) []any {
 	}
 	if isText(c) {
 		keys = append(keys, d.Vocab, d.BlockSize)
+		if d.VocabSize != 0 {
+			keys = append(keys, d.VocabSize)
+		}
 	}
 	return keys
 }

@@ -1,0 +1,206 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"math"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/pipetrain/pipetrain/dataset"
+	"github.com/pipetrain/pipetrain/internal/checkpoint"
+)
+
+// textConfig is a tiny GPT on the text at path under vocab: a few steps,
+// so that a test trains it in a second or two.
+func textConfig(path, vocab string, size int) string {
+	sizeKey := ""
+	if size > 0 {
+		sizeKey = fmt.Sprintf("vocab_size = %d\n", size)
+	}
+	return fmt.Sprintf(`seed = 3
+[data]
+name = "text"
+path = %q
+vocab = %q
+%sblock_size = 8
+batch_size = 4
+test_fraction = 0.1
+
+[[model.layers]]
+type = "embedding"
+dim = 16
+init = "gpt"
+
+[[model.layers]]
+type = "transformer_block"
+heads = 2
+init = "gpt"
+
+[[model.layers]]
+type = "layernorm"
+
+[[model.layers]]
+type = "linear"
+init = "gpt"
+
+[optimizer]
+type = "adamw"
+lr = 1e-3
+
+[train]
+max_steps = 3
+checkpoint_every = 2
+`, path, vocab, sizeKey)
+}
+
+// checkpointDirs lists the step folders under root, best/ included.
+func checkpointDirs(t *testing.T, root string) []string {
+	t.Helper()
+	var dirs []string
+	err := filepath.WalkDir(root, func(p string, d os.DirEntry, err error) error {
+		if err == nil && d.IsDir() && checkpoint.IsCheckpoint(p) {
+			dirs = append(dirs, p)
+		}
+		return err
+	})
+	if err != nil || len(dirs) == 0 {
+		t.Fatalf("no checkpoint under %s (%v)", root, err)
+	}
+	return dirs
+}
+
+// TestTextVocabs trains a tiny GPT under the byte-level vocabularies, then
+// samples from and evaluates its checkpoint, which alone must rebuild the
+// vocabulary: a bpe checkpoint holds its tokenizer.json.
+func TestTextVocabs(t *testing.T) {
+	text, err := os.ReadFile(filepath.Join("..", "..", "dataset", "testdata", "tinyshakespeare-2000.txt"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		vocab     string
+		size      int
+		tokenizer bool // checkpoints hold tokenizer.json
+	}{
+		{dataset.VocabBPE, 300, true},
+		{dataset.VocabGPT2, 0, false},
+	}
+	for _, tc := range tests {
+		t.Run(tc.vocab, func(t *testing.T) {
+			dir := t.TempDir()
+			path := writeText(t, filepath.Join(dir, "input.txt"), string(text))
+			ev := trainIn(t, dir, textConfig(path, tc.vocab, tc.size))
+			bpc, _ := ev["bits_per_char"].(float64)
+			bpb, _ := ev["bits_per_byte"].(float64)
+			if !(bpc > 0) || !(bpb > 0) || bpb >= bpc { // a token holds more than one byte
+				t.Errorf("eval event: bits_per_char %v, bits_per_byte %v; want both positive, fewer bits a byte", ev["bits_per_char"], ev["bits_per_byte"])
+			}
+			want := tc.size
+			if tc.vocab == dataset.VocabGPT2 {
+				want = 50257
+			}
+			root := filepath.Join(dir, "checkpoints")
+			for _, ck := range checkpointDirs(t, root) {
+				meta, err := checkpoint.ReadMeta(ck)
+				if err != nil {
+					t.Fatal(err)
+				}
+				var d struct {
+					Classes []string `json:"classes"`
+					Vocab   string   `json:"vocab"`
+				}
+				if err := json.Unmarshal(meta.Model, &d); err != nil || d.Vocab != tc.vocab || len(d.Classes) != want {
+					t.Errorf("%s: model of vocab %q with %d classes (%v); want %q, %d", ck, d.Vocab, len(d.Classes), err, tc.vocab, want)
+				}
+				_, err = os.Stat(filepath.Join(ck, dataset.TokenizerFile))
+				if has := err == nil; has != tc.tokenizer {
+					t.Errorf("%s: tokenizer.json there: %v, want %v", ck, has, tc.tokenizer)
+				}
+				if tc.tokenizer {
+					v, err := dataset.ReadTokenizerFile(filepath.Join(ck, dataset.TokenizerFile))
+					if err != nil || v.Size() != tc.size {
+						t.Errorf("%s: its tokenizer.json: %d tokens, %v; want %d", ck, v.Size(), err, tc.size)
+					}
+				}
+			}
+
+			sample := func() subResult {
+				return runSub("sample", "--checkpoint", root, "--prompt", "ROMEO:", "--tokens", "6", "--seed", "5")
+			}
+			s1, s2 := sample(), sample()
+			if s1.code != 0 || !strings.HasPrefix(s1.stdout, "ROMEO:") || len(s1.stdout) <= len("ROMEO:\n") {
+				t.Fatalf("sample: exit %d, stdout %q, stderr %s", s1.code, s1.stdout, s1.stderr)
+			}
+			if s2.stdout != s1.stdout {
+				t.Errorf("sample twice with one seed: %q, then %q", s1.stdout, s2.stdout)
+			}
+			e := runSub("eval", "--checkpoint", root, "--set", "log.dir="+filepath.Join(dir, "eval-logs"))
+			if e.code != 0 {
+				t.Fatalf("eval: exit %d, stderr %s", e.code, e.stderr)
+			}
+			var res evalResult
+			if err := json.Unmarshal([]byte(e.stdout), &res); err != nil || res.BitsPerB == nil || res.BitsPerChr == nil {
+				t.Fatalf("eval printed %q (%v), want a result with bits per character and byte", e.stdout, err)
+			}
+			// The run's last evaluation (the test split at step 3) and eval's of the
+			// step-3 checkpoint see the same weights and windows.
+			if loss := ev["loss"].(float64); math.Abs(res.Loss-loss) > 1e-5*loss || math.Abs(*res.BitsPerB-bpb) > 1e-5*bpb {
+				t.Errorf("eval: loss %v, bits per byte %v; the run's last test evaluation %v, %v", res.Loss, *res.BitsPerB, loss, bpb)
+			}
+		})
+	}
+}
+
+// TestTextMissingTokenizer removes a bpe checkpoint's tokenizer.json:
+// sample and eval must say so, exit 2.
+func TestTextMissingTokenizer(t *testing.T) {
+	text, err := os.ReadFile(filepath.Join("..", "..", "dataset", "testdata", "tinyshakespeare-2000.txt"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	path := writeText(t, filepath.Join(dir, "input.txt"), string(text))
+	trainIn(t, dir, textConfig(path, dataset.VocabBPE, 260))
+	ck, ok, err := checkpoint.Latest(filepath.Join(dir, "checkpoints"))
+	if err != nil || !ok {
+		t.Fatalf("no checkpoint: %v", err)
+	}
+	if err := os.Remove(filepath.Join(ck, dataset.TokenizerFile)); err != nil {
+		t.Fatal(err)
+	}
+	want := fmt.Sprintf("--checkpoint %s: no tokenizer.json there", ck)
+	for _, args := range [][]string{
+		{"sample", "--checkpoint", ck},
+		{"eval", "--checkpoint", ck, "--set", "log.dir=" + filepath.Join(dir, "eval-logs")},
+	} {
+		r := runSub(args...)
+		if r.code != 2 || !strings.Contains(r.stderr, want) {
+			t.Errorf("%s: exit %d, stderr %q; want 2 and %q", args[0], r.code, r.stderr, want)
+		}
+	}
+}
+
+// TestTextVocabSizeErrors checks that the size of a bpe vocabulary is
+// the user's to get right: exit 2, naming the key.
+func TestTextVocabSizeErrors(t *testing.T) {
+	dir := t.TempDir()
+	path := writeText(t, filepath.Join(dir, "input.txt"), "some text, some more text\n")
+	tests := []struct {
+		vocab string
+		size  int
+		want  string
+	}{
+		{dataset.VocabBPE, 0, `data.vocab_size = 0: required for data.vocab = "bpe"`},
+		{dataset.VocabBPE, 100, `data.vocab_size = 100: below 256`},
+		{dataset.VocabGPT2, 300, `data.vocab_size = 300: only for data.vocab = "bpe", not "gpt2"`},
+	}
+	for _, tc := range tests {
+		r := runCmd(t, dir, textConfig(path, tc.vocab, tc.size))
+		if r.code != 2 || !strings.Contains(r.stderr, tc.want) {
+			t.Errorf("vocab %s, size %d: exit %d, stderr %q; want 2 and %q", tc.vocab, tc.size, r.code, r.stderr, tc.want)
+		}
+	}
+}
