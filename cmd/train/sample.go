@@ -19,7 +19,7 @@ func runSample(_ context.Context, args []string, stdout, _ io.Writer) error {
 	fs := flag.NewFlagSet("sample", flag.ContinueOnError)
 	dir := fs.String("checkpoint", "", "a checkpoint folder (step-…), or a checkpoint_dir: its newest")
 	prompt := fs.String("prompt", "\n", "the text to continue")
-	tokens := fs.Int("tokens", 500, "how many tokens (characters) to write")
+	tokens := fs.Int("tokens", 500, "how many tokens to write")
 	temperature := fs.Float64("temperature", 0.8, "below 1 sharpens the distribution, above 1 flattens it; 0 takes the most likely token")
 	topK := fs.Int("top_k", 200, "draw from the k most likely tokens only; 0 for all")
 	seed := fs.Uint64("seed", 1337, "the seed of the draws")
