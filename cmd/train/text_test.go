@@ -204,3 +204,43 @@ func TestTextVocabSizeErrors(t *testing.T) {
 		}
 	}
 }
+
+// TestTextResumeBPE resumes a bpe run: on the same text it goes on, with
+// the losses of the unbroken run; on a changed text, whose vocabulary is
+// no longer the checkpoint's, it is refused.
+func TestTextResumeBPE(t *testing.T) {
+	text, err := os.ReadFile(filepath.Join("..", "..", "dataset", "testdata", "tinyshakespeare-2000.txt"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	losses := func(r runResult) []float64 {
+		var l []float64
+		for _, e := range eventsNamed(r.events, "step") {
+			l = append(l, e["loss"].(float64))
+		}
+		return l
+	}
+	whole := t.TempDir()
+	cfg := textConfig(writeText(t, filepath.Join(whole, "input.txt"), string(text)), dataset.VocabBPE, 280)
+	full := runCmd(t, whole, cfg, "--set", "log.every=1")
+	if full.code != 0 {
+		t.Fatalf("unbroken run: exit %d: %s", full.code, full.stderr)
+	}
+
+	dir := t.TempDir()
+	path := writeText(t, filepath.Join(dir, "input.txt"), string(text))
+	cfg = textConfig(path, dataset.VocabBPE, 280)
+	if r := runCmd(t, dir, cfg, "--set", "log.every=1", "--set", "train.max_steps=2"); r.code != 0 {
+		t.Fatalf("first run: exit %d: %s", r.code, r.stderr)
+	}
+	resumed := runCmd(t, dir, cfg, "--set", "log.every=1", "--resume")
+	if got, want := losses(resumed), losses(full)[2:]; resumed.code != 0 || fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Errorf("resumed: exit %d, losses %v; want those of the unbroken run's step 3, %v (%s)", resumed.code, got, want, resumed.stderr)
+	}
+
+	writeText(t, path, strings.ReplaceAll(string(text), "the", "thy"))
+	refused := runCmd(t, dir, cfg, "--set", "train.max_steps=4", "--resume")
+	if want := "tokenizer.json is not the vocabulary data.path"; refused.code != 2 || !strings.Contains(refused.stderr, want) {
+		t.Errorf("resumed on a changed text: exit %d, stderr %q; want 2 and %q", refused.code, refused.stderr, want)
+	}
+}
