@@ -139,6 +139,11 @@ func TestGPT2Shakespeare(t *testing.T) {
 	if len(s.Train) != 301966 || len(s.Val) != 0 || len(s.Test) != 36059 {
 		t.Errorf("%d, %d, %d tokens; want 301966, 0, 36059", len(s.Train), len(s.Val), len(s.Test))
 	}
+	// The whole text at once: the cut falls between two pre-tokens, so the sum.
+	text, err := LoadText(filepath.Join(needData(t, "tinyshakespeare"), ShakespeareFile), VocabGPT2)
+	if err != nil || len(text.IDs) != 301966+36059 || text.Vocab.Size() != 50257 {
+		t.Errorf("LoadText(gpt2): %d tokens of %d, %v; want 338025 of 50257", len(text.IDs), text.Vocab.Size(), err)
+	}
 }
 
 // TestBPEMerges checks merges worked out by hand.
