@@ -1,8 +1,10 @@
 package dataset
 
 import (
+	"cmp"
 	"container/heap"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 	"unicode"
@@ -406,10 +408,13 @@ func (h *pairHeap) Pop() any {
 	return x
 }
 
-// checkMerges checks that a model read from a file is consistent: each
-// merge joins two existing ids into the id of their concatenated bytes.
+// check checks that a model read from a file is consistent: each merge
+// joins two ids into the id of their concatenated bytes. The first bad
+// merge by rank is the one reported.
 func (m *bpeModel) check() error {
-	for k, r := range m.merges {
+	keys := slices.SortedFunc(maps.Keys(m.merges), func(x, y uint64) int { return cmp.Compare(m.merges[x].rank, m.merges[y].rank) })
+	for _, k := range keys {
+		r := m.merges[k]
 		a, b := int32(k>>32), int32(uint32(k))
 		if m.tokens[a]+m.tokens[b] != m.tokens[r.id] {
 			return fmt.Errorf("merge %d: %q + %q is not token %d %q", r.rank, printable(m.tokens[a]), printable(m.tokens[b]), r.id, printable(m.tokens[r.id]))

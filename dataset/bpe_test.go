@@ -490,3 +490,42 @@ func FuzzByteLevel(f *testing.F) {
 		}
 	})
 }
+
+// TestTokenizerJSONAddedTokens reads a tokenizer.json with added tokens, as
+// GPT-2's has <|endoftext|>: they keep their ids, decode to their text, are
+// never produced by Encode, and are written back in id order.
+func TestTokenizerJSONAddedTokens(t *testing.T) {
+	v, err := NewVocab(VocabBPE, []byte("ab ab ab cd"), 258)
+	if err != nil {
+		t.Fatal(err)
+	}
+	js, err := v.TokenizerJSON()
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := strings.Replace(string(js), `"Ġab": 257`, `"Ġab": 257, "<|endoftext|>": 258, "<pad>": 259`, 1)
+	s = strings.Replace(s, `"added_tokens": []`, `"added_tokens": [
+		{"id": 259, "content": "<pad>", "special": true},
+		{"id": 258, "content": "<|endoftext|>", "special": true}]`, 1)
+	w, err := ReadTokenizerJSON([]byte(s))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if w.Size() != 260 || w.Tokens()[258] != "<|endoftext|>" || w.Decode([]int32{258, 259}) != "<|endoftext|><pad>" {
+		t.Errorf("%d tokens, 258 %q, Decode(258, 259) = %q", w.Size(), w.Tokens()[258], w.Decode([]int32{258, 259}))
+	}
+	if ids, _ := w.Encode("<|endoftext|>"); slices.Contains(ids, 258) || w.Decode(ids) != "<|endoftext|>" {
+		t.Errorf("Encode(<|endoftext|>) = %v: an added token is ordinary text", ids)
+	}
+	out, err := w.TokenizerJSON()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if i, j := bytes.Index(out, []byte(`"content": "<|endoftext|>"`)), bytes.Index(out, []byte(`"content": "<pad>"`)); i < 0 || j < i {
+		t.Errorf("written back, the added tokens are not both there in id order:\n%s", out[:min(len(out), 600)])
+	}
+	again, err := ReadTokenizerJSON(out)
+	if err != nil || !slices.Equal(again.Tokens(), w.Tokens()) {
+		t.Errorf("read back again: %d tokens, %v", again.Size(), err)
+	}
+}

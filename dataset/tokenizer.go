@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
@@ -146,7 +147,7 @@ func (v Vocab) TokenizerJSON() ([]byte, error) {
 		Decoder:      &byteLevelJSON{Type: "ByteLevel", AddPrefixSpace: true, TrimOffsets: true, UseRegex: &yes},
 		Model:        bpeJSON{Type: "BPE", Vocab: orderedVocab(v.tokens), Merges: mj},
 	}
-	for id := range m.special {
+	for _, id := range slices.Sorted(maps.Keys(m.special)) {
 		t.AddedTokens = append(t.AddedTokens, addedToken{ID: int(id), Content: m.tokens[id], Special: true})
 	}
 	var b bytes.Buffer
