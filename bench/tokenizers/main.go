@@ -3,6 +3,7 @@
 //
 //	go run ./bench/tokenizers -vocab gpt2 -in TEXT -out IDS
 //	go run ./bench/tokenizers -vocab bpe -size N -train TEXT -tokenizer OUT.json -in TEXT -out IDS
+//	go run ./bench/tokenizers -read TOKENIZER.json -in TEXT -out IDS   (a checkpoint's, say)
 //
 // It prints the encoding's speed on stderr.
 package main
@@ -26,26 +27,34 @@ func main() {
 	in := flag.String("in", "", "the text to encode")
 	out := flag.String("out", "", "where to write its ids")
 	lib := flag.Bool("tiktoken-go", false, "gpt2: also time tiktoken-go's own encoder on the text and check it agrees")
+	read := flag.String("read", "", "encode with this tokenizer.json instead of making a vocabulary")
 	flag.Parse()
-	if err := run(*kind, *size, *train, *tok, *in, *out, *lib); err != nil {
+	if err := run(*kind, *size, *train, *tok, *read, *in, *out, *lib); err != nil {
 		fmt.Fprintln(os.Stderr, "tokenizers:", err)
 		os.Exit(1)
 	}
 }
 
-func run(kind string, size int, train, tok, in, out string, lib bool) error {
+func run(kind string, size int, train, tok, read, in, out string, lib bool) error {
 	var text []byte
-	if kind == dataset.VocabBPE {
+	if kind == dataset.VocabBPE && read == "" {
 		var err error
 		if text, err = os.ReadFile(train); err != nil {
 			return err
 		}
 	}
 	start := time.Now()
-	v, err := dataset.NewVocab(kind, text, size)
+	var v dataset.Vocab
+	var err error
+	if read != "" {
+		v, err = dataset.ReadTokenizerFile(read)
+	} else {
+		v, err = dataset.NewVocab(kind, text, size)
+	}
 	if err != nil {
 		return err
 	}
+	kind = v.Kind()
 	fmt.Fprintf(os.Stderr, "%s: vocabulary of %d made in %v\n", kind, v.Size(), time.Since(start).Round(time.Millisecond))
 	if tok != "" {
 		if err := dataset.WriteTokenizerFile(tok, v); err != nil {
