@@ -52,8 +52,9 @@
 //     ordinary text, as nanoGPT's prepare.py has it). The ranks are tiktoken-go's
 //     embedded r50k_base; the pre-tokenizer (GPT-2's pattern, written out by hand) and
 //     the merging are this package's, about 15 MB/s on tiny Shakespeare against
-//     tiktoken-go's own 2-4 MB/s, with the same ids (and js-tiktoken's: see
-//     bench/tokenizers/run.sh and testdata/gpt2).
+//     tiktoken-go's own 1.5-4 MB/s (side by side on a shared machine, 2026-11-29),
+//     with the same ids (and js-tiktoken's: see bench/tokenizers/run.sh and
+//     testdata/gpt2).
 //   - "bpe": a byte-level BPE trained on the training split to data.vocab_size tokens
 //     (see NewVocab: ids 0..255 are the bytes in byte order, then the merges, the most
 //     frequent pair first, ties to the smallest pair). Its TokenizerJSON is Hugging
