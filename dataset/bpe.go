@@ -5,6 +5,7 @@ import (
 	"container/heap"
 	"fmt"
 	"maps"
+	"math"
 	"slices"
 	"strings"
 	"unicode"
@@ -192,7 +193,7 @@ func (m *bpeModel) encode(ids []int32, s string, cache map[string][]int32) []int
 		if id, ok := m.whole[piece]; ok {
 			ids = append(ids, id)
 		} else {
-			ids = w.merge(m, piece, ids)
+			ids = w.merge(m, piece, ids, math.MaxInt32)
 		}
 		cache[piece] = ids[n:len(ids):len(ids)]
 	})
@@ -233,9 +234,10 @@ func (h *bpeHeap) Pop() any {
 	return x
 }
 
-// merge appends piece's ids to ids. A heap of candidate pairs, checked when
-// popped, keeps a long piece (a run of spaces) at O(n log n).
-func (w *bpeWord) merge(m *bpeModel, piece string, ids []int32) []int32 {
+// merge appends piece's ids to ids, merging by the rules of rank below
+// limit. A heap of candidate pairs, checked when popped, keeps a long piece
+// (a run of spaces) at O(n log n).
+func (w *bpeWord) merge(m *bpeModel, piece string, ids []int32, limit int32) []int32 {
 	w.sym = w.sym[:0]
 	for i := range len(piece) {
 		w.sym = append(w.sym, bpeSym{id: m.byteID[piece[i]], prev: int32(i) - 1, next: int32(i) + 1})
@@ -248,7 +250,7 @@ func (w *bpeWord) merge(m *bpeModel, piece string, ids []int32) []int32 {
 			return
 		}
 		right := w.sym[s.next].id
-		if r, ok := m.merges[pairKey(s.id, right)]; ok {
+		if r, ok := m.merges[pairKey(s.id, right)]; ok && r.rank < limit {
 			heap.Push(&w.cand, bpeCand{rank: r.rank, pos: pos, id: r.id, right: right})
 		}
 	}

@@ -123,8 +123,33 @@ func TestGPT2Vocab(t *testing.T) {
 	if _, err := VocabFrom(VocabGPT2, toks); err == nil || err.Error() != `dataset: vocab "gpt2": the 50257 tokens are not GPT-2's 50257` {
 		t.Errorf("VocabFrom(gpt2, other tokens) error = %v", err)
 	}
-	if _, err := v.TokenizerJSON(); err == nil {
-		t.Error("gpt2's TokenizerJSON gave no error")
+}
+
+// TestGPT2TokenizerJSON writes GPT-2's vocabulary as tokenizer.json, with the
+// merges worked out from the ranks, and reads it back: merged pair by pair,
+// it must give js-tiktoken's ids on the golden texts.
+func TestGPT2TokenizerJSON(t *testing.T) {
+	js, err := gpt2Vocab().TokenizerJSON()
+	if err != nil {
+		t.Fatal(err)
+	}
+	v, err := ReadTokenizerJSON(js)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if v.Size() != 50257 || len(v.bpe.merges) != 50000 || !slices.Equal(v.Tokens(), gpt2Vocab().Tokens()) {
+		t.Errorf("read back: %d tokens, %d merges; want GPT-2's 50257 tokens and 50000 merges", v.Size(), len(v.bpe.merges))
+	}
+	for _, name := range []string{"shakespeare", "godocs"} {
+		text, err := os.ReadFile(filepath.Join("testdata", "gpt2", name+".txt"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := readIDs(t, filepath.Join("testdata", "gpt2", name+".ids"))
+		if got, _ := v.Encode(string(text)); !slices.Equal(got, want) {
+			i := firstDiff(got, want)
+			t.Errorf("%s: first difference with js-tiktoken at %d: %v, want %v", name, i, got[i:min(i+5, len(got))], want[i:min(i+5, len(want))])
+		}
 	}
 }
 
@@ -333,8 +358,8 @@ func TestTokenizerFile(t *testing.T) {
 	if _, err := ReadTokenizerFile(filepath.Join(dir, "none.json")); !errors.Is(err, fs.ErrNotExist) {
 		t.Errorf("a missing file: error %v, want one wrapping fs.ErrNotExist", err)
 	}
-	if err := WriteTokenizerFile(path, gpt2Vocab()); err == nil {
-		t.Error("WriteTokenizerFile(gpt2) gave no error")
+	if err := WriteTokenizerFile(path, bytesVocab()); err == nil || err.Error() != `dataset: vocab "bytes" has no tokenizer.json (only "bpe" and "gpt2" do)` {
+		t.Errorf("WriteTokenizerFile(bytes) error = %v", err)
 	}
 }
 

@@ -54,7 +54,8 @@
 //     the merging are this package's, about 15 MB/s on tiny Shakespeare against
 //     tiktoken-go's own 1.5-4 MB/s (side by side on a shared machine, 2026-11-29),
 //     with the same ids (and js-tiktoken's: see bench/tokenizers/run.sh and
-//     testdata/gpt2).
+//     testdata/gpt2). Its TokenizerJSON holds GPT-2's 50,000 merges, worked out from
+//     the ranks, with which Hugging Face's pair-wise merging gives the same ids.
 //   - "bpe": a byte-level BPE trained on the training split to data.vocab_size tokens
 //     (see NewVocab: ids 0..255 are the bytes in byte order, then the merges, the most
 //     frequent pair first, ties to the smallest pair). Its TokenizerJSON is Hugging

@@ -51,3 +51,21 @@ var gpt2Model = sync.OnceValue(func() *bpeModel {
 	}
 	return m
 })
+
+// gpt2Merges is GPT-2's list of merges, as its merges.txt has them: token
+// t (256 and up, in rank order) is the merge of the two parts that the
+// merges of lower rank make of its bytes. Hugging Face's pair-wise merges
+// in this order give tiktoken's ids (bench/tokenizers/run.sh checks it).
+var gpt2Merges = sync.OnceValues(func() ([][2]int32, error) {
+	m := gpt2Model()
+	var w bpeWord
+	merges := make([][2]int32, 0, gpt2Size-257)
+	for t := int32(256); t < gpt2Size-1; t++ {
+		parts := w.merge(m, m.tokens[t], nil, t)
+		if len(parts) != 2 {
+			return nil, fmt.Errorf("dataset: gpt2 token %d %q is %d parts by the merges below it, not 2", t, printable(m.tokens[t]), len(parts))
+		}
+		merges = append(merges, [2]int32{parts[0], parts[1]})
+	}
+	return merges, nil
+})

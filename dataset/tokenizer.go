@@ -121,20 +121,33 @@ func marshalNoEscape(v any) ([]byte, error) {
 	return bytes.TrimSuffix(b.Bytes(), []byte("\n")), nil
 }
 
-// TokenizerJSON returns a "bpe" vocabulary as Hugging Face tokenizers' tokenizer.json:
-// a BPE model (its vocab in GPT-2's printable form, its merges in order as "left right"
-// strings) behind a ByteLevel pre-tokenizer (GPT-2's pattern, no prefix space) and a
-// ByteLevel decoder, which Hugging Face tokenizers, transformers.js and
-// ReadTokenizerJSON read to the same ids. Other kinds have none: "chars" and "bytes"
-// are no BPE, and "gpt2" merges by tiktoken's ranks, not by a list of merges.
+// TokenizerJSON returns a "bpe" or "gpt2" vocabulary as Hugging Face tokenizers'
+// tokenizer.json: a BPE model (its vocab in GPT-2's printable form, its merges in order
+// as "left right" strings) behind a ByteLevel pre-tokenizer (GPT-2's pattern, no prefix
+// space) and a ByteLevel decoder, which Hugging Face tokenizers, transformers.js and
+// ReadTokenizerJSON read to the same ids. GPT-2's merges are worked out from its ranks
+// (see gpt2Merges), and its <|endoftext|> is an added token; ReadTokenizerJSON reads it
+// back as a "bpe" vocabulary. "chars" and "bytes" are no BPE, and have none.
 func (v Vocab) TokenizerJSON() ([]byte, error) {
-	if v.kind != VocabBPE {
-		return nil, fmt.Errorf("dataset: vocab %q has no tokenizer.json (only %q does)", v.kind, VocabBPE)
-	}
 	m := v.bpe
-	merges := make([]string, len(m.merges))
-	for k, r := range m.merges {
-		merges[r.rank] = printable(m.tokens[int32(k>>32)]) + " " + printable(m.tokens[int32(uint32(k))])
+	var merges []string
+	switch v.kind {
+	case VocabBPE:
+		merges = make([]string, len(m.merges))
+		for k, r := range m.merges {
+			merges[r.rank] = printable(m.tokens[int32(k>>32)]) + " " + printable(m.tokens[int32(uint32(k))])
+		}
+	case VocabGPT2:
+		pairs, err := gpt2Merges()
+		if err != nil {
+			return nil, err
+		}
+		merges = make([]string, len(pairs))
+		for i, p := range pairs {
+			merges[i] = printable(m.tokens[p[0]]) + " " + printable(m.tokens[p[1]])
+		}
+	default:
+		return nil, fmt.Errorf("dataset: vocab %q has no tokenizer.json (only %q and %q do)", v.kind, VocabBPE, VocabGPT2)
 	}
 	mj, err := marshalNoEscape(merges)
 	if err != nil {
