@@ -74,7 +74,15 @@ type Coordinator struct {
 	evalParts  []*EvalPart
 	evalGot    int
 	evalLabels int
+	evalOf     *RunEval // the evaluation's input, sent a window of chunks at a time
+	evalNext   int      // the next chunk to send
 }
+
+// evalWindow is how many evaluation chunks may be on their way at once: a
+// chunk's outputs wait at the loss actor until it takes them, and a wide
+// vocabulary's (GPT-2's 50,257 a token) would otherwise pile up there by
+// the gigabyte. The chunks are summed in order whenever they arrive.
+const evalWindow = 8
 
 // NewCoordinator returns the coordinator of a pipeline whose replicas' first
 // positions are first, with paramActors actors that take part in updates;
@@ -116,7 +124,11 @@ func (c *Coordinator) Receive(ctx actor.Context) {
 	case *EvalPart:
 		c.evalParts[m.Chunk] = m
 		c.evalGot++
+		if c.evalNext < len(c.evalParts) {
+			c.sendEvalChunk(ctx)
+		}
 		if c.evalGot == len(c.evalParts) {
+			c.evalOf = nil
 			c.answerEval(ctx)
 		}
 	case *Failed:
@@ -248,13 +260,24 @@ func (c *Coordinator) runEval(ctx actor.Context, m *RunEval) {
 	chunks := (n + m.Rows - 1) / m.Rows
 	c.evalParts = make([]*EvalPart, chunks)
 	for k := range chunks {
-		lo, hi := k*m.Rows, min((k+1)*m.Rows, n)
-		c.evalRows = append(c.evalRows, hi-lo)
-		c.send(ctx, c.loss, &Target{Step: c.step, Micro: k, Micros: chunks, Eval: true, T: m.T.Slice(lo, hi), Rows: hi - lo, Total: n})
-		f := &Forward{Step: c.step, Micro: k, Micros: chunks, Eval: true, X: nn.Rows(m.X, lo, hi)}
-		for _, pid := range c.first[0] { // replica 0 evaluates
-			c.send(ctx, pid, f)
-		}
+		c.evalRows = append(c.evalRows, min((k+1)*m.Rows, n)-k*m.Rows)
+	}
+	c.evalOf, c.evalNext = m, 0
+	for range min(chunks, evalWindow) {
+		c.sendEvalChunk(ctx)
+	}
+}
+
+// sendEvalChunk sends the evaluation's next chunk and its target.
+func (c *Coordinator) sendEvalChunk(ctx actor.Context) {
+	m, k, chunks := c.evalOf, c.evalNext, len(c.evalParts)
+	n := m.X.Shape()[0]
+	lo, hi := k*m.Rows, min((k+1)*m.Rows, n)
+	c.evalNext++
+	c.send(ctx, c.loss, &Target{Step: c.step, Micro: k, Micros: chunks, Eval: true, T: m.T.Slice(lo, hi), Rows: hi - lo, Total: n})
+	f := &Forward{Step: c.step, Micro: k, Micros: chunks, Eval: true, X: nn.Rows(m.X, lo, hi)}
+	for _, pid := range c.first[0] { // replica 0 evaluates
+		c.send(ctx, pid, f)
 	}
 }
 

@@ -25,7 +25,7 @@
 //     iris (string classes) or wine quality (a numeric score, usable for regression
 //     through Targets or for classification through Labels).
 //   - Spirals: the seeded synthetic 2-D spirals of CS231n, for quick experiments.
-//   - LoadText: a text file for a character-level language model, such as tiny
+//   - LoadText, LoadSplits: a text file for a language model, such as tiny
 //     Shakespeare (about 40,000 lines of the plays, 1,115,394 characters, public
 //     domain), which DownloadShakespeare fetches from karpathy/char-rnn on GitHub and
 //     verifies as Download does (see Text).
@@ -41,22 +41,46 @@
 //
 // # Text
 //
-// A character-level language model (nanoGPT's shakespeare_char) reads a Text: a whole
-// file encoded as token ids under a Vocab. Under "chars" the vocabulary is the file's
-// distinct Unicode characters sorted by code point (tiny Shakespeare has 65), and the
-// file must be UTF-8; under "bytes" it is the 256 byte values, and any file reads. A
-// checkpoint keeps Vocab.Kind and Vocab.Tokens, from which VocabFrom rebuilds the
-// vocabulary without the file, so a trained model can encode prompts and decode its
-// samples.
+// A language model (nanoGPT's shakespeare_char, or its shakespeare on GPT-2's tokens)
+// reads a text encoded as token ids under a Vocab of one of four kinds:
+//
+//   - "chars": the file's distinct Unicode characters sorted by code point (tiny
+//     Shakespeare has 65); the file must be UTF-8.
+//   - "bytes": the 256 byte values; any file reads.
+//   - "gpt2": GPT-2's byte-level BPE, 50,257 tokens (50256 is <|endoftext|>), the ids of
+//     tiktoken's "gpt2" encoding with encode_ordinary (an <|endoftext|> in the text is
+//     ordinary text, as nanoGPT's prepare.py has it). The ranks are tiktoken-go's
+//     embedded r50k_base; the pre-tokenizer (GPT-2's pattern, written out by hand) and
+//     the merging are this package's, about 15 MB/s on tiny Shakespeare against
+//     tiktoken-go's own 1.5-4 MB/s (side by side on a shared machine, 2026-11-29),
+//     with the same ids (and js-tiktoken's: see bench/tokenizers/run.sh and
+//     testdata/gpt2). Its TokenizerJSON holds GPT-2's 50,000 merges, worked out from
+//     the ranks, with which Hugging Face's pair-wise merging gives the same ids.
+//   - "bpe": a byte-level BPE trained on the training split to data.vocab_size tokens
+//     (see NewVocab: ids 0..255 are the bytes in byte order, then the merges, the most
+//     frequent pair first, ties to the smallest pair). Its TokenizerJSON is Hugging
+//     Face tokenizers' tokenizer.json, which ReadTokenizerJSON, Hugging Face's libraries
+//     and transformers.js read to the same ids.
+//
+// Under "gpt2" and "bpe" a token is a byte string, so Decode may cut a character in two;
+// Tokens gives GPT-2's printable form ("Ġthe"), which survives JSON, and ByteLen the
+// bytes a run of ids stands for (bits per byte). A checkpoint keeps Vocab.Kind and
+// Vocab.Tokens, from which VocabFrom rebuilds a "chars", "bytes" or "gpt2" vocabulary
+// without the file; a "bpe" checkpoint keeps its tokenizer.json (TokenizerFile) too,
+// as its tokens do not hold its merges.
 //
 // Text.Split cuts the ids, in order, into training, validation and test parts, rounding
 // as nanoGPT does: tiny Shakespeare (LoadText of the file DownloadShakespeare fetches)
-// at a test fraction of 0.1 gives 1,003,854 training and 111,540 test tokens. Training
-// batches are windows of block_size tokens at random offsets, drawn by a TextSampler;
-// evaluation reads every non-overlapping window once (TextWindows). A window's targets
-// are its inputs shifted by one token, so a split needs block_size+1 tokens, which
-// CheckBlock checks. The ids travel as float32 values in x (exact below 2^24) and as
-// int labels.
+// at a test fraction of 0.1 gives 1,003,854 training and 111,540 test tokens.
+// NewSplits and LoadSplits make a vocabulary of any kind and cut the text: "chars" and
+// "bytes" by Text.Split, "gpt2" and "bpe" in characters before encoding each part, as
+// nanoGPT's prepare.py does (tiny Shakespeare: 301,966 and 36,059 GPT-2 tokens), so
+// that a "bpe" vocabulary learns from the training part alone; Vocab.EncodeSplits cuts
+// and encodes a text under a given vocabulary (a checkpoint's). Training batches are
+// windows of block_size tokens at random offsets, drawn by a TextSampler; evaluation
+// reads every non-overlapping window once (TextWindows). A window's targets are its
+// inputs shifted by one token, so a split needs block_size+1 tokens, which CheckBlock
+// checks. The ids travel as float32 values in x (exact below 2^24) and as int labels.
 //
 // # Token files
 //

@@ -128,3 +128,39 @@ func ExampleOpenTokens() {
 	// 2150 uint16 ids; batch 3 is [4 8] with 32 labels
 	// the same as in memory: true
 }
+
+func ExampleNewVocab() {
+	// GPT-2's tokens: tiktoken's "gpt2" ids, in GPT-2's printable form.
+	gpt2, err := dataset.NewVocab(dataset.VocabGPT2, nil, 0)
+	if err != nil {
+		log.Fatal(err)
+	}
+	ids, _ := gpt2.Encode("Hello world")
+	fmt.Println(gpt2.Size(), ids, gpt2.Tokens()[ids[1]], gpt2.ByteLen(ids))
+
+	// A byte-level BPE of 259 tokens trained on a text: the bytes, then three merges.
+	bpe, err := dataset.NewVocab(dataset.VocabBPE, []byte("ab ab ab cd"), 259)
+	if err != nil {
+		log.Fatal(err)
+	}
+	fmt.Printf("%q\n", bpe.Tokens()[256:])
+	ids, _ = bpe.Encode("ab ab cab")
+	fmt.Println(ids, bpe.Decode(ids))
+
+	// Its tokenizer.json, which Hugging Face's libraries read too, gives it back.
+	js, err := bpe.TokenizerJSON()
+	if err != nil {
+		log.Fatal(err)
+	}
+	again, err := dataset.ReadTokenizerJSON(js)
+	if err != nil {
+		log.Fatal(err)
+	}
+	ids, _ = again.Encode("ab ab cab")
+	fmt.Println(ids)
+	// Output:
+	// 50257 [15496 995] Ġworld 11
+	// ["ab" "Ġab" "Ġc"]
+	// [256 257 258 256] ab ab cab
+	// [256 257 258 256]
+}

@@ -136,7 +136,7 @@ func TestVocabFromErrors(t *testing.T) {
 		tokens []string
 		want   string
 	}{
-		{"words", []string{"a"}, `dataset: vocab "words": want "chars" or "bytes"`},
+		{"words", []string{"a"}, `dataset: vocab "words": want "chars", "bytes", "gpt2" or "bpe"`},
 		{"chars", nil, `dataset: vocab "chars" has no tokens`},
 		{"chars", []string{"a", "bc"}, `dataset: vocab "chars": token 1 is "bc", not one character`},
 		{"chars", []string{""}, `dataset: vocab "chars": token 0 is "", not one character`},
@@ -177,7 +177,7 @@ func TestNewTextErrors(t *testing.T) {
 	}{
 		{"", "chars", `dataset: text file "t" is empty`},
 		{"", "bytes", `dataset: text file "t" is empty`},
-		{"abc", "words", `dataset: vocab "words": want "chars" or "bytes"`},
+		{"abc", "words", `dataset: vocab "words": want "chars", "bytes", "gpt2" or "bpe"`},
 		{"ab\xffcd", "chars", `dataset: text file "t" is not valid UTF-8: byte 0xff at byte offset 2 (vocab "bytes" reads any file)`},
 		{"aé\xc3", "chars", `dataset: text file "t" is not valid UTF-8: byte 0xc3 at byte offset 3 (vocab "bytes" reads any file)`},        // cut short
 		{"a\xed\xa0\x80", "chars", `dataset: text file "t" is not valid UTF-8: byte 0xed at byte offset 1 (vocab "bytes" reads any file)`}, // a surrogate
@@ -233,7 +233,7 @@ func TestLoadText(t *testing.T) {
 	if !errors.Is(err, fs.ErrNotExist) || !strings.HasPrefix(err.Error(), "dataset: ") || !strings.Contains(err.Error(), missing) {
 		t.Errorf("LoadText(missing) error = %v, want a dataset error naming the path and wrapping fs.ErrNotExist", err)
 	}
-	if _, err := LoadText(missing, "words"); err == nil || err.Error() != `dataset: vocab "words": want "chars" or "bytes"` {
+	if _, err := LoadText(missing, "words"); err == nil || err.Error() != `dataset: vocab "words": want "chars", "bytes", "gpt2" or "bpe"` {
 		t.Errorf("LoadText(words) error = %v", err)
 	}
 }

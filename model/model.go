@@ -28,8 +28,9 @@ type Description struct {
 	Seed    uint64    `json:"seed"`         // the layers' random streams (dropout); the weights come from the file
 	Loss    nn.Loss   `json:"loss"`
 	Classes []string  `json:"classes,omitempty"` // the class of each output; empty for regression; a text model's tokens
-	// Vocab is a text model's vocabulary kind, "chars" or "bytes" (its
-	// tokens are the Classes); empty for other models.
+	// Vocab is a text model's vocabulary kind, "chars", "bytes", "gpt2" or
+	// "bpe" (its tokens are the Classes; a bpe model's merges are in the
+	// tokenizer.json beside state.json); empty for other models.
 	Vocab string `json:"vocab,omitempty"`
 	Input Input  `json:"input"`
 	// Data is the data set the model was trained on, from which `train eval`
@@ -51,7 +52,8 @@ type Data struct {
 	// ValidationFraction was held out of the training split for validation;
 	// a CSV set's standardization was fitted on the rest.
 	ValidationFraction float64 `json:"validation_fraction,omitempty"`
-	Vocab              string  `json:"vocab,omitempty"`      // text, shakespeare: chars or bytes
+	Vocab              string  `json:"vocab,omitempty"`      // text, shakespeare: chars, bytes, gpt2 or bpe
+	VocabSize          int     `json:"vocab_size,omitempty"` // bpe: the trained BPE's size
 	BlockSize          int     `json:"block_size,omitempty"` // text, shakespeare: the context length
 }
 

@@ -294,21 +294,24 @@ func TestWatchdog(t *testing.T) {
 }
 
 // TestEvaluateMatchesSequential compares evaluation through the actors with
-// nn.Sequential.Evaluate, chunked the same way.
+// nn.Sequential.Evaluate, chunked the same way: in chunks of 5 rows, and of
+// 1, more chunks than the coordinator lets out at once.
 func TestEvaluateMatchesSequential(t *testing.T) {
 	seq := &nn.Sequential{Layers: layersOf(t, testModel), Loss: nn.CrossEntropy}
 	x, tg := batch(9)
-	wantLoss, wantAcc := seq.Evaluate(x, tg, 5)
-	for _, stages := range []int{0, 2} {
-		eng := newEngine(t, testModel, pipeline.Config{Schedule: actors.OneFOneB, Stages: stages, MicroBatches: 2})
-		loss, acc, err := eng.Evaluate(x, tg, 5)
-		if err != nil {
-			t.Fatal(err)
+	for _, rows := range []int{5, 1} {
+		wantLoss, wantAcc := seq.Evaluate(x, tg, rows)
+		for _, stages := range []int{0, 2} {
+			eng := newEngine(t, testModel, pipeline.Config{Schedule: actors.OneFOneB, Stages: stages, MicroBatches: 2})
+			loss, acc, err := eng.Evaluate(x, tg, rows)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if loss != wantLoss || acc != wantAcc {
+				t.Errorf("stages=%d, chunks of %d rows: Evaluate = %v, %v; nn.Sequential gives %v, %v", stages, rows, loss, acc, wantLoss, wantAcc)
+			}
+			eng.Close()
 		}
-		if loss != wantLoss || acc != wantAcc {
-			t.Errorf("stages=%d: Evaluate = %v, %v; nn.Sequential gives %v, %v", stages, loss, acc, wantLoss, wantAcc)
-		}
-		eng.Close()
 	}
 }
 

@@ -43,7 +43,7 @@ func (r *trainRun) load(ctx context.Context) (train, val, test *dataset.Set, in 
 	if !isText(c) {
 		return loadData(ctx, c, r.log)
 	}
-	if r.text, err = loadText(ctx, c, r.log); err != nil {
+	if r.text, err = loadText(ctx, c, r.log, nil); err != nil {
 		return nil, nil, nil, in, err
 	}
 	return r.text.meta, r.text.val, r.text.test, model.Input{Data: c.Data.Name, Divide: 1}, nil
@@ -91,7 +91,7 @@ func dataRecord(c *config.Config) *model.Data {
 	md := &model.Data{Seed: c.Seed, Name: d.Name, Path: d.Path, Download: d.Download, LabelColumn: d.LabelColumn,
 		TestFraction: d.TestFraction, ValidationFraction: d.ValidationFraction}
 	if isText(c) {
-		md.Vocab, md.BlockSize = d.Vocab, d.BlockSize
+		md.Vocab, md.VocabSize, md.BlockSize = d.Vocab, d.VocabSize, d.BlockSize
 	}
 	return md
 }

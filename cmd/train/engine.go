@@ -24,10 +24,17 @@ const evalValues = 1 << 16
 // features, fewer windows of text, whose every token makes activations.
 func evalChunk(set *dataset.Set) int {
 	if set.Len() > 0 && len(set.Labels) > set.Len() {
-		return max(1, evalValues/(8*set.Features))
+		// A token's outputs are as many as the vocabulary: GPT-2's 50,257
+		// would make 8192 tokens' logits 1.6 GB, so a wide vocabulary takes
+		// fewer windows (a character vocabulary's chunks are unchanged).
+		return max(1, min(evalValues/(8*set.Features), evalLogits/(set.Features*max(1, len(set.Classes)))))
 	}
 	return 1024
 }
+
+// evalLogits bounds the outputs a chunk of text windows makes: 64 MB of
+// float32, 5 windows of 64 GPT-2 tokens.
+const evalLogits = 1 << 24
 
 // hangAfter is how long no message may move before the watchdog fails a step.
 const hangAfter = 2 * time.Minute

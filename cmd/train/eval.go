@@ -22,7 +22,7 @@ type evalResult struct {
 	Split      string   `json:"split"`
 	Loss       float64  `json:"loss"`
 	Accuracy   *float64 `json:"accuracy,omitempty"`      // classifiers only
-	BitsPerChr *float64 `json:"bits_per_char,omitempty"` // text models only
+	BitsPerChr *float64 `json:"bits_per_char,omitempty"` // text models only: per token
 	BitsPerB   *float64 `json:"bits_per_byte,omitempty"` // text models only
 	Rows       int      `json:"rows"`
 	Checkpoint string   `json:"checkpoint"`
@@ -156,7 +156,7 @@ func dataConfig(d *model.Data, sets []string) (*config.Config, error) {
 	c.Data.Name, c.Data.Path, c.Data.Download = d.Name, d.Path, d.Download
 	c.Data.LabelColumn, c.Data.TestFraction, c.Data.ValidationFraction = d.LabelColumn, d.TestFraction, d.ValidationFraction
 	if d.Vocab != "" {
-		c.Data.Vocab, c.Data.BlockSize = d.Vocab, d.BlockSize
+		c.Data.Vocab, c.Data.VocabSize, c.Data.BlockSize = d.Vocab, d.VocabSize, d.BlockSize
 	}
 	if err := c.SetData(sets); err != nil {
 		return nil, badInput(err)
@@ -176,7 +176,18 @@ func evaluateModel(ctx context.Context, m *model.Model, c *config.Config, log *r
 	var vocab dataset.Vocab // text models'
 	var err error
 	if isText(c) {
-		td, err := loadText(ctx, c, log)
+		var given *dataset.Vocab
+		if m.IsText() && (m.Vocab == dataset.VocabGPT2 || m.Vocab == dataset.VocabBPE) {
+			v, err := checkpointVocab("eval", m)
+			if err != nil {
+				return nil, err
+			}
+			if c.Data.Vocab != m.Vocab {
+				return nil, badInputf("eval: data.vocab = %q: the model was trained on vocabulary %q", c.Data.Vocab, m.Vocab)
+			}
+			given = &v
+		}
+		td, err := loadText(ctx, c, log, given)
 		if err != nil {
 			return nil, err
 		}
@@ -221,9 +232,12 @@ func evaluateModel(ctx context.Context, m *model.Model, c *config.Config, log *r
 	if m.IsText() {
 		bpc := bitsPerChar(loss)
 		res.BitsPerChr = &bpc
-		bpb := bitsPerByte(vocab, test, loss)
-		res.BitsPerB = &bpb
-		ev = ev.Float64("bits_per_char", bpc).Float64("bits_per_byte", bpb)
+		ev = ev.Float64("bits_per_char", bpc)
+		if vocab.Size() > 0 {
+			bpb := bitsPerByte(loss, vocab, test.Labels)
+			res.BitsPerB = &bpb
+			ev = ev.Float64("bits_per_byte", bpb)
+		}
 	}
 	ev.Int("rows", test.Len()).Str("checkpoint", ck.Dir).Str("data", name).Msg("")
 	return res, nil

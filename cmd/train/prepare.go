@@ -91,7 +91,7 @@ func prepareTokens(text []byte, path string, c *config.Config, bar func(done int
 	if d.Vocab != dataset.VocabChars && d.Vocab != dataset.VocabBytes {
 		source = text[:cut] // a trained tokenizer learns from the training part only
 	}
-	vocab, err := newVocab(d.Vocab, source, 0) // integrate: NewVocab (dataset.NewVocab, size data.vocab_size)
+	vocab, err := dataset.NewVocab(d.Vocab, source, d.VocabSize)
 	if err != nil {
 		return nil, badInputf("prepare: data.path = %q: %v", path, err)
 	}
@@ -150,47 +150,6 @@ func testCut(text []byte, path, kind string, fraction float64) (int, error) {
 	return off, nil
 }
 
-// newVocab builds a vocabulary of kind from text, with the API of the day:
-// chars (the sorted distinct characters, the text must be UTF-8) and bytes.
-// size is a trained vocabulary's (bpe's) number of tokens.
-// integrate: NewVocab
-func newVocab(kind string, text []byte, size int) (dataset.Vocab, error) {
-	_ = size
-	if kind != dataset.VocabChars {
-		return dataset.VocabFrom(kind, nil)
-	}
-	var ascii [utf8.RuneSelf]bool
-	other := map[rune]bool{}
-	for off := 0; off < len(text); {
-		if b := text[off]; b < utf8.RuneSelf {
-			ascii[b] = true
-			off++
-			continue
-		}
-		r, n := utf8.DecodeRune(text[off:])
-		if r == utf8.RuneError && n == 1 {
-			return dataset.Vocab{}, fmt.Errorf("the text is not valid UTF-8: byte 0x%02x at byte offset %d (vocab %q reads any file)", text[off], off, dataset.VocabBytes)
-		}
-		other[r] = true
-		off += n
-	}
-	runes := make([]rune, 0, len(other)+utf8.RuneSelf)
-	for r, ok := range ascii {
-		if ok {
-			runes = append(runes, rune(r))
-		}
-	}
-	for r := range other {
-		runes = append(runes, r)
-	}
-	slices.Sort(runes)
-	tokens := make([]string, len(runes))
-	for i, r := range runes {
-		tokens[i] = string(r)
-	}
-	return dataset.VocabFrom(kind, tokens)
-}
-
 // writeTokenDir writes p's files into dir whole or not at all: into a
 // temporary folder beside it, renamed into place at the end. A dir that
 // exists is replaced if it holds only a prepared folder's files.
@@ -218,7 +177,16 @@ func writeTokenDir(dir string, p *prepared) error {
 		{trainBin, func(w io.Writer) error { return dataset.WriteTokens(w, p.train, p.meta.DType) }},
 		{valBin, func(w io.Writer) error { return dataset.WriteTokens(w, p.val, p.meta.DType) }},
 		{metaJSON, func(w io.Writer) error { _, err := w.Write(append(meta, '\n')); return err }},
-		// integrate: bpe (tokenizerJSON from Vocab.TokenizerJSON())
+	}
+	if p.vocab.Kind() == dataset.VocabBPE {
+		tj, err := p.vocab.TokenizerJSON()
+		if err != nil {
+			return fmt.Errorf("prepare: %v", err)
+		}
+		files = append(files, struct {
+			name  string
+			write func(io.Writer) error
+		}{tokenizerJSON, func(w io.Writer) error { _, err := w.Write(tj); return err }})
 	}
 	for _, f := range files {
 		if err := writeFile(filepath.Join(tmp, f.name), f.write); err != nil {

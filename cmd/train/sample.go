@@ -7,7 +7,6 @@ import (
 	"io"
 	"math"
 
-	"github.com/pipetrain/pipetrain/dataset"
 	"github.com/pipetrain/pipetrain/model"
 )
 
@@ -21,7 +20,7 @@ func runSample(_ context.Context, args []string, stdout, _ io.Writer) error {
 	fs := flag.NewFlagSet("sample", flag.ContinueOnError)
 	dir := fs.String("checkpoint", "", "a checkpoint folder (step-…), or a checkpoint_dir: its newest")
 	prompt := fs.String("prompt", "\n", "the text to continue")
-	tokens := fs.Int("tokens", 500, "how many tokens (characters) to write")
+	tokens := fs.Int("tokens", 500, "how many tokens to write")
 	temperature := fs.Float64("temperature", 0.8, "below 1 sharpens the distribution, above 1 flattens it; 0 takes the most likely token")
 	topK := fs.Int("top_k", 200, "draw from the k most likely tokens only; 0 for all")
 	topP := fs.Float64("top_p", 1, "draw from the fewest most likely tokens whose probabilities add up to p; 1 for all")
@@ -50,9 +49,9 @@ func runSample(_ context.Context, args []string, stdout, _ io.Writer) error {
 	if !m.IsText() {
 		return badInputf("sample: --checkpoint %s holds a model of data %q, not a language model", m.Checkpoint.Dir, m.Input.Data)
 	}
-	vocab, err := dataset.VocabFrom(m.Vocab, m.Classes)
+	vocab, err := checkpointVocab("sample", m)
 	if err != nil {
-		return badInputf("sample: --checkpoint %s: %v", m.Checkpoint.Dir, err)
+		return err
 	}
 	ids, err := vocab.Encode(*prompt)
 	if err != nil {

@@ -2,12 +2,17 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"io/fs"
 	"math"
+	"os"
+	"path/filepath"
 	"slices"
 
 	"github.com/pipetrain/pipetrain/cmd/train/internal/config"
 	"github.com/pipetrain/pipetrain/dataset"
+	"github.com/pipetrain/pipetrain/model"
 )
 
 // textData is a text split for a language model: the training tokens,
@@ -15,6 +20,7 @@ import (
 // non-overlapping windows.
 type textData struct {
 	vocab     dataset.Vocab
+	tokenizer []byte         // a bpe vocabulary's tokenizer.json, for each checkpoint; nil for the others
 	train     dataset.Tokens // in memory, or train.bin mapped
 	val, test *dataset.Set   // windows; val nil without data.validation_fraction
 	meta      *dataset.Set   // no rows: the vocabulary as classes and the block as features
@@ -52,11 +58,13 @@ func textPath(ctx context.Context, d config.Data, announce func()) (string, erro
 	return path, nil
 }
 
-// loadText reads the text the config names and splits it: the first
-// 1 − test_fraction of the tokens train, the rest test; validation comes
+// loadText reads the text the config names, makes its vocabulary (a bpe
+// one trained on the training part) or takes vocab, a checkpoint's, when
+// not nil, and splits it: the first 1 − test_fraction of the tokens (of
+// the characters, for gpt2 and bpe) train, the rest test; validation comes
 // from the end of the training part. data.name = "tokens" reads a
 // prepared folder instead (loadTokens).
-func loadText(ctx context.Context, c *config.Config, log *runLog) (*textData, error) {
+func loadText(ctx context.Context, c *config.Config, log *runLog, vocab *dataset.Vocab) (*textData, error) {
 	d := c.Data
 	if d.Name == "tokens" {
 		return loadTokens(c)
@@ -67,20 +75,30 @@ func loadText(ctx context.Context, c *config.Config, log *runLog) (*textData, er
 	if err != nil {
 		return nil, err
 	}
-	text, err := dataset.LoadText(path, d.Vocab)
+	var splits *dataset.Splits
+	if vocab == nil {
+		splits, err = dataset.LoadSplits(path, d.Vocab, d.VocabSize, d.TestFraction, d.ValidationFraction)
+	} else {
+		var data []byte
+		if data, err = os.ReadFile(path); err != nil {
+			return nil, badInputf("data.path: %v", err)
+		}
+		splits, err = vocab.EncodeSplits(filepath.Base(path), data, d.TestFraction, d.ValidationFraction)
+	}
 	if err != nil {
 		return nil, badInput(err)
 	}
-	train, val, test, err := text.Split(d.TestFraction, d.ValidationFraction)
-	if err != nil {
-		return nil, badInput(err)
+	td := &textData{vocab: splits.Vocab, train: dataset.IDs(splits.Train)}
+	if td.vocab.Kind() == dataset.VocabBPE {
+		if td.tokenizer, err = td.vocab.TokenizerJSON(); err != nil {
+			return nil, err
+		}
 	}
-	td := &textData{vocab: text.Vocab, train: dataset.IDs(train)}
 	for _, s := range []struct {
 		name string
 		ids  []int32
 		set  **dataset.Set
-	}{{"training", train, nil}, {"validation", val, &td.val}, {"test", test, &td.test}} {
+	}{{"training", splits.Train, nil}, {"validation", splits.Val, &td.val}, {"test", splits.Test, &td.test}} {
 		if s.set != nil && len(s.ids) == 0 {
 			continue // no such split
 		}
@@ -88,10 +106,10 @@ func loadText(ctx context.Context, c *config.Config, log *runLog) (*textData, er
 			return nil, badInputf("data.block_size = %d: %v", d.BlockSize, err)
 		}
 		if s.set != nil {
-			*s.set = textSet(text, s.ids, d.BlockSize)
+			*s.set = textSet(splits.Name, td.vocab.Tokens(), s.ids, d.BlockSize)
 		}
 	}
-	td.meta = textMeta(text.Name, text.Vocab, d.BlockSize)
+	td.meta = textMeta(splits.Name, td.vocab, d.BlockSize)
 	return td, nil
 }
 
@@ -103,31 +121,54 @@ func textMeta(name string, v dataset.Vocab, block int) *dataset.Set {
 }
 
 // configVocab returns the vocabulary of c's text model, reading the text
-// only when the vocabulary is made from it ("chars"): "bytes" is fixed.
+// only when the vocabulary is made from it ("chars", "bpe"): "bytes" and
+// "gpt2" are fixed.
 func configVocab(ctx context.Context, c *config.Config, log *runLog) (dataset.Vocab, error) {
-	// integrate: "gpt2" is fixed too: a case dataset.VocabGPT2 returning
-	// dataset.NewVocab(dataset.VocabGPT2, no text, 0), so that import reads
-	// no text for GPT-2's weights.
 	switch c.Data.Vocab {
-	case dataset.VocabBytes:
-		v, err := dataset.VocabFrom(dataset.VocabBytes, nil)
+	case dataset.VocabBytes, dataset.VocabGPT2:
+		v, err := dataset.NewVocab(c.Data.Vocab, nil, 0)
 		if err != nil {
 			return dataset.Vocab{}, badInputf("data.vocab = %q: %v", c.Data.Vocab, err)
 		}
 		return v, nil
 	}
-	td, err := loadText(ctx, c, log)
+	td, err := loadText(ctx, c, log, nil)
 	if err != nil {
 		return dataset.Vocab{}, err
 	}
+	td.close()
 	return td.vocab, nil
 }
 
 // textSet is a split's non-overlapping windows as a set: each row a window
 // of token ids, its labels the next tokens, a label a token.
-func textSet(text *dataset.Text, ids []int32, block int) *dataset.Set {
+func textSet(name string, classes []string, ids []int32, block int) *dataset.Set {
 	x, labels := dataset.TextWindows(ids, block)
-	return &dataset.Set{Name: text.Name, X: x, Labels: labels, Classes: text.Vocab.Tokens(), Features: block}
+	return &dataset.Set{Name: name, X: x, Labels: labels, Classes: classes, Features: block}
+}
+
+// checkpointVocab rebuilds a text model's vocabulary from its checkpoint
+// alone: from its kind and tokens, or a bpe one from the tokenizer.json
+// beside its state.json. cmd names the command in errors.
+func checkpointVocab(cmd string, m *model.Model) (dataset.Vocab, error) {
+	if m.Vocab != dataset.VocabBPE {
+		v, err := dataset.VocabFrom(m.Vocab, m.Classes)
+		if err != nil {
+			return dataset.Vocab{}, badInputf("%s: --checkpoint %s: %v", cmd, m.Checkpoint.Dir, err)
+		}
+		return v, nil
+	}
+	path := filepath.Join(m.Checkpoint.Dir, dataset.TokenizerFile)
+	v, err := dataset.ReadTokenizerFile(path)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return dataset.Vocab{}, badInputf("%s: --checkpoint %s: no %s there: a model of data.vocab = \"bpe\" needs the vocabulary it was trained with", cmd, m.Checkpoint.Dir, dataset.TokenizerFile)
+	case err != nil:
+		return dataset.Vocab{}, badInputf("%s: --checkpoint %s: %v", cmd, m.Checkpoint.Dir, err)
+	case !slices.Equal(v.Tokens(), m.Classes):
+		return dataset.Vocab{}, badInputf("%s: --checkpoint %s: the %d tokens of %s are not the model's %d classes", cmd, m.Checkpoint.Dir, v.Size(), path, len(m.Classes))
+	}
+	return v, nil
 }
 
 // textBatches draws each training step's windows at random offsets, keyed
@@ -148,15 +189,14 @@ func (b textBatches) BatchInto(epoch, i int, x []float32, labels []int, _ []floa
 // bitsPerChar is a text model's loss in bits per token.
 func bitsPerChar(loss float64) float64 { return loss / math.Ln2 }
 
-// bitsPerByte is a text model's loss, in nats per target token of set, in
-// bits per byte of the targets' UTF-8 text, which compares models whose
-// tokenizers differ.
-func bitsPerByte(v dataset.Vocab, set *dataset.Set, loss float64) float64 {
-	ids := make([]int32, len(set.Labels))
-	for i, l := range set.Labels {
+// bitsPerByte is a text model's loss, the mean over the targets labels,
+// in bits per byte of their text: comparable across vocabularies.
+func bitsPerByte(loss float64, v dataset.Vocab, labels []int) float64 {
+	ids := make([]int32, len(labels))
+	for i, l := range labels {
 		ids[i] = int32(l)
 	}
-	return loss * float64(len(ids)) / float64(len(v.Decode(ids))) / math.Ln2
+	return loss * float64(len(labels)) / math.Ln2 / float64(v.ByteLen(ids))
 }
 
 // describeText is the data event's account of a text: its tokens a split.

@@ -2,23 +2,32 @@ package main
 
 import (
 	"encoding/json"
+	"fmt"
 	"math"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/pipetrain/pipetrain/dataset"
+	"github.com/pipetrain/pipetrain/internal/checkpoint"
 )
 
-// textGPTConfig trains a one-block GPT of width 16 for a few steps on the
-// text file at path.
-func textGPTConfig(path, vocab string) string {
-	return `seed = 3
+// textConfig is a tiny GPT on the text at path under vocab: a few steps,
+// so that a test trains it in a second or two.
+func textConfig(path, vocab string, size int) string {
+	sizeKey := ""
+	if size > 0 {
+		sizeKey = fmt.Sprintf("vocab_size = %d\n", size)
+	}
+	return fmt.Sprintf(`seed = 3
 [data]
 name = "text"
-path = "` + filepath.ToSlash(path) + `"
-vocab = "` + vocab + `"
-block_size = 8
+path = %q
+vocab = %q
+%sblock_size = 8
 batch_size = 4
-test_fraction = 0.2
+test_fraction = 0.1
 
 [[model.layers]]
 type = "embedding"
@@ -39,78 +48,199 @@ init = "gpt"
 
 [optimizer]
 type = "adamw"
-lr = 3e-3
+lr = 1e-3
 
 [train]
-max_steps = 6
-`
+max_steps = 3
+checkpoint_every = 2
+`, path, vocab, sizeKey)
 }
 
-// accentedText is text of one- and two-byte characters, so that its bits
-// per byte and per character differ.
-var accentedText = strings.Repeat("Grüße aus Köln, señor; où est la gare? ", 40)
+// checkpointDirs lists the step folders under root, best/ included.
+func checkpointDirs(t *testing.T, root string) []string {
+	t.Helper()
+	var dirs []string
+	err := filepath.WalkDir(root, func(p string, d os.DirEntry, err error) error {
+		if err == nil && d.IsDir() && checkpoint.IsCheckpoint(p) {
+			dirs = append(dirs, p)
+		}
+		return err
+	})
+	if err != nil || len(dirs) == 0 {
+		t.Fatalf("no checkpoint under %s (%v)", root, err)
+	}
+	return dirs
+}
 
-// TestTextBitsPerByte checks the eval events' and `train eval`'s
-// bits_per_byte against bits_per_char and the test split's characters and
-// bytes.
-func TestTextBitsPerByte(t *testing.T) {
-	dir := t.TempDir()
-	path := writeText(t, filepath.Join(dir, "text.txt"), accentedText)
-	ev := trainIn(t, dir, textGPTConfig(path, "chars"))
-	// the test split: the last 20% of the characters; its targets all but its first
-	runes := []rune(accentedText)
-	test := string(runes[int(float64(len(runes))*0.8):])
-	windows := (len([]rune(test)) - 1) / 8
-	targets := string([]rune(test)[1 : 1+windows*8])
-	ratio := float64(len([]rune(targets))) / float64(len(targets))
-	bpc, bpb := ev["bits_per_char"].(float64), ev["bits_per_byte"].(float64)
-	if want := bpc * ratio; math.Abs(bpb-want) > 1e-12*want || ratio == 1 {
-		t.Fatalf("eval event: bits_per_byte %v, want bits_per_char %v × %d characters / %d bytes = %v",
-			bpb, bpc, len([]rune(targets)), len(targets), want)
+// TestTextVocabs trains a tiny GPT under the byte-level vocabularies, then
+// samples from and evaluates its checkpoint, which alone must rebuild the
+// vocabulary: a bpe checkpoint holds its tokenizer.json.
+func TestTextVocabs(t *testing.T) {
+	text, err := os.ReadFile(filepath.Join("..", "..", "dataset", "testdata", "tinyshakespeare-2000.txt"))
+	if err != nil {
+		t.Fatal(err)
 	}
-	r := runSub("eval", "--checkpoint", filepath.Join(dir, "checkpoints"), "--set", "log.dir="+filepath.Join(dir, "evallogs"))
-	if r.code != 0 {
-		t.Fatalf("eval: exit %d: %s", r.code, r.stderr)
+	tests := []struct {
+		vocab     string
+		size      int
+		tokenizer bool // checkpoints hold tokenizer.json
+	}{
+		{dataset.VocabBPE, 300, true},
+		{dataset.VocabGPT2, 0, false},
 	}
-	var res evalResult
-	if err := json.Unmarshal([]byte(r.stdout), &res); err != nil {
-		t.Fatalf("eval printed %q: %v", r.stdout, err)
-	}
-	if res.BitsPerB == nil || res.BitsPerChr == nil || *res.BitsPerB != *res.BitsPerChr*ratio && math.Abs(*res.BitsPerB-*res.BitsPerChr*ratio) > 1e-12 {
-		t.Fatalf("eval printed %s: bits_per_byte should be bits_per_char × %v", r.stdout, ratio)
+	for _, tc := range tests {
+		t.Run(tc.vocab, func(t *testing.T) {
+			dir := t.TempDir()
+			path := writeText(t, filepath.Join(dir, "input.txt"), string(text))
+			ev := trainIn(t, dir, textConfig(path, tc.vocab, tc.size))
+			bpc, _ := ev["bits_per_char"].(float64)
+			bpb, _ := ev["bits_per_byte"].(float64)
+			if !(bpc > 0) || !(bpb > 0) || bpb >= bpc { // a token holds more than one byte
+				t.Errorf("eval event: bits_per_char %v, bits_per_byte %v; want both positive, fewer bits a byte", ev["bits_per_char"], ev["bits_per_byte"])
+			}
+			want := tc.size
+			if tc.vocab == dataset.VocabGPT2 {
+				want = 50257
+			}
+			root := filepath.Join(dir, "checkpoints")
+			for _, ck := range checkpointDirs(t, root) {
+				meta, err := checkpoint.ReadMeta(ck)
+				if err != nil {
+					t.Fatal(err)
+				}
+				var d struct {
+					Classes []string `json:"classes"`
+					Vocab   string   `json:"vocab"`
+				}
+				if err := json.Unmarshal(meta.Model, &d); err != nil || d.Vocab != tc.vocab || len(d.Classes) != want {
+					t.Errorf("%s: model of vocab %q with %d classes (%v); want %q, %d", ck, d.Vocab, len(d.Classes), err, tc.vocab, want)
+				}
+				_, err = os.Stat(filepath.Join(ck, dataset.TokenizerFile))
+				if has := err == nil; has != tc.tokenizer {
+					t.Errorf("%s: tokenizer.json there: %v, want %v", ck, has, tc.tokenizer)
+				}
+				if tc.tokenizer {
+					v, err := dataset.ReadTokenizerFile(filepath.Join(ck, dataset.TokenizerFile))
+					if err != nil || v.Size() != tc.size {
+						t.Errorf("%s: its tokenizer.json: %d tokens, %v; want %d", ck, v.Size(), err, tc.size)
+					}
+				}
+			}
+
+			sample := func() subResult {
+				return runSub("sample", "--checkpoint", root, "--prompt", "ROMEO:", "--tokens", "6", "--seed", "5")
+			}
+			s1, s2 := sample(), sample()
+			if s1.code != 0 || !strings.HasPrefix(s1.stdout, "ROMEO:") || len(s1.stdout) <= len("ROMEO:\n") {
+				t.Fatalf("sample: exit %d, stdout %q, stderr %s", s1.code, s1.stdout, s1.stderr)
+			}
+			if s2.stdout != s1.stdout {
+				t.Errorf("sample twice with one seed: %q, then %q", s1.stdout, s2.stdout)
+			}
+			e := runSub("eval", "--checkpoint", root, "--set", "log.dir="+filepath.Join(dir, "eval-logs"))
+			if e.code != 0 {
+				t.Fatalf("eval: exit %d, stderr %s", e.code, e.stderr)
+			}
+			var res evalResult
+			if err := json.Unmarshal([]byte(e.stdout), &res); err != nil || res.BitsPerB == nil || res.BitsPerChr == nil {
+				t.Fatalf("eval printed %q (%v), want a result with bits per character and byte", e.stdout, err)
+			}
+			// The run's last evaluation (the test split at step 3) and eval's of the
+			// step-3 checkpoint see the same weights and windows.
+			if loss := ev["loss"].(float64); math.Abs(res.Loss-loss) > 1e-5*loss || math.Abs(*res.BitsPerB-bpb) > 1e-5*bpb {
+				t.Errorf("eval: loss %v, bits per byte %v; the run's last test evaluation %v, %v", res.Loss, *res.BitsPerB, loss, bpb)
+			}
+		})
 	}
 }
 
-// TestSample draws from a trained text model: the prompt then the tokens,
-// the same for the same seed and options, another text for another top_p,
-// and exit 2 for a bad --top_p.
-func TestSample(t *testing.T) {
+// TestTextMissingTokenizer removes a bpe checkpoint's tokenizer.json:
+// sample and eval must say so, exit 2.
+func TestTextMissingTokenizer(t *testing.T) {
+	text, err := os.ReadFile(filepath.Join("..", "..", "dataset", "testdata", "tinyshakespeare-2000.txt"))
+	if err != nil {
+		t.Fatal(err)
+	}
 	dir := t.TempDir()
-	path := writeText(t, filepath.Join(dir, "text.txt"), accentedText)
-	trainIn(t, dir, textGPTConfig(path, "chars"))
-	ck := filepath.Join(dir, "checkpoints")
-	sample := func(args ...string) string {
-		t.Helper()
-		r := runSub(append([]string{"sample", "--checkpoint", ck, "--prompt", "Grü", "--tokens", "40", "--temperature", "1.5"}, args...)...)
-		if r.code != 0 {
-			t.Fatalf("sample %v: exit %d: %s", args, r.code, r.stderr)
+	path := writeText(t, filepath.Join(dir, "input.txt"), string(text))
+	trainIn(t, dir, textConfig(path, dataset.VocabBPE, 260))
+	ck, ok, err := checkpoint.Latest(filepath.Join(dir, "checkpoints"))
+	if err != nil || !ok {
+		t.Fatalf("no checkpoint: %v", err)
+	}
+	if err := os.Remove(filepath.Join(ck, dataset.TokenizerFile)); err != nil {
+		t.Fatal(err)
+	}
+	want := fmt.Sprintf("--checkpoint %s: no tokenizer.json there", ck)
+	for _, args := range [][]string{
+		{"sample", "--checkpoint", ck},
+		{"eval", "--checkpoint", ck, "--set", "log.dir=" + filepath.Join(dir, "eval-logs")},
+	} {
+		r := runSub(args...)
+		if r.code != 2 || !strings.Contains(r.stderr, want) {
+			t.Errorf("%s: exit %d, stderr %q; want 2 and %q", args[0], r.code, r.stderr, want)
 		}
-		return r.stdout
 	}
-	a, b := sample("--top_p", "0.5"), sample("--top_p", "0.5")
-	if a != b {
-		t.Fatalf("the same seed gave %q and %q", a, b)
+}
+
+// TestTextVocabSizeErrors checks that the size of a bpe vocabulary is
+// the user's to get right: exit 2, naming the key.
+func TestTextVocabSizeErrors(t *testing.T) {
+	dir := t.TempDir()
+	path := writeText(t, filepath.Join(dir, "input.txt"), "some text, some more text\n")
+	tests := []struct {
+		vocab string
+		size  int
+		want  string
+	}{
+		{dataset.VocabBPE, 0, `data.vocab_size = 0: required for data.vocab = "bpe"`},
+		{dataset.VocabBPE, 100, `data.vocab_size = 100: below 256`},
+		{dataset.VocabGPT2, 300, `data.vocab_size = 300: only for data.vocab = "bpe", not "gpt2"`},
 	}
-	if !strings.HasPrefix(a, "Grü") || !strings.HasSuffix(a, "\n") || len([]rune(a)) != 3+40+1 {
-		t.Fatalf("sample wrote %q: want the prompt, 40 characters and a newline", a)
-	}
-	if c := sample("--top_p", "1"); c == a {
-		t.Fatalf("top_p 0.5 and 1 at temperature 1.5 drew the same 40 characters %q", a)
-	}
-	for _, p := range []string{"0", "1.5", "-1"} {
-		r := runSub("sample", "--checkpoint", ck, "--top_p", p)
-		if r.code != 2 || !strings.Contains(r.stderr, "--top_p") {
-			t.Errorf("--top_p %s: exit %d, stderr %q; want 2 naming --top_p", p, r.code, r.stderr)
+	for _, tc := range tests {
+		r := runCmd(t, dir, textConfig(path, tc.vocab, tc.size))
+		if r.code != 2 || !strings.Contains(r.stderr, tc.want) {
+			t.Errorf("vocab %s, size %d: exit %d, stderr %q; want 2 and %q", tc.vocab, tc.size, r.code, r.stderr, tc.want)
 		}
+	}
+}
+
+// TestTextResumeBPE resumes a bpe run: on the same text it goes on, with
+// the losses of the unbroken run; on a changed text, whose vocabulary is
+// no longer the checkpoint's, it is refused.
+func TestTextResumeBPE(t *testing.T) {
+	text, err := os.ReadFile(filepath.Join("..", "..", "dataset", "testdata", "tinyshakespeare-2000.txt"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	losses := func(r runResult) []float64 {
+		var l []float64
+		for _, e := range eventsNamed(r.events, "step") {
+			l = append(l, e["loss"].(float64))
+		}
+		return l
+	}
+	whole := t.TempDir()
+	cfg := textConfig(writeText(t, filepath.Join(whole, "input.txt"), string(text)), dataset.VocabBPE, 280)
+	full := runCmd(t, whole, cfg, "--set", "log.every=1")
+	if full.code != 0 {
+		t.Fatalf("unbroken run: exit %d: %s", full.code, full.stderr)
+	}
+
+	dir := t.TempDir()
+	path := writeText(t, filepath.Join(dir, "input.txt"), string(text))
+	cfg = textConfig(path, dataset.VocabBPE, 280)
+	if r := runCmd(t, dir, cfg, "--set", "log.every=1", "--set", "train.max_steps=2"); r.code != 0 {
+		t.Fatalf("first run: exit %d: %s", r.code, r.stderr)
+	}
+	resumed := runCmd(t, dir, cfg, "--set", "log.every=1", "--resume")
+	if got, want := losses(resumed), losses(full)[2:]; resumed.code != 0 || fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Errorf("resumed: exit %d, losses %v; want those of the unbroken run's step 3, %v (%s)", resumed.code, got, want, resumed.stderr)
+	}
+
+	writeText(t, path, strings.ReplaceAll(string(text), "the", "thy"))
+	refused := runCmd(t, dir, cfg, "--set", "train.max_steps=4", "--resume")
+	if want := "tokenizer.json is not the vocabulary data.path"; refused.code != 2 || !strings.Contains(refused.stderr, want) {
+		t.Errorf("resumed on a changed text: exit %d, stderr %q; want 2 and %q", refused.code, refused.stderr, want)
 	}
 }

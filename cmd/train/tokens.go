@@ -42,6 +42,11 @@ func loadTokens(c *config.Config) (_ *textData, err error) {
 		return nil, err
 	}
 	td := &textData{vocab: vocab}
+	if vocab.Kind() == dataset.VocabBPE { // each checkpoint carries it
+		if td.tokenizer, err = vocab.TokenizerJSON(); err != nil {
+			return nil, err
+		}
+	}
 	defer func() {
 		if err != nil {
 			td.close()
@@ -104,12 +109,12 @@ func tokensVocab(dir, kind string) (dataset.TokenMeta, dataset.Vocab, error) {
 	m, err := dataset.ReadTokenMeta(path)
 	if errors.Is(err, fs.ErrNotExist) {
 		switch kind {
-		case dataset.VocabBytes: // integrate: gpt2 (defines its ids by itself too)
-			v, err := dataset.VocabFrom(kind, nil)
+		case dataset.VocabBytes, dataset.VocabGPT2:
+			v, err := dataset.NewVocab(kind, nil, 0)
 			return dataset.TokenMeta{DType: dataset.TokensUint16, VocabSize: v.Size(), Vocab: kind}, v, err
 		}
-		return m, dataset.Vocab{}, badInputf("data.path = %q: %s is missing, and data.vocab = %q does not define the ids by itself: make the folder with train prepare, which writes it, or set data.vocab = %q for byte ids",
-			dir, metaJSON, kind, dataset.VocabBytes)
+		return m, dataset.Vocab{}, badInputf("data.path = %q: %s is missing, and data.vocab = %q does not define the ids by itself: make the folder with train prepare, which writes it, or set data.vocab = %q (GPT-2's ids, as nanoGPT's prepare.py writes them) or %q (byte ids)",
+			dir, metaJSON, kind, dataset.VocabGPT2, dataset.VocabBytes)
 	}
 	if err != nil {
 		return m, dataset.Vocab{}, badInputf("data.path = %q: %v", dir, err)
@@ -117,9 +122,17 @@ func tokensVocab(dir, kind string) (dataset.TokenMeta, dataset.Vocab, error) {
 	if m.Vocab != kind {
 		return m, dataset.Vocab{}, badInputf("data.vocab = %q, but %s says the ids are of vocab %q: set data.vocab = %q", kind, path, m.Vocab, m.Vocab)
 	}
-	// integrate: bpe (dataset.ReadTokenizerJSON of tokenizer.json; exit 2 naming it when missing)
-	v, err := dataset.VocabFrom(kind, m.Tokens)
-	if err != nil {
+	var v dataset.Vocab
+	if kind == dataset.VocabBPE {
+		tj := filepath.Join(dir, tokenizerJSON)
+		v, err = dataset.ReadTokenizerFile(tj)
+		if errors.Is(err, fs.ErrNotExist) {
+			return m, v, badInputf("data.path = %q: %s is missing: a folder of data.vocab = \"bpe\" needs the tokenizer its ids are of; make the folder with train prepare, which writes it", dir, tokenizerJSON)
+		}
+		if err != nil {
+			return m, v, badInputf("%s: %v", tj, err)
+		}
+	} else if v, err = dataset.VocabFrom(kind, m.Tokens); err != nil {
 		return m, v, badInputf("%s: %v", path, err)
 	}
 	if v.Size() != m.VocabSize {

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"cmp"
 	"context"
 	"crypto/sha256"
@@ -10,6 +11,8 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"os"
+	"path/filepath"
 	"runtime"
 	"slices"
 	"time"
@@ -588,7 +591,7 @@ func (r *trainRun) evalOn(set *dataset.Set, split string, more func(*zerolog.Eve
 		ev = ev.Float64("accuracy", acc)
 	}
 	if r.text != nil {
-		ev = ev.Float64("bits_per_char", bitsPerChar(loss)).Float64("bits_per_byte", bitsPerByte(r.text.vocab, set, loss))
+		ev = ev.Float64("bits_per_char", bitsPerChar(loss)).Float64("bits_per_byte", bitsPerByte(loss, r.text.vocab, set.Labels))
 	}
 	if more != nil {
 		ev = more(ev)
@@ -633,7 +636,11 @@ func (r *trainRun) save(root string) (string, error) {
 	if r.batch >= r.loader.BatchesPerEpoch() {
 		meta.Epoch, meta.Batch = r.epoch+1, 0
 	}
-	dir, err := checkpoint.Save(root, meta, weights, st.Tensors)
+	var files map[string][]byte
+	if r.text != nil && r.text.tokenizer != nil {
+		files = map[string][]byte{dataset.TokenizerFile: r.text.tokenizer}
+	}
+	dir, err := checkpoint.SaveFiles(root, meta, weights, st.Tensors, files)
 	if err != nil {
 		return "", fmt.Errorf("checkpoint at step %d: %w", r.step, err)
 	}
@@ -660,6 +667,9 @@ func (r *trainRun) restore() error {
 	if err := samePrecision(dir, meta.Precision, precision(r.cfg).String()); err != nil {
 		return err
 	}
+	if err := r.sameTokenizer(dir); err != nil {
+		return err
+	}
 	if here := bf16Arithmetic(r.cfg); meta.BF16Arithmetic != "" && here != "" && meta.BF16Arithmetic != here {
 		return badInputf("--resume: %s was trained with train.bf16_arithmetic = %q, not %q, which rounds its bf16 products differently: set train.bf16_arithmetic = %q (or \"auto\") to resume it", dir, meta.BF16Arithmetic, here, meta.BF16Arithmetic)
 	}
@@ -681,6 +691,23 @@ func (r *trainRun) restore() error {
 		return badInputf("--resume: %s: %v", dir, err)
 	}
 	r.log.Info().Str("event", "resume").Int("step", r.step).Int("epoch", r.epoch+1).Int("batch", r.batch).Str("path", dir).Msg("resumed")
+	return nil
+}
+
+// sameTokenizer refuses to resume a bpe run whose vocabulary, trained
+// again from data.path, is not the checkpoint's: the text changed, and
+// the ids would no longer mean what the weights learnt.
+func (r *trainRun) sameTokenizer(dir string) error {
+	if r.text == nil || r.text.tokenizer == nil {
+		return nil
+	}
+	saved, err := os.ReadFile(filepath.Join(dir, dataset.TokenizerFile))
+	if err != nil {
+		return badInputf("--resume: %s: %v", dir, err)
+	}
+	if !bytes.Equal(saved, r.text.tokenizer) {
+		return badInputf("--resume: %s: its %s is not the vocabulary data.path %q trains now: the text changed since", dir, dataset.TokenizerFile, r.cfg.Data.Path)
+	}
 	return nil
 }
 
@@ -715,6 +742,9 @@ func dataKeys(c *config.Config) []any {
 	}
 	if isText(c) {
 		keys = append(keys, d.Vocab, d.BlockSize)
+		if d.VocabSize != 0 {
+			keys = append(keys, d.VocabSize)
+		}
 	}
 	return keys
 }

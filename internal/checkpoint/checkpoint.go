@@ -113,6 +113,21 @@ func parseStepName(name string) (int, bool) {
 // partial step- directory; the next Save removes what was left behind and puts a
 // stranded .old- checkpoint back. One process at a time may save into a root.
 func Save(root string, meta Meta, model, optim map[string]*tensor.Tensor) (dir string, err error) {
+	return SaveFiles(root, meta, model, optim, nil)
+}
+
+// SaveFiles is Save with more files in the checkpoint's folder, such as a
+// text model's tokenizer.json: each name a plain file name other than the
+// checkpoint's own, written and synced with them before the folder is
+// renamed into place, so the checkpoint has them all or is not there.
+// Load and the "files" record of state.json do not see them.
+func SaveFiles(root string, meta Meta, model, optim map[string]*tensor.Tensor, files map[string][]byte) (dir string, err error) {
+	for name := range files {
+		if name == "" || name != filepath.Base(name) || name == "." || name == ".." || strings.HasPrefix(name, ".") ||
+			name == ModelFile || name == OptimizerFile || name == StateFile {
+			return "", fmt.Errorf("checkpoint: %q cannot be an extra file's name", name)
+		}
+	}
 	switch {
 	case root == "":
 		return "", errors.New("checkpoint: no root directory given")
@@ -143,6 +158,12 @@ func Save(root string, meta Meta, model, optim map[string]*tensor.Tensor) (dir s
 		}
 	}()
 
+	for name, data := range files {
+		path := filepath.Join(tmp, name)
+		if _, err := writeFileSync(path, func(w io.Writer) error { _, err := w.Write(data); return err }); err != nil {
+			return "", fmt.Errorf("checkpoint: %s: %w", path, err)
+		}
+	}
 	if err := writeFiles(tmp, meta, model, optim); err != nil {
 		return "", err
 	}

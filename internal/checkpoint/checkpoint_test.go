@@ -3,6 +3,7 @@ package checkpoint
 import (
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io/fs"
 	"math"
 	"os"
@@ -447,5 +448,34 @@ func TestStepDir(t *testing.T) {
 		if step, ok := parseStepName(name); ok {
 			t.Errorf("parseStepName(%q) = %d, true; want false", name, step)
 		}
+	}
+}
+
+func TestSaveFiles(t *testing.T) {
+	root := t.TempDir()
+	files := map[string][]byte{"tokenizer.json": []byte(`{"model": {}}`), "notes.txt": nil}
+	dir, err := SaveFiles(root, testMeta(3), testModel(), testOptim(), files)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := dirNames(t, dir), []string{ModelFile, "notes.txt", OptimizerFile, StateFile, "tokenizer.json"}; !slices.Equal(got, want) {
+		t.Errorf("%s holds %v, want %v", dir, got, want)
+	}
+	for name, want := range files {
+		if got, err := os.ReadFile(filepath.Join(dir, name)); err != nil || string(got) != string(want) {
+			t.Errorf("%s = %q, %v; want %q", name, got, err, want)
+		}
+	}
+	if _, _, _, err := Load(dir); err != nil {
+		t.Errorf("Load of a checkpoint with more files: %v", err)
+	}
+	for _, name := range []string{"", ".", "..", "a/b", "../x", ".tmp", ModelFile, OptimizerFile, StateFile} {
+		_, err := SaveFiles(root, testMeta(4), testModel(), testOptim(), map[string][]byte{name: nil})
+		if want := fmt.Sprintf("checkpoint: %q cannot be an extra file's name", name); err == nil || err.Error() != want {
+			t.Errorf("SaveFiles with file %q: error %v, want %q", name, err, want)
+		}
+	}
+	if got := dirNames(t, root); !slices.Equal(got, []string{"step-00000003"}) {
+		t.Errorf("after the refused saves, root holds %v", got)
 	}
 }

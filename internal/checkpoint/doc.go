@@ -28,6 +28,8 @@
 //	        model.safetensors      the parameters
 //	        optimizer.safetensors  the optimizer's state (momentum, Adam moments)
 //	        state.json             Meta, plus the size and CRC-32C of both files
+//	        tokenizer.json         (SaveFiles) any more files the caller gives, such as
+//	                               a "bpe" text model's vocabulary
 //
 // state.json holds Meta (version, step, epoch and next batch, seed, optimizer type
 // and step, config hash, Extra) as indented JSON, and under "files" the size and
@@ -37,7 +39,7 @@
 //
 // # Atomicity
 //
-// Save writes the three files into a new sibling directory
+// Save (SaveFiles with its extra files too) writes the files into a new sibling directory
 // .tmp-step-00000020-<random>, fsyncs each file and then that directory, renames
 // it to step-00000020, and fsyncs the root. Rename is atomic, and the fsyncs put
 // the data on disk before the name that points to it, so a crash or power loss

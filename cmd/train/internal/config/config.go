@@ -33,7 +33,8 @@ type Config struct {
 type Data struct {
 	Name               string  `toml:"name" json:"name"`                 // digits | mnist | fashion-mnist | csv | spirals | text | shakespeare | tokens
 	Path               string  `toml:"path" json:"path"`                 // mnist/fashion-mnist, tokens: a folder; csv, text: the file; shakespeare: its input.txt
-	Vocab              string  `toml:"vocab" json:"vocab"`               // text, shakespeare, tokens: chars | bytes
+	Vocab              string  `toml:"vocab" json:"vocab"`               // text, shakespeare, tokens: chars | bytes | gpt2 | bpe
+	VocabSize          int     `toml:"vocab_size" json:"vocab_size"`     // bpe: the trained BPE's tokens (>= 256), required for it; 0 otherwise
 	BlockSize          int     `toml:"block_size" json:"block_size"`     // text, shakespeare, tokens: the context length in tokens
 	Download           bool    `toml:"download" json:"download"`         // mnist/fashion-mnist: fetch into the cache when path is empty
 	LabelColumn        int     `toml:"label_column" json:"label_column"` // csv: the label column; negative counts from the end

@@ -104,7 +104,7 @@ func TestParseFull(t *testing.T) {
 	}
 	want := &Config{
 		Seed: 42,
-		Data: Data{Name: "text", Path: "testdata/iris.csv", Vocab: "bytes", BlockSize: 16, Download: true, LabelColumn: 4, BatchSize: 32,
+		Data: Data{Name: "text", Path: "testdata/iris.csv", Vocab: "bpe", VocabSize: 512, BlockSize: 16, Download: true, LabelColumn: 4, BatchSize: 32,
 			Shuffle: false, TestFraction: 0.25, ValidationFraction: 0.1},
 		Model: Model{Layers: []Layer{
 			layer("conv2d", func(l *Layer) { l.Channels, l.Kernel, l.Stride, l.Padding, l.Init = 4, 3, 2, 1, "torch_default" }),

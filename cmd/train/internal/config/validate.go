@@ -18,7 +18,7 @@ import (
 var (
 	dataNames         = []string{"digits", "mnist", "fashion-mnist", "csv", "spirals", "text", "shakespeare", "tokens"}
 	textData          = []string{"text", "shakespeare", "tokens"}
-	vocabKinds        = []string{"chars", "bytes"}
+	vocabKinds        = []string{"chars", "bytes", "gpt2", "bpe"}
 	decays            = []string{"all", "matrices"}
 	layerTypes        = nn.LayerTypes()
 	optimizerTypes    = []string{"sgd", "adam", "adamw"}
@@ -102,6 +102,14 @@ func (c *Config) validateData() error {
 	}
 	if err := oneOf("data.vocab", d.Vocab, vocabKinds); err != nil {
 		return err
+	}
+	switch bpe := d.Vocab == "bpe"; {
+	case bpe && d.VocabSize == 0:
+		return errorf(`data.vocab_size = 0: required for data.vocab = "bpe", the trained BPE's tokens (at least 256)`)
+	case bpe && d.VocabSize < 256:
+		return errorf(`data.vocab_size = %d: below 256, the bytes a byte-level BPE starts from`, d.VocabSize)
+	case !bpe && d.VocabSize != 0:
+		return errorf(`data.vocab_size = %d: only for data.vocab = "bpe", not %q`, d.VocabSize, d.Vocab)
 	}
 	switch text := slices.Contains(textData, d.Name); {
 	case text && d.BlockSize < 1:
