@@ -474,3 +474,75 @@ func TestPrepareLargeText(t *testing.T) {
 		checkPrepared(t, filepath.Join(dir, "large."+vocab), corpus, vocab)
 	}
 }
+
+// TestTokensByteLevel prepares a text under the byte-level vocabularies and
+// trains from the folder: the losses of the text run, bit for bit. A bpe
+// folder and its checkpoints carry tokenizer.json, and the folder without
+// it is exit 2 naming it; a gpt2 folder trains without meta.json too, as
+// nanoGPT's prepare.py writes it.
+func TestTokensByteLevel(t *testing.T) {
+	corpus := writeCorpus(t, t.TempDir())
+	for _, tc := range []struct {
+		vocab string
+		sets  []string
+	}{
+		{"bpe", []string{"--set", "data.vocab_size=300"}},
+		{"gpt2", nil},
+	} {
+		t.Run(tc.vocab, func(t *testing.T) {
+			dir := t.TempDir()
+			cfg := fmt.Sprintf(charGPTConfig, corpus, tc.vocab)
+			text := runCmd(t, dir, cfg, tc.sets...)
+			if text.code != 0 {
+				t.Fatalf("text run: exit %d:\n%s", text.code, text.stderr)
+			}
+			folder := prepareIn(t, dir, cfg, tc.sets...)
+			want := stepLosses(text.events)
+			train := func(name string, wantCode int) runResult {
+				t.Helper()
+				tdir := filepath.Join(dir, name)
+				os.Mkdir(tdir, 0o755)
+				r := runCmd(t, tdir, asTokens(cfg, folder), tc.sets...)
+				if r.code != wantCode {
+					t.Fatalf("%s: exit %d, want %d:\n%s", name, r.code, wantCode, r.stderr)
+				}
+				if wantCode != 0 {
+					return r
+				}
+				got := stepLosses(r.events)
+				if len(want) != 6 || len(got) != len(want) {
+					t.Fatalf("%s: the runs logged %d and %d steps, want 6", name, len(want), len(got))
+				}
+				for s, l := range want {
+					if got[s] != l {
+						t.Errorf("%s: step %d: tokens loss %v, text loss %v", name, s, got[s], l)
+					}
+				}
+				return r
+			}
+			tokenizer := filepath.Join(folder, "tokenizer.json")
+			if tc.vocab == "bpe" {
+				train("tokens", 0)
+				cks, _ := filepath.Glob(filepath.Join(dir, "tokens", "checkpoints", "step-*", "tokenizer.json"))
+				if len(cks) == 0 {
+					t.Error("no checkpoint of the tokens run holds tokenizer.json")
+				}
+				if err := os.Remove(tokenizer); err != nil {
+					t.Fatal(err)
+				}
+				r := train("no-tokenizer", 2)
+				if !strings.Contains(r.stderr, "tokenizer.json is missing") {
+					t.Errorf("without tokenizer.json: stderr %q does not name it", r.stderr)
+				}
+				return
+			}
+			if _, err := os.Stat(tokenizer); err == nil {
+				t.Error("a gpt2 folder holds a tokenizer.json: its ids need none")
+			}
+			if err := os.Remove(filepath.Join(folder, "meta.json")); err != nil {
+				t.Fatal(err)
+			}
+			train("nanogpt", 0)
+		})
+	}
+}
