@@ -4,6 +4,7 @@ import (
 	"math"
 
 	"github.com/pipetrain/pipetrain/internal/par"
+	"github.com/pipetrain/pipetrain/internal/vec"
 	"github.com/pipetrain/pipetrain/tensor"
 )
 
@@ -133,7 +134,10 @@ func crossEntropySum(dst, logits *tensor.Tensor, labels []int, scale, total floa
 // each row's log_softmax(logits)[label] into losses.
 func (t *ceTask) Run(lo, hi int) {
 	c := t.logits.Dim(1)
-	dt := t.logits.DType()
+	if t.logits.DType() == tensor.Float32 {
+		t.run32(lo, hi, c)
+		return
+	}
 	var buf, exps [128]float64
 	row, ex := buf[:0], exps[:0]
 	if c > len(buf) {
@@ -142,13 +146,7 @@ func (t *ceTask) Run(lo, hi int) {
 	row, ex = row[:c], ex[:c]
 	for b := lo; b < hi; b++ {
 		i, y := t.first+b, t.labels[b]
-		if dt == tensor.Float32 {
-			for j, v := range t.logits.Data32()[i*c : (i+1)*c] {
-				row[j] = float64(v)
-			}
-		} else {
-			copy(row, t.logits.Data64()[i*c:(i+1)*c])
-		}
+		copy(row, t.logits.Data64()[i*c:(i+1)*c])
 		m := math.Inf(-1)
 		for _, v := range row {
 			m = math.Max(m, v)
@@ -162,22 +160,70 @@ func (t *ceTask) Run(lo, hi int) {
 			sum += ex[j]
 		}
 		t.losses[b] = row[y] - m - math.Log(sum)
+		d := t.dst.Data64()[i*c : (i+1)*c]
 		for j := range row {
 			p := ex[j] / sum
 			if j == y {
 				p--
 			}
-			row[j] = p * t.scale
-		}
-		if dt == tensor.Float32 {
-			d := t.dst.Data32()[i*c : (i+1)*c]
-			for j, v := range row {
-				d[j] = float32(v)
-			}
-		} else {
-			copy(t.dst.Data64()[i*c:(i+1)*c], row)
+			d[j] = p * t.scale
 		}
 	}
+}
+
+// run32 is Run for float32 logits, in float64 as Run: the same bits, with
+// the row's exponentials 8 at a time (vec.ExpShifted64 is math.Exp's).
+func (t *ceTask) run32(lo, hi, c int) {
+	var exps [128]float64
+	ex := exps[:0]
+	if c > len(exps) {
+		ex = make([]float64, c)
+	}
+	ex = ex[:c]
+	for b := lo; b < hi; b++ {
+		i, y := t.first+b, t.labels[b]
+		row := t.logits.Data32()[i*c : (i+1)*c]
+		m := max32(row)
+		if math.IsInf(m, -1) {
+			m = 0 // as softmax does
+		}
+		vec.ExpShifted64(ex, row, m)
+		sum := 0.0
+		for _, e := range ex {
+			sum += e
+		}
+		t.losses[b] = float64(row[y]) - m - math.Log(sum)
+		d := t.dst.Data32()[i*c : (i+1)*c]
+		for j, e := range ex {
+			p := e / sum
+			if j == y {
+				p--
+			}
+			d[j] = float32(p * t.scale)
+		}
+	}
+}
+
+// max32 is the fold of math.Max over the row from -Inf, in float64: +Inf
+// if the row has one, else NaN if it has one, else the largest, +0 rather
+// than -0.
+func max32(row []float32) float64 {
+	m := float32(math.Inf(-1))
+	nan := false
+	for _, v := range row {
+		switch {
+		case v > m:
+			m = v
+		case v != v:
+			nan = true
+		case v == 0 && m == 0 && !math.Signbit(float64(v)):
+			m = v
+		}
+	}
+	if nan && !math.IsInf(float64(m), 1) {
+		return math.NaN()
+	}
+	return float64(m)
 }
 
 // MSESumInto is MSE for a part of a mini-batch, as CrossEntropySumInto: it
