@@ -1,0 +1,56 @@
+#!/usr/bin/env bash
+# GPT-2 small (configs/gpt2-small.toml: 8 x 1,024 tokens a step), pipetrain
+# against PyTorch (torch_gpt2.py: nanoGPT's model, the same shape and AdamW
+# step), side by side on this machine in interleaved rounds, on tiny
+# Shakespeare tokenized with GPT-2's tokenizer by `train prepare`. Each run
+# takes one untimed step, then TIMED steps; tokens/s over the timed ones and
+# the run's peak RSS. pipetrain accumulates the 8 sequences one at a time
+# (the config's micro_batches = 8); PyTorch one or two at a time (its
+# gradient accumulation: 8 at once needs more than this machine's memory).
+# One core against one core (GOMAXPROCS=1; PyTorch one thread, OpenBLAS on
+# one), then each side's best on both cores. Not part of CI.
+#   bash bench/gpt2/run.sh INPUT_TXT [ROUNDS] [TIMED]     # defaults 1 and 3
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+. bench/reference.sh
+text=$(realpath "${1:?usage: bash bench/gpt2/run.sh INPUT_TXT [ROUNDS] [TIMED]}")
+rounds=${2:-1}
+timed=${3:-3}
+start
+build_train
+data="$tmp/shakespeare.gpt2"
+"$tmp/train" prepare --config configs/gpt2-small.toml --set data.name=text --set data.path="$text" \
+	--set data.test_fraction=0.1 --out "$data"
+# name, GOMAXPROCS (empty: all), micro_batches
+ours=("pt-1core 1 8" "pt-2core '' 8" "pt-2core-m4 '' 4")
+# name, torch threads, OpenBLAS threads (0: its default, every core), sequences a micro-batch
+theirs=("torch-1core 1 1 1" "torch-t1 1 0 1" "torch-t2 2 0 1" "torch-t2-m2 2 0 2")
+for r in $(seq "$rounds"); do
+	for c in "${ours[@]}"; do
+		eval set -- $c
+		dir="$tmp/logs-$r-$1"
+		env ${2:+GOMAXPROCS=$2} /usr/bin/time -f %M -o "$tmp/rss" "$tmp/train" --config configs/gpt2-small.toml \
+			--log-format json --set data.path="$data" --set train.max_steps=$((timed + 1)) --set schedule.warmup_steps=0 \
+			--set pipeline.micro_batches=$3 --set log.dir="$dir" --set train.checkpoint_dir="$tmp/ck-$r-$1" \
+			--set train.eval_every=1000000 --set train.checkpoint_every=1000000 >/dev/null 2>&1
+		rm -rf "$tmp/ck-$r-$1"
+		"$tmp/epochrate" "$dir"/*.jsonl | awk '{printf "%.1f\n", $1 * 1024}' >>"$tmp/$1"
+		awk '{printf "%.2f\n", $1 / 1048576}' "$tmp/rss" >>"$tmp/$1.rss"
+	done
+	for c in "${theirs[@]}"; do
+		set -- $c
+		ref $py bench/gpt2/torch_gpt2.py --data "$data/train.bin" --threads $2 --blas_threads $3 --micro $4 \
+			--warmup 1 --steps "$timed" | tail -1 >"$tmp/out.json"
+		$py -c 'import json, sys; d = json.load(open(sys.argv[1])); print(d["tokens_per_s"]); print(d["peak_rss_gib"], file=open(sys.argv[2], "a"))' \
+			"$tmp/out.json" "$tmp/$1.rss" >>"$tmp/$1"
+	done
+	echo "round $r: $(latest "" "${ours[@]}" "${theirs[@]}")(load $(cut -d' ' -f1 /proc/loadavg))" >&2
+done
+echo "== GPT-2 small, 8 x 1024 tokens a step: tokens/s, medians of $rounds rounds (the runs in brackets); peak RSS GiB"
+for c in "${ours[@]}" "${theirs[@]}"; do
+	set -- $c
+	printf '%-12s %7.1f  (%s)  %s GiB\n' "$1" "$(m "$1")" "$(tr '\n' ' ' <"$tmp/$1")" "$(sort -g "$tmp/$1.rss" | tail -1)"
+done
+awk -v p="$(m pt-1core)" -v t="$(m torch-1core)" 'BEGIN {printf "one core:  pipetrain %.1f, PyTorch %.1f: %.2fx\n", p, t, p/t}'
+awk -v p="$(best pt-1core pt-2core pt-2core-m4)" -v t="$(best torch-1core torch-t1 torch-t2 torch-t2-m2)" \
+	'BEGIN {printf "best each: pipetrain %.1f, PyTorch %.1f: %.2fx\n", p, t, p/t}'
