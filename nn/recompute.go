@@ -10,10 +10,12 @@ type Recompute string
 const (
 	// RecomputeNone keeps everything the backward reads.
 	RecomputeNone Recompute = "none"
-	// RecomputeAttention keeps everything but the attention probabilities
-	// [N, heads, T, T], the largest activation at long contexts, which the
-	// backward recomputes from the kept q, k and v (the scores' product and
-	// the softmax): selective recomputation, as Korthikanti et al. (2022).
+	// RecomputeAttention keeps everything but the core attention's
+	// activations: its probabilities [N, heads, T, T], the largest
+	// activation at long contexts, and its output [N, T, D], which the
+	// backward recomputes from the kept q, k and v (the output for c_proj's
+	// weight gradient, then the probabilities for the attention's own):
+	// selective recomputation, as Korthikanti et al. (2022).
 	RecomputeAttention Recompute = "attention"
 	// RecomputeBlocks keeps only the block's input; the backward runs the
 	// block's forward again, then its backward.

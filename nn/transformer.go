@@ -148,7 +148,8 @@ func (b *TransformerBlock) Forward(p Pass, x *tensor.Tensor) *tensor.Tensor {
 	if p.Train && b.Recompute == RecomputeBlocks {
 		// everything but the output lives in the scratch, dropped once
 		// the output is made: the backward builds it again from x
-		y := b.forward(b.scratch(p), p.Arena, x, false)
+		sp := b.scratch(p)
+		y := b.forward(sp, p.Arena, sp.Arena, x, false)
 		for _, l := range b.layers() {
 			l.(forgetter).forget(p.Micro)
 		}
@@ -156,7 +157,14 @@ func (b *TransformerBlock) Forward(p Pass, x *tensor.Tensor) *tensor.Tensor {
 		b.inputs.put(p, x)
 		return y
 	}
-	return b.forward(p, p.Arena, x, p.Train && b.Recompute == RecomputeNone)
+	if p.Train && b.Recompute == RecomputeAttention {
+		// the attention's output, c_proj's input, lives in the scratch
+		// too: the backward recomputes it with the probabilities
+		y := b.forward(p, p.Arena, b.scratch(p).Arena, x, false)
+		b.proj.forget(p.Micro)
+		return y
+	}
+	return b.forward(p, p.Arena, p.Arena, x, p.Train)
 }
 
 // scratch returns p lending from the scratch arena (the pass's, or the
@@ -172,20 +180,21 @@ func (b *TransformerBlock) scratch(p Pass) Pass {
 }
 
 // forward runs the block on x, its tensors lent by p's arena but the
-// output, lent by out; keepProbs keeps the attention probabilities for the
-// backward, which otherwise recomputes them.
-func (b *TransformerBlock) forward(p Pass, out *Arena, x *tensor.Tensor, keepProbs bool) *tensor.Tensor {
+// output, lent by out, and the attention's output, lent by attIn; keepProbs
+// keeps the attention probabilities for the backward, which otherwise
+// recomputes them.
+func (b *TransformerBlock) forward(p Pass, out, attIn *Arena, x *tensor.Tensor, keepProbs bool) *tensor.Tensor {
 	n := x.Dim(0)
 	xt := toTokens(p.Arena, x, b.Tokens, b.Dim)
 	qkv := b.attn.Forward(p, b.ln1.Forward(p, xt))
-	att := p.Arena.Tensor(x.DType(), n, b.Tokens, b.Dim)
+	att := attIn.Tensor(x.DType(), n, b.Tokens, b.Dim)
 	var probs *tensor.Tensor
 	if keepProbs {
 		probs = p.Arena.Tensor(x.DType(), n, b.Heads, b.Tokens, b.Tokens)
 	}
 	b.work.Threads, b.work.BF16, b.work.Arithmetic = p.Threads, p.Precision.IsBF16(), p.Precision.Arithmetic()
 	ops.CausalSelfAttentionInto(att, probs, p.Arena.view(qkv, 0, n, b.Tokens, 3*b.Dim), b.Heads, &b.work)
-	y := b.proj.Forward(p, p.Arena.view(att, 0, n*b.Tokens, b.Dim))
+	y := b.proj.Forward(p, attIn.view(att, 0, n*b.Tokens, b.Dim))
 	x2 := residual(p, xt, dropped(p, b.drop1, y, n))
 	z := b.out.Forward(p, b.gelu.Forward(p, b.fc.Forward(p, b.ln2.Forward(p, x2))))
 	po := p
@@ -199,12 +208,14 @@ func (b *TransformerBlock) forward(p Pass, out *Arena, x *tensor.Tensor, keepPro
 // stream's gradient to each branch's. Under RecomputeBlocks it first runs
 // the forward again from the kept input, into the scratch, with the same
 // Pass, so dropout draws the same masks and every kernel gives the same
-// bits.
+// bits. Under RecomputeAttention it recomputes the attention's output from
+// the kept qkv for c_proj's weight gradient, and the attention's backward
+// the probabilities.
 func (b *TransformerBlock) Backward(p Pass, dy *tensor.Tensor, needDX bool) *tensor.Tensor {
 	if b.Recompute == RecomputeBlocks {
 		x := b.inputs.take("TransformerBlock", p)
 		sp := b.scratch(p)
-		b.forward(sp, sp.Arena, x, true)
+		b.forward(sp, sp.Arena, sp.Arena, x, true)
 	}
 	s := b.saved.take("TransformerBlock", p)
 	n := s.qkv.Dim(0) / b.Tokens
@@ -216,9 +227,15 @@ func (b *TransformerBlock) Backward(p Pass, dy *tensor.Tensor, needDX bool) *ten
 	dh2 := b.fc.Backward(p, b.gelu.Backward(p, b.out.Backward(p, dz, true), true), true)
 	dx2 := residual(p, dyt, b.ln2.Backward(p, dh2, true))
 	dyp := droppedBackward(p, b.drop1, dx2, n, b.Tokens, b.Dim)
+	b.work.Threads, b.work.BF16, b.work.Arithmetic = p.Threads, p.Precision.IsBF16(), p.Precision.Arithmetic()
+	if b.Recompute == RecomputeAttention {
+		sa := b.scratch(p).Arena
+		att := sa.Tensor(dy.DType(), n, b.Tokens, b.Dim)
+		ops.CausalSelfAttentionInto(att, nil, sa.view(s.qkv, 0, n, b.Tokens, 3*b.Dim), b.Heads, &b.work)
+		b.proj.x.put(p, sa.view(att, 0, n*b.Tokens, b.Dim))
+	}
 	datt := b.proj.Backward(p, dyp, true)
 	dqkv := p.Arena.Tensor(dy.DType(), n, b.Tokens, 3*b.Dim)
-	b.work.Threads, b.work.BF16, b.work.Arithmetic = p.Threads, p.Precision.IsBF16(), p.Precision.Arithmetic()
 	ops.CausalSelfAttentionBackwardInto(dqkv, p.Arena.view(datt, 0, n, b.Tokens, b.Dim), p.Arena.view(s.qkv, 0, n, b.Tokens, 3*b.Dim), s.probs, b.Heads, &b.work)
 	dh1 := b.attn.Backward(p, p.Arena.view(dqkv, 0, n*b.Tokens, 3*b.Dim), true)
 	dx1 := b.ln1.Backward(p, dh1, needDX)

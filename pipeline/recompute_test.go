@@ -103,18 +103,19 @@ func peakBytes(t *testing.T, m pipeline.Model, cfg pipeline.Config) []int64 {
 
 // TestRecomputePeakBytes: the stage event's peak activation bytes show what
 // recomputation saves. One stage of tinyGPT, one micro-batch of 8 sequences
-// at a time: attention holds exactly the probabilities of 3 blocks fewer,
-// 3·heads·T·T float32 values a sequence; blocks holds the blocks' outputs
-// and one block's rebuilt activations (the stage's scratch), less than
-// attention.
+// at a time: attention holds exactly the probabilities and attention outputs
+// of 3 blocks fewer, 3·(heads·T·T + T·D) float32 values a sequence, and one
+// block's attention output more (the stage's scratch, where the backward
+// rebuilds it); blocks holds the blocks' outputs and one block's rebuilt
+// activations (the scratch), less than attention.
 func TestRecomputePeakBytes(t *testing.T) {
 	cfg := pipeline.Config{Schedule: actors.Sequential, MicroBatches: 2, Stages: 1}
 	none := peakBytes(t, tinyGPT, cfg)
 	attention := peakBytes(t, withRecompute(tinyGPT, nn.RecomputeAttention), cfg)
 	blocks := peakBytes(t, withRecompute(tinyGPT, nn.RecomputeBlocks), cfg)
-	const probs = 8 * 3 * 2 * 8 * 8 * 4 // sequences, blocks, heads, T, T, bytes
-	if len(none) != 1 || none[0]-attention[0] != probs {
-		t.Errorf("peak activation bytes: none %v, attention %v: want attention %d bytes (the probabilities) fewer", none, attention, probs)
+	const saved = 8 * (3*(2*8*8+8*8) - 8*8) * 4 // sequences × (blocks × (heads·T·T + T·D) − T·D) × bytes
+	if len(none) != 1 || none[0]-attention[0] != saved {
+		t.Errorf("peak activation bytes: none %v, attention %v: want attention %d bytes fewer", none, attention, saved)
 	}
 	if blocks[0] >= attention[0] {
 		t.Errorf("peak activation bytes: blocks %v, want fewer than attention's %v", blocks, attention)
