@@ -208,9 +208,9 @@ func (b *TransformerBlock) forward(p Pass, out, attIn *Arena, x *tensor.Tensor, 
 // stream's gradient to each branch's. Under RecomputeBlocks it first runs
 // the forward again from the kept input, into the scratch, with the same
 // Pass, so dropout draws the same masks and every kernel gives the same
-// bits. Under RecomputeAttention it recomputes the attention's output from
-// the kept qkv for c_proj's weight gradient, and the attention's backward
-// the probabilities.
+// bits. Under RecomputeAttention the attention's backward recomputes the
+// probabilities and the attention's output, c_proj's input, from the kept
+// qkv, before c_proj's weight gradient.
 func (b *TransformerBlock) Backward(p Pass, dy *tensor.Tensor, needDX bool) *tensor.Tensor {
 	if b.Recompute == RecomputeBlocks {
 		x := b.inputs.take("TransformerBlock", p)
@@ -228,15 +228,24 @@ func (b *TransformerBlock) Backward(p Pass, dy *tensor.Tensor, needDX bool) *ten
 	dx2 := residual(p, dyt, b.ln2.Backward(p, dh2, true))
 	dyp := droppedBackward(p, b.drop1, dx2, n, b.Tokens, b.Dim)
 	b.work.Threads, b.work.BF16, b.work.Arithmetic = p.Threads, p.Precision.IsBF16(), p.Precision.Arithmetic()
+	qkv := p.Arena.view(s.qkv, 0, n, b.Tokens, 3*b.Dim)
+	var dqkv *tensor.Tensor
 	if b.Recompute == RecomputeAttention {
+		// c_proj's input gradient first, then the attention's backward,
+		// rebuilding c_proj's input on the way, then c_proj's weight
+		// gradient from it: one attention forward more than none
 		sa := b.scratch(p).Arena
 		att := sa.Tensor(dy.DType(), n, b.Tokens, b.Dim)
-		ops.CausalSelfAttentionInto(att, nil, sa.view(s.qkv, 0, n, b.Tokens, 3*b.Dim), b.Heads, &b.work)
-		b.proj.x.put(p, sa.view(att, 0, n*b.Tokens, b.Dim))
+		b.proj.x.put(p, sa.view(att, 0, n*b.Tokens, b.Dim)) // read by BackwardParams, once written
+		datt := b.proj.BackwardInput(p, dyp)
+		dqkv = p.Arena.Tensor(dy.DType(), n, b.Tokens, 3*b.Dim)
+		ops.CausalSelfAttentionRecomputeInto(att, dqkv, p.Arena.view(datt, 0, n, b.Tokens, b.Dim), qkv, b.Heads, &b.work)
+		b.proj.BackwardParams(p)
+	} else {
+		datt := b.proj.Backward(p, dyp, true)
+		dqkv = p.Arena.Tensor(dy.DType(), n, b.Tokens, 3*b.Dim)
+		ops.CausalSelfAttentionBackwardInto(dqkv, p.Arena.view(datt, 0, n, b.Tokens, b.Dim), qkv, s.probs, b.Heads, &b.work)
 	}
-	datt := b.proj.Backward(p, dyp, true)
-	dqkv := p.Arena.Tensor(dy.DType(), n, b.Tokens, 3*b.Dim)
-	ops.CausalSelfAttentionBackwardInto(dqkv, p.Arena.view(datt, 0, n, b.Tokens, b.Dim), p.Arena.view(s.qkv, 0, n, b.Tokens, 3*b.Dim), s.probs, b.Heads, &b.work)
 	dh1 := b.attn.Backward(p, p.Arena.view(dqkv, 0, n*b.Tokens, 3*b.Dim), true)
 	dx1 := b.ln1.Backward(p, dh1, needDX)
 	if !needDX {

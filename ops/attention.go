@@ -343,6 +343,29 @@ func CausalSelfAttentionBackwardInto(gqkv, grad, qkv, probs *tensor.Tensor, head
 	attentionBackwardInto(&pl, gqkv, grad, qkv, probs, work)
 }
 
+// CausalSelfAttentionRecomputeInto is CausalSelfAttentionBackwardInto
+// without kept probabilities that also writes the forward's output into
+// out [B, T, D]: each pair's probabilities recomputed, then its output
+// rows and its gradient from them, with the bits of CausalSelfAttentionInto
+// and CausalSelfAttentionBackwardInto. It serves a backward that keeps
+// only qkv and needs the output too (for the next product's weight
+// gradient), at the cost of one forward, not of a forward and the
+// probabilities again.
+func CausalSelfAttentionRecomputeInto(out, gqkv, grad, qkv *tensor.Tensor, heads int, work *AttentionWork) {
+	const op = "CausalSelfAttentionRecomputeInto"
+	pl := planAttentionBackward(op, grad, qkv, nil, heads)
+	checkAttn(op, "out", out, qkv, pl.b, pl.t, pl.d)
+	checkAttn(op, "gqkv", gqkv, qkv, pl.b, pl.t, 3*pl.d)
+	if work == nil {
+		work = new(AttentionWork)
+	}
+	if qkv.DType() == tensor.Float32 {
+		attentionBackward(&pl, work.Threads, products{work.BF16, work.Arithmetic}, &work.f32, gqkv.Data32(), grad.Data32(), qkv.Data32(), nil, out.Data32())
+	} else {
+		attentionBackward(&pl, work.Threads, products{}, &work.f64, gqkv.Data64(), grad.Data64(), qkv.Data64(), nil, out.Data64())
+	}
+}
+
 // planAttentionBackward checks a backward's arguments and plans it.
 func planAttentionBackward(op string, grad, qkv, probs *tensor.Tensor, heads int) attnPlan {
 	pl := planAttention(op, qkv, heads)
@@ -355,13 +378,15 @@ func planAttentionBackward(op string, grad, qkv, probs *tensor.Tensor, heads int
 
 func attentionBackwardInto(pl *attnPlan, gqkv, grad, qkv, probs *tensor.Tensor, work *AttentionWork) {
 	if qkv.DType() == tensor.Float32 {
-		attentionBackward(pl, work.Threads, products{work.BF16, work.Arithmetic}, &work.f32, gqkv.Data32(), grad.Data32(), qkv.Data32(), data32(probs))
+		attentionBackward(pl, work.Threads, products{work.BF16, work.Arithmetic}, &work.f32, gqkv.Data32(), grad.Data32(), qkv.Data32(), data32(probs), nil)
 	} else {
-		attentionBackward(pl, work.Threads, products{}, &work.f64, gqkv.Data64(), grad.Data64(), qkv.Data64(), data64(probs))
+		attentionBackward(pl, work.Threads, products{}, &work.f64, gqkv.Data64(), grad.Data64(), qkv.Data64(), data64(probs), nil)
 	}
 }
 
-func attentionBackward[T float](pl *attnPlan, threads int, pr products, work *attnWork[T], gqkv, grad, qkv, probs []T) {
+// attentionBackward runs the backward; with probs nil it recomputes them,
+// and with out set (probs nil) writes the forward's output as well.
+func attentionBackward[T float](pl *attnPlan, threads int, pr products, work *attnWork[T], gqkv, grad, qkv, probs, out []T) {
 	if pl.b*pl.t == 0 {
 		return
 	}
@@ -374,7 +399,7 @@ func attentionBackward[T float](pl *attnPlan, threads int, pr products, work *at
 		ps = work.partProbs(parts, pl.t)
 	}
 	t := &work.bwd
-	*t = attnBackward[T]{pl: *pl, ds: work.ds, ps: ps, gqkv: gqkv, grad: grad, qkv: qkv, probs: probs, parts: parts, threads: inner, pr: pr}
+	*t = attnBackward[T]{pl: *pl, ds: work.ds, ps: ps, out: out, gqkv: gqkv, grad: grad, qkv: qkv, probs: probs, parts: parts, threads: inner, pr: pr}
 	par.Do(budget, parts, t)
 	*t = attnBackward[T]{}
 }
@@ -383,6 +408,7 @@ type attnBackward[T float] struct {
 	pl                         attnPlan
 	ds, gqkv, grad, qkv, probs []T
 	ps                         []T // per part, recomputed probabilities when probs is nil
+	out                        []T // with ps: the forward's output, written from them
 	parts, threads             int
 	pr                         products
 }
@@ -399,8 +425,13 @@ func (b *attnBackward[T]) Part(q int) {
 		do := b.grad[bi*tt*pl.d+h*pl.hd:]
 		pm := pairProbs(b.probs, b.ps, p, q, tt)
 		if b.probs == nil {
+			o := b.out[min(len(b.out), bi*tt*pl.d+h*pl.hd):]
 			for i0 := 0; i0 < tt; i0 += attnBlock {
-				probsBlock(b.threads, b.pr, pl, i0, min(tt, i0+attnBlock), qm, km, pm)
+				i1 := min(tt, i0+attnBlock)
+				probsBlock(b.threads, b.pr, pl, i0, i1, qm, km, pm)
+				if b.out != nil { // as the forward does
+					attnGemm(b.threads, b.pr, false, false, i1-i0, pl.hd, i1, 1, pm[i0*tt:], tt, vm, ld, o[i0*pl.d:], pl.d)
+				}
 			}
 		}
 		// Row blocks: dP = dO·Vᵀ, dS from it, dQ = dS·K, on and below the

@@ -246,7 +246,8 @@ func TestCausalSelfAttentionBits(t *testing.T) {
 
 // TestCausalSelfAttentionRecomputed: with probs nil, the forward's out and
 // the backward's gqkv, which recomputes the probabilities from qkv, have
-// the bits of the calls given kept probs, in both dtypes and in bf16
+// the bits of the calls given kept probs, and so have
+// CausalSelfAttentionRecomputeInto's out and gqkv, in both dtypes and in bf16
 // products, whatever the thread budgets of the forward and the backward.
 func TestCausalSelfAttentionRecomputed(t *testing.T) {
 	rng := newRNG(77)
@@ -273,6 +274,10 @@ func TestCausalSelfAttentionRecomputed(t *testing.T) {
 				g := garbage(qkv)
 				ops.CausalSelfAttentionBackwardInto(g, grad, qkv, nil, s.heads, work)
 				wantBits(t, desc+": gqkv", g, gqkv)
+				o, g = tensor.Full(c.dt, math.NaN(), s.b, s.t, s.d), garbage(qkv)
+				ops.CausalSelfAttentionRecomputeInto(o, g, grad, qkv, s.heads, work)
+				wantBits(t, desc+": CausalSelfAttentionRecomputeInto's out", o, out)
+				wantBits(t, desc+": CausalSelfAttentionRecomputeInto's gqkv", g, gqkv)
 			}
 			if g := ops.CausalSelfAttentionBackward(grad, qkv, nil, s.heads); !c.bf16 {
 				wantBits(t, fmt.Sprintf("%v %v: CausalSelfAttentionBackward without probs", s, c.dt), g, gqkv)
@@ -324,6 +329,8 @@ func TestCausalSelfAttentionErrors(t *testing.T) {
 		{"CausalSelfAttentionBackward", []string{"float32", "float64"}, func() { ops.CausalSelfAttentionBackward(grad, qkv, f32(2, 2, 5, 5), 2) }},
 		{"CausalSelfAttentionBackward", []string{"[5 12]", "3 axes"}, func() { ops.CausalSelfAttentionBackward(grad, z(5, 12), probs, 2) }},
 		{"CausalSelfAttentionBackwardInto", []string{"gqkv", "[2 5 4]", "[2 5 12]"}, func() { ops.CausalSelfAttentionBackwardInto(grad, grad, qkv, probs, 2, nil) }},
+		{"CausalSelfAttentionRecomputeInto", []string{"out", "[2 5 12]", "[2 5 4]"}, func() { ops.CausalSelfAttentionRecomputeInto(qkv, z(2, 5, 12), grad, qkv, 2, nil) }},
+		{"CausalSelfAttentionRecomputeInto", []string{"gqkv", "[2 5 4]", "[2 5 12]"}, func() { ops.CausalSelfAttentionRecomputeInto(grad, grad, grad, qkv, 2, nil) }},
 	} {
 		expectError(t, c.op, "ops."+c.op+": ", c.mentions, c.fn)
 	}
@@ -349,6 +356,9 @@ func TestCausalSelfAttentionAllocations(t *testing.T) {
 		}
 		if n := testing.AllocsPerRun(20, func() { ops.CausalSelfAttentionBackwardInto(gqkv, grad, qkv, nil, s.heads, work) }); n != 0 {
 			t.Errorf("CausalSelfAttentionBackwardInto without probs, %d threads: %v allocations per call, want 0", threads, n)
+		}
+		if n := testing.AllocsPerRun(20, func() { ops.CausalSelfAttentionRecomputeInto(out, gqkv, grad, qkv, s.heads, work) }); n != 0 {
+			t.Errorf("CausalSelfAttentionRecomputeInto, %d threads: %v allocations per call, want 0", threads, n)
 		}
 	}
 }
