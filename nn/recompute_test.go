@@ -183,3 +183,35 @@ func BenchmarkTransformerRecompute(b *testing.B) {
 		})
 	}
 }
+
+// TestRecomputeAllocations: a block that recomputes allocates nothing in a
+// steady step: its forward and its backward's recomputation ask the
+// scratch for the same tensors.
+func TestRecomputeAllocations(t *testing.T) {
+	const tokens, dim = 40, 8
+	x, dy := randN(newRNG(3), tensor.Float32, 1, 2, tokens*dim), randN(newRNG(4), tensor.Float32, 1, 2, tokens*dim)
+	for _, r := range nn.Recomputes {
+		specs := []nn.Spec{{Type: "transformer_block", Heads: 2, Init: nn.GPT, Recompute: string(r)}}
+		layers, err := nn.BuildShape(specs, []int{tokens, dim}, 1, tensor.Float32, 0, 1)
+		if err != nil {
+			t.Fatal(err)
+		}
+		arena, scratch := new(nn.Arena), new(nn.Arena)
+		step := 0
+		run := func() {
+			step++
+			arena.Reset()
+			p := nn.Pass{Step: step, Train: true, Arena: arena, Scratch: scratch, Weights: 1, Threads: 1}
+			layers[0].Forward(p, x)
+			layers[0].Backward(p, dy, true)
+		}
+		run()
+		held := scratch.Held()
+		if n := testing.AllocsPerRun(5, run); n != 0 {
+			t.Errorf("%s: %v allocations a step, want 0", r, n)
+		}
+		if scratch.Held() != held {
+			t.Errorf("%s: the scratch grew from %d to %d bytes after the first step", r, held, scratch.Held())
+		}
+	}
+}

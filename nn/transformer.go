@@ -147,9 +147,11 @@ func (b *TransformerBlock) Forward(p Pass, x *tensor.Tensor) *tensor.Tensor {
 	}
 	if p.Train && b.Recompute == RecomputeBlocks {
 		// everything but the output lives in the scratch, dropped once
-		// the output is made: the backward builds it again from x
+		// the output is made: the backward builds it again from x. The
+		// probabilities too, so that both passes ask the scratch for the
+		// same tensors, which it then keeps, not replaces.
 		sp := b.scratch(p)
-		y := b.forward(sp, p.Arena, sp.Arena, x, false)
+		y := b.forward(sp, p.Arena, sp.Arena, x, true)
 		for _, l := range b.layers() {
 			l.(forgetter).forget(p.Micro)
 		}
