@@ -36,7 +36,7 @@ type TransformerBlock struct {
 	drop1, drop2 *Dropout // nil without dropout
 	saved        cache[blockSaved]
 	inputs       cache[*tensor.Tensor] // RecomputeBlocks: the inputs of the micro-batches in flight
-	own          Arena                 // RecomputeBlocks: the scratch when a pass brings none
+	own          Arena                 // the scratch when a pass brings none (Pass.Scratch)
 	work         ops.AttentionWork
 	params       []Param
 }
