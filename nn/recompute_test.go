@@ -164,7 +164,7 @@ func TestRecomputeSpec(t *testing.T) {
 // block of the bench's GPT (width 192, 6 heads, context 256, 2 sequences)
 // on two threads, per recompute mode.
 func BenchmarkTransformerRecompute(b *testing.B) {
-	const tokens, dim, rows = 256, 192, 2
+	const tokens, dim, rows = 256, 192, 8
 	x, dy := randN(newRNG(1), tensor.Float32, 1, rows, tokens*dim), randN(newRNG(2), tensor.Float32, 1, rows, tokens*dim)
 	for _, r := range nn.Recomputes {
 		b.Run(string(r), func(b *testing.B) {

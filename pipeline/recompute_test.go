@@ -150,3 +150,16 @@ func TestRemoteRecompute(t *testing.T) {
 		t.Errorf("stages on workers: peak activation bytes %v recomputing blocks, %v keeping everything: want fewer in all", blocks, none)
 	}
 }
+
+// BenchmarkRecomputeStep times a training step of bench/gpt/recompute.toml's
+// GPT (6 blocks, width 192, 6 heads, context 256, batch 8) in one stage
+// actor, per model.recompute mode:
+// go test -run '^$' -bench RecomputeStep -benchtime 10x -count 3 ./pipeline/
+func BenchmarkRecomputeStep(b *testing.B) {
+	for _, r := range nn.Recomputes {
+		b.Run(string(r), func(b *testing.B) {
+			benchGPT(b, withRecompute(gptModel(6, 192, 6, 256), r), 8, 256,
+				pipeline.Config{Schedule: actors.Sequential, MicroBatches: 1, Stages: 1})
+		})
+	}
+}
