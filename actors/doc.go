@@ -31,7 +31,12 @@
 // accumulate in the order nn.Sequential uses and the results match it bit for
 // bit. The loss actor takes micro-batches in order too, adding their rows'
 // losses to one nn.LossSum, and Forward.Row (the micro-batch's first row) keys
-// dropout: the results do not depend on the number of micro-batches either.
+// dropout: the results do not depend on the number of micro-batches either. A
+// stage gives a micro-batch's backward the Row of its forward, so a
+// transformer block that recomputes its forward there (model.recompute)
+// draws the same masks, and lends its layers one scratch arena
+// (nn.Pass.Scratch) for what they rebuild: one block's worth, which the
+// stage's peak activation bytes count with the micro-batches in flight.
 //
 // # Across processes
 //

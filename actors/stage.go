@@ -34,12 +34,14 @@ type Stage struct {
 	queue     []*Forward // complete forwards waiting for a credit
 	inFlight  int
 	actBytes  []int64 // per micro-batch, the activation bytes its forward left in the arena
+	rows      []int   // per micro-batch, nn.Pass.Row of its forward, for its backward
 	liveBytes int64   // their sum over the micro-batches in flight
 	kicked    bool
 	current   int // index into layers of the layer running, for failure messages
 	done      int // backwards finished in this step
 	micros    int
 	arenas    arenas             // the layers' outputs, reused every step
+	scratch   nn.Arena           // nn.Pass.Scratch: what a layer reads during one call only
 	ps        []nn.Param         // the layers' parameters, in order
 	bufs      []namedBuffer      // the layers' buffers (batch norm's statistics), saved after the parameters
 	split     []nn.SplitBackward // per layer, the layer if it can split its backward, else nil
@@ -320,7 +322,11 @@ func (s *Stage) forward(ctx actor.Context, f *Forward) {
 	}
 	p := nn.Pass{Step: f.Step, Micro: f.Micro, Row: f.Row, Train: !f.Eval, Weights: s.weights, Micros: f.Micros, Threads: s.updater.Threads, Precision: s.updater.Precision}
 	if !f.Eval {
-		p.Arena = s.arenas.at(f.Seq, f.Micro)
+		p.Arena, p.Scratch = s.arenas.at(f.Seq, f.Micro), &s.scratch
+		for len(s.rows) <= f.Micro {
+			s.rows = append(s.rows, 0)
+		}
+		s.rows[f.Micro] = f.Row // a recomputing layer redoes its forward with it
 		if share := f.Share; f.Total > 0 {
 			if share == 0 {
 				share = f.Total
@@ -374,7 +380,14 @@ func (s *Stage) trackInFlight(micro int, bytes int64) {
 	}
 	s.liveBytes += bytes - s.actBytes[micro]
 	s.actBytes[micro] = bytes
-	s.maxAct = max(s.maxAct, s.liveBytes)
+	s.notePeak()
+}
+
+// notePeak raises the peak of activation bytes to those held now: the
+// micro-batches' in flight, and the scratch, which a recomputing layer
+// fills with one micro-batch's rebuilt activations (nothing otherwise).
+func (s *Stage) notePeak() {
+	s.maxAct = max(s.maxAct, s.liveBytes+s.scratch.Held())
 }
 
 // firstNonFinite returns the index of the first tensor of ts that holds a
@@ -446,7 +459,10 @@ func (s *Stage) runBackward(ctx actor.Context, step, micro int, dy *tensor.Tenso
 }
 
 func (s *Stage) backward(ctx actor.Context, step, micro int, dy *tensor.Tensor) {
-	p := nn.Pass{Step: step, Micro: micro, Train: true, Arena: s.arenas.current(micro), Weights: s.weights, Micros: s.micros, Threads: s.updater.Threads, Precision: s.updater.Precision}
+	p := nn.Pass{Step: step, Micro: micro, Train: true, Arena: s.arenas.current(micro), Scratch: &s.scratch, Weights: s.weights, Micros: s.micros, Threads: s.updater.Threads, Precision: s.updater.Precision}
+	if micro < len(s.rows) {
+		p.Row = s.rows[micro]
+	}
 	// replicas leave their weight gradients to the end of the step (a
 	// replica > 0 must wait for the turn), when the others wait for them
 	split := s.w.SplitBackward || s.shares() && !s.rep.ordered
@@ -483,6 +499,7 @@ func (s *Stage) backward(ctx actor.Context, step, micro int, dy *tensor.Tensor) 
 		return
 	}
 	s.inFlight--
+	s.notePeak() // the micro-batch's activations were held until now
 	if micro < len(s.actBytes) {
 		s.liveBytes -= s.actBytes[micro]
 		s.actBytes[micro] = 0

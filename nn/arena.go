@@ -85,6 +85,22 @@ func (a *Arena) Lent() int64 {
 	return a.lent
 }
 
+// Held returns the bytes of the tensors the arena keeps for lending, its
+// own and its rows of step-wide ones (views of other tensors not counted):
+// what it takes in memory, lent or not.
+func (a *Arena) Held() int64 {
+	if a == nil {
+		return 0
+	}
+	var n int64
+	for _, t := range a.bufs {
+		if t != nil {
+			n += tensorBytes(t)
+		}
+	}
+	return n
+}
+
 // tensorBytes returns the bytes t's elements take.
 func tensorBytes(t *tensor.Tensor) int64 {
 	if t.DType() == tensor.Float64 {

@@ -66,6 +66,18 @@
 //		...
 //	}
 //
+// Recomputation. A TransformerBlock's Recompute (Spec.Recompute) trades
+// compute for the memory a micro-batch holds between its forward and its
+// backward. RecomputeAttention keeps no attention probabilities
+// [N, heads, T, T]; the backward recomputes them from the kept q, k and v
+// (ops.CausalSelfAttentionBackwardInto with nil probs). RecomputeBlocks
+// keeps only the block's input: its forward runs in Pass.Scratch (an arena
+// the driver shares among the layers it runs one at a time, so it holds one
+// block's activations, not one per block and micro-batch), lends only the
+// output from Pass.Arena and drops its sub-layers' caches; the backward runs
+// the forward again in the scratch with the same Pass, so dropout draws the
+// same masks, then the backward. Both give RecomputeNone's bits.
+//
 // Weights versions. A Pass may name the version of the weights
 // (Pass.Weights); the driver changes it whenever they may have changed, as
 // the pipeline's stages do at every update and restore and Sequential at

@@ -16,6 +16,12 @@ type Pass struct {
 	Train bool // false for evaluation: no caching, dropout off
 	// Arena, when set, lends the tensors the layers return; nil allocates.
 	Arena *Arena
+	// Scratch, when set, lends tensors read only during one layer's call
+	// (a recomputing transformer block's rebuilt activations). The driver
+	// shares one among the layers it runs one after another, so they hold
+	// one layer's worth, and may reset it between calls. nil: such a layer
+	// keeps an arena of its own.
+	Scratch *Arena
 	// Weights names the version of the parameters: the driver changes it
 	// whenever they may have changed (an update, a restore). Layers may keep
 	// work derived from their weights, such as GEMM-packed panels, while it

@@ -37,6 +37,9 @@ type Spec struct {
 	// Vocab is the embedding's number of tokens: the data's vocabulary,
 	// which the trainer sets (no config key).
 	Vocab int `json:"vocab,omitempty" toml:"-"`
+	// Recompute is a transformer block's Recompute ("" is "none"), which
+	// the trainer sets from the model-wide model.recompute (no layer key).
+	Recompute string `json:"recompute,omitempty" toml:"-"`
 }
 
 // layerType is one row of the table of layer types: the keys the type takes
@@ -327,8 +330,13 @@ var layerTypes = []layerType{
 			return in, nil
 		},
 		build: func(s Spec, b built) (Layer, error) {
+			r, err := ParseRecompute(s.Recompute)
+			if err != nil {
+				return nil, err
+			}
 			return newTransformerBlock(b.dt, blockConfig{tokens: b.in[0], dim: b.in[1], heads: s.Heads,
-				hidden: cmp.Or(s.Hidden, 4*b.in[1]), dropout: s.Dropout, init: s.Init, seed: b.seed, index: b.index, blocks: b.blocks}, b.rng())
+				hidden: cmp.Or(s.Hidden, 4*b.in[1]), dropout: s.Dropout, init: s.Init, seed: b.seed, index: b.index, blocks: b.blocks,
+				recompute: r}, b.rng())
 		}},
 	// The rows layers pass are flat already, so flatten changes the sample
 	// shape the next layers see, not the data.

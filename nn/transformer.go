@@ -1,6 +1,7 @@
 package nn
 
 import (
+	"cmp"
 	"fmt"
 	"math"
 	"math/rand/v2"
@@ -20,8 +21,13 @@ import (
 // units, as nanoGPT's Block. Dropout, when P > 0, applies to the two
 // residual branches (nanoGPT's resid_dropout); the attention weights are
 // not dropped.
+//
+// Recompute trades memory for compute (RecomputeAttention, RecomputeBlocks):
+// the activations it names are rebuilt in the backward, by the forward's
+// own code, so the results are the same bits as RecomputeNone's.
 type TransformerBlock struct {
 	Tokens, Dim, Heads, Hidden int
+	Recompute                  Recompute // set before the first pass
 
 	ln1, ln2     *LayerNorm
 	attn, proj   *Linear // attn.c_attn, attn.c_proj
@@ -29,13 +35,15 @@ type TransformerBlock struct {
 	gelu         *Activation
 	drop1, drop2 *Dropout // nil without dropout
 	saved        cache[blockSaved]
+	inputs       cache[*tensor.Tensor] // RecomputeBlocks: the inputs of the micro-batches in flight
+	own          Arena                 // the scratch when a pass brings none (Pass.Scratch)
 	work         ops.AttentionWork
 	params       []Param
 }
 
 // blockSaved is what the backward needs beyond the sub-layers' own caches.
 type blockSaved struct {
-	qkv, probs *tensor.Tensor
+	qkv, probs *tensor.Tensor // probs nil: recomputed from qkv
 }
 
 // blockConfig is how to build a block: its place in the model (for dropout's
@@ -46,6 +54,7 @@ type blockConfig struct {
 	init                       Init
 	seed                       uint64
 	index, blocks              int
+	recompute                  Recompute
 }
 
 // newTransformerBlock draws the block's weights from rng in the order
@@ -56,8 +65,8 @@ func newTransformerBlock(dt tensor.DType, c blockConfig, rng *rand.Rand) (*Trans
 	if c.tokens <= 0 || d <= 0 || h <= 0 || c.heads <= 0 || d%c.heads != 0 {
 		return nil, fmt.Errorf("nn: transformer block of %d tokens of width %d needs heads dividing the width, got %d heads and %d hidden", c.tokens, d, c.heads, h)
 	}
-	b := &TransformerBlock{Tokens: c.tokens, Dim: d, Heads: c.heads, Hidden: h,
-		ln1: NewLayerNorm(dt, d), ln2: NewLayerNorm(dt, d), gelu: NewGELU(false), saved: cache[blockSaved]{}}
+	b := &TransformerBlock{Tokens: c.tokens, Dim: d, Heads: c.heads, Hidden: h, Recompute: cmp.Or(c.recompute, RecomputeNone),
+		ln1: NewLayerNorm(dt, d), ln2: NewLayerNorm(dt, d), gelu: NewGELU(false), saved: cache[blockSaved]{}, inputs: cache[*tensor.Tensor]{}}
 	linear := func(in, out int, residual bool) (*Linear, error) {
 		if c.init != GPT {
 			return NewLinear(dt, in, out, c.init, rng)
@@ -114,10 +123,11 @@ func (b *TransformerBlock) Params() []Param {
 
 func (b *TransformerBlock) ZeroGrad() { zeroGrads(b.Params()) }
 
-func (b *TransformerBlock) InFlight() int { return len(b.saved) }
+func (b *TransformerBlock) InFlight() int { return len(b.saved) + len(b.inputs) }
 
 func (b *TransformerBlock) Reset() {
 	clear(b.saved)
+	clear(b.inputs)
 	for _, l := range b.layers() {
 		l.Reset()
 	}
@@ -135,24 +145,80 @@ func (b *TransformerBlock) Forward(p Pass, x *tensor.Tensor) *tensor.Tensor {
 	if x.Dims() != 2 || x.Dim(1) != b.Tokens*b.Dim {
 		panic(fmt.Errorf("nn.TransformerBlock: input %v is not samples of %d tokens of width %d", x.Shape(), b.Tokens, b.Dim))
 	}
+	if p.Train && b.Recompute == RecomputeBlocks {
+		// everything but the output lives in the scratch, dropped once
+		// the output is made: the backward builds it again from x. The
+		// probabilities too, so that both passes ask the scratch for the
+		// same tensors, which it then keeps, not replaces.
+		sp := b.scratch(p)
+		y := b.forward(sp, p.Arena, sp.Arena, x, true)
+		for _, l := range b.layers() {
+			l.(forgetter).forget(p.Micro)
+		}
+		delete(b.saved, p.Micro)
+		b.inputs.put(p, x)
+		return y
+	}
+	if p.Train && b.Recompute == RecomputeAttention {
+		// the attention's output, c_proj's input, lives in the scratch
+		// too: the backward recomputes it with the probabilities
+		y := b.forward(p, p.Arena, b.scratch(p).Arena, x, false)
+		b.proj.forget(p.Micro)
+		return y
+	}
+	return b.forward(p, p.Arena, p.Arena, x, p.Train)
+}
+
+// scratch returns p lending from the scratch arena (the pass's, or the
+// block's own), reset: what it lent before is no longer read.
+func (b *TransformerBlock) scratch(p Pass) Pass {
+	a := p.Scratch
+	if a == nil {
+		a = &b.own
+	}
+	a.Reset()
+	p.Arena = a
+	return p
+}
+
+// forward runs the block on x, its tensors lent by p's arena but the
+// output, lent by out, and the attention's output, lent by attIn; keepProbs
+// keeps the attention probabilities for the backward, which otherwise
+// recomputes them.
+func (b *TransformerBlock) forward(p Pass, out, attIn *Arena, x *tensor.Tensor, keepProbs bool) *tensor.Tensor {
 	n := x.Dim(0)
 	xt := toTokens(p.Arena, x, b.Tokens, b.Dim)
 	qkv := b.attn.Forward(p, b.ln1.Forward(p, xt))
-	att := p.Arena.Tensor(x.DType(), n, b.Tokens, b.Dim)
-	probs := p.Arena.Tensor(x.DType(), n, b.Heads, b.Tokens, b.Tokens)
+	att := attIn.Tensor(x.DType(), n, b.Tokens, b.Dim)
+	var probs *tensor.Tensor
+	if keepProbs {
+		probs = p.Arena.Tensor(x.DType(), n, b.Heads, b.Tokens, b.Tokens)
+	}
 	b.work.Threads, b.work.BF16, b.work.Arithmetic = p.Threads, p.Precision.IsBF16(), p.Precision.Arithmetic()
 	ops.CausalSelfAttentionInto(att, probs, p.Arena.view(qkv, 0, n, b.Tokens, 3*b.Dim), b.Heads, &b.work)
-	y := b.proj.Forward(p, p.Arena.view(att, 0, n*b.Tokens, b.Dim))
+	y := b.proj.Forward(p, attIn.view(att, 0, n*b.Tokens, b.Dim))
 	x2 := residual(p, xt, dropped(p, b.drop1, y, n))
 	z := b.out.Forward(p, b.gelu.Forward(p, b.fc.Forward(p, b.ln2.Forward(p, x2))))
-	o := residual(p, x2, dropped(p, b.drop2, z, n))
+	po := p
+	po.Arena = out
+	o := residual(po, x2, dropped(p, b.drop2, z, n))
 	b.saved.put(p, blockSaved{qkv: qkv, probs: probs})
-	return toSamples(p.Arena, o, b.Tokens, b.Dim)
+	return toSamples(out, o, b.Tokens, b.Dim)
 }
 
 // Backward runs the sub-layers' backwards in reverse, adding the residual
-// stream's gradient to each branch's.
+// stream's gradient to each branch's. Under RecomputeBlocks it first runs
+// the forward again from the kept input, into the scratch, with the same
+// Pass, so dropout draws the same masks and every kernel gives the same
+// bits. Under RecomputeAttention the attention's backward recomputes the
+// probabilities and the attention's output, c_proj's input, from the kept
+// qkv, before c_proj's weight gradient.
 func (b *TransformerBlock) Backward(p Pass, dy *tensor.Tensor, needDX bool) *tensor.Tensor {
+	if b.Recompute == RecomputeBlocks {
+		x := b.inputs.take("TransformerBlock", p)
+		sp := b.scratch(p)
+		b.forward(sp, sp.Arena, sp.Arena, x, true)
+	}
 	s := b.saved.take("TransformerBlock", p)
 	n := s.qkv.Dim(0) / b.Tokens
 	if dy.Dims() != 2 || dy.Dim(0) != n || dy.Dim(1) != b.Tokens*b.Dim || dy.DType() != s.qkv.DType() {
@@ -163,10 +229,25 @@ func (b *TransformerBlock) Backward(p Pass, dy *tensor.Tensor, needDX bool) *ten
 	dh2 := b.fc.Backward(p, b.gelu.Backward(p, b.out.Backward(p, dz, true), true), true)
 	dx2 := residual(p, dyt, b.ln2.Backward(p, dh2, true))
 	dyp := droppedBackward(p, b.drop1, dx2, n, b.Tokens, b.Dim)
-	datt := b.proj.Backward(p, dyp, true)
-	dqkv := p.Arena.Tensor(dy.DType(), n, b.Tokens, 3*b.Dim)
 	b.work.Threads, b.work.BF16, b.work.Arithmetic = p.Threads, p.Precision.IsBF16(), p.Precision.Arithmetic()
-	ops.CausalSelfAttentionBackwardInto(dqkv, p.Arena.view(datt, 0, n, b.Tokens, b.Dim), p.Arena.view(s.qkv, 0, n, b.Tokens, 3*b.Dim), s.probs, b.Heads, &b.work)
+	qkv := p.Arena.view(s.qkv, 0, n, b.Tokens, 3*b.Dim)
+	var dqkv *tensor.Tensor
+	if b.Recompute == RecomputeAttention {
+		// c_proj's input gradient first, then the attention's backward,
+		// rebuilding c_proj's input on the way, then c_proj's weight
+		// gradient from it: one attention forward more than none
+		sa := b.scratch(p).Arena
+		att := sa.Tensor(dy.DType(), n, b.Tokens, b.Dim)
+		b.proj.x.put(p, sa.view(att, 0, n*b.Tokens, b.Dim)) // read by BackwardParams, once written
+		datt := b.proj.BackwardInput(p, dyp)
+		dqkv = p.Arena.Tensor(dy.DType(), n, b.Tokens, 3*b.Dim)
+		ops.CausalSelfAttentionRecomputeInto(att, dqkv, p.Arena.view(datt, 0, n, b.Tokens, b.Dim), qkv, b.Heads, &b.work)
+		b.proj.BackwardParams(p)
+	} else {
+		datt := b.proj.Backward(p, dyp, true)
+		dqkv = p.Arena.Tensor(dy.DType(), n, b.Tokens, 3*b.Dim)
+		ops.CausalSelfAttentionBackwardInto(dqkv, p.Arena.view(datt, 0, n, b.Tokens, b.Dim), qkv, s.probs, b.Heads, &b.work)
+	}
 	dh1 := b.attn.Backward(p, p.Arena.view(dqkv, 0, n*b.Tokens, 3*b.Dim), true)
 	dx1 := b.ln1.Backward(p, dh1, needDX)
 	if !needDX {

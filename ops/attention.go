@@ -68,6 +68,7 @@ type AttentionWork struct {
 // attnWork is an AttentionWork's memory for one float type.
 type attnWork[T float] struct {
 	ds  []T // per part of the backward, one [T, T] score gradient
+	ps  []T // per part, one [T, T] of probabilities not kept (probs nil)
 	fwd attnForward[T]
 	bwd attnBackward[T]
 }
@@ -89,13 +90,17 @@ func CausalSelfAttention(qkv *tensor.Tensor, heads int) (out, probs *tensor.Tens
 
 // CausalSelfAttentionInto writes CausalSelfAttention(qkv, heads) into out
 // [B, T, D] and probs [B, heads, T, T], which must have qkv's dtype and may
-// not overlap it. work keeps the scratch memory and the thread budget; nil
-// uses a new one.
+// not overlap it. probs may be nil: the probabilities then live in work,
+// one [T, T] per part, and are not kept (a backward given nil probs
+// recomputes them, with the same bits). work keeps the scratch memory and
+// the thread budget; nil uses a new one.
 func CausalSelfAttentionInto(out, probs, qkv *tensor.Tensor, heads int, work *AttentionWork) {
 	const op = "CausalSelfAttentionInto"
 	pl := planAttention(op, qkv, heads)
 	checkAttn(op, "out", out, qkv, pl.b, pl.t, pl.d)
-	checkAttn(op, "probs", probs, qkv, pl.b, pl.heads, pl.t, pl.t)
+	if probs != nil {
+		checkAttn(op, "probs", probs, qkv, pl.b, pl.heads, pl.t, pl.t)
+	}
 	if work == nil {
 		work = new(AttentionWork)
 	}
@@ -104,10 +109,19 @@ func CausalSelfAttentionInto(out, probs, qkv *tensor.Tensor, heads int, work *At
 
 func attentionInto(pl *attnPlan, out, probs, qkv *tensor.Tensor, work *AttentionWork) {
 	if qkv.DType() == tensor.Float32 {
-		attention(pl, work.Threads, products{work.BF16, work.Arithmetic}, &work.f32, out.Data32(), probs.Data32(), qkv.Data32())
+		attention(pl, work.Threads, products{work.BF16, work.Arithmetic}, &work.f32, out.Data32(), data32(probs), qkv.Data32())
 	} else {
-		attention(pl, work.Threads, products{}, &work.f64, out.Data64(), probs.Data64(), qkv.Data64())
+		attention(pl, work.Threads, products{}, &work.f64, out.Data64(), data64(probs), qkv.Data64())
 	}
+}
+
+// partProbs returns work's [T, T] buffer per part for probabilities not
+// kept, grown to parts of them.
+func (w *attnWork[T]) partProbs(parts, tt int) []T {
+	if cap(w.ps) < parts*tt*tt {
+		w.ps = make([]T, parts*tt*tt)
+	}
+	return w.ps[:parts*tt*tt]
 }
 
 // attnSplit returns the goroutine budget, how many parts the (batch, head)
@@ -134,8 +148,12 @@ func attention[T float](pl *attnPlan, threads int, pr products, work *attnWork[T
 		return
 	}
 	budget, parts, inner := attnSplit(pl, threads)
+	var ps []T
+	if probs == nil {
+		ps = work.partProbs(parts, pl.t)
+	}
 	t := &work.fwd
-	*t = attnForward[T]{pl: *pl, out: out, probs: probs, qkv: qkv, parts: parts, threads: inner, pr: pr}
+	*t = attnForward[T]{pl: *pl, out: out, probs: probs, ps: ps, qkv: qkv, parts: parts, threads: inner, pr: pr}
 	par.Do(budget, parts, t)
 	*t = attnForward[T]{} // holds no memory of the caller's
 }
@@ -149,6 +167,7 @@ const attnBlock = 32
 type attnForward[T float] struct {
 	pl              attnPlan
 	out, probs, qkv []T
+	ps              []T // per part, the probabilities when probs is nil
 	parts, threads  int // parts of the pairs; GEMM budget per part
 	pr              products
 }
@@ -161,15 +180,33 @@ func (f *attnForward[T]) Part(q int) {
 		base := bi*tt*ld + h*pl.hd
 		qm, km, vm := f.qkv[base:], f.qkv[base+pl.d:], f.qkv[base+2*pl.d:]
 		o := f.out[bi*tt*pl.d+h*pl.hd:]
-		pm := f.probs[p*tt*tt : (p+1)*tt*tt]
+		pm := pairProbs(f.probs, f.ps, p, q, tt)
 		for i0 := 0; i0 < tt; i0 += attnBlock {
 			i1 := min(tt, i0+attnBlock)
-			attnGemm(f.threads, f.pr, false, true, i1-i0, i1, pl.hd, pl.scale, qm[i0*ld:], ld, km, ld, pm[i0*tt:], tt)
-			for i := i0; i < i1; i++ {
-				softmaxCausal(pm[i*tt:(i+1)*tt], i+1)
-			}
+			probsBlock(f.threads, f.pr, pl, i0, i1, qm, km, pm)
 			attnGemm(f.threads, f.pr, false, false, i1-i0, pl.hd, i1, 1, pm[i0*tt:], tt, vm, ld, o[i0*pl.d:], pl.d)
 		}
+	}
+}
+
+// pairProbs returns pair p's [T, T] probabilities: its place in probs, or
+// part q's buffer in ps when probs is nil.
+func pairProbs[T float](probs, ps []T, p, q, tt int) []T {
+	if probs == nil {
+		return ps[q*tt*tt : (q+1)*tt*tt]
+	}
+	return probs[p*tt*tt : (p+1)*tt*tt]
+}
+
+// probsBlock writes rows [i0, i1) of a pair's probabilities pm: the scaled
+// scores q·kᵀ of keys [0, i1), their causal softmax, zeros after. The
+// forward and a backward recomputing the probabilities both call it, so
+// both get the same bits.
+func probsBlock[T float](threads int, pr products, pl *attnPlan, i0, i1 int, qm, km, pm []T) {
+	ld, tt := 3*pl.d, pl.t
+	attnGemm(threads, pr, false, true, i1-i0, i1, pl.hd, pl.scale, qm[i0*ld:], ld, km, ld, pm[i0*tt:], tt)
+	for i := i0; i < i1; i++ {
+		softmaxCausal(pm[i*tt:(i+1)*tt], i+1)
 	}
 }
 
@@ -279,7 +316,8 @@ func expInPlace[T float](x []T) {
 // CausalSelfAttentionBackward returns the gradient gqkv [B, T, 3D] of
 // CausalSelfAttention with respect to qkv, given grad [B, T, D] and the
 // forward's probs: dV = Pᵀ·dO, dP = dO·Vᵀ, dS = P⊙(dP − rowsum(dP⊙P))/√hd,
-// dQ = dS·K and dK = dSᵀ·Q.
+// dQ = dS·K and dK = dSᵀ·Q. probs may be nil, as for
+// CausalSelfAttentionBackwardInto.
 func CausalSelfAttentionBackward(grad, qkv, probs *tensor.Tensor, heads int) *tensor.Tensor {
 	const op = "CausalSelfAttentionBackward"
 	pl := planAttentionBackward(op, grad, qkv, probs, heads)
@@ -290,8 +328,11 @@ func CausalSelfAttentionBackward(grad, qkv, probs *tensor.Tensor, heads int) *te
 
 // CausalSelfAttentionBackwardInto writes CausalSelfAttentionBackward(grad,
 // qkv, probs, heads) into gqkv, of qkv's dtype and shape, which may not
-// overlap the inputs: it is an input gradient, written, not added. work
-// keeps the scratch memory and the thread budget; nil uses a new one.
+// overlap the inputs: it is an input gradient, written, not added. probs
+// may be nil: each pair's probabilities are then recomputed from qkv into
+// work, as the forward computes them (the scores' GEMM and the softmax, not
+// the product with v), with the same bits as a kept probs. work keeps the
+// scratch memory and the thread budget; nil uses a new one.
 func CausalSelfAttentionBackwardInto(gqkv, grad, qkv, probs *tensor.Tensor, heads int, work *AttentionWork) {
 	const op = "CausalSelfAttentionBackwardInto"
 	pl := planAttentionBackward(op, grad, qkv, probs, heads)
@@ -302,23 +343,50 @@ func CausalSelfAttentionBackwardInto(gqkv, grad, qkv, probs *tensor.Tensor, head
 	attentionBackwardInto(&pl, gqkv, grad, qkv, probs, work)
 }
 
+// CausalSelfAttentionRecomputeInto is CausalSelfAttentionBackwardInto
+// without kept probabilities that also writes the forward's output into
+// out [B, T, D]: each pair's probabilities recomputed, then its output
+// rows and its gradient from them, with the bits of CausalSelfAttentionInto
+// and CausalSelfAttentionBackwardInto. It serves a backward that keeps
+// only qkv and needs the output too (for the next product's weight
+// gradient), at the cost of one forward, not of a forward and the
+// probabilities again.
+func CausalSelfAttentionRecomputeInto(out, gqkv, grad, qkv *tensor.Tensor, heads int, work *AttentionWork) {
+	const op = "CausalSelfAttentionRecomputeInto"
+	pl := planAttentionBackward(op, grad, qkv, nil, heads)
+	checkAttn(op, "out", out, qkv, pl.b, pl.t, pl.d)
+	checkAttn(op, "gqkv", gqkv, qkv, pl.b, pl.t, 3*pl.d)
+	if work == nil {
+		work = new(AttentionWork)
+	}
+	if qkv.DType() == tensor.Float32 {
+		attentionBackward(&pl, work.Threads, products{work.BF16, work.Arithmetic}, &work.f32, gqkv.Data32(), grad.Data32(), qkv.Data32(), nil, out.Data32())
+	} else {
+		attentionBackward(&pl, work.Threads, products{}, &work.f64, gqkv.Data64(), grad.Data64(), qkv.Data64(), nil, out.Data64())
+	}
+}
+
 // planAttentionBackward checks a backward's arguments and plans it.
 func planAttentionBackward(op string, grad, qkv, probs *tensor.Tensor, heads int) attnPlan {
 	pl := planAttention(op, qkv, heads)
 	checkAttn(op, "grad", grad, qkv, pl.b, pl.t, pl.d)
-	checkAttn(op, "probs", probs, qkv, pl.b, pl.heads, pl.t, pl.t)
+	if probs != nil {
+		checkAttn(op, "probs", probs, qkv, pl.b, pl.heads, pl.t, pl.t)
+	}
 	return pl
 }
 
 func attentionBackwardInto(pl *attnPlan, gqkv, grad, qkv, probs *tensor.Tensor, work *AttentionWork) {
 	if qkv.DType() == tensor.Float32 {
-		attentionBackward(pl, work.Threads, products{work.BF16, work.Arithmetic}, &work.f32, gqkv.Data32(), grad.Data32(), qkv.Data32(), probs.Data32())
+		attentionBackward(pl, work.Threads, products{work.BF16, work.Arithmetic}, &work.f32, gqkv.Data32(), grad.Data32(), qkv.Data32(), data32(probs), nil)
 	} else {
-		attentionBackward(pl, work.Threads, products{}, &work.f64, gqkv.Data64(), grad.Data64(), qkv.Data64(), probs.Data64())
+		attentionBackward(pl, work.Threads, products{}, &work.f64, gqkv.Data64(), grad.Data64(), qkv.Data64(), data64(probs), nil)
 	}
 }
 
-func attentionBackward[T float](pl *attnPlan, threads int, pr products, work *attnWork[T], gqkv, grad, qkv, probs []T) {
+// attentionBackward runs the backward; with probs nil it recomputes them,
+// and with out set (probs nil) writes the forward's output as well.
+func attentionBackward[T float](pl *attnPlan, threads int, pr products, work *attnWork[T], gqkv, grad, qkv, probs, out []T) {
 	if pl.b*pl.t == 0 {
 		return
 	}
@@ -326,8 +394,12 @@ func attentionBackward[T float](pl *attnPlan, threads int, pr products, work *at
 	if cap(work.ds) < parts*pl.t*pl.t {
 		work.ds = make([]T, parts*pl.t*pl.t)
 	}
+	var ps []T
+	if probs == nil {
+		ps = work.partProbs(parts, pl.t)
+	}
 	t := &work.bwd
-	*t = attnBackward[T]{pl: *pl, ds: work.ds, gqkv: gqkv, grad: grad, qkv: qkv, probs: probs, parts: parts, threads: inner, pr: pr}
+	*t = attnBackward[T]{pl: *pl, ds: work.ds, ps: ps, out: out, gqkv: gqkv, grad: grad, qkv: qkv, probs: probs, parts: parts, threads: inner, pr: pr}
 	par.Do(budget, parts, t)
 	*t = attnBackward[T]{}
 }
@@ -335,6 +407,8 @@ func attentionBackward[T float](pl *attnPlan, threads int, pr products, work *at
 type attnBackward[T float] struct {
 	pl                         attnPlan
 	ds, gqkv, grad, qkv, probs []T
+	ps                         []T // per part, recomputed probabilities when probs is nil
+	out                        []T // with ps: the forward's output, written from them
 	parts, threads             int
 	pr                         products
 }
@@ -349,7 +423,17 @@ func (b *attnBackward[T]) Part(q int) {
 		qm, km, vm := b.qkv[base:], b.qkv[base+pl.d:], b.qkv[base+2*pl.d:]
 		gq, gk, gv := b.gqkv[base:], b.gqkv[base+pl.d:], b.gqkv[base+2*pl.d:]
 		do := b.grad[bi*tt*pl.d+h*pl.hd:]
-		pm := b.probs[p*tt*tt : (p+1)*tt*tt]
+		pm := pairProbs(b.probs, b.ps, p, q, tt)
+		if b.probs == nil {
+			o := b.out[min(len(b.out), bi*tt*pl.d+h*pl.hd):]
+			for i0 := 0; i0 < tt; i0 += attnBlock {
+				i1 := min(tt, i0+attnBlock)
+				probsBlock(b.threads, b.pr, pl, i0, i1, qm, km, pm)
+				if b.out != nil { // as the forward does
+					attnGemm(b.threads, b.pr, false, false, i1-i0, pl.hd, i1, 1, pm[i0*tt:], tt, vm, ld, o[i0*pl.d:], pl.d)
+				}
+			}
+		}
 		// Row blocks: dP = dO·Vᵀ, dS from it, dQ = dS·K, on and below the
 		// diagonal. Row i of dS is written in columns [0, i1).
 		for i0 := 0; i0 < tt; i0 += attnBlock {

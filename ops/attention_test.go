@@ -244,6 +244,48 @@ func TestCausalSelfAttentionBits(t *testing.T) {
 	}
 }
 
+// TestCausalSelfAttentionRecomputed: with probs nil, the forward's out and
+// the backward's gqkv, which recomputes the probabilities from qkv, have
+// the bits of the calls given kept probs, and so have
+// CausalSelfAttentionRecomputeInto's out and gqkv, in both dtypes and in bf16
+// products, whatever the thread budgets of the forward and the backward.
+func TestCausalSelfAttentionRecomputed(t *testing.T) {
+	rng := newRNG(77)
+	for _, s := range []attnShape{{3, 33, 12, 3}, {2, 70, 8, 2}, {2, 1, 6, 2}, {0, 4, 6, 2}} {
+		qkv64, grad64 := randN(rng, 1, s.b, s.t, 3*s.d), randN(rng, 1, s.b, s.t, s.d)
+		for _, c := range []struct {
+			dt   tensor.DType
+			bf16 bool
+			ar   ops.Arithmetic
+		}{{tensor.Float32, false, ops.AMX}, {tensor.Float64, false, ops.AMX}, {tensor.Float32, true, ops.AMX}, {tensor.Float32, true, ops.Pairs}} {
+			qkv, grad := qkv64.As(c.dt), grad64.As(c.dt)
+			kept := &ops.AttentionWork{BF16: c.bf16, Arithmetic: c.ar}
+			out, probs := tensor.Zeros(c.dt, s.b, s.t, s.d), tensor.Zeros(c.dt, s.b, s.heads, s.t, s.t)
+			ops.CausalSelfAttentionInto(out, probs, qkv, s.heads, kept)
+			gqkv := garbage(qkv)
+			ops.CausalSelfAttentionBackwardInto(gqkv, grad, qkv, probs, s.heads, kept)
+			for _, threads := range [][2]int{{1, 1}, {2, 3}, {3, 1}, {0, 64}} {
+				desc := fmt.Sprintf("%v %v bf16 %v %v, threads %v", s, c.dt, c.bf16, c.ar, threads)
+				work := &ops.AttentionWork{Threads: threads[0], BF16: c.bf16, Arithmetic: c.ar}
+				o := tensor.Full(c.dt, math.NaN(), s.b, s.t, s.d)
+				ops.CausalSelfAttentionInto(o, nil, qkv, s.heads, work)
+				wantBits(t, desc+": out", o, out)
+				work.Threads = threads[1]
+				g := garbage(qkv)
+				ops.CausalSelfAttentionBackwardInto(g, grad, qkv, nil, s.heads, work)
+				wantBits(t, desc+": gqkv", g, gqkv)
+				o, g = tensor.Full(c.dt, math.NaN(), s.b, s.t, s.d), garbage(qkv)
+				ops.CausalSelfAttentionRecomputeInto(o, g, grad, qkv, s.heads, work)
+				wantBits(t, desc+": CausalSelfAttentionRecomputeInto's out", o, out)
+				wantBits(t, desc+": CausalSelfAttentionRecomputeInto's gqkv", g, gqkv)
+			}
+			if g := ops.CausalSelfAttentionBackward(grad, qkv, nil, s.heads); !c.bf16 {
+				wantBits(t, fmt.Sprintf("%v %v: CausalSelfAttentionBackward without probs", s, c.dt), g, gqkv)
+			}
+		}
+	}
+}
+
 // TestCausalSelfAttentionNaN: a NaN in a key spoils the rows that see it,
 // and only those.
 func TestCausalSelfAttentionNaN(t *testing.T) {
@@ -287,6 +329,8 @@ func TestCausalSelfAttentionErrors(t *testing.T) {
 		{"CausalSelfAttentionBackward", []string{"float32", "float64"}, func() { ops.CausalSelfAttentionBackward(grad, qkv, f32(2, 2, 5, 5), 2) }},
 		{"CausalSelfAttentionBackward", []string{"[5 12]", "3 axes"}, func() { ops.CausalSelfAttentionBackward(grad, z(5, 12), probs, 2) }},
 		{"CausalSelfAttentionBackwardInto", []string{"gqkv", "[2 5 4]", "[2 5 12]"}, func() { ops.CausalSelfAttentionBackwardInto(grad, grad, qkv, probs, 2, nil) }},
+		{"CausalSelfAttentionRecomputeInto", []string{"out", "[2 5 12]", "[2 5 4]"}, func() { ops.CausalSelfAttentionRecomputeInto(qkv, z(2, 5, 12), grad, qkv, 2, nil) }},
+		{"CausalSelfAttentionRecomputeInto", []string{"gqkv", "[2 5 4]", "[2 5 12]"}, func() { ops.CausalSelfAttentionRecomputeInto(grad, grad, grad, qkv, 2, nil) }},
 	} {
 		expectError(t, c.op, "ops."+c.op+": ", c.mentions, c.fn)
 	}
@@ -306,6 +350,15 @@ func TestCausalSelfAttentionAllocations(t *testing.T) {
 		}
 		if n := testing.AllocsPerRun(20, func() { ops.CausalSelfAttentionBackwardInto(gqkv, grad, qkv, probs, s.heads, work) }); n != 0 {
 			t.Errorf("CausalSelfAttentionBackwardInto, %d threads: %v allocations per call, want 0", threads, n)
+		}
+		if n := testing.AllocsPerRun(20, func() { ops.CausalSelfAttentionInto(out, nil, qkv, s.heads, work) }); n != 0 {
+			t.Errorf("CausalSelfAttentionInto without probs, %d threads: %v allocations per call, want 0", threads, n)
+		}
+		if n := testing.AllocsPerRun(20, func() { ops.CausalSelfAttentionBackwardInto(gqkv, grad, qkv, nil, s.heads, work) }); n != 0 {
+			t.Errorf("CausalSelfAttentionBackwardInto without probs, %d threads: %v allocations per call, want 0", threads, n)
+		}
+		if n := testing.AllocsPerRun(20, func() { ops.CausalSelfAttentionRecomputeInto(out, gqkv, grad, qkv, s.heads, work) }); n != 0 {
+			t.Errorf("CausalSelfAttentionRecomputeInto, %d threads: %v allocations per call, want 0", threads, n)
 		}
 	}
 }

@@ -110,7 +110,10 @@
 // into heads of D/heads columns; probs [B, heads, T, T] is the causal softmax
 // of q·kᵀ/√(D/heads), masked entries exactly 0, and out [B, T, D] is probs·v
 // with the heads side by side. CausalSelfAttentionBackward takes probs
-// instead of recomputing them. Each (batch, head) pair is computed alone, in
+// instead of recomputing them; given nil probs (selective recomputation:
+// the [B, heads, T, T] probabilities are the largest activation at long
+// contexts) it recomputes each pair's from qkv, the scores' GEMM and the
+// softmax through the forward's own code, so with the same bits. Each (batch, head) pair is computed alone, in
 // blocks of 32 positions on and below the diagonal, its products on the
 // GEMM with q, k and v read in place: the bits depend neither on the thread
 // budget nor on the rest of the batch. The softmax subtracts the row's

@@ -453,6 +453,7 @@ func TestBadInputExitsTwo(t *testing.T) {
 		{"negative gemm_threads", nil, strings.Replace(baseConfig, "[pipeline]\n", "[pipeline]\ngemm_threads = -1\n", 1), "pipeline.gemm_threads = -1"},
 		{"split_backward not a bool", nil, strings.Replace(baseConfig, "[pipeline]\n", "[pipeline]\nsplit_backward = 1\n", 1), "pipeline.split_backward = 1"},
 		{"resume without checkpoint", []string{"--resume"}, baseConfig, "--resume"},
+		{"bad recompute", nil, strings.Replace(baseConfig, "[[model.layers]]", "[model]\nrecompute = \"all\"\n[[model.layers]]", 1), `model.recompute = "all": want one of none, attention, blocks`},
 		{"bad precision", nil, strings.Replace(baseConfig, "[train]\n", "[train]\nprecision = \"fp16\"\n", 1), `train.precision = "fp16": want one of fp32, bf16`},
 		{"worker beyond loopback without token", []string{"worker", "--listen", "0.0.0.0:0", "--log-dir", t.TempDir()}, "", "only with a token"},
 		{"worker empty token file", []string{"worker", "--listen", "127.0.0.1:0", "--token-file", emptyFile(t)}, "", "--token-file"},
@@ -525,5 +526,10 @@ init = "he_normal"
 	}
 	if got, want := configHash(c), "d6723ceb7d24ce67"; got != want {
 		t.Errorf("configHash = %s, want %s", got, want)
+	}
+	// model.recompute changes no bit: a run resumes under another
+	c.Model.Recompute = "blocks"
+	if got, want := configHash(c), "d6723ceb7d24ce67"; got != want {
+		t.Errorf("configHash with model.recompute = blocks: %s, want %s", got, want)
 	}
 }

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"fmt"
 	"slices"
 	"strconv"
 	"strings"
@@ -19,13 +20,34 @@ func pipelineModel(c *config.Config, sample []int) pipeline.Model {
 	return pipeline.Model{Specs: modelSpecs(c), Sample: sample, Seed: c.Seed}
 }
 
-// modelSpecs is the [[model.layers]] table as layer specs.
+// modelSpecs is the [[model.layers]] table as layer specs, each
+// transformer block's with model.recompute: the spec carries it wherever
+// the block is built, in this process or on a worker. "none" stays unset,
+// so the specs of a run without recomputation read as before it existed.
 func modelSpecs(c *config.Config) []nn.Spec {
 	specs := make([]nn.Spec, len(c.Model.Layers))
 	for i, l := range c.Model.Layers {
 		specs[i] = l.Spec
+		if l.Type == "transformer_block" && c.Model.Recompute != string(nn.RecomputeNone) {
+			specs[i].Recompute = c.Model.Recompute
+		}
 	}
 	return specs
+}
+
+// recomputeWarning returns the message of a warning that model.recompute
+// asks for recomputation in a model with no transformer block, which has
+// nothing to recompute, or "".
+func recomputeWarning(c *config.Config) string {
+	if c.Model.Recompute == string(nn.RecomputeNone) {
+		return ""
+	}
+	for _, l := range c.Model.Layers {
+		if l.Type == "transformer_block" {
+			return ""
+		}
+	}
+	return fmt.Sprintf("model.recompute = %q has no effect: the model has no transformer_block layer", c.Model.Recompute)
 }
 
 // describeModel gives the model's shapes for the log: the sample's (its

@@ -151,6 +151,9 @@ func (r *trainRun) logStart() {
 		}
 	}
 	ev.Msg("run started")
+	if msg := recomputeWarning(cfg); msg != "" {
+		log.Warn().Str("event", "warning").Str("key", "model.recompute").Msg(msg) // zerolog writes msg as "message"
+	}
 }
 
 // end closes the run that began at start and ended with err: it stops the
@@ -749,8 +752,14 @@ func dataKeys(c *config.Config) []any {
 	return keys
 }
 
-// configHash identifies what a checkpoint's tensors and data position depend on.
-func configHash(c *config.Config) string { return hashOf(c, c.Model) }
+// configHash identifies what a checkpoint's tensors and data position depend
+// on: the layers, not model.recompute, which changes no bit (a run may
+// resume with another), so hashes are those written before it existed.
+func configHash(c *config.Config) string {
+	return hashOf(c, struct {
+		Layers []config.Layer `json:"layers"`
+	}{c.Model.Layers})
+}
 
 func hashOf(c *config.Config, model any) string {
 	b, _ := json.Marshal(struct {

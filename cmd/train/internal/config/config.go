@@ -44,10 +44,12 @@ type Data struct {
 	ValidationFraction float64 `toml:"validation_fraction" json:"validation_fraction"` // held out of the training split, for validation and early stopping
 }
 
-// Model is the [model] table: the layers, in order. The input width comes
-// from the data.
+// Model is the [model] table: the layers, in order, and which activations
+// transformer blocks recompute in the backward. The input width comes from
+// the data.
 type Model struct {
-	Layers []Layer `toml:"layers" json:"layers"`
+	Layers    []Layer `toml:"layers" json:"layers"`
+	Recompute string  `toml:"recompute" json:"recompute"` // none | attention | blocks (nn.Recomputes)
 }
 
 // Layer is one [[model.layers]] element. Only some keys belong to each type,
@@ -164,7 +166,8 @@ func Default() *Config {
 			Shuffle:      true,
 			TestFraction: 0.2,
 		},
-		Loss: Loss{Type: "cross_entropy"},
+		Model: Model{Recompute: string(nn.RecomputeNone)},
+		Loss:  Loss{Type: "cross_entropy"},
 		Optimizer: Optimizer{
 			Type:  "sgd",
 			LR:    0.05,

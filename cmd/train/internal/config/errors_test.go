@@ -63,6 +63,12 @@ var badConfigs = []struct {
 	{"data = \"digits\"\n" + base, nil, []string{`mlp.toml: data = "digits": want a table`}},
 	{"[[data]]\nname = \"digits\"\n" + base, nil, []string{`mlp.toml: data = [{name = "digits"}]: want a table`}},
 
+	// [model]
+	{"", []string{"model.recompute=layers"}, []string{`model.recompute = "layers": want one of none, attention, blocks`}},
+	{"", []string{"model.recompute="}, []string{`model.recompute = "": want one of none, attention, blocks`}},
+	{"[model]\nrecompute = 1\n" + base, nil, []string{`mlp.toml: model.recompute = 1: want a string`}},
+	{"", []string{"model.layers.1.recompute=blocks"}, []string{`unknown key "model.layers[1].recompute"`}}, // model-wide, not a layer key
+
 	// [[model.layers]]
 	{"[pipeline]\nschedule = \"sequential\"\n", nil, []string{`model.layers: at least one layer is required`}},
 	{"", []string{"model.layers=[]"}, []string{`model.layers: at least one layer is required`}},

@@ -139,6 +139,9 @@ func (c *Config) validateModel() error {
 	if len(c.Model.Layers) == 0 {
 		return errorf("model.layers: at least one layer is required")
 	}
+	if err := oneOf("model.recompute", c.Model.Recompute, names(nn.Recomputes)); err != nil {
+		return err
+	}
 	// each layer checked as a copy: the defaults the checks fill in stay
 	// out of the config (and of the hash checkpoints record of it)
 	for i, l := range c.Model.Layers {
