@@ -21,6 +21,7 @@ type vt struct {
 	width    int
 	rows     [][]rune
 	row, col int
+	wrapped  map[int]bool // rows that went on into the next at the width
 }
 
 func (t *vt) put(r rune) {
@@ -35,6 +36,10 @@ func (t *vt) put(r rune) {
 	t.rows[t.row] = line
 	t.col++
 	if t.col == t.width {
+		if t.wrapped == nil {
+			t.wrapped = map[int]bool{}
+		}
+		t.wrapped[t.row] = true
 		t.row, t.col = t.row+1, 0
 	}
 }
@@ -63,6 +68,19 @@ func (t *vt) feed(b []byte) {
 	}
 }
 
+// text is the screen's lines with the rows that wrapped joined again, so
+// that a word split at the width is found whole.
+func (t *vt) text() string {
+	var b strings.Builder
+	for i, r := range t.rows {
+		b.WriteString(strings.TrimRight(string(r), " "))
+		if !t.wrapped[i] {
+			b.WriteByte('\n')
+		}
+	}
+	return b.String()
+}
+
 func (t *vt) lines() []string {
 	out := make([]string, len(t.rows))
 	for i, r := range t.rows {
@@ -82,7 +100,7 @@ var (
 
 // runInTerminal runs the train binary under a pseudo terminal of 160
 // columns and returns the screen a person would read at its end.
-func runInTerminal(t *testing.T, bin string, args ...string) []string {
+func runInTerminal(t *testing.T, bin string, args ...string) *vt {
 	t.Helper()
 	cmd := exec.Command(bin, args...)
 	f, err := pty.StartWithSize(cmd, &pty.Winsize{Cols: 160, Rows: 50})
@@ -126,7 +144,7 @@ func runInTerminal(t *testing.T, bin string, args ...string) []string {
 	defer mu.Unlock()
 	screen := &vt{width: 160}
 	screen.feed(bytes.ReplaceAll(out.Bytes(), []byte("\r\n"), []byte("\n")))
-	return screen.lines()
+	return screen
 }
 
 // TestConsole: in a terminal, log lines go above the progress bar and
@@ -138,10 +156,10 @@ func TestConsole(t *testing.T) {
 	}
 	dir := t.TempDir()
 	bin := buildTrain(t, dir)
-	lines := runInTerminal(t, bin, "--config", filepath.Join("..", "..", "configs", "mlp.toml"), // the embedded digits
+	screen := runInTerminal(t, bin, "--config", filepath.Join("..", "..", "configs", "mlp.toml"), // the embedded digits
 		"--set", "train.epochs=1", "--set", "log.every=10",
 		"--set", "log.dir="+filepath.Join(dir, "logs"), "--set", "train.checkpoint_dir="+filepath.Join(dir, "ck"))
-	text := strings.Join(lines, "\n")
+	lines, text := screen.lines(), screen.text() // text: a line wrapped at the width is one again
 	sawSummary := false
 	for i, l := range lines {
 		if barLine.MatchString(l) && logLine.MatchString(l) {
@@ -156,7 +174,7 @@ func TestConsole(t *testing.T) {
 		t.Errorf("no epoch summary with rounded numbers on the screen:\n%s", text)
 	}
 	if n := strings.Count(text, "run="); n != 1 {
-		t.Errorf("the run id shows %d times, want once (at the start)", n)
+		t.Errorf("the run id shows %d times, want once (at the start):\n%s", n, text)
 	}
 	if strings.Count(text, "run_id") != 0 {
 		t.Errorf("run_id is on the screen:\n%s", text)
