@@ -4,27 +4,32 @@
 # step), side by side on this machine in interleaved rounds, on tiny
 # Shakespeare tokenized with GPT-2's tokenizer by `train prepare`. Each run
 # takes one untimed step, then TIMED steps; tokens/s over the timed ones and
-# the run's peak RSS. pipetrain accumulates the 8 sequences one at a time
-# (the config's micro_batches = 8); PyTorch one or two at a time (its
-# gradient accumulation: 8 at once needs more than this machine's memory).
+# the run's peak RSS. Both accumulate the 8 sequences one at a time
+# (pipetrain's micro_batches = 8, nanoGPT's gradient accumulation): 8 at
+# once needs more than this machine's memory in PyTorch.
 # One core against one core (GOMAXPROCS=1; PyTorch one thread, OpenBLAS on
 # one), then each side's best on both cores. Not part of CI.
-#   bash bench/gpt2/run.sh INPUT_TXT [ROUNDS] [TIMED]     # defaults 1 and 3
+#   bash bench/gpt2/run.sh INPUT_TXT [ROUNDS] [TIMED] [ONLY]  # defaults 1, 3 and every configuration
+# ONLY is a regular expression of the configurations' names to run, e.g. '1core'.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 . bench/reference.sh
-text=$(realpath "${1:?usage: bash bench/gpt2/run.sh INPUT_TXT [ROUNDS] [TIMED]}")
+text=$(realpath "${1:?usage: bash bench/gpt2/run.sh INPUT_TXT [ROUNDS] [TIMED] [ONLY]}")
 rounds=${2:-1}
 timed=${3:-3}
+only=${4:-.}
 start
 build_train
 data="$tmp/shakespeare.gpt2"
 "$tmp/train" prepare --config configs/gpt2-small.toml --set data.name=text --set data.path="$text" \
 	--set data.test_fraction=0.1 --out "$data"
 # name, GOMAXPROCS (empty: all), micro_batches
-ours=("pt-1core 1 8" "pt-2core '' 8" "pt-2core-m4 '' 4")
+ours=("pt-1core 1 8" "pt-2core '' 8")
 # name, torch threads, OpenBLAS threads (0: its default, every core), sequences a micro-batch
-theirs=("torch-1core 1 1 1" "torch-t1 1 0 1" "torch-t2 2 0 1" "torch-t2-m2 2 0 2")
+theirs=("torch-1core 1 1 1" "torch-t1 1 0 1" "torch-t2 2 0 1")
+pick() { for c in "$@"; do [[ ${c%% *} =~ $only ]] && printf '%s\n' "$c"; done; }
+mapfile -t ours < <(pick "${ours[@]}")
+mapfile -t theirs < <(pick "${theirs[@]}")
 for r in $(seq "$rounds"); do
 	for c in "${ours[@]}"; do
 		eval set -- $c
@@ -51,6 +56,11 @@ for c in "${ours[@]}" "${theirs[@]}"; do
 	set -- $c
 	printf '%-12s %7.1f  (%s)  %s GiB\n' "$1" "$(m "$1")" "$(tr '\n' ' ' <"$tmp/$1")" "$(sort -g "$tmp/$1.rss" | tail -1)"
 done
-awk -v p="$(m pt-1core)" -v t="$(m torch-1core)" 'BEGIN {printf "one core:  pipetrain %.1f, PyTorch %.1f: %.2fx\n", p, t, p/t}'
-awk -v p="$(best pt-1core pt-2core pt-2core-m4)" -v t="$(best torch-1core torch-t1 torch-t2 torch-t2-m2)" \
-	'BEGIN {printf "best each: pipetrain %.1f, PyTorch %.1f: %.2fx\n", p, t, p/t}'
+ran() { for n in "$@"; do [ -s "$tmp/$n" ] && echo "$n"; done; }
+if [ -s "$tmp/pt-1core" ] && [ -s "$tmp/torch-1core" ]; then
+	awk -v p="$(m pt-1core)" -v t="$(m torch-1core)" 'BEGIN {printf "one core:  pipetrain %.1f, PyTorch %.1f: %.2fx\n", p, t, p/t}'
+fi
+if [ -n "$(ran pt-1core pt-2core)" ] && [ -n "$(ran torch-1core torch-t1 torch-t2)" ]; then
+	awk -v p="$(best $(ran pt-1core pt-2core))" -v t="$(best $(ran torch-1core torch-t1 torch-t2))" \
+		'BEGIN {printf "best each: pipetrain %.1f, PyTorch %.1f: %.2fx\n", p, t, p/t}'
+fi
