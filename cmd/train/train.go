@@ -14,6 +14,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"runtime/debug"
 	"slices"
 	"time"
 
@@ -573,6 +574,9 @@ func (r *trainRun) evaluate(periodic bool) error {
 	return r.early.saw(r, loss)
 }
 
+// evalGCPercent is the GOGC an evaluation during training runs at.
+const evalGCPercent = 10
+
 // evalOn evaluates the engine's model on set and logs the eval event,
 // with fields added by more; ok is false when there was nothing to do or
 // the evaluation failed (logged).
@@ -580,6 +584,11 @@ func (r *trainRun) evalOn(set *dataset.Set, split string, more func(*zerolog.Eve
 	if set == nil || set.Len() == 0 {
 		return 0, 0, false
 	}
+	// Training reuses its buffers; an evaluation allocates its activations
+	// chunk after chunk. At Go's default GOGC of 100 that garbage may grow
+	// to the size of the whole live heap (a GPT-2 small run's weights,
+	// moments and buffers: 6 GB more) before it is collected.
+	defer debug.SetGCPercent(debug.SetGCPercent(evalGCPercent))
 	loss, acc, err := r.eng.Evaluate(set.X, target(set, r.regression), evalChunk(set))
 	if err != nil {
 		r.log.Warn().Str("event", "eval").Err(err).Msg("evaluation failed")
