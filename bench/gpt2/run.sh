@@ -39,7 +39,12 @@ for r in $(seq "$rounds"); do
 			--set pipeline.micro_batches=$3 --set log.dir="$dir" --set train.checkpoint_dir="$tmp/ck-$r-$1" \
 			--set train.eval_every=1000000 --set train.checkpoint_every=1000000 >/dev/null 2>&1
 		rm -rf "$tmp/ck-$r-$1"
-		"$tmp/epochrate" "$dir"/*.jsonl | awk '{printf "%.1f\n", $1 * 1024}' >>"$tmp/$1"
+		# tokens/s from the first step event to the last: 8 x 1024 tokens a step
+		$py -c 'import json, sys
+from datetime import datetime
+ts = [json.loads(l)["time"] for l in open(sys.argv[1]) if "\"event\":\"step\"" in l]
+t = [datetime.fromisoformat(x[:26].rstrip("Z")) for x in ts]
+print(round(8 * 1024 * (len(t) - 1) / (t[-1] - t[0]).total_seconds(), 1))' "$dir"/*.jsonl >>"$tmp/$1"
 		awk '{printf "%.2f\n", $1 / 1048576}' "$tmp/rss" >>"$tmp/$1.rss"
 	done
 	for c in "${theirs[@]}"; do
