@@ -76,6 +76,7 @@ type Coordinator struct {
 	evalLabels int
 	evalOf     *RunEval // the evaluation's input, sent a window of chunks at a time
 	evalNext   int      // the next chunk to send
+	evalLow    int      // the first chunk not over: chunks up to evalLow+window may be out
 }
 
 // evalWindow is how many evaluation chunks may be on their way at once: a
@@ -124,7 +125,11 @@ func (c *Coordinator) Receive(ctx actor.Context) {
 	case *EvalPart:
 		c.evalParts[m.Chunk] = m
 		c.evalGot++
-		if c.evalNext < len(c.evalParts) {
+		for c.evalLow < len(c.evalParts) && c.evalParts[c.evalLow] != nil {
+			c.evalLow++
+		}
+		// chunk k+window may reuse chunk k's arenas only once k is over
+		for c.evalNext < min(len(c.evalParts), c.evalLow+c.evalWindow()) {
 			c.sendEvalChunk(ctx)
 		}
 		if c.evalGot == len(c.evalParts) {
@@ -262,10 +267,19 @@ func (c *Coordinator) runEval(ctx actor.Context, m *RunEval) {
 	for k := range chunks {
 		c.evalRows = append(c.evalRows, min((k+1)*m.Rows, n)-k*m.Rows)
 	}
-	c.evalOf, c.evalNext = m, 0
-	for range min(chunks, evalWindow) {
+	c.evalOf, c.evalNext, c.evalLow = m, 0, 0
+	for range min(chunks, c.evalWindow()) {
 		c.sendEvalChunk(ctx)
 	}
+}
+
+// evalWindow returns how many chunks of the evaluation in progress may be
+// on their way at once.
+func (c *Coordinator) evalWindow() int {
+	if c.evalOf != nil && c.evalOf.Window > 0 {
+		return c.evalOf.Window
+	}
+	return evalWindow
 }
 
 // sendEvalChunk sends the evaluation's next chunk and its target.

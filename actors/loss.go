@@ -23,17 +23,18 @@ type Loss struct {
 	threads       int  // the loss's goroutines (nn.LossSum.Threads)
 	w             Wire
 
-	seq     int // the training step in progress (Forward.Seq)
-	parts   map[partKey][]*tensor.Tensor
-	outs    map[partKey]*tensor.Tensor
-	targets map[partKey]*Target
-	next    int        // next training micro-batch to add to the sum, in order
-	sum     nn.LossSum // the step's loss, row by row in micro-batch order
-	later   map[int]lossPart
-	held    [][]*Backward // per replica
-	got     []int         // per replica, the micro-batches whose gradient went back or is held
-	arenas  arenas        // the loss gradients, reused every step
-	scratch nn.Arena      // the gradients of losses computed again, thrown away
+	seq      int // the training step in progress (Forward.Seq)
+	parts    map[partKey][]*tensor.Tensor
+	outs     map[partKey]*tensor.Tensor
+	targets  map[partKey]*Target
+	next     int        // next training micro-batch to add to the sum, in order
+	sum      nn.LossSum // the step's loss, row by row in micro-batch order
+	later    map[int]lossPart
+	held     [][]*Backward // per replica
+	got      []int         // per replica, the micro-batches whose gradient went back or is held
+	arenas   arenas        // the loss gradients, reused every step
+	scratch  nn.Arena      // the gradients of losses computed again, thrown away
+	evalGrad nn.Arena      // with Wire.EvalWindow: an evaluation chunk's gradient, thrown away
 
 	// messages reused every step (see reused)
 	bwdOut   reused[Backward]
@@ -210,7 +211,12 @@ func (l *Loss) sendBack(ctx actor.Context, r int, b *Backward) {
 
 func (l *Loss) evaluate(ctx actor.Context, t *Target, out *tensor.Tensor) error {
 	part := &EvalPart{Chunk: t.Micro, Rows: t.Rows}
-	part.Loss, _ = l.loss.Compute(out, t.T, 0)
+	var a *nn.Arena
+	if l.w.EvalWindow > 0 {
+		a = &l.evalGrad
+		a.Reset()
+	}
+	part.Loss, _ = l.loss.ComputeIn(a, out, t.T, 0)
 	if t.T.Labels != nil && t.T.Rows() != t.Rows {
 		return fmt.Errorf("actors: evaluation chunk %d has %d labels for %d rows", t.Micro, len(t.T.Labels), t.Rows)
 	}

@@ -139,11 +139,13 @@ type StepResult struct {
 }
 
 // RunEval asks the coordinator to evaluate the model on X in chunks of Rows
-// rows; it answers with an *EvalResult.
+// rows, at most Window of them on their way at once (0: 8; the actors'
+// Wire.EvalWindow when they have one); it answers with an *EvalResult.
 type RunEval struct {
-	X    *tensor.Tensor
-	T    nn.Target
-	Rows int
+	X      *tensor.Tensor
+	T      nn.Target
+	Rows   int
+	Window int
 }
 
 // EvalResult answers RunEval. Accuracy is NaN when the target has no labels.
@@ -159,6 +161,10 @@ type EvalResult struct {
 type GetParams struct {
 	NamesOnly bool
 	Into      *Params
+	// Lend answers with the stage's own tensors, not copies, for a
+	// caller in this process that reads them before it sends the stage
+	// anything else (a checkpoint's writer).
+	Lend bool
 }
 
 // Params answers GetParams; the tensors are copies that belong to the receiver.
@@ -204,7 +210,13 @@ type Wire struct {
 	// one's starts (the sequential schedule, no split backward, no
 	// replicas), so the micro-batches of a step take turns in one arena and
 	// a step holds one micro-batch's activations, not all of them.
-	OneArena             bool
+	OneArena bool
+	// EvalWindow, when not 0, is how many evaluation chunks the coordinator
+	// lets out at once (RunEval.Window): chunk k's outputs live in arena k
+	// mod EvalWindow, free again once chunk k is over everywhere, so that
+	// an evaluation allocates nothing after its first chunks. 0: each
+	// chunk's outputs are allocated, for the collector.
+	EvalWindow           int
 	NextNames, PrevNames []string   // the stage names of Next and Prev, for reports
 	Tied                 []TiedLink // the stage's weights that another copy shares
 

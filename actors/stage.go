@@ -42,6 +42,8 @@ type Stage struct {
 	micros    int
 	arenas    arenas             // the layers' outputs, reused every step
 	scratch   nn.Arena           // nn.Pass.Scratch: what a layer reads during one call only
+	evals     []nn.Arena         // with Wire.EvalWindow: evaluation chunk k's outputs in evals[k mod window]
+	attention ops.AttentionWork  // nn.Pass.Attention: the attention's scratch, one for the stage's blocks
 	ps        []nn.Param         // the layers' parameters, in order
 	bufs      []namedBuffer      // the layers' buffers (batch norm's statistics), saved after the parameters
 	split     []nn.SplitBackward // per layer, the layer if it can split its backward, else nil
@@ -320,7 +322,10 @@ func (s *Stage) forward(ctx actor.Context, f *Forward) {
 	if f.Eval {
 		kind = SpanEval
 	}
-	p := nn.Pass{Step: f.Step, Micro: f.Micro, Row: f.Row, Train: !f.Eval, Weights: s.weights, Micros: f.Micros, Threads: s.updater.Threads, Precision: s.updater.Precision}
+	p := nn.Pass{Step: f.Step, Micro: f.Micro, Row: f.Row, Train: !f.Eval, Weights: s.weights, Micros: f.Micros, Threads: s.updater.Threads, Precision: s.updater.Precision, Attention: &s.attention}
+	if f.Eval && s.w.EvalWindow > 0 {
+		p.Arena, p.Scratch = s.evalArena(f.Micro), &s.scratch
+	}
 	if !f.Eval {
 		p.Arena, p.Scratch = s.arenas.at(f.Seq, f.Micro), &s.scratch
 		for len(s.rows) <= f.Micro {
@@ -355,11 +360,11 @@ func (s *Stage) forward(ctx actor.Context, f *Forward) {
 	if !ok {
 		return
 	}
-	s.trackInFlight(f.Micro, p.Arena.Lent())
 	var out *Forward
 	if f.Eval {
 		out = new(Forward)
 	} else {
+		s.trackInFlight(f.Micro, p.Arena.Lent())
 		out = s.fwdOut.at(f.Micro)
 	}
 	*out = *f
@@ -367,6 +372,18 @@ func (s *Stage) forward(ctx actor.Context, f *Forward) {
 	for _, pid := range s.w.Next {
 		s.send(ctx, pid, out) // y is shared read-only by the next position's actors
 	}
+}
+
+// evalArena returns the arena of evaluation chunk k, reset: the
+// coordinator sent chunk k only once chunk k-EvalWindow, the arena's last
+// user, was over everywhere.
+func (s *Stage) evalArena(k int) *nn.Arena {
+	if len(s.evals) != s.w.EvalWindow {
+		s.evals = make([]nn.Arena, s.w.EvalWindow)
+	}
+	a := &s.evals[k%len(s.evals)]
+	a.Reset()
+	return a
 }
 
 // trackInFlight notes the micro-batches holding activations and the
@@ -459,7 +476,7 @@ func (s *Stage) runBackward(ctx actor.Context, step, micro int, dy *tensor.Tenso
 }
 
 func (s *Stage) backward(ctx actor.Context, step, micro int, dy *tensor.Tensor) {
-	p := nn.Pass{Step: step, Micro: micro, Train: true, Arena: s.arenas.current(micro), Scratch: &s.scratch, Weights: s.weights, Micros: s.micros, Threads: s.updater.Threads, Precision: s.updater.Precision}
+	p := nn.Pass{Step: step, Micro: micro, Train: true, Arena: s.arenas.current(micro), Scratch: &s.scratch, Weights: s.weights, Micros: s.micros, Threads: s.updater.Threads, Precision: s.updater.Precision, Attention: &s.attention}
 	if micro < len(s.rows) {
 		p.Row = s.rows[micro]
 	}
@@ -788,6 +805,10 @@ func (s *Stage) snapshot(m *GetParams) *Params {
 			return
 		}
 		switch {
+		case m.Lend && k < len(out.Values):
+			out.Values[k] = v
+		case m.Lend:
+			out.Values = append(out.Values, v)
 		case k < len(out.Values) && out.Values[k].DType() == v.DType() && out.Values[k].SameShape(v):
 			out.Values[k].CopyFrom(v)
 		case k < len(out.Values):
@@ -804,7 +825,11 @@ func (s *Stage) snapshot(m *GetParams) *Params {
 		add(b.name, b.value)
 	}
 	out.Values = out.Values[:k]
-	if s.updater.Optimizer != nil && !m.NamesOnly {
+	switch {
+	case s.updater.Optimizer == nil || m.NamesOnly:
+	case m.Lend:
+		out.State = s.updater.Optimizer.StateView()
+	default:
 		s.updater.Optimizer.StateInto(&out.State)
 	}
 	return out

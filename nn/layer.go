@@ -22,6 +22,10 @@ type Pass struct {
 	// one layer's worth, and may reset it between calls. nil: such a layer
 	// keeps an arena of its own.
 	Scratch *Arena
+	// Attention, when set, is the attention kernels' working memory (a
+	// [T, T] block per part), shared by the transformer blocks the driver
+	// runs one after another; nil: each block keeps its own.
+	Attention *ops.AttentionWork
 	// Weights names the version of the parameters: the driver changes it
 	// whenever they may have changed (an update, a restore). Layers may keep
 	// work derived from their weights, such as GEMM-packed panels, while it

@@ -58,11 +58,17 @@ var Losses = []Loss{CrossEntropy, MSE, BCEWithLogits}
 // with respect to out, multiplied by scale. It is the loss of one batch seen
 // whole, as evaluation needs; a training step uses a LossSum.
 func (l Loss) Compute(out *tensor.Tensor, t Target, scale float64) (loss float64, grad *tensor.Tensor) {
+	return l.ComputeIn(nil, out, t, scale)
+}
+
+// ComputeIn is Compute with cross_entropy's gradient lent by a (nil
+// allocates): an evaluation, which throws it away, then allocates nothing.
+func (l Loss) ComputeIn(a *Arena, out *tensor.Tensor, t Target, scale float64) (loss float64, grad *tensor.Tensor) {
 	if l == CrossEntropy {
 		if t.Labels == nil {
 			panic(fmt.Errorf("nn: cross_entropy needs class labels"))
 		}
-		grad = tensor.Zeros(out.DType(), out.Shape()...)
+		grad = a.Like(out) // every element written
 		return ops.CrossEntropyInto(perLabel(grad, t), perLabel(out, t), t.Labels, scale), grad
 	}
 	g := tensor.Full(out.DType(), scale)
@@ -195,16 +201,25 @@ func (t Target) values(out *tensor.Tensor) *tensor.Tensor {
 // Predict returns the index of the largest output of each row.
 func Predict(out *tensor.Tensor) []int {
 	s := out.Shape()
-	v := out.Float64s()
 	pred := make([]int, s[0])
+	if out.DType() == tensor.Float32 {
+		argmaxRows(pred, out.Data32(), s[1]) // no float64 copy: a chunk of GPT-2's logits is 206 MB
+	} else {
+		argmaxRows(pred, out.Float64s(), s[1])
+	}
+	return pred
+}
+
+// argmaxRows writes into pred the index of each row's first largest value.
+func argmaxRows[T float32 | float64](pred []int, v []T, cols int) {
 	for i := range pred {
+		row := v[i*cols : (i+1)*cols]
 		best := 0
-		for j := 1; j < s[1]; j++ {
-			if v[i*s[1]+j] > v[i*s[1]+best] {
+		for j := 1; j < cols; j++ {
+			if row[j] > row[best] {
 				best = j
 			}
 		}
 		pred[i] = best
 	}
-	return pred
 }

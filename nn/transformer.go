@@ -166,7 +166,24 @@ func (b *TransformerBlock) Forward(p Pass, x *tensor.Tensor) *tensor.Tensor {
 		b.proj.forget(p.Micro)
 		return y
 	}
+	if !p.Train && p.Scratch != nil {
+		// an evaluation keeps only the output: the rest, probabilities
+		// included, lives in the scratch, which the next block reuses
+		sp := b.scratch(p)
+		return b.forward(sp, p.Arena, sp.Arena, x, true)
+	}
 	return b.forward(p, p.Arena, p.Arena, x, p.Train)
+}
+
+// attention returns the attention kernels' working memory for pass p:
+// the pass's, shared with the other blocks, or the block's own.
+func (b *TransformerBlock) attention(p Pass) *ops.AttentionWork {
+	w := p.Attention
+	if w == nil {
+		w = &b.work
+	}
+	w.Threads, w.BF16, w.Arithmetic = p.Threads, p.Precision.IsBF16(), p.Precision.Arithmetic()
+	return w
 }
 
 // scratch returns p lending from the scratch arena (the pass's, or the
@@ -194,8 +211,7 @@ func (b *TransformerBlock) forward(p Pass, out, attIn *Arena, x *tensor.Tensor, 
 	if keepProbs {
 		probs = p.Arena.Tensor(x.DType(), n, b.Heads, b.Tokens, b.Tokens)
 	}
-	b.work.Threads, b.work.BF16, b.work.Arithmetic = p.Threads, p.Precision.IsBF16(), p.Precision.Arithmetic()
-	ops.CausalSelfAttentionInto(att, probs, p.Arena.view(qkv, 0, n, b.Tokens, 3*b.Dim), b.Heads, &b.work)
+	ops.CausalSelfAttentionInto(att, probs, p.Arena.view(qkv, 0, n, b.Tokens, 3*b.Dim), b.Heads, b.attention(p))
 	y := b.proj.Forward(p, attIn.view(att, 0, n*b.Tokens, b.Dim))
 	x2 := residual(p, xt, dropped(p, b.drop1, y, n))
 	z := b.out.Forward(p, b.gelu.Forward(p, b.fc.Forward(p, b.ln2.Forward(p, x2))))
@@ -229,7 +245,7 @@ func (b *TransformerBlock) Backward(p Pass, dy *tensor.Tensor, needDX bool) *ten
 	dh2 := b.fc.Backward(p, b.gelu.Backward(p, b.out.Backward(p, dz, true), true), true)
 	dx2 := residual(p, dyt, b.ln2.Backward(p, dh2, true))
 	dyp := droppedBackward(p, b.drop1, dx2, n, b.Tokens, b.Dim)
-	b.work.Threads, b.work.BF16, b.work.Arithmetic = p.Threads, p.Precision.IsBF16(), p.Precision.Arithmetic()
+	work := b.attention(p)
 	qkv := p.Arena.view(s.qkv, 0, n, b.Tokens, 3*b.Dim)
 	var dqkv *tensor.Tensor
 	if b.Recompute == RecomputeAttention {
@@ -241,12 +257,12 @@ func (b *TransformerBlock) Backward(p Pass, dy *tensor.Tensor, needDX bool) *ten
 		b.proj.x.put(p, sa.view(att, 0, n*b.Tokens, b.Dim)) // read by BackwardParams, once written
 		datt := b.proj.BackwardInput(p, dyp)
 		dqkv = p.Arena.Tensor(dy.DType(), n, b.Tokens, 3*b.Dim)
-		ops.CausalSelfAttentionRecomputeInto(att, dqkv, p.Arena.view(datt, 0, n, b.Tokens, b.Dim), qkv, b.Heads, &b.work)
+		ops.CausalSelfAttentionRecomputeInto(att, dqkv, p.Arena.view(datt, 0, n, b.Tokens, b.Dim), qkv, b.Heads, work)
 		b.proj.BackwardParams(p)
 	} else {
 		datt := b.proj.Backward(p, dyp, true)
 		dqkv = p.Arena.Tensor(dy.DType(), n, b.Tokens, 3*b.Dim)
-		ops.CausalSelfAttentionBackwardInto(dqkv, p.Arena.view(datt, 0, n, b.Tokens, b.Dim), qkv, s.probs, b.Heads, &b.work)
+		ops.CausalSelfAttentionBackwardInto(dqkv, p.Arena.view(datt, 0, n, b.Tokens, b.Dim), qkv, s.probs, b.Heads, work)
 	}
 	dh1 := b.attn.Backward(p, p.Arena.view(dqkv, 0, n*b.Tokens, 3*b.Dim), true)
 	dx1 := b.ln1.Backward(p, dh1, needDX)

@@ -216,11 +216,21 @@ func (o *Adam) State() State {
 
 // StateInto is State into st, reusing st's tensors where they fit.
 func (o *Adam) StateInto(st *State) {
+	exportStateInto(st, o.kind, o.step, o.layout, adamSlots, o.slots())
+}
+
+// slots returns the moments, [param][exp_avg, exp_avg_sq].
+func (o *Adam) slots() [][]*tensor.Tensor {
 	var ts [][]*tensor.Tensor
 	for i := range o.expAvg {
 		ts = append(ts, []*tensor.Tensor{o.expAvg[i], o.expAvgQ[i]})
 	}
-	exportStateInto(st, o.kind, o.step, o.layout, adamSlots, ts)
+	return ts
+}
+
+// StateView is State with the moments themselves, not copies.
+func (o *Adam) StateView() State {
+	return viewState(o.kind, o.step, o.layout, adamSlots, o.slots())
 }
 
 // LoadState replaces the state with a deep copy of st. st must come from an optimizer

@@ -51,6 +51,9 @@ type Optimizer interface {
 	LoadState(st State) error
 	// StateInto is State into st, reusing st's tensors where they fit.
 	StateInto(st *State)
+	// StateView is State with the optimizer's own tensors, not copies,
+	// for a caller that reads them before the next Step or LoadState.
+	StateView() State
 }
 
 // State is an optimizer's state as plain data, for checkpoints.
@@ -244,6 +247,17 @@ func exportStateInto(st *State, kind string, step int, l layout, slots []string,
 			st.Tensors[name] = adopt(old[name], t)
 		}
 	}
+}
+
+// viewState is exportState with ts themselves, not copies.
+func viewState(kind string, step int, l layout, slots []string, ts [][]*tensor.Tensor) State {
+	st := State{Kind: kind, Step: step, NumParams: len(l), Tensors: make(map[string]*tensor.Tensor, len(ts)*len(slots))}
+	for i, row := range ts {
+		for j, t := range row {
+			st.Tensors[StateName(i, slots[j])] = t
+		}
+	}
+	return st
 }
 
 // adopt returns a copy of src: dst with src copied in when it has src's

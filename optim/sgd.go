@@ -173,11 +173,21 @@ func (o *SGD) State() State {
 
 // StateInto is State into st, reusing st's tensors where they fit.
 func (o *SGD) StateInto(st *State) {
+	exportStateInto(st, "sgd", o.step, o.layout, sgdSlots, o.slots())
+}
+
+// StateView is State with the momentum buffers themselves, not copies.
+func (o *SGD) StateView() State {
+	return viewState("sgd", o.step, o.layout, sgdSlots, o.slots())
+}
+
+// slots returns the momentum buffers, [param][momentum].
+func (o *SGD) slots() [][]*tensor.Tensor {
 	var ts [][]*tensor.Tensor
 	for _, b := range o.buf {
 		ts = append(ts, []*tensor.Tensor{b})
 	}
-	exportStateInto(st, "sgd", o.step, o.layout, sgdSlots, ts)
+	return ts
 }
 
 // LoadState replaces the state with a deep copy of st. st must come from an SGD

@@ -106,3 +106,34 @@ func TestStateReuse(t *testing.T) {
 		}
 	}
 }
+
+// TestStateView: StateView names what State names, with the same values,
+// and its tensors are the optimizer's own: the next step shows in them.
+func TestStateView(t *testing.T) {
+	for _, spec := range []Spec{{Kind: "sgd", Momentum: 0.9}, {Kind: "adamw", Betas: [2]float64{0.9, 0.999}, Eps: 1e-8, WeightDecay: 0.1}} {
+		o, _ := spec.New()
+		w := tensor.FromFloat64s(tensor.Float32, []float64{1, 2, 3}, 3)
+		g := tensor.FromFloat64s(tensor.Float32, []float64{0.5, -1, 2}, 3)
+		ps := []Param{{Name: "w", Value: w, Grad: g}}
+		if err := o.Step(ps, 0.1); err != nil {
+			t.Fatal(err)
+		}
+		st, view := o.State(), o.StateView()
+		if st.Kind != view.Kind || st.Step != view.Step || st.NumParams != view.NumParams || len(st.Tensors) != len(view.Tensors) || len(st.Tensors) == 0 {
+			t.Fatalf("%s: StateView %+v differs from State %+v", spec.Kind, view, st)
+		}
+		for name, x := range st.Tensors {
+			if v := view.Tensors[name]; v == nil || !slices.Equal(v.Float64s(), x.Float64s()) {
+				t.Errorf("%s: StateView's %s differs from State's", spec.Kind, name)
+			}
+		}
+		if err := o.Step(ps, 0.1); err != nil {
+			t.Fatal(err)
+		}
+		for name, x := range o.State().Tensors {
+			if !slices.Equal(view.Tensors[name].Float64s(), x.Float64s()) {
+				t.Errorf("%s: StateView's %s is a copy: the next step does not show in it", spec.Kind, name)
+			}
+		}
+	}
+}

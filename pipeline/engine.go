@@ -31,12 +31,17 @@ type Config struct {
 	ClipValue    float64      // 0: off
 	Precision    nn.Precision // of the layers' products; the workers' stages get it too
 
-	SampleRows    int           // rows of the cost sample (default 64)
-	GEMMThreads   int           // goroutines each stage actor's kernels may use; 0: all cores for one busy actor, else a share each
-	SplitBackward bool          // send dX upstream before computing dW (the zero-bubble idea)
-	Trace         bool          // record spans for WriteTrace
-	Hang          time.Duration // watchdog: no message moved for this long fails the step (default 2 minutes)
-	Logger        *zerolog.Logger
+	SampleRows    int  // rows of the cost sample (default 64)
+	GEMMThreads   int  // goroutines each stage actor's kernels may use; 0: all cores for one busy actor, else a share each
+	SplitBackward bool // send dX upstream before computing dW (the zero-bubble idea)
+	// EvalWindow, when not 0, is how many evaluation chunks run at once,
+	// each in arenas the actors keep and reuse, so that an evaluation
+	// allocates nothing after its first chunks (and a transformer block
+	// keeps only its output); 0: up to 8 chunks, each allocated afresh.
+	EvalWindow int
+	Trace      bool          // record spans for WriteTrace
+	Hang       time.Duration // watchdog: no message moved for this long fails the step (default 2 minutes)
+	Logger     *zerolog.Logger
 
 	// Hosts, when not empty, are the workers (`train worker`) that run the
 	// stage actors, every replica's, in contiguous blocks in id order; the
@@ -132,6 +137,9 @@ func newEngine(layers []nn.Layer, m Model, cfg Config) (*Engine, error) {
 	}
 	if cfg.Stages < 0 || cfg.Stages > len(layers) {
 		return nil, fmt.Errorf("pipeline: stages = %d must lie in [0, %d layers]", cfg.Stages, len(layers))
+	}
+	if cfg.EvalWindow < 0 {
+		return nil, fmt.Errorf("pipeline: eval window = %d must not be negative", cfg.EvalWindow)
 	}
 	if cfg.Hang <= 0 {
 		cfg.Hang = 2 * time.Minute
@@ -413,7 +421,7 @@ func (e *Engine) Step(step int, lr float64, x *tensor.Tensor, t nn.Target) (floa
 func (e *Engine) Evaluate(x *tensor.Tensor, t nn.Target, rows int) (float64, float64, error) {
 	e.busy.Store(true)
 	defer e.busy.Store(false)
-	res, err := e.request(e.coord, &actors.RunEval{X: x, T: t, Rows: rows})
+	res, err := e.request(e.coord, &actors.RunEval{X: x, T: t, Rows: rows, Window: e.cfg.EvalWindow})
 	if err != nil {
 		return math.NaN(), math.NaN(), err
 	}

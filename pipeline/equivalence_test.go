@@ -161,6 +161,12 @@ func trainEngineOn(t testing.TB, m pipeline.Model, cfg pipeline.Config, batchOf 
 		}
 		losses = append(losses, loss)
 	}
+	return losses, weightsOf(t, eng)
+}
+
+// weightsOf returns the engine's weights as float32s, by name.
+func weightsOf(t testing.TB, eng *pipeline.Engine) map[string][]float32 {
+	t.Helper()
 	snap, _, err := eng.Snapshot()
 	if err != nil {
 		t.Fatal(err)
@@ -169,7 +175,7 @@ func trainEngineOn(t testing.TB, m pipeline.Model, cfg pipeline.Config, batchOf 
 	for name, v := range snap {
 		w[name] = v.Float32s()
 	}
-	return losses, w
+	return w
 }
 
 // TestEquivalence is the invariant the pipeline rests on: every schedule at

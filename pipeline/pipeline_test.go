@@ -296,29 +296,80 @@ func TestWatchdog(t *testing.T) {
 // TestEvaluateMatchesSequential compares evaluation through the actors with
 // nn.Sequential.Evaluate, chunked the same way: in chunks of 5 rows, and of
 // 1, more chunks than the coordinator lets out at once.
+// With an evaluation window the chunks' outputs live in arenas, reused
+// chunk after chunk and shared with no training step.
 func TestEvaluateMatchesSequential(t *testing.T) {
 	seq := &nn.Sequential{Layers: layersOf(t, testModel), Loss: nn.CrossEntropy}
 	x, tg := batch(9)
 	for _, rows := range []int{5, 1} {
 		wantLoss, wantAcc := seq.Evaluate(x, tg, rows)
 		for _, stages := range []int{0, 2} {
-			eng := newEngine(t, testModel, pipeline.Config{Schedule: actors.OneFOneB, Stages: stages, MicroBatches: 2})
-			loss, acc, err := eng.Evaluate(x, tg, rows)
-			if err != nil {
-				t.Fatal(err)
+			for _, window := range []int{0, 1, 3} {
+				eng := newEngine(t, testModel, pipeline.Config{Schedule: actors.OneFOneB, Stages: stages, MicroBatches: 2, EvalWindow: window})
+				loss, acc, err := eng.Evaluate(x, tg, rows)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if loss != wantLoss || acc != wantAcc {
+					t.Errorf("stages=%d, window=%d, chunks of %d rows: Evaluate = %v, %v; nn.Sequential gives %v, %v", stages, window, rows, loss, acc, wantLoss, wantAcc)
+				}
+				eng.Close()
 			}
-			if loss != wantLoss || acc != wantAcc {
-				t.Errorf("stages=%d, chunks of %d rows: Evaluate = %v, %v; nn.Sequential gives %v, %v", stages, rows, loss, acc, wantLoss, wantAcc)
-			}
-			eng.Close()
+		}
+	}
+}
+
+// TestGPTEvaluateBetweenSteps evaluates a GPT between its training steps in
+// arenas: the losses and weights are those of training alone, and each
+// evaluation those of nn.Sequential on the same weights.
+func TestGPTEvaluateBetweenSteps(t *testing.T) {
+	wantLoss, wantW := referenceGPT(t, tied, 2)
+	x, tg := gptBatch(100)
+	for _, sched := range []actors.Schedule{actors.Sequential, actors.OneFOneB} {
+		for _, window := range []int{1, 2} {
+			t.Run(fmt.Sprintf("%v/window=%d", sched, window), func(t *testing.T) {
+				cfg := pipeline.Config{Schedule: sched, MicroBatches: 2, Stages: 2, Loss: nn.CrossEntropy, Optimizer: sgd,
+					ClipNorm: clipNorm, EvalWindow: window}
+				eng := newEngine(t, tied, cfg)
+				defer eng.Close()
+				var losses []float64
+				for step := 1; step <= len(wantLoss); step++ {
+					bx, bt := gptBatch(step)
+					l, err := eng.Step(step, lr(step), bx, bt)
+					if err != nil {
+						t.Fatal(err)
+					}
+					losses = append(losses, l)
+					got, _, err := eng.Evaluate(x, tg, 3)
+					if err != nil {
+						t.Fatal(err)
+					}
+					w, _, err := eng.Snapshot()
+					if err != nil {
+						t.Fatal(err)
+					}
+					seq := &nn.Sequential{Layers: layersOf(t, tied), Loss: nn.CrossEntropy}
+					for _, p := range seq.Params() {
+						p.Value.CopyFrom(w[p.Name])
+					}
+					if want, _ := seq.Evaluate(x, tg, 3); got != want {
+						t.Errorf("after step %d: Evaluate = %v; nn.Sequential gives %v", step, got, want)
+					}
+				}
+				if why := within(losses, wantLoss, weightsOf(t, eng), wantW, 0); why != "" {
+					t.Error(why)
+				}
+			})
 		}
 	}
 }
 
 // TestSnapshotRestoreContinues restores a snapshot into a fresh engine and
-// checks that it continues exactly as the original.
+// checks that it continues exactly as the original; ReadState lends the
+// same weights and state, and a restore from them continues the same way.
 func TestSnapshotRestoreContinues(t *testing.T) {
-	a := newEngine(t, testModel, pipeline.Config{Schedule: actors.OneFOneB, MicroBatches: 3, Shards: []int{2}})
+	cfg := pipeline.Config{Schedule: actors.OneFOneB, MicroBatches: 3, Shards: []int{2}, Optimizer: optim.Spec{Kind: "adam", Betas: [2]float64{0.9, 0.999}, Eps: 1e-8}}
+	a := newEngine(t, testModel, cfg)
 	defer a.Close()
 	for step := 1; step <= 3; step++ {
 		x, tg := batch(step)
@@ -333,9 +384,30 @@ func TestSnapshotRestoreContinues(t *testing.T) {
 	if got := w["0.weight"].Shape(); got[0] != 16 || got[1] != features {
 		t.Fatalf("snapshot joins the shards of 0.weight into shape %v, want [16 %d]", got, features)
 	}
-	b := newEngine(t, testModel, pipeline.Config{Schedule: actors.OneFOneB, MicroBatches: 3, Shards: []int{2}})
+	b := newEngine(t, testModel, cfg)
 	defer b.Close()
 	if err := b.Restore(w, st); err != nil {
+		t.Fatal(err)
+	}
+	c := newEngine(t, testModel, cfg)
+	defer c.Close()
+	err = a.ReadState(func(lw map[string]*tensor.Tensor, lst optim.State) error {
+		if len(lw) != len(w) || len(lst.Tensors) != len(st.Tensors) || len(st.Tensors) == 0 || lst.Step != st.Step {
+			t.Errorf("ReadState gives %d weights and %d state tensors at step %d; Snapshot %d, %d at step %d", len(lw), len(lst.Tensors), lst.Step, len(w), len(st.Tensors), st.Step)
+		}
+		for name, v := range w {
+			if lw[name] == nil || !slices.Equal(lw[name].Float64s(), v.Float64s()) {
+				t.Errorf("ReadState's %s differs from Snapshot's", name)
+			}
+		}
+		for name, v := range st.Tensors {
+			if lst.Tensors[name] == nil || !slices.Equal(lst.Tensors[name].Float64s(), v.Float64s()) {
+				t.Errorf("ReadState's %s differs from Snapshot's", name)
+			}
+		}
+		return c.Restore(lw, lst)
+	})
+	if err != nil {
 		t.Fatal(err)
 	}
 	for step := 4; step <= 6; step++ {
@@ -348,8 +420,12 @@ func TestSnapshotRestoreContinues(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if la != lb {
-			t.Errorf("step %d: restored engine gives %v, original %v", step, lb, la)
+		lc, err := c.Step(step, lr(step), x.Clone(), tg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if la != lb || la != lc {
+			t.Errorf("step %d: restored engines give %v (Snapshot) and %v (ReadState), original %v", step, lb, lc, la)
 		}
 	}
 }

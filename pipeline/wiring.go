@@ -43,7 +43,7 @@ func (e *Engine) wire() error {
 	}
 	e.graph.Sent(e.loss)
 	e.graph.Sent(e.opt)
-	e.root.Send(e.loss, &actors.Wire{Coordinator: e.coord, Prev: chains[0], Chains: chains, PrevSplit: last.Split, InShards: len(last.Slots), OneArena: e.oneArena()})
+	e.root.Send(e.loss, &actors.Wire{Coordinator: e.coord, Prev: chains[0], Chains: chains, PrevSplit: last.Split, InShards: len(last.Slots), OneArena: e.oneArena(), EvalWindow: e.cfg.EvalWindow})
 	e.root.Send(e.opt, &actors.Wire{Coordinator: e.coord})
 	return nil
 }
@@ -63,7 +63,7 @@ func (e *Engine) wiring(r, i int) actors.Wire {
 	pos := e.plan.Positions
 	p := len(pos)
 	w := actors.Wire{Coordinator: e.coord, Optimizer: e.opt, InShards: 1, OutShards: 1, Replica: r,
-		Limit: e.cfg.Schedule.Limit(i, p, e.cfg.MicroBatches), SplitBackward: e.cfg.SplitBackward, OneArena: e.oneArena()}
+		Limit: e.cfg.Schedule.Limit(i, p, e.cfg.MicroBatches), SplitBackward: e.cfg.SplitBackward, OneArena: e.oneArena(), EvalWindow: e.cfg.EvalWindow}
 	if i > 0 {
 		prev := e.plan.Chain(r, i-1)
 		w.Prev, w.PrevNames = e.pids(prev), e.namesOf(prev)

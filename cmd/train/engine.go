@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"os"
 	"path/filepath"
 	"strings"
@@ -36,6 +37,23 @@ func evalChunk(set *dataset.Set) int {
 // float32, 5 windows of 64 GPT-2 tokens.
 const evalLogits = 1 << 24
 
+// evalWindow is how many of set's evaluation chunks run at once in arenas
+// the actors keep (pipeline.Config.EvalWindow): text windows' logits, kept
+// to about evalWindowBytes in all, down to 2 chunks (GPT-2's one window of
+// 1,024 tokens makes 206 MB). Other sets' chunks, up to 1,024 images,
+// are allocated afresh and collected, so that training keeps no room for
+// them.
+func evalWindow(set *dataset.Set) int {
+	if set == nil || set.Len() == 0 || len(set.Labels) <= set.Len() {
+		return 0
+	}
+	logits := 4 * evalChunk(set) * set.Features * max(1, len(set.Classes))
+	return max(2, min(8, evalWindowBytes/logits))
+}
+
+// evalWindowBytes is about the logits a text evaluation's chunks in flight hold.
+const evalWindowBytes = 1 << 29
+
 // hangAfter is how long no message may move before the watchdog fails a step.
 const hangAfter = 2 * time.Minute
 
@@ -59,7 +77,7 @@ func newEngine(c *config.Config, log *runLog, lay layout, r *trainRun) (*pipelin
 		Loss: nn.Loss(c.Loss.Type), Optimizer: opt, Precision: precision(c), ClipNorm: c.Optimizer.ClipNorm, ClipValue: c.Optimizer.ClipValue,
 		SampleRows: max(1, c.Data.BatchSize/lay.Micro/max(1, lay.Replicas)),
 		Trace:      c.Log.Trace != "", Hang: hangAfter, Logger: &log.Logger,
-		GEMMThreads: c.Pipeline.GEMMThreads, SplitBackward: lay.Split,
+		GEMMThreads: c.Pipeline.GEMMThreads, SplitBackward: lay.Split, EvalWindow: evalWindow(cmp.Or(r.val, r.test)),
 		Hosts: c.Pipeline.Hosts, Token: r.token, TLS: r.tls, RunID: log.id,
 	})
 	if err != nil {

@@ -243,6 +243,7 @@ func (r *trainRun) setup(ctx context.Context, resume bool) error {
 	r.features = train.Features
 	cands := candidates(c, r.sample)
 	r.layout, r.tuner = cands[0], newTuner(cands)
+	r.test, r.val = test, val // their chunks size the engine's evaluation window
 	if r.eng, err = newEngine(c, r.log, r.layout, r); err != nil {
 		return err
 	}
@@ -257,7 +258,6 @@ func (r *trainRun) setup(ctx context.Context, resume bool) error {
 	} else {
 		r.loader = dataset.NewLoader(train, c.Data.BatchSize, c.Data.Shuffle, c.Seed)
 	}
-	r.test, r.val = test, val
 	r.early = early{best: math.Inf(1)}
 	total := c.Train.Epochs * r.loader.BatchesPerEpoch()
 	if c.Train.MaxSteps > 0 {
@@ -631,19 +631,28 @@ func (r *trainRun) checkpoint() error {
 }
 
 // save writes a checkpoint of the current state under root.
-func (r *trainRun) save(root string) (string, error) {
-	weights, st, err := r.eng.Snapshot()
+func (r *trainRun) save(root string) (dir string, err error) {
+	err = r.eng.ReadState(func(weights map[string]*tensor.Tensor, st optim.State) error {
+		dir, err = r.write(root, weights, st)
+		return err
+	})
 	if err != nil {
 		return "", fmt.Errorf("checkpoint at step %d: %w", r.step, err)
 	}
+	return dir, nil
+}
+
+// write writes a checkpoint of weights and st under root.
+func (r *trainRun) write(root string, weights map[string]*tensor.Tensor, st optim.State) (string, error) {
 	meta := checkpoint.Meta{
 		Version: 1, Step: r.step, Epoch: r.epoch, Batch: r.batch, Seed: r.cfg.Seed,
 		OptimizerType: st.Kind, OptimizerStep: st.Step, ConfigHash: configHash(r.cfg), Precision: precision(r.cfg).String(),
 		Extra: map[string]any{"optimizer_params": st.NumParams}, BF16Arithmetic: bf16Arithmetic(r.cfg),
 	}
 	r.early.record(meta.Extra)
+	var err error
 	if meta.Model, err = json.Marshal(r.desc); err != nil {
-		return "", fmt.Errorf("checkpoint at step %d: %w", r.step, err)
+		return "", err
 	}
 	if r.batch >= r.loader.BatchesPerEpoch() {
 		meta.Epoch, meta.Batch = r.epoch+1, 0
@@ -652,11 +661,7 @@ func (r *trainRun) save(root string) (string, error) {
 	if r.text != nil && r.text.tokenizer != nil {
 		files = map[string][]byte{dataset.TokenizerFile: r.text.tokenizer}
 	}
-	dir, err := checkpoint.SaveFiles(root, meta, weights, st.Tensors, files)
-	if err != nil {
-		return "", fmt.Errorf("checkpoint at step %d: %w", r.step, err)
-	}
-	return dir, nil
+	return checkpoint.SaveFiles(root, meta, weights, st.Tensors, files)
 }
 
 // restore continues from the newest checkpoint in train.checkpoint_dir.
