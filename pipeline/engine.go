@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"math"
-	"runtime"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -183,10 +182,11 @@ func newEngine(layers []nn.Layer, m Model, cfg Config) (*Engine, error) {
 	if err != nil {
 		return nil, err
 	}
-	e.plan = plan
 	if _, err := cfg.Optimizer.New(); err != nil {
 		return nil, err
 	}
+	plan.specify(m, cfg)
+	e.plan = plan
 	if err := e.start(); err != nil {
 		e.shutdown()
 		return nil, err
@@ -221,10 +221,10 @@ func (e *Engine) start() error {
 		e.paramOf = append(e.paramOf, e.stages[id])
 	}
 	n := len(e.plan.Slots)
-	loss := actors.NewLoss(n, e.graph, e.cfg.Loss, e.cfg.Schedule.BackwardsWait(), e.plan.Threads)
+	loss := actors.NewLoss(n, e.graph, e.plan.Loss, e.plan.Schedule.BackwardsWait(), e.plan.Threads)
 	loss.SetRun(e.run)
 	e.loss = e.spawn(loss, loss.Status(), "")
-	opt := actors.NewOptimizer(n+1, e.graph, e.cfg.ClipNorm, paramIDs, e.paramOf)
+	opt := actors.NewOptimizer(n+1, e.graph, e.plan.ClipNorm, paramIDs, e.paramOf)
 	opt.SetRun(e.run)
 	e.opt = e.spawn(opt, opt.Status(), "")
 	first := make([][]*actor.PID, e.plan.Replicas)
@@ -235,7 +235,7 @@ func (e *Engine) start() error {
 	if e.plan.OwnCopies() { // each replica's copy reports its new weights too
 		updaters *= e.plan.Replicas
 	}
-	coord := actors.NewCoordinator(n+2, e.graph, e.cfg.Schedule, e.cfg.MicroBatches, e.granule, first, e.loss, e.opt, updaters)
+	coord := actors.NewCoordinator(n+2, e.graph, e.plan.Schedule, e.plan.Micro, e.granule, first, e.loss, e.opt, updaters)
 	coord.SetRun(e.run)
 	name := ""
 	if e.hostSet != nil {
@@ -294,20 +294,10 @@ func (e *Engine) spawnStage(id int, s Slot) error {
 		e.all = append(e.all, pid)
 		return nil
 	}
-	up := actors.Updater{ClipValue: e.cfg.ClipValue, ClipNorm: e.cfg.ClipNorm > 0, Threads: e.plan.Threads, Precision: e.cfg.Precision}
-	updateThreads := e.plan.Threads
-	if e.plan.Replicas > 1 && e.cfg.GEMMThreads == 0 {
-		// The other replicas at this place wait meanwhile: the weight
-		// gradients added under the turn, and the update, may use their cores.
-		up.TurnThreads = runtime.GOMAXPROCS(0)
-		updateThreads = up.TurnThreads
+	st, err := buildStage(s.Spec, s.Layers, e.graph)
+	if err != nil {
+		return fmt.Errorf("pipeline: %s: %w", s.Name, err)
 	}
-	if s.Replica == 0 && hasParams(s.Layers) { // the other replicas use its weights
-		spec := e.cfg.Optimizer
-		spec.Threads = updateThreads
-		up.Optimizer, _ = spec.New() // checked in New
-	}
-	st := actors.NewStage(id, s.Name, e.graph, s.Layers, s.First, s.Shard, s.Position > 0, up)
 	e.stages = append(e.stages, e.spawn(st, st.Status(), ""))
 	e.threadsOf = append(e.threadsOf, e.plan.Threads)
 	return nil
@@ -421,7 +411,7 @@ func (e *Engine) Step(step int, lr float64, x *tensor.Tensor, t nn.Target) (floa
 func (e *Engine) Evaluate(x *tensor.Tensor, t nn.Target, rows int) (float64, float64, error) {
 	e.busy.Store(true)
 	defer e.busy.Store(false)
-	res, err := e.request(e.coord, &actors.RunEval{X: x, T: t, Rows: rows, Window: e.cfg.EvalWindow})
+	res, err := e.request(e.coord, &actors.RunEval{X: x, T: t, Rows: rows, Window: e.plan.EvalWindow})
 	if err != nil {
 		return math.NaN(), math.NaN(), err
 	}

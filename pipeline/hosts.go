@@ -3,7 +3,6 @@ package pipeline
 import (
 	"crypto/rand"
 	"encoding/binary"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"sync"
@@ -14,7 +13,6 @@ import (
 
 	"github.com/pipetrain/pipetrain/actors"
 	"github.com/pipetrain/pipetrain/actors/wire"
-	"github.com/pipetrain/pipetrain/tensor"
 )
 
 // hostSet is an engine's workers: their sessions, the stages each runs, and
@@ -160,7 +158,7 @@ func (e *Engine) openSession(h int, host, at string) error {
 			return &HandshakeError{host, fmt.Errorf("spawning the run's session: status %d", res.StatusCode)}
 		}
 		ans, err := e.root.RequestFuture(res.Pid, &wire.Open{Run: e.runWire(), Coordinator: actors.ToPid(e.coordPID()),
-			Stages: int64(len(hs.stagesOf[h])), Threads: int64(e.cfg.GEMMThreads), OneBusy: e.plan.OneBusy()}, spawnTimeout).Result()
+			Stages: int64(len(hs.stagesOf[h])), Threads: int64(e.plan.HostThreads), OneBusy: e.plan.OneBusy()}, spawnTimeout).Result()
 		if err != nil {
 			return &HandshakeError{host, fmt.Errorf("opening the run: %v", err)}
 		}
@@ -197,28 +195,9 @@ func (e *Engine) coordinatorName() string { return fmt.Sprintf("coordinator-%x",
 // address and thread budget.
 func (e *Engine) buildRemote(id int, s Slot) (*actor.PID, int, error) {
 	hs, h, name := e.hostSet, s.Host, s.Name
-	pos := e.plan.Positions[s.Position]
-	model, err := json.Marshal(e.model.Specs)
+	b, err := s.Spec.toWire(e.runWire())
 	if err != nil {
 		return nil, 0, err
-	}
-	opt, err := json.Marshal(e.cfg.Optimizer)
-	if err != nil {
-		return nil, 0, err
-	}
-	b := &wire.Build{Run: e.runWire(), Id: int64(id), Name: name, Model: model, Features: int64(tensor.SizeOf(e.model.Sample)),
-		Seed: e.model.Seed, Lo: int64(s.First), Hi: int64(s.First + len(s.Layers)), Shard: int64(s.Shard),
-		NeedDx: s.Position > 0, Optimizer: opt, ClipValue: e.cfg.ClipValue, ClipNorm: e.cfg.ClipNorm > 0,
-		Position: int64(s.Position), Layers: wire.Int64s(pos.Layers), Sample: wire.Int64s(e.model.Sample),
-		Precision: e.cfg.Precision.String(), Replica: int64(s.Replica)}
-	if e.cfg.Precision.IsBF16() {
-		b.Bf16Arithmetic = e.cfg.Precision.Arithmetic().String()
-	}
-	if e.model.DType == tensor.Float64 {
-		b.Dtype = wire.DType_FLOAT64
-	}
-	if len(pos.Slots) > 1 {
-		b.Sharded, b.ColLo, b.ColHi = true, int64(pos.Units[s.Shard]), int64(pos.Units[s.Shard+1])
 	}
 	ans, err := e.root.RequestFuture(hs.sessions[h], b, spawnTimeout).Result()
 	if err != nil {

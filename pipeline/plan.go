@@ -14,13 +14,18 @@ import (
 // layers, name, host and thread budget, and the schedule's rules. New makes
 // it and start only follows it.
 type Plan struct {
-	Schedule  actors.Schedule
-	Micro     int        // micro-batches a replica's share of a mini-batch
-	Replicas  int        // copies of the chain; replica r's slots are ids [r·n, (r+1)·n) of n a chain
-	Positions []Position // the chain, in order; its Slots are replica 0's
-	Slots     []Slot     // the stage actors, by id
-	Hosts     []string   // the workers the slots run on; none: all here
-	Threads   int        // the thread budget of each stage actor here
+	Schedule      actors.Schedule
+	Micro         int        // micro-batches a replica's share of a mini-batch
+	SplitBackward bool       // stages send dX upstream before computing dW
+	Replicas      int        // copies of the chain; replica r's slots are ids [r·n, (r+1)·n) of n a chain
+	Positions     []Position // the chain, in order; its Slots are replica 0's
+	Slots         []Slot     // the stage actors, by id
+	Hosts         []string   // the workers the slots run on; none: all here
+	Threads       int        // the thread budget of each stage actor here
+	HostThreads   int        // each stage actor's on a worker; 0: the worker's share of its cores
+	Loss          nn.Loss
+	ClipNorm      float64 // the global gradient norm's bound; 0: none
+	EvalWindow    int     // Config.EvalWindow
 }
 
 // Position is a place in the chain, what the schedules count ("i of p"):
@@ -43,6 +48,7 @@ type Slot struct {
 	Host     int    // its worker, an index into Plan.Hosts; -1: this process
 	Replica  int    // the chain it belongs to
 	Owner    int    // the replica 0 slot whose weights it computes with: its own id in replica 0
+	Spec     StageSpec
 }
 
 // PerReplica returns the stage actors of one chain.
@@ -104,7 +110,8 @@ func makePlan(layers []nn.Layer, features int, outs []int, cfg Config, build fun
 	if err != nil {
 		return nil, err
 	}
-	p := &Plan{Schedule: cfg.Schedule, Micro: cfg.MicroBatches, Replicas: max(1, cfg.Replicas), Hosts: cfg.Hosts}
+	p := &Plan{Schedule: cfg.Schedule, Micro: cfg.MicroBatches, SplitBackward: cfg.SplitBackward, Replicas: max(1, cfg.Replicas),
+		Hosts: cfg.Hosts, HostThreads: cfg.GEMMThreads, Loss: cfg.Loss, ClipNorm: cfg.ClipNorm, EvalWindow: cfg.EvalWindow}
 	if err := p.place(layers, bounds, cfg.Shards); err != nil {
 		return nil, err
 	}
@@ -124,6 +131,34 @@ func makePlan(layers []nn.Layer, features int, outs []int, cfg Config, build fun
 	p.placeHosts(outs, max(1, cfg.SampleRows)*max(1, cfg.MicroBatches))
 	p.Threads = p.budget(cfg.GEMMThreads)
 	return p, nil
+}
+
+// specify writes each slot's StageSpec, for a model m under cfg.
+func (p *Plan) specify(m Model, cfg Config) {
+	turn := 0
+	if p.Replicas > 1 && cfg.GEMMThreads == 0 {
+		// The other replicas at this place wait meanwhile: the weight
+		// gradients added under the turn, and the update, may use their cores.
+		turn = runtime.GOMAXPROCS(0)
+	}
+	for id := range p.Slots {
+		s := &p.Slots[id]
+		pos := p.Positions[s.Position]
+		sp := StageSpec{ID: id, Name: s.Name, Model: m, Lo: s.First, Hi: s.First + len(s.Layers), Shard: s.Shard, Position: s.Position,
+			Layers: pos.Layers, Replica: s.Replica, NeedDX: s.Position > 0, Precision: cfg.Precision,
+			ClipValue: cfg.ClipValue, ClipNorm: cfg.ClipNorm > 0}
+		if p.Sharded(s.Position) {
+			sp.Cols = [2]int{pos.Units[s.Shard], pos.Units[s.Shard+1]}
+		}
+		if s.Replica == 0 { // the other replicas use its weights
+			opt := cfg.Optimizer
+			sp.Optimizer = &opt
+		}
+		if s.Host < 0 {
+			sp.Threads, sp.TurnThreads = p.Threads, turn
+		}
+		s.Spec = sp
+	}
 }
 
 // replicate appends the slots of replicas 1 to Replicas-1, each a copy of

@@ -43,7 +43,7 @@ func (e *Engine) wire() error {
 	}
 	e.graph.Sent(e.loss)
 	e.graph.Sent(e.opt)
-	e.root.Send(e.loss, &actors.Wire{Coordinator: e.coord, Prev: chains[0], Chains: chains, PrevSplit: last.Split, InShards: len(last.Slots), OneArena: e.oneArena(), EvalWindow: e.cfg.EvalWindow})
+	e.root.Send(e.loss, &actors.Wire{Coordinator: e.coord, Prev: chains[0], Chains: chains, PrevSplit: last.Split, InShards: len(last.Slots), OneArena: e.oneArena(), EvalWindow: e.plan.EvalWindow})
 	e.root.Send(e.opt, &actors.Wire{Coordinator: e.coord})
 	return nil
 }
@@ -54,7 +54,7 @@ func (e *Engine) wire() error {
 // one's forward starts, unless weight gradients wait for the step's end
 // (split backward) or replicas share a step's rows.
 func (e *Engine) oneArena() bool {
-	return e.cfg.Schedule.OneAtATime() && !e.cfg.SplitBackward && e.plan.Replicas == 1
+	return e.plan.Schedule.OneAtATime() && !e.plan.SplitBackward && e.plan.Replicas == 1
 }
 
 // wiring is how replica r's stage actors at position i are linked to their
@@ -63,7 +63,7 @@ func (e *Engine) wiring(r, i int) actors.Wire {
 	pos := e.plan.Positions
 	p := len(pos)
 	w := actors.Wire{Coordinator: e.coord, Optimizer: e.opt, InShards: 1, OutShards: 1, Replica: r,
-		Limit: e.cfg.Schedule.Limit(i, p, e.cfg.MicroBatches), SplitBackward: e.cfg.SplitBackward, OneArena: e.oneArena(), EvalWindow: e.cfg.EvalWindow}
+		Limit: e.plan.Schedule.Limit(i, p, e.plan.Micro), SplitBackward: e.plan.SplitBackward, OneArena: e.oneArena(), EvalWindow: e.plan.EvalWindow}
 	if i > 0 {
 		prev := e.plan.Chain(r, i-1)
 		w.Prev, w.PrevNames = e.pids(prev), e.namesOf(prev)

@@ -1,7 +1,6 @@
 package pipeline
 
 import (
-	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -16,10 +15,6 @@ import (
 
 	"github.com/pipetrain/pipetrain/actors"
 	"github.com/pipetrain/pipetrain/actors/wire"
-	"github.com/pipetrain/pipetrain/nn"
-	"github.com/pipetrain/pipetrain/ops"
-	"github.com/pipetrain/pipetrain/optim"
-	"github.com/pipetrain/pipetrain/tensor"
 )
 
 // WorkerConfig describes a worker: a process that hosts stage actors for a
@@ -297,7 +292,13 @@ func (s *session) build(ctx actor.Context, m *wire.Build) *wire.Built {
 	fail := func(err error) *wire.Built {
 		return &wire.Built{Run: m.Run, Err: wire.FromError(fmt.Errorf("%s: %w", m.Name, err))}
 	}
-	st, threads, err := buildStage(m, s.budget(), s.graph)
+	spec, err := stageSpecFromWire(m)
+	if err != nil {
+		return fail(err)
+	}
+	threads := s.budget()
+	spec.Threads = threads
+	st, err := buildStage(spec, nil, s.graph)
 	if err != nil {
 		return fail(err)
 	}
@@ -341,63 +342,6 @@ func (s *session) end(ctx actor.Context, why string) {
 			Int64("peak_activation_bytes", st.PeakActivationBytes).Int("threads", h.threads).Msg("")
 	}
 	s.w.log.Info().Str("event", "worker_run").Str("run", s.run.ID).Uint64("generation", s.run.Gen).Str("reason", why).Msg("run dropped")
-}
-
-// buildStage makes the stage a Build describes, as an engine in one
-// process would: the same layers, weights and optimizer, bit for bit.
-func buildStage(m *wire.Build, threads int, g *actors.Graph) (*actors.Stage, int, error) {
-	var specs []nn.Spec
-	if err := json.Unmarshal(m.Model, &specs); err != nil {
-		return nil, 0, fmt.Errorf("the model's specs: %v", err)
-	}
-	dt := tensor.Float32
-	if m.Dtype == wire.DType_FLOAT64 {
-		dt = tensor.Float64
-	}
-	sample := wire.Ints(m.Sample)
-	if len(sample) == 0 {
-		sample = []int{int(m.Features)}
-	}
-	layers, err := nn.BuildShape(specs, sample, m.Seed, dt, int(m.Lo), int(m.Hi))
-	if err != nil {
-		return nil, 0, err
-	}
-	if m.Sharded {
-		sh, ok := layers[0].(nn.Sharder)
-		nu := 0
-		if ok {
-			nu, _ = sh.ShardUnits()
-		}
-		if len(layers) != 1 || m.ColLo < 0 || m.ColHi > int64(nu) || m.ColLo >= m.ColHi {
-			return nil, 0, fmt.Errorf("shard [%d, %d) of layer %d", m.ColLo, m.ColHi, m.Lo)
-		}
-		layers[0] = sh.Shard(int(m.ColLo), int(m.ColHi))
-	}
-	pr, err := nn.ParsePrecision(m.Precision)
-	if err != nil {
-		return nil, 0, err
-	}
-	if pr.IsBF16() {
-		// The coordinator's arithmetic, whatever this CPU runs natively:
-		// every host then gives the same bits.
-		ar, err := ops.ParseArithmetic(m.Bf16Arithmetic)
-		if err != nil {
-			return nil, 0, err
-		}
-		pr = nn.BF16With(ar)
-	}
-	up := actors.Updater{ClipValue: m.ClipValue, ClipNorm: m.ClipNorm, Threads: threads, Precision: pr}
-	if hasParams(layers) && m.Replica == 0 { // the other replicas get the owner's weights
-		var spec optim.Spec
-		if err := json.Unmarshal(m.Optimizer, &spec); err != nil {
-			return nil, 0, fmt.Errorf("the optimizer's spec: %v", err)
-		}
-		spec.Threads = threads
-		if up.Optimizer, err = spec.New(); err != nil {
-			return nil, 0, err
-		}
-	}
-	return actors.NewStage(int(m.Id), m.Name, g, layers, int(m.Lo), int(m.Shard), m.NeedDx, up), threads, nil
 }
 
 // newActorSystem returns an actor system that logs protoactor's warnings to
