@@ -9,6 +9,8 @@ import (
 
 	"github.com/asynkron/protoactor-go/actor"
 	"google.golang.org/protobuf/proto"
+
+	"github.com/pipetrain/pipetrain/actors/wire"
 )
 
 // Span is one piece of work an actor did, for the timeline trace.
@@ -139,6 +141,10 @@ type Graph struct {
 	// another process that an actor drops: one for another run, or for an
 	// earlier engine of this run. It is called on the actor's goroutine.
 	Dropped func(Drop)
+
+	// Tensors, if set before the actors start, carries the activations and
+	// their gradients to other processes instead of protoactor.
+	Tensors Tensors
 }
 
 // Drop describes a message between processes that was not delivered.
@@ -188,6 +194,7 @@ type base struct {
 	maxIn    int
 	maxAct   int64 // most activation bytes held at once
 	spans    []Span
+	frame    wire.Frame // a data-plane frame's header, reused
 }
 
 func newBase(id int, name string, g *Graph) base {
@@ -215,6 +222,12 @@ func (b *base) SetRun(r Run) { b.run = r }
 // another process crosses in its wire form.
 func (b *base) send(ctx actor.Context, pid *actor.PID, msg any) {
 	if isRemote(ctx.Self(), pid) {
+		if t := b.graph.Tensors; t != nil {
+			if data, ok := FrameOf(&b.frame, msg, b.run, b.sender(ctx), pid); ok {
+				b.wire += t.Send(pid, &b.frame, data)
+				return
+			}
+		}
 		w, err := Encode(msg, b.run, b.sender(ctx))
 		if err != nil {
 			panic(err) // a message type with no wire form: a bug, turned into Failed by guard

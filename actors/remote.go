@@ -33,6 +33,9 @@ func runOf(w *wire.Run) Run {
 // RunOf returns the run a wire message is for and the name of the actor
 // that sent it, or false for a message that is not a wire message.
 func RunOf(msg any) (run Run, from string, ok bool) {
+	if a, ok := msg.(*Arrived); ok {
+		return a.Run, a.From, true
+	}
 	m, ok := msg.(interface{ GetRun() *wire.Run })
 	if !ok {
 		return Run{}, "", false
@@ -238,6 +241,8 @@ var errNotWire = errors.New("actors: not a wire message")
 // shape) is an error, never a panic.
 func Decode(msg any) (any, Run, error) {
 	switch m := msg.(type) {
+	case *Arrived:
+		return m.Msg, m.Run, nil
 	case *wire.Forward:
 		x, err := m.X.ToTensor()
 		if err != nil {
@@ -340,4 +345,64 @@ func decodeControl(msg any) (any, Run, error) {
 		return s, runOf(m.Run), nil
 	}
 	return nil, Run{}, errNotWire
+}
+
+// Tensors carries the messages that hold a tensor (Forward, Backward)
+// between processes on a stream of their own, the data plane, as a frame
+// header and the tensor's raw bytes; protoactor carries the rest.
+type Tensors interface {
+	// Send writes f and then data, the tensor's bytes, to the process of
+	// to before it returns, so data may change once it has; it returns the
+	// bytes sent. A failure is the data plane's to report.
+	Send(to *actor.PID, f *wire.Frame, data []byte) int64
+}
+
+// Arrived is a message that came on the data plane, decoded, with the run
+// it is for and its sender's name: a receiver takes it as a wire message.
+type Arrived struct {
+	Run  Run
+	From string
+	Msg  any
+}
+
+// FrameOf fills f with the header of msg for the actor to in another
+// process and returns the tensor's bytes, or false for a message the data
+// plane does not carry.
+func FrameOf(f *wire.Frame, msg any, run Run, from string, to *actor.PID) ([]byte, bool) {
+	var t *tensor.Tensor
+	switch m := msg.(type) {
+	case *Forward:
+		*f = wire.Frame{Kind: wire.FrameForward, Eval: m.Eval, Step: int64(m.Step), Micro: int64(m.Micro), Shard: int64(m.Shard),
+			Row: int64(m.Row), Total: int64(m.Total), Seq: int64(m.Seq), Micros: int64(m.Micros), First: int64(m.First),
+			Share: int64(m.Share), Reps: int64(m.Replicas), Shape: f.Shape}
+		t = m.X
+	case *Backward:
+		*f = wire.Frame{Kind: wire.FrameBackward, Step: int64(m.Step), Micro: int64(m.Micro), Shard: int64(m.Shard), Shape: f.Shape}
+		t = m.DY
+	default:
+		return nil, false
+	}
+	data, ok := wire.Bytes(t)
+	if !ok {
+		return nil, false
+	}
+	f.Gen, f.Run, f.From, f.To = run.Gen, run.ID, from, to.Id
+	f.SetTensor(t)
+	return data, true
+}
+
+// FromFrame returns the message a data-plane frame stands for, with x its
+// tensor, or an error for a kind it does not know.
+func FromFrame(f *wire.Frame, x *tensor.Tensor) (*Arrived, error) {
+	a := &Arrived{Run: Run{ID: f.Run, Gen: f.Gen}, From: f.From}
+	switch f.Kind {
+	case wire.FrameForward:
+		a.Msg = &Forward{Step: int(f.Step), Micro: int(f.Micro), Row: int(f.Row), Total: int(f.Total), Seq: int(f.Seq),
+			Micros: int(f.Micros), Shard: int(f.Shard), First: int(f.First), Share: int(f.Share), Replicas: int(f.Reps), Eval: f.Eval, X: x}
+	case wire.FrameBackward:
+		a.Msg = &Backward{Step: int(f.Step), Micro: int(f.Micro), Shard: int(f.Shard), DY: x}
+	default:
+		return nil, fmt.Errorf("actors: a frame of unknown kind %d", f.Kind)
+	}
+	return a, nil
 }

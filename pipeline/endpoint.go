@@ -27,6 +27,14 @@ var shared struct {
 	users             int // engines open on it
 	undelivered       *undelivered
 	engines           map[actors.Run]*Engine // the live engines, by run and generation
+	data              *dataPlane
+}
+
+// liveShared reports whether run's engine is live in this process.
+func liveShared(run actors.Run) bool {
+	shared.Lock()
+	defer shared.Unlock()
+	return shared.engines[run] != nil
 }
 
 // setLive records whether e is live, so that an undelivered message of its
@@ -89,10 +97,13 @@ func acquireShared(listen, advertise, token string, t TLS, logger *zerolog.Logge
 	shared.engines = map[actors.Run]*Engine{}
 	shared.token = token // read by the server's guard, under the lock
 	// workers reach back at advertise, this machine's address on their route, if given
-	if _, _, err := startRemote(system, listen, advertise, sharedToken, t); err != nil {
+	_, _, dp, err := startRemote(system, listen, advertise, sharedToken, t)
+	if err != nil {
 		system.Shutdown()
 		return nil, err
 	}
+	dp.start(system, shared.undelivered, liveShared)
+	shared.data = dp
 	shared.system, shared.listen, shared.advertise, shared.tls, shared.users = system, listen, advertise, t, 1
 	return system, nil
 }
@@ -107,12 +118,13 @@ func releaseShared() {
 // call it when no engine with hosts is open (at the end of a run).
 func CloseRemote() {
 	shared.Lock()
-	system := shared.system
-	shared.system = nil
+	system, dp := shared.system, shared.data
+	shared.system, shared.data = nil, nil
 	shared.Unlock()
 	if system == nil {
 		return
 	}
 	remote.GetRemote(system).Shutdown(false)
+	dp.close()
 	system.Shutdown()
 }

@@ -124,6 +124,7 @@ func (e *Engine) startHosts() error {
 	e.system, e.root, e.shared = system, system.Root, true
 	shared.Lock()
 	e.graph.Dropped = shared.undelivered.dropped
+	e.graph.Tensors = shared.data
 	shared.Unlock()
 	hs := &hostSet{hosts: cfg.Hosts, stagesOf: make([][]int, len(cfg.Hosts)),
 		waiting: make([]map[*actor.Future]bool, len(cfg.Hosts)), why: make([]*actors.Lost, len(cfg.Hosts))}

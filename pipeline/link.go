@@ -35,8 +35,9 @@ import (
 // pipetrain-3: stages swap the gradients of tied weights (TiedGrad);
 // pipetrain-4: replicas on hosts (GradTurn and Weights cross);
 // pipetrain-5: the turn starts at replica 1 and ends at the owner
-// (actors.ReplicaOf, GradTurn.Rows).
-const Protocol = "pipetrain-5"
+// (actors.ReplicaOf, GradTurn.Rows);
+// pipetrain-6: activations and their gradients cross on the data plane.
+const Protocol = "pipetrain-6"
 
 // Metadata keys of every gRPC call between a coordinator and its workers.
 const (
@@ -86,8 +87,9 @@ func tokenOK(got []string, want string) bool {
 // serverOptions guard a process's gRPC server: every call must carry the
 // token; protoactor's ListProcesses is answered by the handshake instead of
 // its handler, which panics, and its GetProcessDiagnostics is denied; a
-// handler's panic becomes an error instead of ending the process.
-func serverOptions(token func() string, self func() string, creds credentials.TransportCredentials) []grpc.ServerOption {
+// handler's panic becomes an error instead of ending the process. Its
+// credentials hand the data plane's connections to dp.
+func serverOptions(token func() string, self func() string, creds credentials.TransportCredentials, dp *dataPlane) []grpc.ServerOption {
 	unary := func(ctx context.Context, req any, info *grpc.UnaryServerInfo, handler grpc.UnaryHandler) (resp any, err error) {
 		md, _ := metadata.FromIncomingContext(ctx)
 		if !tokenOK(md.Get(mdToken), token()) {
@@ -122,10 +124,10 @@ func serverOptions(token func() string, self func() string, creds credentials.Tr
 		grpc.KeepaliveParams(keepalive.ServerParameters{Time: keepaliveTime, Timeout: keepaliveTimeout}),
 		grpc.ChainUnaryInterceptor(unary), grpc.ChainStreamInterceptor(stream),
 	}
-	if creds != nil {
-		opts = append(opts, grpc.Creds(creds))
+	if creds == nil {
+		creds = insecure.NewCredentials()
 	}
-	return opts
+	return append(opts, grpc.Creds(dataCreds{creds, dp}))
 }
 
 // dialOptions make every outgoing call carry the token and the protocol,
@@ -158,24 +160,29 @@ func dialOptions(token func() string, creds credentials.TransportCredentials) []
 
 // startRemote makes system reachable from other processes at listen
 // (host:port; port 0 picks one), advertising advertise if not empty, and
-// returns the address it listens on. token gives the token of the moment;
-// kinds are what peers may spawn here.
-func startRemote(system *actor.ActorSystem, listen, advertise string, token func() string, t TLS, kinds ...*remote.Kind) (r *remote.Remote, addr string, err error) {
+// returns the address it listens on, and its data plane. token gives the
+// token of the moment; kinds are what peers may spawn here.
+func startRemote(system *actor.ActorSystem, listen, advertise string, token func() string, t TLS, kinds ...*remote.Kind) (r *remote.Remote, addr string, dp *dataPlane, err error) {
 	server, client, err := t.credentials()
 	if err != nil {
-		return nil, "", err
+		return nil, "", nil, err
 	}
+	dataServer, dataClient, err := t.configs()
+	if err != nil {
+		return nil, "", nil, err
+	}
+	dp = newDataPlane(token, dataServer, dataClient)
 	host, portText, err := net.SplitHostPort(listen)
 	if err != nil {
-		return nil, "", fmt.Errorf("pipeline: listen address %q: %v", listen, err)
+		return nil, "", nil, fmt.Errorf("pipeline: listen address %q: %v", listen, err)
 	}
 	port, err := strconv.Atoi(portText)
 	if err != nil || port < 0 || port > 65535 {
-		return nil, "", fmt.Errorf("pipeline: listen address %q: port %q is not a number in 0..65535", listen, portText)
+		return nil, "", nil, fmt.Errorf("pipeline: listen address %q: port %q is not a number in 0..65535", listen, portText)
 	}
 	self := func() string { return system.Address() }
 	opts := []remote.ConfigOption{
-		remote.WithServerOptions(serverOptions(token, self, server)...),
+		remote.WithServerOptions(serverOptions(token, self, server, dp)...),
 		remote.WithDialOptions(dialOptions(token, client)...),
 		remote.WithCallOptions(grpc.MaxCallRecvMsgSize(maxMessage), grpc.MaxCallSendMsgSize(maxMessage)),
 		remote.WithKinds(kinds...),
@@ -190,7 +197,7 @@ func startRemote(system *actor.ActorSystem, listen, advertise string, token func
 		if at == 0 || try == 0 { // protoactor panics on a port in use: say so first
 			l, err := net.Listen("tcp", net.JoinHostPort(host, strconv.Itoa(at)))
 			if err != nil {
-				return nil, "", fmt.Errorf("pipeline: cannot listen on %s: %v", listen, err)
+				return nil, "", nil, fmt.Errorf("pipeline: cannot listen on %s: %v", listen, err)
 			}
 			at = l.Addr().(*net.TCPAddr).Port
 			l.Close()
@@ -206,9 +213,9 @@ func startRemote(system *actor.ActorSystem, listen, advertise string, token func
 		cfg.MaxRetryCount = 1 // the handshake has found the peer; a lost one is not waited for
 		r = remote.NewRemote(system, cfg)
 		if err := startOnce(r); err == nil {
-			return r, addr, nil
+			return r, addr, dp, nil
 		} else if port != 0 || try == 4 {
-			return nil, "", fmt.Errorf("pipeline: cannot listen on %s: %v", listen, err)
+			return nil, "", nil, fmt.Errorf("pipeline: cannot listen on %s: %v", listen, err)
 		}
 	}
 }
@@ -276,6 +283,16 @@ type TLS struct {
 // credentials returns the server and client sides of t, or nil, nil for
 // plaintext.
 func (t TLS) credentials() (server, client credentials.TransportCredentials, err error) {
+	s, c, err := t.configs()
+	if s == nil || err != nil {
+		return nil, nil, err
+	}
+	return credentials.NewTLS(s), credentials.NewTLS(c), nil
+}
+
+// configs returns the TLS configurations of t's server and client sides,
+// or nil, nil for plaintext.
+func (t TLS) configs() (server, client *tls.Config, err error) {
 	if t == (TLS{}) {
 		return nil, nil, nil
 	}
@@ -294,8 +311,8 @@ func (t TLS) credentials() (server, client credentials.TransportCredentials, err
 	if !pool.AppendCertsFromPEM(pem) {
 		return nil, nil, fmt.Errorf("pipeline: TLS authority %s holds no PEM certificate", t.CA)
 	}
-	server = credentials.NewTLS(&tls.Config{Certificates: []tls.Certificate{pair}, MinVersion: tls.VersionTLS13})
-	client = credentials.NewTLS(&tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS13})
+	server = &tls.Config{Certificates: []tls.Certificate{pair}, MinVersion: tls.VersionTLS13}
+	client = &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS13}
 	return server, client, nil
 }
 

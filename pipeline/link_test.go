@@ -33,7 +33,7 @@ func TestRestartedPeerReachable(t *testing.T) {
 	a := actor.NewActorSystem(actor.WithLoggerFactory(func(*actor.ActorSystem) *slog.Logger {
 		return slog.New(logHook{"EndpointWriter failed to connect", failed})
 	}), actor.WithDeadLetterThrottleInterval(time.Millisecond))
-	ra, _, err := startRemote(a, "127.0.0.1:0", "", token, TLS{})
+	ra, _, _, err := startRemote(a, "127.0.0.1:0", "", token, TLS{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -49,7 +49,7 @@ func TestRestartedPeerReachable(t *testing.T) {
 	// the heartbeats it takes
 	peer := func(listen string) (*actor.ActorSystem, *remote.Remote, string, chan int64) {
 		b := actor.NewActorSystem(quiet...)
-		rb, addr, err := startRemote(b, listen, "", token, TLS{})
+		rb, addr, _, err := startRemote(b, listen, "", token, TLS{})
 		if err != nil {
 			t.Fatal(err)
 		}

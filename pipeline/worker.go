@@ -45,6 +45,7 @@ type Worker struct {
 	stages   map[*actors.Status]string // the hosted stage actors, by name
 
 	undelivered *undelivered
+	data        *dataPlane
 }
 
 // sessionKind is the kind a coordinator spawns on a worker for each engine
@@ -63,13 +64,21 @@ func NewWorker(cfg WorkerConfig) (*Worker, error) {
 	w.system = newActorSystem(cfg.Logger)
 	w.undelivered = watchUndelivered(w.system, w.log, w.failRun)
 	props := actor.PropsFromProducer(func() actor.Actor { return &session{w: w} }, actor.WithSupervisor(stopStrategy))
-	r, addr, err := startRemote(w.system, cfg.Listen, cfg.Advertise, func() string { return cfg.Token }, cfg.TLS, remote.NewKind(sessionKind, props))
+	r, addr, dp, err := startRemote(w.system, cfg.Listen, cfg.Advertise, func() string { return cfg.Token }, cfg.TLS, remote.NewKind(sessionKind, props))
 	if err != nil {
 		w.system.Shutdown()
 		return nil, err
 	}
-	w.remote, w.addr = r, addr
+	dp.start(w.system, w.undelivered, w.isOpen)
+	w.remote, w.addr, w.data = r, addr, dp
 	return w, nil
+}
+
+// isOpen reports whether a session of run is open here.
+func (w *Worker) isOpen(run actors.Run) bool {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.opened[run] != nil
 }
 
 // failRun asks the session of run, if one is open, to fail it with err.
@@ -111,6 +120,7 @@ func (w *Worker) Close() {
 		_ = w.system.Root.StopFuture(pid).Wait()
 	}
 	w.remote.Shutdown(false)
+	w.data.close()
 	w.system.Shutdown()
 }
 
@@ -266,6 +276,7 @@ func (s *session) openRun(ctx actor.Context, m *wire.Open) *wire.Opened {
 	s.stages, s.threads, s.oneBusy = int(m.Stages), int(m.Threads), m.OneBusy
 	s.graph = actors.NewGraph(false)
 	s.graph.Dropped = s.w.undelivered.dropped
+	s.graph.Tensors = s.w.data
 	s.w.mu.Lock()
 	s.w.opened[s.run] = ctx.Self()
 	s.w.mu.Unlock()
