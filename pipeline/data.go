@@ -115,22 +115,27 @@ type dataCreds struct {
 }
 
 func (c dataCreds) ServerHandshake(conn net.Conn) (net.Conn, credentials.AuthInfo, error) {
-	var head [len(dataMagic)]byte
-	if _, err := io.ReadFull(conn, head[:]); err != nil {
+	// read what has come, as TLS would: a peer refused with bytes unread
+	// gets a reset instead of the end of the stream
+	head := make([]byte, 512)
+	n, err := io.ReadAtLeast(conn, head, len(dataMagic))
+	if err != nil {
 		if errors.Is(err, io.ErrUnexpectedEOF) {
 			err = io.EOF
 		}
 		return nil, nil, err
 	}
-	if head != dataMagic {
-		return c.TransportCredentials.ServerHandshake(&prefixConn{Conn: conn, head: head[:]})
+	pc := &prefixConn{Conn: conn, head: head[:n]}
+	if [len(dataMagic)]byte(head[:len(dataMagic)]) != dataMagic {
+		return c.TransportCredentials.ServerHandshake(pc)
 	}
+	pc.head = pc.head[len(dataMagic):]
 	if !c.dp.track(conn) {
 		return nil, nil, errors.New("pipeline: the data plane is closed")
 	}
 	go func() {
 		defer c.dp.untrack(conn)
-		c.dp.serve(conn)
+		c.dp.serve(pc)
 	}()
 	return nil, nil, credentials.ErrConnDispatched
 }
