@@ -9,7 +9,9 @@ import (
 	"net"
 	"os"
 	"os/exec"
+	"runtime"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -35,7 +37,8 @@ const (
 )
 
 // serveWorker runs a worker until its stdin closes (the test process is
-// gone) and returns the exit status.
+// gone) and returns the exit status. A line "mem" on stdin is answered on
+// stdout with the bytes the process has allocated so far.
 func serveWorker(listen, token string) int {
 	w, err := pipeline.NewWorker(pipeline.WorkerConfig{Listen: listen, Token: token, Advertise: os.Getenv(workerAdvertiseEnv)})
 	if err != nil {
@@ -43,15 +46,43 @@ func serveWorker(listen, token string) int {
 		return 2
 	}
 	fmt.Println(w.Addr())
-	_, _ = io.Copy(io.Discard, os.Stdin)
+	in := bufio.NewScanner(os.Stdin)
+	for in.Scan() {
+		if in.Text() == "mem" {
+			var ms runtime.MemStats
+			runtime.ReadMemStats(&ms)
+			fmt.Println(ms.TotalAlloc)
+		}
+	}
 	w.Close()
 	return 0
 }
 
 // worker is a worker process started by a test.
 type worker struct {
-	addr string
-	cmd  *exec.Cmd
+	addr  string
+	cmd   *exec.Cmd
+	stdin io.Writer
+	lines chan string // its stdout after the address
+}
+
+// allocated returns the bytes the worker process has allocated so far.
+func (w *worker) allocated(t testing.TB) uint64 {
+	t.Helper()
+	if _, err := io.WriteString(w.stdin, "mem\n"); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case l := <-w.lines:
+		n, err := strconv.ParseUint(l, 10, 64)
+		if err != nil {
+			t.Fatalf("the worker answered %q", l)
+		}
+		return n
+	case <-time.After(5 * time.Second):
+		t.Fatal("the worker did not answer within 5 s")
+	}
+	return 0
 }
 
 // startWorker starts a worker process on 127.0.0.1 at a free port, and
@@ -77,17 +108,27 @@ func startWorker(t testing.TB, token string, listenAdvertise ...string) *worker 
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	w := &worker{cmd: cmd}
+	w := &worker{cmd: cmd, stdin: stdin, lines: make(chan string, 16)}
 	t.Cleanup(func() {
 		stdin.Close()
 		_ = cmd.Process.Kill()
 		_ = cmd.Wait()
 	})
 	line := make(chan string, 1)
-	go func() {
-		s, _ := bufio.NewReader(out).ReadString('\n')
+	go func() { // ends when the worker exits
+		r := bufio.NewReader(out)
+		s, _ := r.ReadString('\n')
 		line <- strings.TrimSpace(s)
-		_, _ = io.Copy(io.Discard, out)
+		for {
+			s, err := r.ReadString('\n')
+			if err != nil {
+				return
+			}
+			select {
+			case w.lines <- strings.TrimSpace(s):
+			default: // nobody asked
+			}
+		}
 	}()
 	select {
 	case w.addr = <-line:
@@ -649,6 +690,48 @@ func TestRemoteReplicasWire(t *testing.T) {
 		t.Logf("%s: bytes sent over %d steps: one chain %d, two replicas %d; the weights %d bytes", c.name, steps, one, two, weights)
 		if two > one+one/10+int64(weights*steps/4) {
 			t.Errorf("%s: two replicas sent %d bytes over %d steps, one chain %d (the weights: %d bytes)", c.name, two, steps, one, weights)
+		}
+	}
+}
+
+// TestRemoteStepAllocations: a worker allocates nothing the size of a
+// tensor in a steady training step: the activations and gradients it
+// takes from the data plane land in memory it kept from the step before.
+// The MNIST MLP at batch 128 on two workers, whose largest tensors
+// crossing are the 128x784 input and the 128x512 activation and its
+// gradient (256 KiB and more at one micro-batch, 32 KiB and more at 8).
+func TestRemoteStepAllocations(t *testing.T) {
+	if testing.Short() || raceEnabled {
+		t.Skip("allocation counts are meaningless under -race")
+	}
+	ws := []*worker{startWorker(t, ""), startWorker(t, "")}
+	hosts := []string{ws[0].addr, ws[1].addr}
+	for _, micro := range []int{1, 8} {
+		eng, err := pipeline.New(mnistMLP(), pipeline.Config{Schedule: actors.OneFOneB, MicroBatches: micro, Stages: 2, Hosts: hosts,
+			Loss: nn.CrossEntropy, Optimizer: sgd, RunID: fmt.Sprintf("alloc-%d", micro), Hang: time.Minute})
+		if err != nil {
+			t.Fatal(err)
+		}
+		step := stepper(t, eng, 128, 784)
+		for range 10 { // warm up: arenas, slots and connections reach their steady size
+			step()
+		}
+		const steps = 50
+		before := []uint64{ws[0].allocated(t), ws[1].allocated(t)}
+		for range steps {
+			step()
+		}
+		smallest := uint64(128 / micro * 512 * 4) // the activation's bytes a micro-batch
+		for i, w := range ws {
+			per := (w.allocated(t) - before[i]) / steps
+			t.Logf("micro-batches %d: worker %d allocated %d bytes a step, %d a micro-batch; a micro-batch's activation is %d bytes",
+				micro, i, per, per/uint64(micro), smallest)
+			if per/uint64(micro) >= smallest/4 {
+				t.Errorf("micro-batches %d: worker %d allocated %d bytes a micro-batch, near the activation's %d", micro, i, per/uint64(micro), smallest)
+			}
+		}
+		if err := eng.Close(); err != nil {
+			t.Fatal(err)
 		}
 	}
 }

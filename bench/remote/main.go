@@ -1,16 +1,22 @@
 // Command remote measures what spreading stages over worker processes costs:
-// the deep MLP of bench/scaling (784-1024-1024-1024-10, batch 256, real
-// MNIST) at stages = 2 under 1f1b, in one process and over two `train
+// a model at stages = 2 under 1f1b, in one process and over two `train
 // worker` processes on 127.0.0.1, the three processes sharing this
-// machine's cores.
+// machine's cores. -model deep is the deep MLP of bench/scaling
+// (784-1024-1024-1024-10, batch 256); -model mnist is configs/mnist.toml's
+// MLP (784-512-256-10, batch 128); both on real MNIST.
 //
 //	go build -o /tmp/train ./cmd/train
 //	go run ./bench/remote -train /tmp/train -data /data/mnist -rounds 3
+//	go run ./bench/remote -train /tmp/train -data /data/mnist -model mnist -steps 600 -rounds 5
 //
 // Each round runs every configuration once, in an order that rotates from
 // round to round; a run's figure is the median samples_per_sec of its step
 // events after the first -warmup, a configuration's the median over rounds.
-// The workers are started once, on free ports, and killed at the end. The
+// The CPU time a step is that of every process of the run (the coordinator,
+// and the workers for a run on them) between the first step event counted
+// and the last, from the kernel's per-process counters (/proc/PID/stat's
+// utime and stime, what getrusage reports), over the steps between. The
+// workers are started once, on free ports, and killed at the end. The
 // bytes each stage sent to other processes come from its stage events.
 package main
 
@@ -24,6 +30,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"time"
 
@@ -39,7 +46,7 @@ type variant struct {
 }
 
 // Each two-worker row follows the one-process row it is compared with.
-var variants = []variant{
+var deepVariants = []variant{
 	{"one process: 1f1b, stages=2, micro=1", 1, false, 0, false},
 	{"two workers: 1f1b, stages=2, micro=1", 1, false, 0, true},
 	{"one process: 1f1b, stages=2, micro=2", 2, false, 0, false},
@@ -49,13 +56,67 @@ var variants = []variant{
 	{"two workers: same, gemm_threads=1", 8, true, 1, true},
 }
 
+var mnistVariants = []variant{
+	{"one process: 1f1b, stages=2, micro=1", 1, false, 0, false},
+	{"two workers: 1f1b, stages=2, micro=1", 1, false, 0, true},
+	{"one process: 1f1b, stages=2, micro=8", 8, false, 0, false},
+	{"two workers: 1f1b, stages=2, micro=8", 8, false, 0, true},
+}
+
+// mnistModel is configs/mnist.toml's model and optimizer, with no
+// evaluation or checkpoint inside a run.
+const mnistModel = `seed = 1
+[data]
+name = "mnist"
+batch_size = 128
+[[model.layers]]
+type = "linear"
+units = 512
+init = "xavier_uniform"
+[[model.layers]]
+type = "relu"
+[[model.layers]]
+type = "linear"
+units = 256
+init = "xavier_uniform"
+[[model.layers]]
+type = "relu"
+[[model.layers]]
+type = "linear"
+units = 10
+init = "xavier_uniform"
+[loss]
+type = "cross_entropy"
+[optimizer]
+type = "sgd"
+lr = 0.05
+momentum = 0.9
+[train]
+epochs = 1
+checkpoint_every = 100000
+eval_every = 100000
+`
+
+var variants []variant
+
 func main() {
 	train := flag.String("train", "/tmp/train", "the train binary (go build -o /tmp/train ./cmd/train)")
 	data := flag.String("data", "", "folder with the four MNIST IDX .gz files (required)")
 	rounds := flag.Int("rounds", 3, "rounds; each runs every configuration once")
 	steps := flag.Int("steps", 60, "optimizer steps per run (a step event every 5)")
 	warmup := flag.Int("warmup", 2, "step events left out at the start of each run")
+	model := flag.String("model", "deep", "deep (bench/scaling's MLP) or mnist (configs/mnist.toml's)")
+	every := flag.Int("every", 5, "steps between step events")
 	flag.Parse()
+	text, title := deepmlp.Model, "784-1024-1024-1024-10, batch 256"
+	switch *model {
+	case "deep":
+		variants = deepVariants
+	case "mnist":
+		variants, text, title = mnistVariants, mnistModel, "784-512-256-10 (configs/mnist.toml), batch 128"
+	default:
+		check(fmt.Errorf("-model %q: deep or mnist", *model))
+	}
 	if *data == "" {
 		check(errors.New("-data DIR is required: the folder of the MNIST IDX files"))
 	}
@@ -66,13 +127,14 @@ func main() {
 	defer os.RemoveAll(dir)
 	atExit = append(atExit, func() { os.RemoveAll(dir) })
 	cfg := filepath.Join(dir, "deep.toml")
-	check(os.WriteFile(cfg, []byte(deepmlp.Model), 0o644))
+	check(os.WriteFile(cfg, []byte(text), 0o644))
 
-	hosts, stop := startWorkers(*train, dir)
+	hosts, pids, stop := startWorkers(*train, dir)
 	defer stop()
 
 	runs := make([][]float64, len(variants))
-	wire := make([]float64, len(variants)) // bytes the stages sent per step, last round
+	cpus := make([][]float64, len(variants)) // CPU seconds a step, every process of the run
+	wire := make([]float64, len(variants))   // bytes the stages sent per step, last round
 	for r := range *rounds {
 		for j := range variants {
 			i := (j + r) % len(variants)
@@ -87,29 +149,32 @@ func main() {
 			if v.remote {
 				args = append(args, "--set", "pipeline.hosts=["+strings.Join(hosts, ", ")+"]")
 			}
-			if out, err := exec.Command(*train, args...).CombinedOutput(); err != nil {
-				check(fmt.Errorf("%s: %v\n%s", v.name, err, out))
+			args = append(args, "--set", fmt.Sprintf("log.every=%d", *every))
+			var procs []int
+			if v.remote {
+				procs = pids
 			}
-			tput, bytes := readLog(logDir, *warmup)
+			tput, bytes, cpu := run(*train, args, procs, *warmup)
 			runs[i] = append(runs[i], deepmlp.Median(tput))
+			cpus[i] = append(cpus[i], cpu)
 			wire[i] = bytes / float64(*steps)
-			fmt.Fprintf(os.Stderr, "round %d/%d: %-46s %8.0f samples/s\n", r+1, *rounds, v.name, deepmlp.Median(tput))
+			fmt.Fprintf(os.Stderr, "round %d/%d: %-46s %8.0f samples/s %6.2f ms CPU a step\n", r+1, *rounds, v.name, deepmlp.Median(tput), 1e3*cpu)
 		}
 	}
-	report(*steps, *rounds, hosts, runs, wire)
+	report(title, *steps, *rounds, hosts, runs, cpus, wire)
 }
 
 // report prints each configuration's median, the two-worker rows against
 // the one-process row above them.
-func report(steps, rounds int, hosts []string, runs [][]float64, wire []float64) {
-	fmt.Printf("784-1024-1024-1024-10, batch 256, MNIST, %d steps a run, medians of %d rounds; workers %s\n\n", steps, rounds, strings.Join(hosts, ", "))
-	fmt.Printf("| %-46s | %9s | %12s | %-24s | %s |\n", "configuration", "samples/s", "/ one process", "rounds", "stage bytes sent per step")
-	fmt.Printf("| %s | %s:| %s:| %s | %s:|\n", strings.Repeat("-", 46), strings.Repeat("-", 9), strings.Repeat("-", 12), strings.Repeat("-", 24), strings.Repeat("-", 24))
+func report(title string, steps, rounds int, hosts []string, runs, cpus [][]float64, wire []float64) {
+	fmt.Printf("%s, MNIST, %d steps a run, medians of %d rounds; workers %s\n\n", title, steps, rounds, strings.Join(hosts, ", "))
+	fmt.Printf("| %-46s | %9s | %12s | %-30s | %14s | %12s | %s |\n", "configuration", "samples/s", "/ one process", "rounds", "CPU ms a step", "/ one process", "stage bytes sent per step")
+	fmt.Printf("| %s | %s:| %s:| %s | %s:| %s:| %s:|\n", strings.Repeat("-", 46), strings.Repeat("-", 9), strings.Repeat("-", 12), strings.Repeat("-", 30), strings.Repeat("-", 14), strings.Repeat("-", 12), strings.Repeat("-", 24))
 	for i, v := range variants {
-		base := deepmlp.Median(runs[i])
+		base, cbase := deepmlp.Median(runs[i]), deepmlp.Median(cpus[i])
 		for k := i; k >= 0; k-- { // the one-process row above
 			if !variants[k].remote {
-				base = deepmlp.Median(runs[k])
+				base, cbase = deepmlp.Median(runs[k]), deepmlp.Median(cpus[k])
 				break
 			}
 		}
@@ -117,14 +182,90 @@ func report(steps, rounds int, hosts []string, runs [][]float64, wire []float64)
 		for k, x := range runs[i] {
 			rs[k] = fmt.Sprintf("%.0f", x)
 		}
-		fmt.Printf("| %-46s | %9.0f | %11.2fx | %-24s | %24.0f |\n", v.name, deepmlp.Median(runs[i]), deepmlp.Median(runs[i])/base, strings.Join(rs, " "), wire[i])
+		cpu := deepmlp.Median(cpus[i])
+		fmt.Printf("| %-46s | %9.0f | %11.2fx | %-30s | %14.2f | %11.2fx | %24.0f |\n", v.name, deepmlp.Median(runs[i]), deepmlp.Median(runs[i])/base,
+			strings.Join(rs, " "), 1e3*cpu, cpu/cbase, wire[i])
 	}
 }
 
+// run runs the coordinator with args and reads its JSON events from
+// stderr as they come: it returns the step throughputs after the first
+// warmup step events, the bytes its stages sent to other processes, and the
+// CPU seconds a step of the coordinator and the processes pids together,
+// from the warmup-th step event to the last.
+func run(train string, args []string, pids []int, warmup int) ([]float64, float64, float64) {
+	cmd := exec.Command(train, args...)
+	errs, err := cmd.StderrPipe()
+	check(err)
+	check(cmd.Start())
+	var (
+		tput         []float64
+		bytes        float64
+		events       int
+		step0, step1 float64
+		cpu0, cpu1   float64
+		lines        []string
+	)
+	sc := bufio.NewScanner(errs)
+	sc.Buffer(make([]byte, 1<<20), 1<<24)
+	for sc.Scan() {
+		var ev map[string]any
+		if json.Unmarshal(sc.Bytes(), &ev) != nil {
+			lines = append(lines, sc.Text())
+			continue
+		}
+		switch ev["event"] {
+		case "step":
+			events++
+			at := cpuSeconds(append([]int{cmd.Process.Pid}, pids...))
+			if events == warmup {
+				step0, cpu0 = ev["step"].(float64), at
+			}
+			if events > warmup {
+				tput = append(tput, ev["samples_per_sec"].(float64))
+				step1, cpu1 = ev["step"].(float64), at
+			}
+		case "stage":
+			if b, ok := ev["wire_bytes"].(float64); ok {
+				bytes += b
+			}
+		}
+	}
+	if err := cmd.Wait(); err != nil {
+		check(fmt.Errorf("%v: %v\n%s", args, err, strings.Join(lines, "\n")))
+	}
+	if len(tput) == 0 || step1 <= step0 {
+		check(fmt.Errorf("%v: %d step events", args, events))
+	}
+	return tput, bytes, (cpu1 - cpu0) / (step1 - step0)
+}
+
+// cpuSeconds returns the user and system CPU time the processes pids have
+// used, from /proc/PID/stat.
+func cpuSeconds(pids []int) float64 {
+	total := 0.0
+	for _, pid := range pids {
+		b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+		check(err)
+		// the fields after the command's name, which ends with the last ')'
+		f := strings.Fields(string(b[strings.LastIndexByte(string(b), ')')+1:]))
+		utime, err1 := strconv.ParseFloat(f[11], 64)
+		stime, err2 := strconv.ParseFloat(f[12], 64)
+		check(errors.Join(err1, err2))
+		total += (utime + stime) / clockTicks
+	}
+	return total
+}
+
+// clockTicks is the kernel's USER_HZ, the unit of /proc's CPU times: 100 on
+// every Linux architecture Go supports.
+const clockTicks = 100
+
 // startWorkers starts two `train worker` processes on free loopback ports
 // and returns their addresses, quoted for a TOML list, and what stops them.
-func startWorkers(train, dir string) ([]string, func()) {
+func startWorkers(train, dir string) ([]string, []int, func()) {
 	var hosts []string
+	var pids []int
 	var procs []*exec.Cmd
 	stop := func() {
 		for _, w := range procs {
@@ -140,6 +281,7 @@ func startWorkers(train, dir string) ([]string, func()) {
 		check(err)
 		check(w.Start())
 		procs = append(procs, w)
+		pids = append(pids, w.Process.Pid)
 		line := make(chan string, 1)
 		go func() {
 			s, _ := bufio.NewReader(out).ReadString('\n')
@@ -155,39 +297,7 @@ func startWorkers(train, dir string) ([]string, func()) {
 			check(fmt.Errorf("worker %d did not start within 20 s", i))
 		}
 	}
-	return hosts, stop
-}
-
-// readLog returns a run's step throughputs after the first warmup step
-// events, and the bytes its stages sent to other processes.
-func readLog(dir string, warmup int) ([]float64, float64) {
-	files, _ := filepath.Glob(filepath.Join(dir, "*.jsonl"))
-	if len(files) != 1 {
-		check(fmt.Errorf("%s: %d logs", dir, len(files)))
-	}
-	f, err := os.Open(files[0])
-	check(err)
-	defer f.Close()
-	var tput []float64
-	var bytes float64
-	sc := bufio.NewScanner(f)
-	sc.Buffer(make([]byte, 1<<20), 1<<24)
-	for sc.Scan() {
-		var ev map[string]any
-		check(json.Unmarshal(sc.Bytes(), &ev))
-		switch ev["event"] {
-		case "step":
-			tput = append(tput, ev["samples_per_sec"].(float64))
-		case "stage":
-			if b, ok := ev["wire_bytes"].(float64); ok {
-				bytes += b
-			}
-		}
-	}
-	if len(tput) <= warmup {
-		check(fmt.Errorf("%s: %d step events", dir, len(tput)))
-	}
-	return tput[warmup:], bytes
+	return hosts, pids, stop
 }
 
 // atExit is what check runs before it exits: os.Exit skips deferred calls,
