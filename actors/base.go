@@ -195,6 +195,7 @@ type base struct {
 	maxAct   int64 // most activation bytes held at once
 	spans    []Span
 	frame    wire.Frame // a data-plane frame's header, reused
+	payload  [][]byte   // its tensors' bytes, reused
 }
 
 func newBase(id int, name string, g *Graph) base {
@@ -223,8 +224,11 @@ func (b *base) SetRun(r Run) { b.run = r }
 func (b *base) send(ctx actor.Context, pid *actor.PID, msg any) {
 	if isRemote(ctx.Self(), pid) {
 		if t := b.graph.Tensors; t != nil {
-			if data, ok := FrameOf(&b.frame, msg, b.run, b.sender(ctx), pid); ok {
+			data, ok := FrameOf(&b.frame, b.payload, msg, b.run, b.sender(ctx), pid)
+			b.payload = data[:0]
+			if ok {
 				b.wire += t.Send(pid, &b.frame, data)
+				clear(data) // hold no tensor past the send
 				return
 			}
 		}

@@ -347,14 +347,15 @@ func decodeControl(msg any) (any, Run, error) {
 	return nil, Run{}, errNotWire
 }
 
-// Tensors carries the messages that hold a tensor (Forward, Backward)
-// between processes on a stream of their own, the data plane, as a frame
-// header and the tensor's raw bytes; protoactor carries the rest.
+// Tensors carries the messages that hold tensors (Forward, Backward,
+// GradTurn, Weights, TiedGrad) between processes on a stream of their
+// own, the data plane, as a frame header and the tensors' raw bytes;
+// protoactor carries the rest.
 type Tensors interface {
-	// Send writes f and then data, the tensor's bytes, to the process of
+	// Send writes f and then data, the tensors' bytes, to the process of
 	// to before it returns, so data may change once it has; it returns the
 	// bytes sent. A failure is the data plane's to report.
-	Send(to *actor.PID, f *wire.Frame, data []byte) int64
+	Send(to *actor.PID, f *wire.Frame, data [][]byte) int64
 }
 
 // Arrived is a message that came on the data plane, decoded, with the run
@@ -366,43 +367,80 @@ type Arrived struct {
 }
 
 // FrameOf fills f with the header of msg for the actor to in another
-// process and returns the tensor's bytes, or false for a message the data
-// plane does not carry.
-func FrameOf(f *wire.Frame, msg any, run Run, from string, to *actor.PID) ([]byte, bool) {
-	var t *tensor.Tensor
+// process and appends the tensors' bytes to data, or reports false for a
+// message the data plane does not carry.
+func FrameOf(f *wire.Frame, data [][]byte, msg any, run Run, from string, to *actor.PID) ([][]byte, bool) {
+	ts := f.Tensors[:0]
+	var one [1]*tensor.Tensor
+	var tensors, more []*tensor.Tensor
 	switch m := msg.(type) {
 	case *Forward:
 		*f = wire.Frame{Kind: wire.FrameForward, Eval: m.Eval, Step: int64(m.Step), Micro: int64(m.Micro), Shard: int64(m.Shard),
 			Row: int64(m.Row), Total: int64(m.Total), Seq: int64(m.Seq), Micros: int64(m.Micros), First: int64(m.First),
-			Share: int64(m.Share), Reps: int64(m.Replicas), Shape: f.Shape}
-		t = m.X
+			Share: int64(m.Share), Reps: int64(m.Replicas)}
+		one[0] = m.X
+		tensors = one[:]
 	case *Backward:
-		*f = wire.Frame{Kind: wire.FrameBackward, Step: int64(m.Step), Micro: int64(m.Micro), Shard: int64(m.Shard), Shape: f.Shape}
-		t = m.DY
+		*f = wire.Frame{Kind: wire.FrameBackward, Step: int64(m.Step), Micro: int64(m.Micro), Shard: int64(m.Shard)}
+		one[0] = m.DY
+		tensors = one[:]
+	case *GradTurn:
+		*f = wire.Frame{Kind: wire.FrameTurn, Step: int64(m.Step), Seq: int64(m.Seq), Rows: m.Rows, Grads: int64(len(m.Grads))}
+		tensors, more = m.Grads, m.Buffers
+	case *Weights:
+		*f = wire.Frame{Kind: wire.FrameWeights, Step: int64(m.Step)}
+		tensors = m.Values
+	case *TiedGrad:
+		*f = wire.Frame{Kind: wire.FrameTied, Step: int64(m.Step), Shard: int64(m.Tie)}
+		one[0] = m.G
+		tensors = one[:]
 	default:
-		return nil, false
+		return data, false
 	}
-	data, ok := wire.Bytes(t)
-	if !ok {
-		return nil, false
+	f.Tensors = ts
+	data = data[:0]
+	for _, list := range [2][]*tensor.Tensor{tensors, more} {
+		for _, t := range list {
+			b, ok := wire.Bytes(t)
+			if !ok {
+				return data, false
+			}
+			data = append(data, b)
+			f.AddTensor(t)
+		}
 	}
 	f.Gen, f.Run, f.From, f.To = run.Gen, run.ID, from, to.Id
-	f.SetTensor(t)
 	return data, true
 }
 
-// FromFrame returns the message a data-plane frame stands for, with x its
-// tensor, or an error for a kind it does not know.
-func FromFrame(f *wire.Frame, x *tensor.Tensor) (*Arrived, error) {
+// FromFrame returns the message a data-plane frame stands for, with xs
+// its tensors, or an error for a frame that does not fit its kind.
+func FromFrame(f *wire.Frame, xs []*tensor.Tensor) (*Arrived, error) {
 	a := &Arrived{Run: Run{ID: f.Run, Gen: f.Gen}, From: f.From}
+	one := func() *tensor.Tensor {
+		if len(xs) > 0 {
+			return xs[0]
+		}
+		return nil
+	}
 	switch f.Kind {
 	case wire.FrameForward:
 		a.Msg = &Forward{Step: int(f.Step), Micro: int(f.Micro), Row: int(f.Row), Total: int(f.Total), Seq: int(f.Seq),
-			Micros: int(f.Micros), Shard: int(f.Shard), First: int(f.First), Share: int(f.Share), Replicas: int(f.Reps), Eval: f.Eval, X: x}
+			Micros: int(f.Micros), Shard: int(f.Shard), First: int(f.First), Share: int(f.Share), Replicas: int(f.Reps), Eval: f.Eval, X: one()}
 	case wire.FrameBackward:
-		a.Msg = &Backward{Step: int(f.Step), Micro: int(f.Micro), Shard: int(f.Shard), DY: x}
+		a.Msg = &Backward{Step: int(f.Step), Micro: int(f.Micro), Shard: int(f.Shard), DY: one()}
+	case wire.FrameTurn:
+		g := min(int(f.Grads), len(xs))
+		a.Msg = &GradTurn{Step: int(f.Step), Seq: int(f.Seq), Rows: f.Rows, Grads: xs[:g:g], Buffers: xs[g:]}
+	case wire.FrameWeights:
+		a.Msg = &Weights{Step: int(f.Step), Values: xs}
+	case wire.FrameTied:
+		a.Msg = &TiedGrad{Step: int(f.Step), Tie: int(f.Shard), G: one()}
 	default:
 		return nil, fmt.Errorf("actors: a frame of unknown kind %d", f.Kind)
+	}
+	if n := len(f.Tensors); (f.Kind == wire.FrameForward || f.Kind == wire.FrameBackward || f.Kind == wire.FrameTied) && n != 1 {
+		return nil, fmt.Errorf("actors: a %s frame with %d tensors", describe(a.Msg), n)
 	}
 	return a, nil
 }

@@ -17,6 +17,7 @@ import (
 
 	"github.com/pipetrain/pipetrain/actors"
 	"github.com/pipetrain/pipetrain/actors/wire"
+	"github.com/pipetrain/pipetrain/tensor"
 )
 
 // The data plane: activations and their gradients cross between two
@@ -60,8 +61,10 @@ type dataPlane struct {
 	conns  map[net.Conn]bool    // every open connection, both ways
 	closed bool
 	wg     sync.WaitGroup
+	timers []*time.Timer // reports of failed connections to come
 
-	stale atomic.Int64 // frames dropped: their run or generation is not live here
+	stale  atomic.Int64 // frames dropped: their run or generation is not live here
+	failed atomic.Int64 // frames whose connection failed
 }
 
 func newDataPlane(token func() string, server, client *tls.Config) *dataPlane {
@@ -101,6 +104,9 @@ func (dp *dataPlane) close() {
 	dp.closed = true
 	for c := range dp.conns {
 		c.Close()
+	}
+	for _, t := range dp.timers {
+		t.Stop()
 	}
 	dp.mu.Unlock()
 	dp.wg.Wait()
@@ -208,21 +214,23 @@ func (dp *dataPlane) serve(raw net.Conn) {
 		return
 	}
 	_ = raw.SetDeadline(time.Time{})
-	dp.read(raw, bufio.NewReaderSize(conn, dataReadBuffer))
+	dp.read(bufio.NewReaderSize(conn, dataReadBuffer))
 }
 
 // slotKey names the slot a training frame's tensor is read into: the same
 // frame of the next step reuses it, by when this step's is done with (a
-// step starts once the last one's updates are applied).
+// step starts once the last one's updates are applied, and a turn's,
+// weights' or tied gradient's tensors are copied or added where they go
+// within the step).
 type slotKey struct {
-	gen          uint64
-	to           string
-	kind         wire.FrameKind
-	shard, micro int64
+	gen                  uint64
+	to                   string
+	kind                 wire.FrameKind
+	shard, micro, tensor int64
 }
 
 // read reads frames from r and delivers them until the connection fails.
-func (dp *dataPlane) read(raw net.Conn, r *bufio.Reader) {
+func (dp *dataPlane) read(r *bufio.Reader) {
 	var (
 		f     wire.Frame
 		word  [4]byte
@@ -250,28 +258,32 @@ func (dp *dataPlane) read(raw net.Conn, r *bufio.Reader) {
 		}
 		run := actors.Run{ID: f.Run, Gen: f.Gen}
 		if !dp.live(run) {
-			if _, err := io.CopyN(io.Discard, r, int64(f.Len)); err != nil {
+			if _, err := io.CopyN(io.Discard, r, int64(f.Len())); err != nil {
 				return
 			}
 			dp.stale.Add(1)
 			dp.report(&f, nil, "its run is over here")
 			continue
 		}
-		slot := &wire.Slot{} // evaluation chunks are not kept
-		if !f.Eval {
-			k := slotKey{f.Gen, f.To, f.Kind, f.Shard, f.Micro}
-			if slot = slots[k]; slot == nil {
-				if len(slots) >= slotsMax {
-					clear(slots)
+		xs := make([]*tensor.Tensor, len(f.Tensors))
+		for i := range f.Tensors {
+			slot := &wire.Slot{} // evaluation chunks are not kept
+			if !f.Eval {
+				k := slotKey{f.Gen, f.To, f.Kind, f.Shard, f.Micro, int64(i)}
+				if slot = slots[k]; slot == nil {
+					if len(slots) >= slotsMax {
+						clear(slots)
+					}
+					slot = &wire.Slot{}
+					slots[k] = slot
 				}
-				slot = &wire.Slot{}
-				slots[k] = slot
 			}
+			if _, err := io.ReadFull(r, slot.Bytes(f.Tensors[i].Len)); err != nil {
+				return
+			}
+			xs[i] = slot.Tensor(&f.Tensors[i])
 		}
-		if _, err := io.ReadFull(r, slot.Bytes(f.Len)); err != nil {
-			return
-		}
-		msg, err := actors.FromFrame(&f, slot.Tensor(&f))
+		msg, err := actors.FromFrame(&f, xs)
 		if err != nil {
 			return
 		}
@@ -306,23 +318,40 @@ func (dp *dataPlane) report(f *wire.Frame, msg any, reason string) {
 // dataConn is a connection to one peer, which the senders in this process
 // share in turn.
 type dataConn struct {
-	mu   sync.Mutex
-	conn net.Conn // TLS over raw, or raw
-	err  error    // the connection failed: every later frame fails at once
-	head []byte
-	bufs net.Buffers
+	mu       sync.Mutex
+	conn     net.Conn // TLS over raw, or raw
+	err      error    // the connection failed: every later frame fails at once
+	reported bool     // its first failed frame was
+	head     []byte
+	bufs     net.Buffers
 }
 
-// Send writes a frame and its tensor's bytes to to's process, on the
-// sender's goroutine; a failure is reported as an undelivered message.
-func (dp *dataPlane) Send(to *actor.PID, f *wire.Frame, data []byte) int64 {
+// Send writes a frame and its tensors' bytes to to's process, on the
+// sender's goroutine. A connection that fails is a lost host, which
+// protoactor's watches and heartbeat name with its stages: the first frame
+// it fails is reported as undelivered beatLost later, failing its run if
+// nothing has by then (a data path broken while the control path is not);
+// the later ones are counted.
+func (dp *dataPlane) Send(to *actor.PID, f *wire.Frame, data [][]byte) int64 {
 	c := dp.conn(to.Address)
-	n, err := c.write(f, data)
+	n, first, err := c.write(f, data)
 	if err != nil {
-		dp.undelivered.report(actors.Drop{Run: actors.Run{ID: f.Run, Gen: f.Gen}, From: f.From, To: f.To,
-			Type: frameType(f), Reason: "no connection to its host: " + err.Error()}, actors.Host(to.Address))
+		dp.failed.Add(1)
+		if first {
+			dp.later(actors.Drop{Run: actors.Run{ID: f.Run, Gen: f.Gen}, From: f.From, To: f.To,
+				Type: frameType(f), Reason: "no connection to its host: " + err.Error()}, actors.Host(to.Address))
+		}
 	}
 	return n
+}
+
+// later reports d, a message for an actor on host, beatLost from now.
+func (dp *dataPlane) later(d actors.Drop, host string) {
+	dp.mu.Lock()
+	defer dp.mu.Unlock()
+	if !dp.closed {
+		dp.timers = append(dp.timers, time.AfterFunc(beatLost, func() { dp.undelivered.report(d, host) }))
+	}
 }
 
 func frameType(f *wire.Frame) string {
@@ -416,31 +445,49 @@ func (dp *dataPlane) greet(raw net.Conn, addr string) (net.Conn, error) {
 	return conn, nil
 }
 
-// write sends f's header and data, in pieces that must each go within
-// dataStall: a peer that stops reading is lost.
-func (c *dataConn) write(f *wire.Frame, data []byte) (int64, error) {
+// write sends f's header and data, with writev, in pieces of at most
+// dataChunk bytes that must each go within dataStall: a peer that stops
+// reading is lost.
+func (c *dataConn) write(f *wire.Frame, data [][]byte) (n int64, first bool, err error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	defer func() {
+		if err != nil {
+			first, c.reported = !c.reported, true
+		}
+	}()
 	if c.err != nil {
-		return 0, c.err
+		return 0, false, c.err
 	}
 	c.head = wire.AppendFrame(c.head[:0], f)
-	first := data[:min(len(data), dataChunk)]
-	c.bufs = append(c.bufs[:0], c.head, first)
-	bufs := c.bufs // WriteTo consumes its receiver
-	_ = c.conn.SetWriteDeadline(time.Now().Add(dataStall))
-	if _, err := bufs.WriteTo(c.conn); err != nil {
-		c.err = err
-		return 0, err
-	}
-	for rest := data[len(first):]; len(rest) > 0; {
-		k := min(len(rest), dataChunk)
+	total := int64(len(c.head))
+	pending, size := append(c.bufs[:0], c.head), len(c.head)
+	flush := func() error {
 		_ = c.conn.SetWriteDeadline(time.Now().Add(dataStall))
-		if _, err := c.conn.Write(rest[:k]); err != nil {
-			c.err = err
-			return 0, err
-		}
-		rest = rest[k:]
+		bufs := pending // WriteTo consumes its receiver
+		_, err := bufs.WriteTo(c.conn)
+		pending, size = pending[:0], 0
+		return err
 	}
-	return int64(len(c.head) + len(data)), nil
+	for _, d := range data {
+		total += int64(len(d))
+		for len(d) > 0 {
+			if size >= dataChunk {
+				if err := flush(); err != nil {
+					c.err = err
+					return 0, false, err
+				}
+			}
+			k := min(len(d), dataChunk-size)
+			pending, size, d = append(pending, d[:k]), size+k, d[k:]
+		}
+	}
+	err = flush()
+	clear(pending[:cap(pending)]) // hold no tensor past the write
+	c.bufs = pending[:0]
+	if err != nil {
+		c.err = err
+		return 0, false, err
+	}
+	return total, false, nil
 }

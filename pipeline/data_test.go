@@ -27,20 +27,28 @@ type dataPeer struct {
 	system *actor.ActorSystem
 	data   *dataPlane
 	got    chan any
-	log    *strings.Builder // written under zerolog's SyncWriter
+	failed chan error // the runs it failed, by undelivered messages
 }
 
 func startDataPeer(t *testing.T, token string, live func(actors.Run) bool) *dataPeer {
 	t.Helper()
-	p := &dataPeer{system: newActorSystem(nil), got: make(chan any, 64), log: &strings.Builder{}}
+	p := &dataPeer{system: newActorSystem(nil), got: make(chan any, 64), failed: make(chan error, 16)}
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
 	p.system.ProcessRegistry.Address = incarnate(l.Addr().String())
 	p.data = newDataPlane(func() string { return token }, nil, nil)
-	p.data.start(p.system, watchUndelivered(p.system, zerolog.New(zerolog.SyncWriter(p.log)).Level(zerolog.DebugLevel),
-		func(actors.Run, error) (*zerolog.Logger, bool) { return nil, false }), live)
+	p.data.start(p.system, watchUndelivered(p.system, zerolog.Nop(), func(r actors.Run, err error) (*zerolog.Logger, bool) {
+		if !live(r) {
+			return nil, false
+		}
+		select {
+		case p.failed <- err:
+		default:
+		}
+		return nil, true
+	}), live)
 	creds := dataCreds{insecure.NewCredentials(), p.data}
 	done := make(chan struct{})
 	go func() {
@@ -85,7 +93,7 @@ func TestDataPlane(t *testing.T) {
 	}
 	send := func(run actors.Run, micro int) int64 {
 		var f wire.Frame
-		data, ok := actors.FrameOf(&f, &actors.Forward{Step: 3, Micro: micro, Row: 16, Total: 64, Seq: 3, Micros: 2, X: x}, run, "stage 0 on a", to)
+		data, ok := actors.FrameOf(&f, nil, &actors.Forward{Step: 3, Micro: micro, Row: 16, Total: 64, Seq: 3, Micros: 2, X: x}, run, "stage 0 on a", to)
 		if !ok {
 			t.Fatal("a forward has no frame")
 		}
@@ -138,15 +146,48 @@ func TestDataPlane(t *testing.T) {
 		t.Errorf("%d stale frames counted, want 1", s)
 	}
 
+	// several tensors in one frame, one of them past a write's piece
+	big := tensor.Zeros(tensor.Float64, 300, 1000) // 2.4 MB
+	for i := range big.Data64() {
+		big.Data64()[i] = float64(i) - 0.25
+	}
+	small := tensor.Full(tensor.Float32, -0, 3)
+	var tf wire.Frame
+	turn := &actors.GradTurn{Step: 2, Seq: 5, Rows: true, Grads: []*tensor.Tensor{x, big}, Buffers: []*tensor.Tensor{small}}
+	tdata, ok := actors.FrameOf(&tf, nil, turn, liveRun, "replica 1 stage 0 on a", to)
+	if !ok {
+		t.Fatal("a turn has no frame")
+	}
+	a.data.Send(to, &tf, tdata)
+	select {
+	case m := <-b.got:
+		g, ok := m.(*actors.Arrived).Msg.(*actors.GradTurn)
+		if !ok || g.Step != 2 || g.Seq != 5 || !g.Rows || len(g.Grads) != 2 || len(g.Buffers) != 1 ||
+			!slices.Equal(g.Grads[0].Data32(), x.Data32()) || !slices.Equal(g.Grads[1].Data64(), big.Data64()) || !g.Grads[1].SameShape(big) ||
+			!slices.Equal(g.Buffers[0].Data32(), small.Data32()) {
+			t.Fatalf("got %+v, want the turn sent", m)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("the turn did not arrive within 5 s")
+	}
+
 	// a wrong token: refused, reported as undelivered, nothing arrives
 	c := startDataPeer(t, "other", isLive)
 	var f wire.Frame
-	data, _ := actors.FrameOf(&f, &actors.Backward{Step: 1, DY: x}, liveRun, "stage 1 on c", to)
+	data, _ := actors.FrameOf(&f, nil, &actors.Backward{Step: 1, DY: x}, liveRun, "stage 1 on c", to)
 	if n := c.data.Send(to, &f, data); n != 0 {
 		t.Errorf("a refused frame counted %d bytes", n)
 	}
-	if !strings.Contains(c.log.String(), "wrong or missing token") {
-		t.Errorf("the refusal was not reported:\n%s", c.log.String())
+	if n := c.data.failed.Load(); n != 1 {
+		t.Errorf("%d failed frames counted, want 1", n)
+	}
+	select { // when protoactor has not named the host lost first
+	case err := <-c.failed:
+		if !strings.Contains(err.Error(), "wrong or missing token") || !strings.Contains(err.Error(), "Backward step 1") {
+			t.Errorf("the refusal failed the run with %v, want the token and the message named", err)
+		}
+	case <-time.After(beatLost + 2*time.Second):
+		t.Error("the refusal did not fail the run")
 	}
 	select {
 	case m := <-b.got:
