@@ -209,16 +209,18 @@ func TestRemoteToken(t *testing.T) {
 	train(t, cfg)
 }
 
-// TestRemoteLargeActivation: a 16 MiB activation (4096 rows of 1024
-// float32) and its gradient cross between workers, past gRPC's 4 MiB default.
+// TestRemoteLargeActivation: a 64 MiB activation (16384 rows of 1024
+// float32) and its gradient cross between workers, in the data plane's
+// 1 MiB pieces, as in one process.
 func TestRemoteLargeActivation(t *testing.T) {
 	if testing.Short() {
 		t.Skip("moves 64 MiB between processes")
 	}
 	big := []nn.Spec{{Type: "linear", Units: 1024, Init: nn.XavierUniform}, {Type: "relu"}, {Type: "linear", Units: classes, Init: nn.XavierUniform}}
 	rng := rand.New(rand.NewPCG(seed, 9))
-	x := tensor.RandNormal(rng, tensor.Float32, 0, 1, 4096, features)
-	labels := make([]int, 4096)
+	const rows = 16384
+	x := tensor.RandNormal(rng, tensor.Float32, 0, 1, rows, features)
+	labels := make([]int, rows)
 	for i := range labels {
 		labels[i] = rng.IntN(classes)
 	}
