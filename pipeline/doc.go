@@ -148,6 +148,18 @@
 // another run or engine) is counted, logged as an "undelivered" event and
 // fails its run at once, naming the host.
 //
+// Tensors travel on a data plane of their own (data.go): each message
+// that holds tensors (Forward, Backward, GradTurn, Weights, TiedGrad) is one
+// frame, a header with the message's fields and the tensors' types and
+// shapes (wire.Frame) and then their raw bytes, on a TCP connection from the
+// sending process to the receiving one. The sending actor writes the arena's
+// bytes with one writev on its own goroutine; the receiving process reads
+// each tensor into a slot it keeps for that frame from step to step and
+// puts the message in the actor's mailbox. A data connection comes to the
+// same port as protoactor's, which hands it over by its first eight bytes,
+// and passes the same TLS and token checks. protoactor keeps the rest:
+// spawning, links, fences, heartbeats and watches.
+//
 // A process's actor address names its incarnation: its host:port, "/" and a
 // random number drawn when its endpoint starts. protoactor keeps what it knows
 // of a peer by actor address, so nothing it held of a dead process is taken

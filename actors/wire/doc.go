@@ -11,6 +11,13 @@
 // coordinator. Reading a message checks it whole: a corrupt or hostile one
 // gives an error, never a panic.
 //
+// A Frame is the header of a message that holds tensors on the data plane
+// (Forward, Backward, the gradients' turn, a replica's weights, a tied
+// gradient): its fields, then each tensor's type, shape and length, in a
+// fixed little-endian layout; the tensors' raw bytes follow it on the
+// stream, written from the sender's memory and read into a Slot the
+// receiver keeps, with no protobuf in between.
+//
 // wire.pb.go is generated from wire.proto and committed; regenerate it with
 // go generate, which needs protoc (Debian's protobuf-compiler 3.21) and
 // protoc-gen-go v1.28.1 (Debian's protoc-gen-go) on the PATH.

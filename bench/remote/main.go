@@ -1,13 +1,13 @@
 // Command remote measures what spreading stages over worker processes costs:
 // a model at stages = 2 under 1f1b, in one process and over two `train
 // worker` processes on 127.0.0.1, the three processes sharing this
-// machine's cores. -model deep is the deep MLP of bench/scaling
-// (784-1024-1024-1024-10, batch 256); -model mnist is configs/mnist.toml's
-// MLP (784-512-256-10, batch 128); both on real MNIST.
+// machine's cores: the deep MLP of bench/scaling (784-1024-1024-1024-10,
+// batch 256), or with -config another model on MNIST (configs/mnist.toml:
+// 784-512-256-10, batch 128), with no evaluation or checkpoint in a run.
 //
 //	go build -o /tmp/train ./cmd/train
 //	go run ./bench/remote -train /tmp/train -data /data/mnist -rounds 3
-//	go run ./bench/remote -train /tmp/train -data /data/mnist -model mnist -steps 600 -rounds 5
+//	go run ./bench/remote -train /tmp/train -data /data/mnist -config configs/mnist.toml -steps 400 -every 10 -rounds 5
 //
 // Each round runs every configuration once, in an order that rotates from
 // round to round; a run's figure is the median samples_per_sec of its step
@@ -15,9 +15,11 @@
 // The CPU time a step is that of every process of the run (the coordinator,
 // and the workers for a run on them) between the first step event counted
 // and the last, from the kernel's per-process counters (/proc/PID/stat's
-// utime and stime, what getrusage reports), over the steps between. The
-// workers are started once, on free ports, and killed at the end. The
-// bytes each stage sent to other processes come from its stage events.
+// utime and stime, what getrusage reports), over the steps between; so are
+// the bytes they wrote (/proc/PID/io's wchar: sockets on both planes, and
+// the logs). The workers are started once, on free ports, and killed at
+// the end. The bytes each stage sent to other processes come from its
+// stage events.
 package main
 
 import (
@@ -56,46 +58,12 @@ var deepVariants = []variant{
 	{"two workers: same, gemm_threads=1", 8, true, 1, true},
 }
 
-var mnistVariants = []variant{
+var configVariants = []variant{
 	{"one process: 1f1b, stages=2, micro=1", 1, false, 0, false},
 	{"two workers: 1f1b, stages=2, micro=1", 1, false, 0, true},
 	{"one process: 1f1b, stages=2, micro=8", 8, false, 0, false},
 	{"two workers: 1f1b, stages=2, micro=8", 8, false, 0, true},
 }
-
-// mnistModel is configs/mnist.toml's model and optimizer, with no
-// evaluation or checkpoint inside a run.
-const mnistModel = `seed = 1
-[data]
-name = "mnist"
-batch_size = 128
-[[model.layers]]
-type = "linear"
-units = 512
-init = "xavier_uniform"
-[[model.layers]]
-type = "relu"
-[[model.layers]]
-type = "linear"
-units = 256
-init = "xavier_uniform"
-[[model.layers]]
-type = "relu"
-[[model.layers]]
-type = "linear"
-units = 10
-init = "xavier_uniform"
-[loss]
-type = "cross_entropy"
-[optimizer]
-type = "sgd"
-lr = 0.05
-momentum = 0.9
-[train]
-epochs = 1
-checkpoint_every = 100000
-eval_every = 100000
-`
 
 var variants []variant
 
@@ -105,17 +73,15 @@ func main() {
 	rounds := flag.Int("rounds", 3, "rounds; each runs every configuration once")
 	steps := flag.Int("steps", 60, "optimizer steps per run (a step event every 5)")
 	warmup := flag.Int("warmup", 2, "step events left out at the start of each run")
-	model := flag.String("model", "deep", "deep (bench/scaling's MLP) or mnist (configs/mnist.toml's)")
+	config := flag.String("config", "", "a config file to measure instead of the deep MLP (configs/mnist.toml), at 1 and 8 micro-batches")
 	every := flag.Int("every", 5, "steps between step events")
 	flag.Parse()
+	variants = deepVariants
 	text, title := deepmlp.Model, "784-1024-1024-1024-10, batch 256"
-	switch *model {
-	case "deep":
-		variants = deepVariants
-	case "mnist":
-		variants, text, title = mnistVariants, mnistModel, "784-512-256-10 (configs/mnist.toml), batch 128"
-	default:
-		check(fmt.Errorf("-model %q: deep or mnist", *model))
+	if *config != "" {
+		b, err := os.ReadFile(*config)
+		check(err)
+		variants, text, title = configVariants, string(b), *config
 	}
 	if *data == "" {
 		check(errors.New("-data DIR is required: the folder of the MNIST IDX files"))
@@ -126,7 +92,7 @@ func main() {
 	check(err)
 	defer os.RemoveAll(dir)
 	atExit = append(atExit, func() { os.RemoveAll(dir) })
-	cfg := filepath.Join(dir, "deep.toml")
+	cfg := filepath.Join(dir, "model.toml")
 	check(os.WriteFile(cfg, []byte(text), 0o644))
 
 	hosts, pids, stop := startWorkers(*train, dir)
@@ -135,17 +101,19 @@ func main() {
 	runs := make([][]float64, len(variants))
 	cpus := make([][]float64, len(variants)) // CPU seconds a step, every process of the run
 	wire := make([]float64, len(variants))   // bytes the stages sent per step, last round
+	outs := make([]float64, len(variants))   // bytes every process of the run wrote a step, last round
 	for r := range *rounds {
 		for j := range variants {
 			i := (j + r) % len(variants)
 			v := variants[i]
 			logDir := filepath.Join(dir, fmt.Sprintf("logs-%d-%d", i, r))
 			args := []string{"--config", cfg, "--log-format", "json",
-				"--set", "data.path=" + data2, "--set", fmt.Sprintf("train.max_steps=%d", *steps),
+				"--set", "data.path=" + data2, "--set", "data.download=false", "--set", fmt.Sprintf("train.max_steps=%d", *steps),
 				"--set", "log.dir=" + logDir, "--set", "train.checkpoint_dir=" + filepath.Join(dir, "ck"),
 				"--set", "pipeline.schedule=1f1b", "--set", "pipeline.stages=2",
 				"--set", fmt.Sprintf("pipeline.micro_batches=%d", v.micro), "--set", fmt.Sprintf("pipeline.split_backward=%v", v.split),
-				"--set", fmt.Sprintf("pipeline.gemm_threads=%d", v.gemm)}
+				"--set", fmt.Sprintf("pipeline.gemm_threads=%d", v.gemm),
+				"--set", "train.epochs=1", "--set", "train.eval_every=100000", "--set", "train.checkpoint_every=100000"}
 			if v.remote {
 				args = append(args, "--set", "pipeline.hosts=["+strings.Join(hosts, ", ")+"]")
 			}
@@ -154,22 +122,23 @@ func main() {
 			if v.remote {
 				procs = pids
 			}
-			tput, bytes, cpu := run(*train, args, procs, *warmup)
+			tput, bytes, cpu, out := run(*train, args, procs, *warmup)
 			runs[i] = append(runs[i], deepmlp.Median(tput))
 			cpus[i] = append(cpus[i], cpu)
+			outs[i] = out
 			wire[i] = bytes / float64(*steps)
 			fmt.Fprintf(os.Stderr, "round %d/%d: %-46s %8.0f samples/s %6.2f ms CPU a step\n", r+1, *rounds, v.name, deepmlp.Median(tput), 1e3*cpu)
 		}
 	}
-	report(title, *steps, *rounds, hosts, runs, cpus, wire)
+	report(title, *steps, *rounds, hosts, runs, cpus, wire, outs)
 }
 
 // report prints each configuration's median, the two-worker rows against
 // the one-process row above them.
-func report(title string, steps, rounds int, hosts []string, runs, cpus [][]float64, wire []float64) {
+func report(title string, steps, rounds int, hosts []string, runs, cpus [][]float64, wire, outs []float64) {
 	fmt.Printf("%s, MNIST, %d steps a run, medians of %d rounds; workers %s\n\n", title, steps, rounds, strings.Join(hosts, ", "))
-	fmt.Printf("| %-46s | %9s | %12s | %-30s | %14s | %12s | %s |\n", "configuration", "samples/s", "/ one process", "rounds", "CPU ms a step", "/ one process", "stage bytes sent per step")
-	fmt.Printf("| %s | %s:| %s:| %s | %s:| %s:| %s:|\n", strings.Repeat("-", 46), strings.Repeat("-", 9), strings.Repeat("-", 12), strings.Repeat("-", 30), strings.Repeat("-", 14), strings.Repeat("-", 12), strings.Repeat("-", 24))
+	fmt.Printf("| %-46s | %9s | %12s | %-30s | %14s | %12s | %s | %s |\n", "configuration", "samples/s", "/ one process", "rounds", "CPU ms a step", "/ one process", "stage bytes sent per step", "bytes written a step")
+	fmt.Printf("| %s | %s:| %s:| %s | %s:| %s:| %s:| %s:|\n", strings.Repeat("-", 46), strings.Repeat("-", 9), strings.Repeat("-", 12), strings.Repeat("-", 30), strings.Repeat("-", 14), strings.Repeat("-", 12), strings.Repeat("-", 24), strings.Repeat("-", 19))
 	for i, v := range variants {
 		base, cbase := deepmlp.Median(runs[i]), deepmlp.Median(cpus[i])
 		for k := i; k >= 0; k-- { // the one-process row above
@@ -183,17 +152,18 @@ func report(title string, steps, rounds int, hosts []string, runs, cpus [][]floa
 			rs[k] = fmt.Sprintf("%.0f", x)
 		}
 		cpu := deepmlp.Median(cpus[i])
-		fmt.Printf("| %-46s | %9.0f | %11.2fx | %-30s | %14.2f | %11.2fx | %24.0f |\n", v.name, deepmlp.Median(runs[i]), deepmlp.Median(runs[i])/base,
-			strings.Join(rs, " "), 1e3*cpu, cpu/cbase, wire[i])
+		fmt.Printf("| %-46s | %9.0f | %11.2fx | %-30s | %14.2f | %11.2fx | %24.0f | %19.0f |\n", v.name, deepmlp.Median(runs[i]), deepmlp.Median(runs[i])/base,
+			strings.Join(rs, " "), 1e3*cpu, cpu/cbase, wire[i], outs[i])
 	}
 }
 
 // run runs the coordinator with args and reads its JSON events from
 // stderr as they come: it returns the step throughputs after the first
 // warmup step events, the bytes its stages sent to other processes, and the
-// CPU seconds a step of the coordinator and the processes pids together,
-// from the warmup-th step event to the last.
-func run(train string, args []string, pids []int, warmup int) ([]float64, float64, float64) {
+// CPU seconds and the bytes written (sockets and logs) a step of the
+// coordinator and the processes pids together, from the warmup-th step
+// event to the last.
+func run(train string, args []string, pids []int, warmup int) (tputs []float64, stageBytes, cpu, out float64) {
 	cmd := exec.Command(train, args...)
 	errs, err := cmd.StderrPipe()
 	check(err)
@@ -204,6 +174,7 @@ func run(train string, args []string, pids []int, warmup int) ([]float64, float6
 		events       int
 		step0, step1 float64
 		cpu0, cpu1   float64
+		out0, out1   float64
 		lines        []string
 	)
 	sc := bufio.NewScanner(errs)
@@ -217,13 +188,14 @@ func run(train string, args []string, pids []int, warmup int) ([]float64, float6
 		switch ev["event"] {
 		case "step":
 			events++
-			at := cpuSeconds(append([]int{cmd.Process.Pid}, pids...))
+			all := append([]int{cmd.Process.Pid}, pids...)
+			at, out := cpuSeconds(all), written(all)
 			if events == warmup {
-				step0, cpu0 = ev["step"].(float64), at
+				step0, cpu0, out0 = ev["step"].(float64), at, out
 			}
 			if events > warmup {
 				tput = append(tput, ev["samples_per_sec"].(float64))
-				step1, cpu1 = ev["step"].(float64), at
+				step1, cpu1, out1 = ev["step"].(float64), at, out
 			}
 		case "stage":
 			if b, ok := ev["wire_bytes"].(float64); ok {
@@ -237,7 +209,25 @@ func run(train string, args []string, pids []int, warmup int) ([]float64, float6
 	if len(tput) == 0 || step1 <= step0 {
 		check(fmt.Errorf("%v: %d step events", args, events))
 	}
-	return tput, bytes, (cpu1 - cpu0) / (step1 - step0)
+	return tput, bytes, (cpu1 - cpu0) / (step1 - step0), (out1 - out0) / (step1 - step0)
+}
+
+// written returns the bytes the processes pids have written, sockets and
+// files alike, from /proc/PID/io's wchar.
+func written(pids []int) float64 {
+	total := 0.0
+	for _, pid := range pids {
+		b, err := os.ReadFile(fmt.Sprintf("/proc/%d/io", pid))
+		check(err)
+		for _, l := range strings.Split(string(b), "\n") {
+			if v, ok := strings.CutPrefix(l, "wchar: "); ok {
+				n, err := strconv.ParseFloat(v, 64)
+				check(err)
+				total += n
+			}
+		}
+	}
+	return total
 }
 
 // cpuSeconds returns the user and system CPU time the processes pids have
