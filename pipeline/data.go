@@ -25,9 +25,12 @@ import (
 // are), as a frame header (wire.Frame) and the tensor's raw bytes, instead
 // of a protobuf field in protoactor's envelope in gRPC's batch. The sending
 // actor writes the header and the arena's bytes with one writev on its own
-// goroutine; the receiving process reads them into a slot kept per
-// (receiver, kind, shard, micro-batch) from step to step and hands the
-// message to the actor's mailbox. protoactor keeps everything else.
+// goroutine; the receiving process reads each tensor into a slot kept per
+// (receiver, kind, shard, micro-batch, tensor) from step to step and hands
+// the message to the actor's mailbox. Reads go through a 64 KiB buffer,
+// so a small frame takes one read call (and its tensor one copy out of
+// the buffer); a larger tensor is read straight into its slot. protoactor
+// keeps everything else.
 //
 // A data connection reaches the same port as protoactor's gRPC server: it
 // opens with dataMagic in the clear, which neither an HTTP/2 preface nor a
