@@ -696,12 +696,18 @@ func TestRemoteReplicasWire(t *testing.T) {
 	}
 }
 
+// frameHeader bounds a data-plane frame's header with the test's names.
+const frameHeader = 320
+
 // TestRemoteStepAllocations: a worker allocates nothing the size of a
 // tensor in a steady training step: the activations and gradients it
 // takes from the data plane land in memory it kept from the step before.
+// And the bytes sent a step are the tensors' and a header a frame, within
+// 5% (the rest is the control messages: BackwardDone, Update,
+// UpdateApplied).
 // The MNIST MLP at batch 128 on two workers, whose largest tensors
-// crossing are the 128x784 input and the 128x512 activation and its
-// gradient (256 KiB and more at one micro-batch, 32 KiB and more at 8).
+// crossing are the 128x784 input and the activation at the cut and its
+// gradient (128x512: 256 KiB at one micro-batch, 64 KiB at 4).
 func TestRemoteStepAllocations(t *testing.T) {
 	if testing.Short() || raceEnabled {
 		t.Skip("allocation counts are meaningless under -race")
@@ -719,17 +725,41 @@ func TestRemoteStepAllocations(t *testing.T) {
 			step()
 		}
 		const steps = 50
+		if _, err := eng.Stats(true); err != nil {
+			t.Fatal(err)
+		}
 		before := []uint64{ws[0].allocated(t), ws[1].allocated(t)}
 		for range steps {
 			step()
 		}
-		smallest := uint64(128 / micro * 512 * 4) // the activation's bytes a micro-batch
+		stats, err := eng.Stats(false)
+		if err != nil {
+			t.Fatal(err)
+		}
+		sent := int64(0)
+		for _, s := range stats {
+			sent += s.WireBytes
+		}
+		// the input, the activation at the cut and its gradient, the logits
+		// and theirs cross, in five frames a micro-batch (whole 32-row
+		// chunks: 8 asked of 128 rows are 4)
+		micros := min(micro, 128/nn.ChunkRows)
+		layers := eng.Plan().Positions[0].Layers
+		cut := mnistMLP().Specs[layers[len(layers)-1]&^1].Units
+		tensors, frames := int64(4*128*(784+2*cut+2*10)), int64(5*micros)
+		over := sent/steps - tensors
+		t.Logf("micro-batches %d: %d bytes sent a step for %d bytes of tensors in %d frames: %d more, %d a frame",
+			micros, sent/steps, tensors, frames, over, over/frames)
+		if over < 0 || over > tensors/20+frames*frameHeader {
+			t.Errorf("micro-batches %d: %d bytes sent a step, want the tensors' %d and at most %d a frame", micros, sent/steps, tensors, frameHeader)
+		}
+		smallest := uint64(128 / micros * cut * 4) // the activation's bytes a micro-batch
 		for i, w := range ws {
 			per := (w.allocated(t) - before[i]) / steps
 			t.Logf("micro-batches %d: worker %d allocated %d bytes a step, %d a micro-batch; a micro-batch's activation is %d bytes",
-				micro, i, per, per/uint64(micro), smallest)
-			if per/uint64(micro) >= smallest/4 {
-				t.Errorf("micro-batches %d: worker %d allocated %d bytes a micro-batch, near the activation's %d", micro, i, per/uint64(micro), smallest)
+				micros, i, per, per/uint64(micros), smallest)
+			if per/uint64(micros) >= smallest/4 {
+				t.Errorf("micro-batches %d: worker %d allocated %d bytes a micro-batch, near the activation's %d", micros, i, per/uint64(micros), smallest)
 			}
 		}
 		if err := eng.Close(); err != nil {
