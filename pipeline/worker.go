@@ -183,6 +183,7 @@ type session struct {
 	threads  int
 	oneBusy  bool
 	graph    *actors.Graph
+	runs     *actors.Dispatcher // the stages' mailboxes, as an engine's in one process
 	hosted   []hosted
 	start    time.Time
 	ended    bool
@@ -245,6 +246,9 @@ func (s *session) Receive(ctx actor.Context) {
 		}
 	case *actor.Stopped:
 		s.unlist()
+		if s.runs != nil { // its stages, its children, have stopped
+			s.runs.Close()
+		}
 		s.w.release(ctx.Self())
 	}
 }
@@ -275,6 +279,7 @@ func (s *session) openRun(ctx actor.Context, m *wire.Open) *wire.Opened {
 	s.open, s.run, s.coord = true, actors.Run{ID: m.Run.Id, Gen: m.Run.Gen}, actors.FromPid(m.Coordinator)
 	s.stages, s.threads, s.oneBusy = int(m.Stages), int(m.Threads), m.OneBusy
 	s.graph = actors.NewGraph(false)
+	s.runs = actors.NewDispatcher()
 	s.graph.Dropped = s.w.undelivered.dropped
 	s.graph.Tensors = s.w.data
 	s.w.mu.Lock()
@@ -315,13 +320,14 @@ func (s *session) build(ctx actor.Context, m *wire.Build) *wire.Built {
 	}
 	st.SetRun(s.run)
 	produced := false
+	s.runs.Add()
 	pid, err := ctx.SpawnNamed(actor.PropsFromProducer(func() actor.Actor {
 		if produced {
 			panic("pipeline: an actor may not be restarted") // its weights would be lost
 		}
 		produced = true
 		return st
-	}, actor.WithSupervisor(stopStrategy)), fmt.Sprintf("stage-%d", m.Id))
+	}, actor.WithSupervisor(stopStrategy), actor.WithDispatcher(s.runs)), fmt.Sprintf("stage-%d", m.Id))
 	if err != nil {
 		return fail(err)
 	}

@@ -61,8 +61,10 @@ var deepVariants = []variant{
 var configVariants = []variant{
 	{"one process: 1f1b, stages=2, micro=1", 1, false, 0, false},
 	{"two workers: 1f1b, stages=2, micro=1", 1, false, 0, true},
+	{"two workers: same, gemm_threads=1", 1, false, 1, true},
 	{"one process: 1f1b, stages=2, micro=8", 8, false, 0, false},
 	{"two workers: 1f1b, stages=2, micro=8", 8, false, 0, true},
+	{"two workers: same, gemm_threads=1", 8, false, 1, true},
 }
 
 var variants []variant
