@@ -77,6 +77,7 @@ func main() {
 	warmup := flag.Int("warmup", 2, "step events left out at the start of each run")
 	config := flag.String("config", "", "a config file to measure instead of the deep MLP (configs/mnist.toml), at 1 and 8 micro-batches")
 	every := flag.Int("every", 5, "steps between step events")
+	workerProcs := flag.Int("worker-procs", 0, "GOMAXPROCS of each worker; 0: the Go runtime's default, every core")
 	flag.Parse()
 	variants = deepVariants
 	text, title := deepmlp.Model, "784-1024-1024-1024-10, batch 256"
@@ -97,7 +98,7 @@ func main() {
 	cfg := filepath.Join(dir, "model.toml")
 	check(os.WriteFile(cfg, []byte(text), 0o644))
 
-	hosts, pids, stop := startWorkers(*train, dir)
+	hosts, pids, stop := startWorkers(*train, dir, *workerProcs)
 	defer stop()
 
 	runs := make([][]float64, len(variants))
@@ -253,9 +254,10 @@ func cpuSeconds(pids []int) float64 {
 // every Linux architecture Go supports.
 const clockTicks = 100
 
-// startWorkers starts two `train worker` processes on free loopback ports
-// and returns their addresses, quoted for a TOML list, and what stops them.
-func startWorkers(train, dir string) ([]string, []int, func()) {
+// startWorkers starts two `train worker` processes on free loopback ports,
+// with GOMAXPROCS=gomaxprocs unless 0, and returns their addresses, quoted
+// for a TOML list, their process ids, and what stops them.
+func startWorkers(train, dir string, gomaxprocs int) ([]string, []int, func()) {
 	var hosts []string
 	var pids []int
 	var procs []*exec.Cmd
@@ -269,6 +271,9 @@ func startWorkers(train, dir string) ([]string, []int, func()) {
 	atExit = append(atExit, stop)
 	for i := range 2 {
 		w := exec.Command(train, "worker", "--listen", "127.0.0.1:0", "--log-dir", filepath.Join(dir, fmt.Sprint("worker", i)))
+		if gomaxprocs > 0 { // each worker as if on a machine of its own with that many cores
+			w.Env = append(os.Environ(), fmt.Sprintf("GOMAXPROCS=%d", gomaxprocs))
+		}
 		out, err := w.StdoutPipe()
 		check(err)
 		check(w.Start())
