@@ -7,7 +7,8 @@
 //
 //	go build -o /tmp/train ./cmd/train
 //	go run ./bench/remote -train /tmp/train -data /data/mnist -rounds 3
-//	go run ./bench/remote -train /tmp/train -data /data/mnist -config configs/mnist.toml -steps 400 -every 10 -rounds 5
+//	go run ./bench/remote -train /tmp/train -data /data/mnist -config configs/mnist.toml -steps 400 -every 10 -warmup 3 -rounds 7
+//	go run ./bench/remote ... -worker-procs 1   # each worker with GOMAXPROCS=1
 //
 // Each round runs every configuration once, in an order that rotates from
 // round to round; a run's figure is the median samples_per_sec of its step
