@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/pipetrain/pipetrain/actors"
 	"github.com/pipetrain/pipetrain/nn"
@@ -334,6 +335,12 @@ func (c *Config) validatePipeline() error {
 	if int(p.Replicas) > c.Data.BatchSize {
 		return errorf("pipeline.replicas = %d exceeds data.batch_size = %d", p.Replicas, c.Data.BatchSize)
 	}
+	if err := atLeast("pipeline.hosts_min", p.HostsMin, 0); err != nil {
+		return err
+	}
+	if p.HostsMin > len(p.Hosts) {
+		return errorf("pipeline.hosts_min = %d exceeds the %d pipeline.hosts", p.HostsMin, len(p.Hosts))
+	}
 	seen := map[string]int{}
 	for i, h := range p.Hosts {
 		if err := checkHostPort(h); err != nil {
@@ -393,6 +400,15 @@ func (c *Config) validateTrain() error {
 	}
 	if err := oneOf("train.precision", t.Precision, precisions); err != nil {
 		return err
+	}
+	if err := atLeast("train.restarts", t.Restarts, 0); err != nil {
+		return err
+	}
+	if err := atLeast("train.snapshot_every", t.SnapshotEvery, 0); err != nil {
+		return err
+	}
+	if d, err := time.ParseDuration(t.RestartWait); err != nil || d <= 0 {
+		return errorf("train.restart_wait = %q: want a positive duration, e.g. \"30s\" or \"2m\"", t.RestartWait)
 	}
 	return oneOf("train.bf16_arithmetic", t.BF16Arithmetic, arithmetics)
 }
