@@ -165,13 +165,7 @@ func newEngine(layers []nn.Layer, m Model, cfg Config) (*Engine, error) {
 			e.shapes[nn.ParamName(i, b.Name)] = b.Value.Shape()
 		}
 	}
-	build := func(i int) (nn.Layer, error) {
-		ls, err := nn.BuildShape(m.Specs, m.Sample, m.Seed, m.DType, i, i+1)
-		if err != nil {
-			return nil, fmt.Errorf("pipeline: %w", err)
-		}
-		return ls[0], nil
-	}
+	build := layerBuilder(m)
 	var outs []int // each layer's output values a sample, for placing replicas on hosts
 	if shapes, err := nn.OutShapes(m.Specs, m.Sample); err == nil && len(m.Specs) > 0 {
 		for _, sh := range shapes {
@@ -192,6 +186,17 @@ func newEngine(layers []nn.Layer, m Model, cfg Config) (*Engine, error) {
 		return nil, err
 	}
 	return e, nil
+}
+
+// layerBuilder returns a function that builds layer i of m anew.
+func layerBuilder(m Model) func(i int) (nn.Layer, error) {
+	return func(i int) (nn.Layer, error) {
+		ls, err := nn.BuildShape(m.Specs, m.Sample, m.Seed, m.DType, i, i+1)
+		if err != nil {
+			return nil, fmt.Errorf("pipeline: %w", err)
+		}
+		return ls[0], nil
+	}
 }
 
 var stopStrategy = actor.NewOneForOneStrategy(0, 0, func(any) actor.Directive { return actor.StopDirective })
