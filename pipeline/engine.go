@@ -180,6 +180,11 @@ func newEngine(layers []nn.Layer, m Model, cfg Config) (*Engine, error) {
 		return nil, err
 	}
 	plan.specify(m, cfg)
+	for id := range plan.Slots {
+		if plan.Slots[id].Host >= 0 {
+			plan.Slots[id].Layers = nil // built where they run, from the slot's spec
+		}
+	}
 	e.plan = plan
 	if err := e.start(); err != nil {
 		e.shutdown()
@@ -215,7 +220,7 @@ func (e *Engine) start() error {
 	var paramIDs []int
 	for id, s := range e.plan.Slots {
 		e.names[id] = s.Name
-		if s.Replica == 0 && hasParams(s.Layers) {
+		if s.Replica == 0 && s.HasParams() {
 			paramIDs = append(paramIDs, id)
 		}
 		if err := e.spawnStage(id, s); err != nil {

@@ -144,10 +144,8 @@ func Predict(m Model, cfg Config, batch int, link Link) (*Prediction, error) {
 	if reps > 1 && len(p.Hosts) > 0 {
 		for id := range p.PerReplica() {
 			var w int64
-			for _, l := range p.Slots[id].Layers {
-				for _, prm := range l.Params() {
-					w += int64(prm.Value.Size()) * bytesPer
-				}
+			for _, prm := range p.Slots[id].Params {
+				w += int64(prm.Size) * bytesPer
 			}
 			if w == 0 {
 				continue
