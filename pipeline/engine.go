@@ -49,9 +49,15 @@ type Config struct {
 	// gradients and scalars cross each step, and with replicas each
 	// parameter block's gradients and weights (see the package doc).
 	Hosts []string
-	Token string // shared with the workers; required beyond loopback
-	TLS   TLS    // secures the links to the workers; empty: plaintext
-	RunID string // names the run on the workers; required with Hosts
+	// Listen is where this process listens for its workers (host:port;
+	// port 0 picks one); empty: 127.0.0.1:0, or 0.0.0.0:0 for hosts beyond
+	// loopback. Advertise is the host:port they reach it at, if not that
+	// (a proxy or NAT); empty: the address it listens on, or the one that
+	// routes to the hosts.
+	Listen, Advertise string
+	Token             string // shared with the workers; required beyond loopback
+	TLS               TLS    // secures the links to the workers; empty: plaintext
+	RunID             string // names the run on the workers; required with Hosts
 }
 
 // Model is what a pipeline trains: its layers as specs, a sample's shape

@@ -119,6 +119,12 @@ type Pipeline struct {
 	// train.restart_wait for it go on over the hosts left, as long as
 	// they are at least this many; 0: it waits for the lost host only.
 	HostsMin int `toml:"hosts_min" json:"hosts_min"`
+	// Listen is where the coordinator listens for its workers (host:port,
+	// port 0 picks one); empty: 127.0.0.1:0, or 0.0.0.0:0 for hosts beyond
+	// this machine. Advertise is the host:port they reach it at, when not
+	// that (a firewall's forwarded port, a proxy, NAT).
+	Listen    string `toml:"listen" json:"listen"`
+	Advertise string `toml:"advertise" json:"advertise"`
 }
 
 // Train is the [train] table.
