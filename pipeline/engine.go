@@ -215,7 +215,7 @@ var stopStrategy = actor.NewOneForOneStrategy(0, 0, func(any) actor.Directive { 
 // start spawns and wires every actor of the plan: the stage actors here or
 // on the hosts, then the loss, optimizer and coordinator actors here.
 func (e *Engine) start() error {
-	if len(e.cfg.Hosts) > 0 {
+	if len(e.plan.Hosts) > 0 {
 		if err := e.startHosts(); err != nil {
 			return err
 		}
