@@ -166,22 +166,31 @@ func TestRecomputeSpec(t *testing.T) {
 func BenchmarkTransformerRecompute(b *testing.B) {
 	const tokens, dim, rows = 256, 192, 8
 	x, dy := randN(newRNG(1), tensor.Float32, 1, rows, tokens*dim), randN(newRNG(2), tensor.Float32, 1, rows, tokens*dim)
-	for _, r := range nn.Recomputes {
-		b.Run(string(r), func(b *testing.B) {
-			specs := []nn.Spec{{Type: "transformer_block", Heads: 6, Init: nn.GPT, Recompute: string(r)}}
-			layers, err := nn.BuildShape(specs, []int{tokens, dim}, 1, tensor.Float32, 0, 1)
-			if err != nil {
-				b.Fatal(err)
-			}
-			arena, scratch := new(nn.Arena), new(nn.Arena)
-			for i := range b.N {
-				arena.Reset()
-				p := nn.Pass{Step: i + 1, Train: true, Arena: arena, Scratch: scratch, Weights: 1, Threads: 2}
-				layers[0].Forward(p, x)
-				layers[0].Backward(p, dy, true)
-			}
-		})
+	for _, threads := range []int{1, 2} {
+		for _, r := range nn.Recomputes {
+			benchRecompute(b, r, threads, x, dy, tokens, dim)
+		}
 	}
+}
+
+// benchRecompute times a forward and a backward of one block recomputing
+// as r, its kernels on threads goroutines (a stage of two on two cores has
+// one).
+func benchRecompute(b *testing.B, r nn.Recompute, threads int, x, dy *tensor.Tensor, tokens, dim int) {
+	b.Run(fmt.Sprintf("threads=%d/%s", threads, r), func(b *testing.B) {
+		specs := []nn.Spec{{Type: "transformer_block", Heads: 6, Init: nn.GPT, Recompute: string(r)}}
+		layers, err := nn.BuildShape(specs, []int{tokens, dim}, 1, tensor.Float32, 0, 1)
+		if err != nil {
+			b.Fatal(err)
+		}
+		arena, scratch := new(nn.Arena), new(nn.Arena)
+		for i := range b.N {
+			arena.Reset()
+			p := nn.Pass{Step: i + 1, Train: true, Arena: arena, Scratch: scratch, Weights: 1, Threads: threads}
+			layers[0].Forward(p, x)
+			layers[0].Backward(p, dy, true)
+		}
+	})
 }
 
 // TestRecomputeAllocations: a block that recomputes allocates nothing in a

@@ -151,7 +151,7 @@ func (b *TransformerBlock) Forward(p Pass, x *tensor.Tensor) *tensor.Tensor {
 		// probabilities too, so that both passes ask the scratch for the
 		// same tensors, which it then keeps, not replaces.
 		sp := b.scratch(p)
-		y := b.forward(sp, p.Arena, sp.Arena, x, true)
+		y := b.forward(sp, p.Arena, sp.Arena, x, true, true)
 		for _, l := range b.layers() {
 			l.(forgetter).forget(p.Micro)
 		}
@@ -162,7 +162,7 @@ func (b *TransformerBlock) Forward(p Pass, x *tensor.Tensor) *tensor.Tensor {
 	if p.Train && b.Recompute == RecomputeAttention {
 		// the attention's output, c_proj's input, lives in the scratch
 		// too: the backward recomputes it with the probabilities
-		y := b.forward(p, p.Arena, b.scratch(p).Arena, x, false)
+		y := b.forward(p, p.Arena, b.scratch(p).Arena, x, false, true)
 		b.proj.forget(p.Micro)
 		return y
 	}
@@ -170,9 +170,9 @@ func (b *TransformerBlock) Forward(p Pass, x *tensor.Tensor) *tensor.Tensor {
 		// an evaluation keeps only the output: the rest, probabilities
 		// included, lives in the scratch, which the next block reuses
 		sp := b.scratch(p)
-		return b.forward(sp, p.Arena, sp.Arena, x, true)
+		return b.forward(sp, p.Arena, sp.Arena, x, true, true)
 	}
-	return b.forward(p, p.Arena, p.Arena, x, p.Train)
+	return b.forward(p, p.Arena, p.Arena, x, p.Train, true)
 }
 
 // attention returns the attention kernels' working memory for pass p:
@@ -201,8 +201,9 @@ func (b *TransformerBlock) scratch(p Pass) Pass {
 // forward runs the block on x, its tensors lent by p's arena but the
 // output, lent by out, and the attention's output, lent by attIn; keepProbs
 // keeps the attention probabilities for the backward, which otherwise
-// recomputes them.
-func (b *TransformerBlock) forward(p Pass, out, attIn *Arena, x *tensor.Tensor, keepProbs bool) *tensor.Tensor {
+// recomputes them. Without output it stops at what the backward reads
+// (RecomputeBlocks' second forward) and returns nil.
+func (b *TransformerBlock) forward(p Pass, out, attIn *Arena, x *tensor.Tensor, keepProbs, output bool) *tensor.Tensor {
 	n := x.Dim(0)
 	xt := toTokens(p.Arena, x, b.Tokens, b.Dim)
 	qkv := b.attn.Forward(p, b.ln1.Forward(p, xt))
@@ -214,7 +215,15 @@ func (b *TransformerBlock) forward(p Pass, out, attIn *Arena, x *tensor.Tensor, 
 	ops.CausalSelfAttentionInto(att, probs, p.Arena.view(qkv, 0, n, b.Tokens, 3*b.Dim), b.Heads, b.attention(p))
 	y := b.proj.Forward(p, attIn.view(att, 0, n*b.Tokens, b.Dim))
 	x2 := residual(p, xt, dropped(p, b.drop1, y, n))
-	z := b.out.Forward(p, b.gelu.Forward(p, b.fc.Forward(p, b.ln2.Forward(p, x2))))
+	h := b.gelu.Forward(p, b.fc.Forward(p, b.ln2.Forward(p, x2)))
+	if !output && b.drop2 == nil {
+		// a recomputation for the backward, which reads c_proj's input
+		// but not its output: a third of the forward's products spared
+		b.out.x.put(p, h)
+		b.saved.put(p, blockSaved{qkv: qkv, probs: probs})
+		return nil
+	}
+	z := b.out.Forward(p, h)
 	po := p
 	po.Arena = out
 	o := residual(po, x2, dropped(p, b.drop2, z, n))
@@ -233,7 +242,7 @@ func (b *TransformerBlock) Backward(p Pass, dy *tensor.Tensor, needDX bool) *ten
 	if b.Recompute == RecomputeBlocks {
 		x := b.inputs.take("TransformerBlock", p)
 		sp := b.scratch(p)
-		b.forward(sp, sp.Arena, sp.Arena, x, true)
+		b.forward(sp, sp.Arena, sp.Arena, x, true, false)
 	}
 	s := b.saved.take("TransformerBlock", p)
 	n := s.qkv.Dim(0) / b.Tokens

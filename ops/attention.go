@@ -216,6 +216,13 @@ func probsBlock[T float](threads int, pr products, pl *attnPlan, i0, i1 int, qm,
 // probability rounded once from it.
 func softmaxCausal[T float](row []T, n int) {
 	x := row[:n]
+	if x32, ok := any(x).([]float32); ok { // the same steps, 8 floats at a time
+		vec.AddConst(x32, -vec.Max(x32))
+		vec.Exp(x32, x32)
+		vec.ScaleF64(x32, 1/rowSum(x32))
+		clear(row[n:])
+		return
+	}
 	shift(x, rowMax(x))
 	expInPlace(x)
 	inv := 1 / rowSum(x)
@@ -460,8 +467,12 @@ func (b *attnBackward[T]) Part(q int) {
 func softmaxCausalBackward[T float](d, p []T, n int, scale float64) {
 	x, y := d[:n], p[:n]
 	dot := rowDot(x, y)
-	for j, v := range x {
-		x[j] = T(scale * float64(y[j]) * (float64(v) - dot))
+	if x32, ok := any(x).([]float32); ok {
+		vec.SoftmaxGrad(x32, any(y).([]float32), scale, dot)
+	} else {
+		for j, v := range x {
+			x[j] = T(scale * float64(y[j]) * (float64(v) - dot))
+		}
 	}
 	clear(d[n:])
 }

@@ -40,9 +40,15 @@
 // # The plan
 //
 // New works out what will run before any actor exists: a Plan, a plain
-// value with the positions, one Slot per stage actor (its layers, position,
-// shard, name and host) and the thread budget of the stage actors here.
-// start then spawns and wires the actors from it, and Engine.Plan returns it.
+// value with the schedule, micro-batches, loss and clip norm, the
+// positions, one Slot per stage actor (its layers, position, shard, name,
+// host, parameters) and the thread budget of the stage actors here. Each
+// slot carries its StageSpec, the whole recipe of its actor, which
+// buildStage turns into the actor here or, sent as a wire.Build, on a
+// worker: one function builds a stage everywhere. start then spawns and
+// wires the actors from the plan alone, and Engine.Plan returns it.
+// Predict makes the same plan without starting anything and adds a cost
+// model's step time (train plan).
 //
 // # Equivalence
 //
@@ -132,7 +138,8 @@
 // worker`) in contiguous blocks over the hosts, and the coordinator, loss and
 // optimizer actors stay here. Each stage is spawned through a protoactor
 // remote kind (a session per engine on each worker) and builds its own layers
-// from the Model (specs, sample shape, seed), so its weights are those of the
+// from its StageSpec's Model (specs, sample shape, seed; this process lets
+// its copies of them go once planned), so its weights are those of the
 // in-process stage bit for bit; its optimizer state stays with it, and only
 // activations, their gradients and scalars cross each step (and with
 // replicas, each parameter block's gradients and weights: see below). A handshake

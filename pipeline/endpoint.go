@@ -73,6 +73,15 @@ func sharedToken() string {
 // releaseShared gives it back. Engines open at once share one token.
 func acquireShared(listen, advertise, token string, t TLS, logger *zerolog.Logger) (*actor.ActorSystem, error) {
 	shared.Lock()
+	if s := shared.system; s != nil && shared.users == 0 && (shared.listen != listen || shared.advertise != advertise || shared.tls != t) {
+		// no engine uses it: start anew where this one asks (its watchers
+		// take the lock as it stops)
+		shared.system = nil
+		shared.Unlock()
+		remote.GetRemote(s).Shutdown(false)
+		s.Shutdown()
+		shared.Lock()
+	}
 	defer shared.Unlock()
 	if shared.system != nil {
 		if shared.users > 0 && shared.token != token {

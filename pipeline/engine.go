@@ -49,9 +49,15 @@ type Config struct {
 	// gradients and scalars cross each step, and with replicas each
 	// parameter block's gradients and weights (see the package doc).
 	Hosts []string
-	Token string // shared with the workers; required beyond loopback
-	TLS   TLS    // secures the links to the workers; empty: plaintext
-	RunID string // names the run on the workers; required with Hosts
+	// Listen is where this process listens for its workers (host:port;
+	// port 0 picks one); empty: 127.0.0.1:0, or 0.0.0.0:0 for hosts beyond
+	// loopback. Advertise is the host:port they reach it at, if not that
+	// (a proxy or NAT); empty: the address it listens on, or the one that
+	// routes to the hosts.
+	Listen, Advertise string
+	Token             string // shared with the workers; required beyond loopback
+	TLS               TLS    // secures the links to the workers; empty: plaintext
+	RunID             string // names the run on the workers; required with Hosts
 }
 
 // Model is what a pipeline trains: its layers as specs, a sample's shape
@@ -165,13 +171,7 @@ func newEngine(layers []nn.Layer, m Model, cfg Config) (*Engine, error) {
 			e.shapes[nn.ParamName(i, b.Name)] = b.Value.Shape()
 		}
 	}
-	build := func(i int) (nn.Layer, error) {
-		ls, err := nn.BuildShape(m.Specs, m.Sample, m.Seed, m.DType, i, i+1)
-		if err != nil {
-			return nil, fmt.Errorf("pipeline: %w", err)
-		}
-		return ls[0], nil
-	}
+	build := layerBuilder(m)
 	var outs []int // each layer's output values a sample, for placing replicas on hosts
 	if shapes, err := nn.OutShapes(m.Specs, m.Sample); err == nil && len(m.Specs) > 0 {
 		for _, sh := range shapes {
@@ -186,6 +186,11 @@ func newEngine(layers []nn.Layer, m Model, cfg Config) (*Engine, error) {
 		return nil, err
 	}
 	plan.specify(m, cfg)
+	for id := range plan.Slots {
+		if plan.Slots[id].Host >= 0 {
+			plan.Slots[id].Layers = nil // built where they run, from the slot's spec
+		}
+	}
 	e.plan = plan
 	if err := e.start(); err != nil {
 		e.shutdown()
@@ -194,12 +199,23 @@ func newEngine(layers []nn.Layer, m Model, cfg Config) (*Engine, error) {
 	return e, nil
 }
 
+// layerBuilder returns a function that builds layer i of m anew.
+func layerBuilder(m Model) func(i int) (nn.Layer, error) {
+	return func(i int) (nn.Layer, error) {
+		ls, err := nn.BuildShape(m.Specs, m.Sample, m.Seed, m.DType, i, i+1)
+		if err != nil {
+			return nil, fmt.Errorf("pipeline: %w", err)
+		}
+		return ls[0], nil
+	}
+}
+
 var stopStrategy = actor.NewOneForOneStrategy(0, 0, func(any) actor.Directive { return actor.StopDirective })
 
 // start spawns and wires every actor of the plan: the stage actors here or
 // on the hosts, then the loss, optimizer and coordinator actors here.
 func (e *Engine) start() error {
-	if len(e.cfg.Hosts) > 0 {
+	if len(e.plan.Hosts) > 0 {
 		if err := e.startHosts(); err != nil {
 			return err
 		}
@@ -210,7 +226,7 @@ func (e *Engine) start() error {
 	var paramIDs []int
 	for id, s := range e.plan.Slots {
 		e.names[id] = s.Name
-		if s.Replica == 0 && hasParams(s.Layers) {
+		if s.Replica == 0 && s.HasParams() {
 			paramIDs = append(paramIDs, id)
 		}
 		if err := e.spawnStage(id, s); err != nil {

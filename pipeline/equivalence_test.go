@@ -148,8 +148,12 @@ func trainEngineOn(t testing.TB, m pipeline.Model, cfg pipeline.Config, batchOf 
 		}
 	}()
 	for _, st := range eng.Stages() {
-		if remote := slices.Contains(cfg.Hosts, st.Host); remote != (len(cfg.Hosts) > 0) {
+		remote := slices.Contains(cfg.Hosts, st.Host)
+		if remote != (len(cfg.Hosts) > 0) {
 			t.Fatalf("stage %d runs on %q with hosts %v", st.Actor, st.Host, cfg.Hosts)
+		}
+		if held := eng.Plan().Slots[st.Actor].Layers != nil; held == remote {
+			t.Fatalf("stage %d runs on %q and its layers are held here: %v", st.Actor, st.Host, held)
 		}
 	}
 	var losses []float64

@@ -110,6 +110,12 @@ func (e *Engine) startHosts() error {
 			break
 		}
 	}
+	if cfg.Listen != "" {
+		listen = cfg.Listen
+	}
+	if cfg.Advertise != "" {
+		advertise = cfg.Advertise
+	}
 	at := make([]string, len(cfg.Hosts)) // each worker's actor address
 	for h, host := range cfg.Hosts {     // before anything starts here
 		var err error

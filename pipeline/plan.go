@@ -48,7 +48,32 @@ type Slot struct {
 	Host     int    // its worker, an index into Plan.Hosts; -1: this process
 	Replica  int    // the chain it belongs to
 	Owner    int    // the replica 0 slot whose weights it computes with: its own id in replica 0
+	Span     int    // its layers are [First, First+Span)
+	Params   []SlotParam
 	Spec     StageSpec
+}
+
+// SlotParam is one of a slot's parameters, in the order its stage holds
+// them: what the plan and the wiring need of it once a slot on a worker
+// has dropped its layers here.
+type SlotParam struct {
+	Layer int // the global index of its layer
+	Name  string
+	Size  int // its elements
+}
+
+// HasParams reports whether the slot's stage holds parameters.
+func (s Slot) HasParams() bool { return len(s.Params) > 0 }
+
+// newSlot returns the slot of layers ls from global layer first on.
+func newSlot(ls []nn.Layer, first, position, shard int) Slot {
+	s := Slot{Layers: ls, First: first, Position: position, Shard: shard, Span: len(ls)}
+	for j, l := range ls {
+		for _, p := range l.Params() {
+			s.Params = append(s.Params, SlotParam{Layer: first + j, Name: p.Name, Size: p.Value.Size()})
+		}
+	}
+	return s
 }
 
 // PerReplica returns the stage actors of one chain.
@@ -144,7 +169,7 @@ func (p *Plan) specify(m Model, cfg Config) {
 	for id := range p.Slots {
 		s := &p.Slots[id]
 		pos := p.Positions[s.Position]
-		sp := StageSpec{ID: id, Name: s.Name, Model: m, Lo: s.First, Hi: s.First + len(s.Layers), Shard: s.Shard, Position: s.Position,
+		sp := StageSpec{ID: id, Name: s.Name, Model: m, Lo: s.First, Hi: s.First + s.Span, Shard: s.Shard, Position: s.Position,
 			Layers: pos.Layers, Replica: s.Replica, NeedDX: s.Position > 0, Precision: cfg.Precision,
 			ClipValue: cfg.ClipValue, ClipNorm: cfg.ClipNorm > 0}
 		if p.Sharded(s.Position) {
@@ -178,7 +203,7 @@ func (p *Plan) replicate(build func(layer int) (nn.Layer, error)) error {
 	for r := 1; r < p.Replicas; r++ {
 		for id := range n {
 			s := p.Slots[id]
-			c := Slot{Layers: s.Layers, First: s.First, Position: s.Position, Shard: s.Shard, Replica: r, Owner: id}
+			c := Slot{Layers: s.Layers, First: s.First, Position: s.Position, Shard: s.Shard, Replica: r, Owner: id, Span: s.Span, Params: s.Params}
 			if len(p.Hosts) == 0 {
 				c.Layers = nil
 				for j, own := range s.Layers {
@@ -266,7 +291,7 @@ func (p *Plan) place(layers []nn.Layer, bounds, shards []int) error {
 		for i := range ls {
 			pos.Layers = append(pos.Layers, first+i)
 		}
-		p.Slots = append(p.Slots, Slot{Layers: ls, First: first, Position: len(p.Positions)})
+		p.Slots = append(p.Slots, newSlot(ls, first, len(p.Positions), 0))
 		p.Positions = append(p.Positions, pos)
 	}
 	for g := 0; g+1 < len(bounds); g++ {
@@ -295,7 +320,7 @@ func (p *Plan) place(layers []nn.Layer, bounds, shards []int) error {
 			}
 			pos := Position{Layers: []int{i}, Split: []int{0}, Units: []int{0}}
 			for part, sp := range nn.SplitEven(nu, k) {
-				p.Slots = append(p.Slots, Slot{Layers: []nn.Layer{sh.Shard(sp.Lo, sp.Hi)}, First: i, Position: len(p.Positions), Shard: part})
+				p.Slots = append(p.Slots, newSlot([]nn.Layer{sh.Shard(sp.Lo, sp.Hi)}, i, len(p.Positions), part))
 				pos.Slots = append(pos.Slots, len(p.Slots)-1)
 				pos.Split = append(pos.Split, sp.Hi*cols)
 				pos.Units = append(pos.Units, sp.Hi)
@@ -360,10 +385,8 @@ func (p *Plan) wireCost(host func(id int) int, outs []int, rows int) int64 {
 	}
 	for id := range p.PerReplica() {
 		var w int64
-		for _, l := range p.Slots[id].Layers {
-			for _, pr := range l.Params() {
-				w += int64(pr.Value.Size())
-			}
+		for _, pr := range p.Slots[id].Params {
+			w += int64(pr.Size)
 		}
 		copies := p.Copies(id)
 		for i := 1; i < len(copies); i++ {

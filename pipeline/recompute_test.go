@@ -55,6 +55,26 @@ func TestRecomputeEquivalence(t *testing.T) {
 			}
 		}
 	}
+	// without dropout a recomputing block stops at c_proj's input
+	plain := tinyGPT
+	plain.Specs = slices.Clone(plain.Specs)
+	for i := range plain.Specs {
+		plain.Specs[i].Dropout = 0
+	}
+	plainLoss, plainW := referenceGPT(t, plain, 1)
+	for _, c := range []pipeline.Config{
+		{Schedule: actors.Sequential, MicroBatches: 2},
+		{Schedule: actors.OneFOneB, MicroBatches: 4, Stages: 2},
+		{Schedule: actors.OneFOneB, MicroBatches: 4, Stages: 2, SplitBackward: true},
+	} {
+		t.Run(fmt.Sprintf("no dropout/blocks/%v/stages=%d/split=%v", c.Schedule, c.Stages, c.SplitBackward), func(t *testing.T) {
+			c.Loss, c.Optimizer, c.ClipNorm = nn.CrossEntropy, sgd, clipNorm
+			l, w := trainEngineOn(t, withRecompute(plain, nn.RecomputeBlocks), c, gptBatch)
+			if why := within(l, plainLoss, w, plainW, 0); why != "" {
+				t.Error(why)
+			}
+		})
+	}
 	for _, pr := range []nn.Precision{nn.BF16, nn.BF16Pairs} {
 		wantLoss, wantW := referenceGPTIn(t, tinyGPT, 1, pr)
 		for _, r := range []nn.Recompute{nn.RecomputeAttention, nn.RecomputeBlocks} {

@@ -177,6 +177,7 @@ func TestRemoteEquivalence(t *testing.T) {
 		cfg := pipeline.Config{Schedule: tc.sched, MicroBatches: 4, Stages: tc.stages, Shards: tc.shards, Hang: 5 * time.Second}
 		wantLoss, wantW := train(t, cfg)
 		cfg.Hosts = hosts
+
 		t.Logf("%v stages=%d shards=%v", tc.sched, tc.stages, tc.shards)
 		gotLoss, gotW := train(t, cfg)
 		if !slices.Equal(gotLoss, wantLoss) {
@@ -187,6 +188,30 @@ func TestRemoteEquivalence(t *testing.T) {
 				t.Errorf("%v stages=%d shards=%v: %s differs on hosts", tc.sched, tc.stages, tc.shards, name)
 			}
 		}
+	}
+}
+
+// TestRemoteListen: with Config.Listen the coordinator takes its workers'
+// connections at that port, held while the engine is open.
+func TestRemoteListen(t *testing.T) {
+	hosts := workers(t, 2, "")
+	port, err := freePort()
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := fmt.Sprintf("127.0.0.1:%d", port)
+	eng := newEngine(t, testModel, pipeline.Config{Schedule: actors.OneFOneB, MicroBatches: 2, Stages: 2, Hosts: hosts, Listen: addr,
+		RunID: "listen", Hang: 5 * time.Second})
+	x, tg := batch(1)
+	if _, err := eng.Step(1, lr(1), x, tg); err != nil {
+		t.Fatal(err)
+	}
+	if l, err := net.Listen("tcp", addr); err == nil {
+		l.Close()
+		t.Errorf("%s is free while the engine runs: it does not listen there", addr)
+	}
+	if err := eng.Close(); err != nil {
+		t.Fatal(err)
 	}
 }
 

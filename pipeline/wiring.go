@@ -18,7 +18,7 @@ func (e *Engine) wire() error {
 		for i := range e.plan.Positions {
 			for _, id := range e.plan.Chain(r, i) {
 				w := e.wiring(r, i)
-				if e.plan.Replicas > 1 && hasParams(e.plan.Slots[id].Layers) {
+				if e.plan.Replicas > 1 && e.plan.Slots[id].HasParams() {
 					copies := e.plan.Copies(id)
 					w.Copies, w.CopyNames, w.OwnCopies = e.pids(copies), e.namesOf(copies), e.plan.OwnCopies()
 				}
@@ -113,13 +113,9 @@ func (e *Engine) tiedLinks(i int) []actors.TiedLink {
 // that stage's parameters.
 func (e *Engine) tiedCopy(layer int) (slot, param int) {
 	for id, s := range e.plan.Slots[:e.plan.PerReplica()] {
-		param = 0
-		for j, l := range s.Layers {
-			for _, p := range l.Params() {
-				if s.First+j == layer && p.Name == "weight" {
-					return id, param
-				}
-				param++
+		for param, p := range s.Params {
+			if p.Layer == layer && p.Name == "weight" {
+				return id, param
 			}
 		}
 	}

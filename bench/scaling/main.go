@@ -26,7 +26,6 @@
 package main
 
 import (
-	"bufio"
 	"encoding/json"
 	"flag"
 	"fmt"
@@ -267,16 +266,9 @@ func readLog(dir string, warmup int) ([]float64, string) {
 	if len(files) != 1 {
 		fail(fmt.Errorf("%s: %d log files, want 1", dir, len(files)))
 	}
-	f, err := os.Open(files[0])
-	if err != nil {
-		fail(err)
-	}
-	defer f.Close()
 	var tput []float64
 	var busy []string
-	sc := bufio.NewScanner(f)
-	sc.Buffer(make([]byte, 1<<20), 1<<24)
-	for sc.Scan() {
+	err := deepmlp.ScanLog(files[0], func(line []byte) error {
 		var ev struct {
 			Event   string  `json:"event"`
 			Samples float64 `json:"samples_per_sec"`
@@ -284,8 +276,8 @@ func readLog(dir string, warmup int) ([]float64, string) {
 			Shard   int     `json:"shard"`
 			Busy    float64 `json:"busy_fraction"`
 		}
-		if json.Unmarshal(sc.Bytes(), &ev) != nil {
-			continue
+		if json.Unmarshal(line, &ev) != nil {
+			return nil
 		}
 		switch ev.Event {
 		case "step":
@@ -296,9 +288,10 @@ func readLog(dir string, warmup int) ([]float64, string) {
 			}
 			busy = append(busy, fmt.Sprintf("%.2f", ev.Busy))
 		}
-	}
-	if err := sc.Err(); err != nil {
-		fail(fmt.Errorf("%s: %v", files[0], err))
+		return nil
+	})
+	if err != nil {
+		fail(err)
 	}
 	if len(tput) <= warmup {
 		fail(fmt.Errorf("%s: %d step events, none left after %d of warm-up", files[0], len(tput), warmup))

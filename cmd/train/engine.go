@@ -78,7 +78,7 @@ func newEngine(c *config.Config, log *runLog, lay layout, r *trainRun) (*pipelin
 		SampleRows: max(1, c.Data.BatchSize/lay.Micro/max(1, lay.Replicas)),
 		Trace:      c.Log.Trace != "", Hang: hangAfter, Logger: &log.Logger,
 		GEMMThreads: c.Pipeline.GEMMThreads, SplitBackward: lay.Split, EvalWindow: evalWindow(cmp.Or(r.val, r.test)),
-		Hosts: c.Pipeline.Hosts, Token: r.token, TLS: r.tls, RunID: log.id,
+		Hosts: c.Pipeline.Hosts, Listen: c.Pipeline.Listen, Advertise: c.Pipeline.Advertise, Token: r.token, TLS: r.tls, RunID: log.id,
 	})
 	if err != nil {
 		return nil, badInputf("pipeline: %v", strings.TrimPrefix(err.Error(), "pipeline: "))

@@ -10,6 +10,7 @@
 //	train import --hf FILE.safetensors --config FILE --out DIR [--set KEY=VALUE]...
 //	train sample --checkpoint DIR [--prompt TEXT] [--tokens N] [--temperature T] [--top_k K] [--top_p P] [--seed S]
 //	train prepare --config FILE [--set KEY=VALUE]... [--out DIR]
+//	train plan --config FILE [--set KEY=VALUE]... [--hosts N] [--bandwidth RATE] [--latency DURATION]
 //
 // eval prints the loss and accuracy of a checkpoint's model on the test
 // split of the data it was trained on, as one JSON line; --set may change
@@ -22,7 +23,9 @@
 // to fine-tune with --resume. sample prints text a language model writes.
 // prepare tokenizes the text a config names once, into train.bin, val.bin
 // and meta.json, which data.name = "tokens" trains from without reading
-// them into memory.
+// them into memory. plan prints the layouts a run would consider and the
+// step time the cost model predicts for each, for hosts this machine may
+// not have, without training.
 //
 // Exit status: 0 done; 2 the command line, config or data is wrong; 1 training
 // failed (the last checkpoint is kept); 130 interrupted (a checkpoint is written).
@@ -150,7 +153,7 @@ func checkLogFormat(f string) error {
 
 // commandsUsage names the commands besides training, for --help, on the
 // usage's line: each one's --help gives its own usage.
-const commandsUsage = "; other commands: train worker | eval | predict | export (--onnx FILE | --hf OUT) | import --hf FILE | sample, each with --help for its usage"
+const commandsUsage = "; other commands: train worker | eval | predict | export (--onnx FILE | --hf OUT) | import --hf FILE | sample | prepare | plan, each with --help for its usage"
 
 // subcommands are the commands besides training, by their first argument.
 var subcommands = map[string]func(ctx context.Context, args []string, stdout, stderr io.Writer) error{
@@ -161,6 +164,7 @@ var subcommands = map[string]func(ctx context.Context, args []string, stdout, st
 	"sample":  runSample,
 	"import":  runImport,
 	"prepare": runPrepare,
+	"plan":    runPlan,
 }
 
 // run is the whole command, returning its exit status. The last line it writes

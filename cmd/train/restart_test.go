@@ -176,20 +176,28 @@ func resume(t *testing.T, bin, run, cfg string, layout []string, ws []*worker, v
 		dumpWorkerLogs(t, ws)
 		t.Fatalf("resumed at step %d after killing %s: exit %d\n%s", at, victim, resumed.code, resumed.stderr)
 	}
-	got := stepLosses(resumed.events)
 	t.Logf("killed %s; resumed from step %d", victim, at)
-	if len(got) != end-at {
-		t.Errorf("resumed at step %d, logged %d steps, want %d", at, len(got), end-at)
+	sameAsUnbroken(t, "resumed", resumed.events, run, end-at, want, wantFiles)
+}
+
+// sameAsUnbroken checks that a broken run, its events and its folder run,
+// logged steps step losses, each the unbroken run's (want), and ended with
+// its final weights and optimizer state (wantFiles).
+func sameAsUnbroken(t *testing.T, what string, events []map[string]any, run string, steps int, want map[int]float64, wantFiles map[string][]byte) {
+	t.Helper()
+	got := stepLosses(events)
+	if len(got) != steps {
+		t.Errorf("the %s run logged %d steps, want %d", what, len(got), steps)
 	}
 	for s, l := range got {
 		if want[s] != l {
-			t.Errorf("step %d: resumed loss %v, unbroken %v", s, l, want[s])
+			t.Errorf("step %d: %s loss %v, unbroken %v", s, what, l, want[s])
 		}
 	}
 	files := lastCheckpoint(t, run)
 	for _, name := range []string{"model.safetensors", "optimizer.safetensors"} {
 		if !bytes.Equal(files[name], wantFiles[name]) {
-			t.Errorf("the resumed run's final %s differs from the unbroken run's", name)
+			t.Errorf("the %s run's final %s differs from the unbroken run's", what, name)
 		}
 	}
 }

@@ -66,6 +66,11 @@ type trainRun struct {
 
 	lastCheckpoint int // step of the newest checkpoint written or loaded
 
+	// healing (train.restarts): restarts made, and the state kept in
+	// memory every train.snapshot_every steps
+	restarts int
+	snap     *snapshot
+
 	// curves for the plot
 	stepLosses []point
 	evalAcc    []point
@@ -293,6 +298,26 @@ func (r *trainRun) loop(ctx context.Context) error {
 	b := r.newBatches()
 	defer b.wait()
 	r.rate = rateClock{since: time.Now()}
+	for {
+		err := r.steps(ctx, b)
+		if err == nil {
+			return nil
+		}
+		// a step, an evaluation or a checkpoint may find a host lost
+		healed, herr := r.heal(err)
+		if herr != nil {
+			return r.failed(herr)
+		}
+		if !healed {
+			return err
+		}
+	}
+}
+
+// steps trains from the run's position to its end.
+func (r *trainRun) steps(ctx context.Context, b *batches) error {
+	c := r.cfg
+	nb := r.loader.BatchesPerEpoch()
 	for ; r.epoch < c.Train.Epochs; r.epoch, r.batch = r.epoch+1, 0 {
 		for r.batch < nb {
 			if ctx.Err() != nil {
@@ -494,6 +519,14 @@ func (r *trainRun) everyFewSteps() (stop bool, err error) {
 			return true, err
 		}
 	}
+	if c.Train.SnapshotEvery > 0 && r.step%c.Train.SnapshotEvery == 0 && r.lastCheckpoint != r.step {
+		if r.snap == nil {
+			r.snap = new(snapshot)
+		}
+		if err := r.snap.take(r); err != nil {
+			return true, fmt.Errorf("snapshot at step %d: %w", r.step, err)
+		}
+	}
 	return false, nil
 }
 
@@ -554,7 +587,7 @@ func (r *trainRun) failed(err error) error {
 	if errors.As(err, &nf) {
 		return fmt.Errorf("training failed: %v (the last good checkpoint in %q is kept)", err, r.cfg.Train.CheckpointDir)
 	}
-	return fmt.Errorf("training failed at step %d: %v", r.step+1, err)
+	return fmt.Errorf("training failed at step %d: %w", r.step+1, err)
 }
 
 // evaluate logs the model's loss and accuracy on the validation split, or

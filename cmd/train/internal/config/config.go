@@ -7,6 +7,7 @@ import (
 	"os"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/pipetrain/pipetrain/nn"
 
@@ -114,6 +115,16 @@ type Pipeline struct {
 	SplitBackward bool     `toml:"split_backward" json:"split_backward"` // send dX upstream before computing dW
 	Replicas      Auto     `toml:"replicas" json:"replicas"`             // copies of the stage chain; "auto": the tuner's choice
 	Hosts         []string `toml:"hosts" json:"hosts"`                   // host:port of remote stage hosts
+	// HostsMin, when not 0, lets a run that lost a host and waited
+	// train.restart_wait for it go on over the hosts left, as long as
+	// they are at least this many; 0: it waits for the lost host only.
+	HostsMin int `toml:"hosts_min" json:"hosts_min"`
+	// Listen is where the coordinator listens for its workers (host:port,
+	// port 0 picks one); empty: 127.0.0.1:0, or 0.0.0.0:0 for hosts beyond
+	// this machine. Advertise is the host:port they reach it at, when not
+	// that (a firewall's forwarded port, a proxy, NAT).
+	Listen    string `toml:"listen" json:"listen"`
+	Advertise string `toml:"advertise" json:"advertise"`
 }
 
 // Train is the [train] table.
@@ -129,6 +140,23 @@ type Train struct {
 	// avx512bf16, the same bits on every CPU; auto: this CPU's native one,
 	// or a resumed checkpoint's.
 	BF16Arithmetic string `toml:"bf16_arithmetic" json:"bf16_arithmetic"`
+	// Restarts is how many times a run that lost a host (pipeline.hosts)
+	// starts again by itself, from its last snapshot or checkpoint; 0:
+	// it stops, to be resumed with --resume.
+	Restarts int `toml:"restarts" json:"restarts"`
+	// SnapshotEvery, when not 0, keeps a copy of the weights and
+	// optimizer state in memory every this many steps, for a restart
+	// that loses fewer steps than the last checkpoint would.
+	SnapshotEvery int `toml:"snapshot_every" json:"snapshot_every"`
+	// RestartWait is how long a restart waits for a lost host to come
+	// back (a Go duration, e.g. "30s").
+	RestartWait string `toml:"restart_wait" json:"restart_wait"`
+}
+
+// RestartWaitDuration is train.restart_wait, validated.
+func (t Train) RestartWaitDuration() time.Duration {
+	d, _ := time.ParseDuration(t.RestartWait)
+	return d
 }
 
 // Log is the [log] table.
@@ -177,7 +205,7 @@ func Default() *Config {
 		},
 		Schedule: Schedule{Type: "constant", Gamma: 0.1},
 		Pipeline: Pipeline{Schedule: "auto", Replicas: 1}, // micro_batches "auto"
-		Train:    Train{Epochs: 1, CheckpointDir: "checkpoints", Precision: "fp32", BF16Arithmetic: "auto"},
+		Train:    Train{Epochs: 1, CheckpointDir: "checkpoints", Precision: "fp32", BF16Arithmetic: "auto", RestartWait: "60s"},
 		Log:      Log{Dir: "logs", Every: 10},
 	}
 }

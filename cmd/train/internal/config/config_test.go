@@ -55,7 +55,7 @@ func TestDefault(t *testing.T) {
 			Betas: [2]float64{0.9, 0.999}, Eps: 1e-8, ClipNorm: 0, ClipValue: 0},
 		Schedule: Schedule{Type: "constant", WarmupSteps: 0, StepSize: 0, Gamma: 0.1},
 		Pipeline: Pipeline{Schedule: "auto", MicroBatches: 0, Stages: 0, GEMMThreads: 0, SplitBackward: false, Replicas: 1, Hosts: nil},
-		Train:    Train{Epochs: 1, MaxSteps: 0, EvalEvery: 0, CheckpointDir: "checkpoints", CheckpointEvery: 0, Precision: "fp32", BF16Arithmetic: "auto"},
+		Train:    Train{Epochs: 1, MaxSteps: 0, EvalEvery: 0, CheckpointDir: "checkpoints", CheckpointEvery: 0, Precision: "fp32", BF16Arithmetic: "auto", RestartWait: "60s"},
 		Log:      Log{Dir: "logs", Every: 10, Trace: ""},
 	}
 	if got := Default(); !reflect.DeepEqual(got, want) {
@@ -126,9 +126,11 @@ func TestParseFull(t *testing.T) {
 		Optimizer: Optimizer{Type: "sgd", LR: 0.1, Momentum: 0.9, Nesterov: true, WeightDecay: 1e-4, Decay: "matrices",
 			Betas: [2]float64{0.8, 0.99}, Eps: 1e-6, ClipNorm: 1, ClipValue: 5},
 		Schedule: Schedule{Type: "cosine", WarmupSteps: 100, StepSize: 1000, Gamma: 0.5, MinLR: 0.01},
-		Pipeline: Pipeline{Schedule: "sequential", MicroBatches: 8, Stages: 3, GEMMThreads: 2, SplitBackward: true, Replicas: 2, Hosts: nil},
-		Train:    Train{Epochs: 10, MaxSteps: 5000, EvalEvery: 500, CheckpointDir: "ckpt", CheckpointEvery: 1000, EarlyStop: 3, Precision: "bf16", BF16Arithmetic: "avx512bf16"},
-		Log:      Log{Dir: "runs", Every: 25, Trace: "trace.json", Metrics: "127.0.0.1:0"},
+		Pipeline: Pipeline{Schedule: "sequential", MicroBatches: 8, Stages: 3, GEMMThreads: 2, SplitBackward: true, Replicas: 2, Hosts: nil,
+			Listen: "0.0.0.0:7100", Advertise: "10.0.0.1:7100"},
+		Train: Train{Epochs: 10, MaxSteps: 5000, EvalEvery: 500, CheckpointDir: "ckpt", CheckpointEvery: 1000, EarlyStop: 3, Precision: "bf16", BF16Arithmetic: "avx512bf16",
+			Restarts: 2, SnapshotEvery: 50, RestartWait: "30s"},
+		Log: Log{Dir: "runs", Every: 25, Trace: "trace.json", Metrics: "127.0.0.1:0"},
 	}
 	if got := plain(c); !reflect.DeepEqual(got, want) {
 		t.Errorf("Load(testdata/full.toml):\ngot  %+v\nwant %+v", got, want)

@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/pipetrain/pipetrain/actors"
 	"github.com/pipetrain/pipetrain/nn"
@@ -334,6 +335,22 @@ func (c *Config) validatePipeline() error {
 	if int(p.Replicas) > c.Data.BatchSize {
 		return errorf("pipeline.replicas = %d exceeds data.batch_size = %d", p.Replicas, c.Data.BatchSize)
 	}
+	if p.Listen != "" {
+		if err := checkAddr(p.Listen, 0); err != nil {
+			return errorf("pipeline.listen = %q: %v", p.Listen, err)
+		}
+	}
+	if p.Advertise != "" {
+		if err := checkHostPort(p.Advertise); err != nil {
+			return errorf("pipeline.advertise = %q: %v", p.Advertise, err)
+		}
+	}
+	if err := atLeast("pipeline.hosts_min", p.HostsMin, 0); err != nil {
+		return err
+	}
+	if p.HostsMin > len(p.Hosts) {
+		return errorf("pipeline.hosts_min = %d exceeds the %d pipeline.hosts", p.HostsMin, len(p.Hosts))
+	}
 	seen := map[string]int{}
 	for i, h := range p.Hosts {
 		if err := checkHostPort(h); err != nil {
@@ -349,7 +366,10 @@ func (c *Config) validatePipeline() error {
 
 // checkHostPort checks that s is a host:port with a non-empty host and a
 // numeric port in 1..65535.
-func checkHostPort(s string) error {
+func checkHostPort(s string) error { return checkAddr(s, 1) }
+
+// checkAddr is checkHostPort taking ports from lo on (0: any free one).
+func checkAddr(s string, lo int) error {
 	host, port, err := net.SplitHostPort(s)
 	if err != nil {
 		var ae *net.AddrError
@@ -362,8 +382,8 @@ func checkHostPort(s string) error {
 		return fmt.Errorf("not a host:port (missing host)")
 	}
 	n, err := strconv.Atoi(port)
-	if err != nil || n < 1 || n > 65535 || strings.TrimLeft(port, "0123456789") != "" {
-		return fmt.Errorf("port %q: want a number in 1..65535", port)
+	if err != nil || n < lo || n > 65535 || strings.TrimLeft(port, "0123456789") != "" {
+		return fmt.Errorf("port %q: want a number in %d..65535", port, lo)
 	}
 	return nil
 }
@@ -393,6 +413,15 @@ func (c *Config) validateTrain() error {
 	}
 	if err := oneOf("train.precision", t.Precision, precisions); err != nil {
 		return err
+	}
+	if err := atLeast("train.restarts", t.Restarts, 0); err != nil {
+		return err
+	}
+	if err := atLeast("train.snapshot_every", t.SnapshotEvery, 0); err != nil {
+		return err
+	}
+	if d, err := time.ParseDuration(t.RestartWait); err != nil || d <= 0 {
+		return errorf("train.restart_wait = %q: want a positive duration, e.g. \"30s\" or \"2m\"", t.RestartWait)
 	}
 	return oneOf("train.bf16_arithmetic", t.BF16Arithmetic, arithmetics)
 }

@@ -1,0 +1,167 @@
+package pipeline
+
+import (
+	"fmt"
+	"runtime"
+	"time"
+
+	"github.com/pipetrain/pipetrain/actors"
+	"github.com/pipetrain/pipetrain/nn"
+	"github.com/pipetrain/pipetrain/tensor"
+)
+
+// Link is a network link between hosts, as the cost model sees it.
+type Link struct {
+	Bandwidth float64       // bytes a second; 0: infinite
+	Latency   time.Duration // one way
+}
+
+// transfer is how long bytes take over l.
+func (l Link) transfer(bytes int64) float64 {
+	t := l.Latency.Seconds()
+	if l.Bandwidth > 0 {
+		t += float64(bytes) / l.Bandwidth
+	}
+	return t
+}
+
+// Prediction is what the cost model expects of a plan: a step's time and
+// its parts.
+type Prediction struct {
+	Plan *Plan
+	Rows int // a micro-batch's rows
+
+	// Stage is each position's compute a micro-batch (forward and
+	// backward, its slowest shard), Cross each cut's transfer a
+	// micro-batch (the activation and its gradient; 0 within a host), In
+	// and Out the input's way from this process to the first stage and
+	// the output's to the loss and its gradient's back (0 here), Exchange
+	// the replicas' gradients and weights a step, all in seconds.
+	Stage, Cross []float64
+	In, Out      float64
+	Exchange     float64
+	Step         float64 // a step's predicted time
+	Bottleneck   string  // what bounds the pipeline: "stage 2", "link 1→2", "replicas' exchange"
+}
+
+// Predict plans m under cfg as New would, without starting anything
+// (cfg.Hosts may name hosts that do not exist: the plan only places stages
+// on them), measures each layer's forward and backward on a micro-batch
+// with the threads a stage would have, and predicts a step's time with
+// links between hosts as link says: the first micro-batch through every
+// stage and cut, then one more of the slowest for each further one
+// ((m + p − 1) bottlenecks when the chain is balanced), micro-batches one
+// at a time under the sequential schedule, and with replicas the gradient
+// turn and the new weights between hosts, one block after another.
+func Predict(m Model, cfg Config, batch int, link Link) (*Prediction, error) {
+	layers, err := nn.BuildShape(m.Specs, m.Sample, m.Seed, m.DType, 0, len(m.Specs))
+	if err != nil {
+		return nil, fmt.Errorf("pipeline: %w", err)
+	}
+	if cfg.MicroBatches < 1 {
+		cfg.MicroBatches = 1
+	}
+	if cfg.SampleRows <= 0 {
+		cfg.SampleRows = 64
+	}
+	shapes, err := nn.OutShapes(m.Specs, m.Sample)
+	if err != nil {
+		return nil, fmt.Errorf("pipeline: %w", err)
+	}
+	outs := make([]int, len(shapes))
+	for i, sh := range shapes {
+		outs[i] = tensor.SizeOf(sh)
+	}
+	p, err := makePlan(layers, tensor.SizeOf(m.Sample), outs, cfg, layerBuilder(m))
+	if err != nil {
+		return nil, err
+	}
+	reps := max(1, p.Replicas)
+	rows := max(1, batch/reps/p.Micro)
+	threads := p.Threads
+	if len(p.Hosts) > 0 {
+		// a worker shares its cores among its stage actors, as here
+		perHost := (len(p.Slots) + len(p.Hosts) - 1) / len(p.Hosts)
+		threads = max(1, runtime.GOMAXPROCS(0)/perHost)
+		if p.OneBusy() {
+			threads = runtime.GOMAXPROCS(0)
+		}
+	}
+	costs, err := MeasureCosts(layers, tensor.SizeOf(m.Sample), rows, 3, threads, paramDType(layers), cfg.Precision)
+	if err != nil {
+		return nil, err
+	}
+	pr := &Prediction{Plan: p, Rows: rows}
+	bytesPer := int64(4) // float32 activations, gradients and weights
+	if m.DType == tensor.Float64 {
+		bytesPer = 8
+	}
+	for i, pos := range p.Positions {
+		var s float64
+		for _, l := range pos.Layers {
+			s += costs[l] / float64(len(pos.Slots)) // shards split a layer's work
+		}
+		pr.Stage = append(pr.Stage, s)
+		if i+1 < len(p.Positions) {
+			c := 0.0
+			if p.Slots[pos.Slots[0]].Host != p.Slots[p.Positions[i+1].Slots[0]].Host {
+				out := int64(rows*outs[pos.Layers[len(pos.Layers)-1]]) * bytesPer
+				c = 2 * link.transfer(out) // the activation, and its gradient back
+			}
+			pr.Cross = append(pr.Cross, c)
+		}
+	}
+	first, last := p.Positions[0], p.Positions[len(p.Positions)-1]
+	if p.Slots[first.Slots[0]].Host >= 0 {
+		pr.In = link.transfer(int64(rows*tensor.SizeOf(m.Sample)) * bytesPer)
+	}
+	if p.Slots[last.Slots[0]].Host >= 0 {
+		pr.Out = 2 * link.transfer(int64(rows*outs[len(outs)-1])*bytesPer)
+	}
+	sum, worst := pr.In+pr.Out, max(pr.In, pr.Out)
+	pr.Bottleneck = "stage 0"
+	if worst > 0 {
+		pr.Bottleneck = "this process's links"
+	}
+	for i, s := range pr.Stage {
+		sum += s
+		if s >= worst {
+			worst, pr.Bottleneck = s, fmt.Sprintf("stage %d", i)
+		}
+	}
+	for i, c := range pr.Cross {
+		sum += c
+		if c > worst {
+			worst, pr.Bottleneck = c, fmt.Sprintf("link %d→%d", i, i+1)
+		}
+	}
+	micro := float64(p.Micro)
+	if p.Schedule == actors.Sequential {
+		pr.Step = micro * sum
+	} else {
+		pr.Step = sum + (micro-1)*worst
+	}
+	if reps > 1 && len(p.Hosts) > 0 {
+		for id := range p.PerReplica() {
+			var w int64
+			for _, prm := range p.Slots[id].Params {
+				w += int64(prm.Size) * bytesPer
+			}
+			if w == 0 {
+				continue
+			}
+			hops := 0
+			for _, c := range p.Copies(id)[1:] {
+				if p.Slots[c].Host != p.Slots[id].Host {
+					hops++
+				}
+			}
+			pr.Exchange += 2 * float64(hops) * link.transfer(w) // gradients in turn, weights back
+		}
+		if pr.Exchange > worst {
+			pr.Bottleneck = "replicas' exchange"
+		}
+		pr.Step += pr.Exchange
+	}
+	return pr, nil
+}

@@ -1,0 +1,60 @@
+package pipeline
+
+import (
+	"math"
+	"testing"
+	"time"
+
+	"github.com/pipetrain/pipetrain/actors"
+	"github.com/pipetrain/pipetrain/nn"
+)
+
+// TestPredict checks the cost model's arithmetic on measured stage times:
+// a cut between hosts costs the activation and its gradient over the link,
+// none within a process; a pipeline takes the first micro-batch through
+// every stage and cut and then the slowest once for each other one, the
+// sequential schedule every micro-batch through all.
+func TestPredict(t *testing.T) {
+	m := Model{Specs: []nn.Spec{{Type: "linear", Units: 16, Init: nn.XavierUniform}, {Type: "relu"},
+		{Type: "linear", Units: 10, Init: nn.XavierUniform}}, Sample: []int{8}, Seed: 1}
+	link := Link{Bandwidth: 1e6, Latency: 2 * time.Millisecond}
+	for _, c := range []struct {
+		sched actors.Schedule
+		hosts []string
+	}{
+		{actors.OneFOneB, []string{"a:1", "b:1"}}, {actors.GPipe, nil}, {actors.Sequential, []string{"a:1", "b:1"}},
+	} {
+		cfg := Config{Schedule: c.sched, MicroBatches: 4, Stages: 2, Hosts: c.hosts}
+		p, err := Predict(m, cfg, 64, link)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if p.Rows != 16 || len(p.Stage) != 2 || len(p.Cross) != 1 {
+			t.Fatalf("%v: %d rows, stages %v, cuts %v", c.sched, p.Rows, p.Stage, p.Cross)
+		}
+		want := 0.0
+		if len(c.hosts) > 0 && p.Plan.Slots[0].Host != p.Plan.Slots[1].Host {
+			out := p.Plan.Positions[0].Layers
+			values := map[int]int{0: 16, 1: 16, 2: 10}[out[len(out)-1]]
+			want = 2 * (0.002 + float64(16*values*4)/1e6)
+		}
+		if math.Abs(p.Cross[0]-want) > 1e-12 {
+			t.Errorf("%v hosts %v: the cut costs %v, want %v", c.sched, c.hosts, p.Cross[0], want)
+		}
+		in, out := 0.0, 0.0
+		if len(c.hosts) > 0 {
+			in, out = 0.002+float64(16*8*4)/1e6, 2*(0.002+float64(16*10*4)/1e6)
+		}
+		if math.Abs(p.In-in) > 1e-12 || math.Abs(p.Out-out) > 1e-12 {
+			t.Errorf("%v hosts %v: the input's way costs %v and the output's %v, want %v and %v", c.sched, c.hosts, p.In, p.Out, in, out)
+		}
+		sum := p.Stage[0] + p.Stage[1] + p.Cross[0] + in + out
+		step := sum + 3*max(p.Stage[0], p.Stage[1], p.Cross[0], in, out)
+		if c.sched == actors.Sequential {
+			step = 4 * sum
+		}
+		if math.Abs(p.Step-step) > 1e-12*step || !(p.Stage[0] > 0 && p.Stage[1] > 0) {
+			t.Errorf("%v: step %v from stages %v and cut %v, want %v", c.sched, p.Step, p.Stage, p.Cross, step)
+		}
+	}
+}
