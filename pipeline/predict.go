@@ -1,6 +1,7 @@
 package pipeline
 
 import (
+	"cmp"
 	"fmt"
 	"runtime"
 	"time"
@@ -58,12 +59,7 @@ func Predict(m Model, cfg Config, batch int, link Link) (*Prediction, error) {
 	if err != nil {
 		return nil, fmt.Errorf("pipeline: %w", err)
 	}
-	if cfg.MicroBatches < 1 {
-		cfg.MicroBatches = 1
-	}
-	if cfg.SampleRows <= 0 {
-		cfg.SampleRows = 64
-	}
+	cfg.MicroBatches, cfg.SampleRows = max(1, cfg.MicroBatches), cmp.Or(max(cfg.SampleRows, 0), 64)
 	shapes, err := nn.OutShapes(m.Specs, m.Sample)
 	if err != nil {
 		return nil, fmt.Errorf("pipeline: %w", err)
@@ -76,26 +72,45 @@ func Predict(m Model, cfg Config, batch int, link Link) (*Prediction, error) {
 	if err != nil {
 		return nil, err
 	}
-	reps := max(1, p.Replicas)
-	rows := max(1, batch/reps/p.Micro)
-	threads := p.Threads
-	if len(p.Hosts) > 0 {
-		// a worker shares its cores among its stage actors, as here
-		perHost := (len(p.Slots) + len(p.Hosts) - 1) / len(p.Hosts)
-		threads = max(1, runtime.GOMAXPROCS(0)/perHost)
-		if p.OneBusy() {
-			threads = runtime.GOMAXPROCS(0)
-		}
-	}
-	costs, err := MeasureCosts(layers, tensor.SizeOf(m.Sample), rows, 3, threads, paramDType(layers), cfg.Precision)
+	rows := max(1, batch/max(1, p.Replicas)/p.Micro)
+	costs, err := MeasureCosts(layers, tensor.SizeOf(m.Sample), rows, 3, p.stageThreads(), paramDType(layers), cfg.Precision)
 	if err != nil {
 		return nil, err
 	}
-	pr := &Prediction{Plan: p, Rows: rows}
-	bytesPer := int64(4) // float32 activations, gradients and weights
+	c := costing{p: p, link: link, rows: rows, outs: outs, in: tensor.SizeOf(m.Sample), bytes: 4}
 	if m.DType == tensor.Float64 {
-		bytesPer = 8
+		c.bytes = 8
 	}
+	pr := &Prediction{Plan: p, Rows: rows}
+	c.chain(pr, costs)
+	c.step(pr)
+	return pr, nil
+}
+
+// stageThreads is the threads a stage actor of p has: here, or on a worker
+// that shares its cores among its stage actors as this process does.
+func (p *Plan) stageThreads() int {
+	if len(p.Hosts) == 0 || p.OneBusy() {
+		return cmp.Or(p.Threads, runtime.GOMAXPROCS(0))
+	}
+	perHost := (len(p.Slots) + len(p.Hosts) - 1) / len(p.Hosts)
+	return max(1, runtime.GOMAXPROCS(0)/perHost)
+}
+
+// costing is what the cost model reads of a plan.
+type costing struct {
+	p     *Plan
+	link  Link
+	rows  int   // a micro-batch's
+	outs  []int // each layer's output values a sample
+	in    int   // a sample's input values
+	bytes int64 // a value's
+}
+
+// chain fills in each position's compute and each link's transfer a
+// micro-batch, from the layers' costs.
+func (c costing) chain(pr *Prediction, costs []float64) {
+	p := c.p
 	for i, pos := range p.Positions {
 		var s float64
 		for _, l := range pos.Layers {
@@ -103,21 +118,26 @@ func Predict(m Model, cfg Config, batch int, link Link) (*Prediction, error) {
 		}
 		pr.Stage = append(pr.Stage, s)
 		if i+1 < len(p.Positions) {
-			c := 0.0
+			x := 0.0
 			if p.Slots[pos.Slots[0]].Host != p.Slots[p.Positions[i+1].Slots[0]].Host {
-				out := int64(rows*outs[pos.Layers[len(pos.Layers)-1]]) * bytesPer
-				c = 2 * link.transfer(out) // the activation, and its gradient back
+				x = 2 * c.link.transfer(int64(c.rows*c.outs[pos.Layers[len(pos.Layers)-1]])*c.bytes) // the activation and its gradient
 			}
-			pr.Cross = append(pr.Cross, c)
+			pr.Cross = append(pr.Cross, x)
 		}
 	}
 	first, last := p.Positions[0], p.Positions[len(p.Positions)-1]
 	if p.Slots[first.Slots[0]].Host >= 0 {
-		pr.In = link.transfer(int64(rows*tensor.SizeOf(m.Sample)) * bytesPer)
+		pr.In = c.link.transfer(int64(c.rows*c.in) * c.bytes)
 	}
 	if p.Slots[last.Slots[0]].Host >= 0 {
-		pr.Out = 2 * link.transfer(int64(rows*outs[len(outs)-1])*bytesPer)
+		pr.Out = 2 * c.link.transfer(int64(c.rows*c.outs[len(c.outs)-1])*c.bytes)
 	}
+}
+
+// step adds up a step: the first micro-batch through every stage and link,
+// one more of the slowest for each other one (all of them under the
+// sequential schedule), and the replicas' exchange.
+func (c costing) step(pr *Prediction) {
 	sum, worst := pr.In+pr.Out, max(pr.In, pr.Out)
 	pr.Bottleneck = "stage 0"
 	if worst > 0 {
@@ -129,39 +149,48 @@ func Predict(m Model, cfg Config, batch int, link Link) (*Prediction, error) {
 			worst, pr.Bottleneck = s, fmt.Sprintf("stage %d", i)
 		}
 	}
-	for i, c := range pr.Cross {
-		sum += c
-		if c > worst {
-			worst, pr.Bottleneck = c, fmt.Sprintf("link %d→%d", i, i+1)
+	for i, x := range pr.Cross {
+		sum += x
+		if x > worst {
+			worst, pr.Bottleneck = x, fmt.Sprintf("link %d→%d", i, i+1)
 		}
 	}
-	micro := float64(p.Micro)
-	if p.Schedule == actors.Sequential {
+	micro := float64(c.p.Micro)
+	if c.p.Schedule == actors.Sequential {
 		pr.Step = micro * sum
 	} else {
 		pr.Step = sum + (micro-1)*worst
 	}
-	if reps > 1 && len(p.Hosts) > 0 {
-		for id := range p.PerReplica() {
-			var w int64
-			for _, prm := range p.Slots[id].Params {
-				w += int64(prm.Size) * bytesPer
-			}
-			if w == 0 {
-				continue
-			}
-			hops := 0
-			for _, c := range p.Copies(id)[1:] {
-				if p.Slots[c].Host != p.Slots[id].Host {
-					hops++
-				}
-			}
-			pr.Exchange += 2 * float64(hops) * link.transfer(w) // gradients in turn, weights back
-		}
+	if pr.Exchange = c.exchange(); pr.Exchange > 0 {
 		if pr.Exchange > worst {
 			pr.Bottleneck = "replicas' exchange"
 		}
 		pr.Step += pr.Exchange
 	}
-	return pr, nil
+}
+
+// exchange is the replicas' gradient turn and new weights a step, between
+// hosts, one parameter block after another.
+func (c costing) exchange() float64 {
+	p := c.p
+	if p.Replicas <= 1 || len(p.Hosts) == 0 {
+		return 0
+	}
+	var t float64
+	for id := range p.PerReplica() {
+		var w int64
+		for _, prm := range p.Slots[id].Params {
+			w += int64(prm.Size) * c.bytes
+		}
+		hops := 0
+		for _, cp := range p.Copies(id)[1:] {
+			if p.Slots[cp].Host != p.Slots[id].Host {
+				hops++
+			}
+		}
+		if w > 0 {
+			t += 2 * float64(hops) * c.link.transfer(w) // gradients in turn, weights back
+		}
+	}
+	return t
 }

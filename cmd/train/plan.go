@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"flag"
 	"fmt"
@@ -72,16 +73,31 @@ func runPlan(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	link := pipeline.Link{Bandwidth: bw, Latency: *latency}
 	fmt.Fprintf(stdout, "plan: %s, batch %d, %d hosts, links of %s and %v one way; each layout's layers timed here on a micro-batch\n",
 		*cfgPath, c.Data.BatchSize, len(c.Pipeline.Hosts), *bandwidth, *latency)
+	rows, err := predictLayouts(ctx, c, sample, link)
+	if err != nil {
+		return err
+	}
 	w := tabwriter.NewWriter(stdout, 0, 0, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintln(w, "schedule\tstages\tmicro\treplicas\tsplit\tstep ms\tsamples/s\tbound by\tstages ms\tcuts ms\t")
-	type row struct {
-		line string
-		step float64
+	for _, r := range rows {
+		fmt.Fprintln(w, r.line)
 	}
-	var rows []row
+	return w.Flush()
+}
+
+// planRow is a layout's line of train plan's table and its predicted step.
+type planRow struct {
+	line string
+	step float64
+}
+
+// predictLayouts predicts the step of each layout a run of c would
+// consider, fastest first.
+func predictLayouts(ctx context.Context, c *config.Config, sample []int, link pipeline.Link) ([]planRow, error) {
+	var rows []planRow
 	for _, lay := range candidates(c, sample) {
 		if ctx.Err() != nil {
-			return ctx.Err()
+			return nil, ctx.Err()
 		}
 		sched, _ := actors.ParseSchedule(lay.Schedule) // validated
 		cfg := pipeline.Config{Schedule: sched, MicroBatches: max(1, lay.Micro), Stages: lay.Stages, Replicas: lay.Replicas,
@@ -89,24 +105,13 @@ func runPlan(ctx context.Context, args []string, stdout, stderr io.Writer) error
 			SampleRows: max(1, c.Data.BatchSize/max(1, lay.Micro)/max(1, lay.Replicas)), Loss: "cross_entropy"}
 		p, err := pipeline.Predict(pipelineModel(c, sample), cfg, c.Data.BatchSize, link)
 		if err != nil {
-			return badInputf("plan: %s: %v", lay, err)
+			return nil, badInputf("plan: %s: %v", lay, err)
 		}
-		rows = append(rows, row{fmt.Sprintf("%s\t%d\t%d\t%d\t%v\t%.2f\t%.0f\t%s\t%s\t%s\t", lay.Schedule, len(p.Plan.Positions), p.Plan.Micro,
+		rows = append(rows, planRow{fmt.Sprintf("%s\t%d\t%d\t%d\t%v\t%.2f\t%.0f\t%s\t%s\t%s\t", lay.Schedule, len(p.Plan.Positions), p.Plan.Micro,
 			p.Plan.Replicas, lay.Split, 1e3*p.Step, float64(c.Data.BatchSize)/p.Step, p.Bottleneck, millis(p.Stage), millis(p.Cross)), p.Step})
 	}
-	slices.SortStableFunc(rows, func(a, b row) int {
-		switch {
-		case a.step < b.step:
-			return -1
-		case a.step > b.step:
-			return 1
-		}
-		return 0
-	})
-	for _, r := range rows {
-		fmt.Fprintln(w, r.line)
-	}
-	return w.Flush()
+	slices.SortStableFunc(rows, func(a, b planRow) int { return cmp.Compare(a.step, b.step) })
+	return rows, nil
 }
 
 // millis formats seconds as milliseconds, comma separated.
