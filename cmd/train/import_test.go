@@ -20,41 +20,9 @@ import (
 // blocks of 2 heads, width 32, 16 positions, 256 tokens, head tied.
 const tinyHF = "../../model/testdata/hf/gpt2_tiny.safetensors"
 
-// tinyGPTConfig is that model over bytes of a text, with the %s at the end
-// for more keys.
-const tinyGPTConfig = `
-seed = 3
-[data]
-name = "text"
-path = "input.txt"
-vocab = "bytes"
-block_size = 16
-batch_size = 4
-test_fraction = 0.2
-[[model.layers]]
-type = "embedding"
-dim = 32
-init = "gpt"
-[[model.layers]]
-type = "transformer_block"
-heads = 2
-init = "gpt"
-[[model.layers]]
-type = "transformer_block"
-heads = 2
-init = "gpt"
-[[model.layers]]
-type = "layernorm"
-[[model.layers]]
-type = "linear"
-init = "gpt"
-tie = true
-[optimizer]
-type = "adamw"
-lr = 1e-3
-[train]
-max_steps = 2
-`
+// tinyGPTConfig is that model over bytes of a text.
+var tinyGPTConfig = tinyGPT{path: "input.txt", vocab: "bytes", block: 16, batch: 4, testFraction: 0.2, dim: 32, blocks: 2,
+	gptInit: true, norm: true, tie: true, lr: 1e-3, steps: 2}.toml()
 
 // gptDir is a folder with input.txt and run.toml holding cfg.
 func gptDir(t *testing.T, cfg string) string {

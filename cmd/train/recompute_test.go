@@ -9,46 +9,12 @@ import (
 	"testing"
 )
 
-// gptConfig is a tiny GPT on a text of its own, in two stages under 1F1B
-// with two micro-batches and dropout: %s is the text file.
-const gptConfig = `
-seed = 3
-[data]
-name = "text"
-path = %q
-block_size = 16
-batch_size = 8
-[[model.layers]]
-type = "embedding"
-dim = 16
-init = "gpt"
-[[model.layers]]
-type = "transformer_block"
-heads = 2
-dropout = 0.1
-init = "gpt"
-[[model.layers]]
-type = "transformer_block"
-heads = 2
-dropout = 0.1
-init = "gpt"
-[[model.layers]]
-type = "layernorm"
-[[model.layers]]
-type = "linear"
-init = "gpt"
-[optimizer]
-type = "adamw"
-lr = 0.003
-[pipeline]
-schedule = "1f1b"
-stages = 2
-micro_batches = 2
-[train]
-max_steps = 4
-[log]
-every = 1
-`
+// gptConfig is a tiny GPT on the text at path, in two stages under 1F1B
+// with two micro-batches and dropout.
+func gptConfig(path string) string {
+	return tinyGPT{path: path, block: 16, batch: 8, dim: 16, blocks: 2, dropout: 0.1, gptInit: true, norm: true, lr: 0.003, steps: 4,
+		afterward: "[pipeline]\nschedule = \"1f1b\"\nstages = 2\nmicro_batches = 2\n[log]\nevery = 1\n"}.toml()
+}
 
 // TestRecomputeRun: model.recompute is in run_start's config, leaves every
 // step's loss as it is without it, bit for bit, and lowers the stages'
@@ -59,7 +25,7 @@ func TestRecomputeRun(t *testing.T) {
 	if err := os.WriteFile(text, []byte(strings.Repeat("to be or not to be, that is the question. ", 40)), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	cfg := fmt.Sprintf(gptConfig, text)
+	cfg := gptConfig(text)
 	var want map[int]float64
 	var prev int64
 	for _, r := range []string{"none", "attention", "blocks"} {

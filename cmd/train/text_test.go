@@ -6,6 +6,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -13,47 +14,72 @@ import (
 	"github.com/pipetrain/pipetrain/internal/checkpoint"
 )
 
-// textConfig is a tiny GPT on the text at path under vocab: a few steps,
-// so that a test trains it in a second or two.
-func textConfig(path, vocab string, size int) string {
-	sizeKey := ""
-	if size > 0 {
-		sizeKey = fmt.Sprintf("vocab_size = %d\n", size)
+// tinyGPT is the config of a tiny GPT on a text, as the tests train it in
+// a second or two; a zero field leaves its key out (its default).
+type tinyGPT struct {
+	path, vocab      string
+	vocabSize        int
+	block, batch     int
+	testFraction     float64
+	dim, blocks      int
+	dropout          float64
+	gptInit          bool // init = "gpt" on every layer that takes it
+	norm, tie        bool // a layernorm before the head; the head tied to the embedding
+	lr               float64
+	steps            int
+	train, afterward string // more keys of [train], and tables after it
+}
+
+func (g tinyGPT) toml() string {
+	var b strings.Builder
+	key := func(k string, v any) { fmt.Fprintf(&b, "%s = %v\n", k, v) }
+	layer := func(typ string, keys ...string) {
+		fmt.Fprintf(&b, "[[model.layers]]\ntype = %q\n", typ)
+		for _, k := range keys {
+			b.WriteString(k + "\n")
+		}
+		if g.gptInit && typ != "layernorm" {
+			b.WriteString("init = \"gpt\"\n")
+		}
 	}
-	return fmt.Sprintf(`seed = 3
-[data]
-name = "text"
-path = %q
-vocab = %q
-%sblock_size = 8
-batch_size = 4
-test_fraction = 0.1
+	b.WriteString("seed = 3\n[data]\nname = \"text\"\n")
+	key("path", strconv.Quote(g.path))
+	if g.vocab != "" {
+		key("vocab", strconv.Quote(g.vocab))
+	}
+	if g.vocabSize > 0 {
+		key("vocab_size", g.vocabSize)
+	}
+	key("block_size", g.block)
+	key("batch_size", g.batch)
+	if g.testFraction > 0 {
+		key("test_fraction", g.testFraction)
+	}
+	layer("embedding", fmt.Sprintf("dim = %d", g.dim))
+	for range g.blocks {
+		block := []string{"heads = 2"}
+		if g.dropout > 0 {
+			block = append(block, fmt.Sprintf("dropout = %v", g.dropout))
+		}
+		layer("transformer_block", block...)
+	}
+	if g.norm {
+		layer("layernorm")
+	}
+	if g.tie {
+		layer("linear", "tie = true")
+	} else {
+		layer("linear")
+	}
+	fmt.Fprintf(&b, "[optimizer]\ntype = \"adamw\"\nlr = %v\n[train]\nmax_steps = %d\n%s%s", g.lr, g.steps, g.train, g.afterward)
+	return b.String()
+}
 
-[[model.layers]]
-type = "embedding"
-dim = 16
-init = "gpt"
-
-[[model.layers]]
-type = "transformer_block"
-heads = 2
-init = "gpt"
-
-[[model.layers]]
-type = "layernorm"
-
-[[model.layers]]
-type = "linear"
-init = "gpt"
-
-[optimizer]
-type = "adamw"
-lr = 1e-3
-
-[train]
-max_steps = 3
-checkpoint_every = 2
-`, path, vocab, sizeKey)
+// textConfig is a tiny GPT on the text at path under vocab (of size, for
+// bpe): a few steps, a checkpoint every two.
+func textConfig(path, vocab string, size int) string {
+	return tinyGPT{path: path, vocab: vocab, vocabSize: size, block: 8, batch: 4, testFraction: 0.1, dim: 16, blocks: 1,
+		gptInit: true, norm: true, lr: 1e-3, steps: 3, train: "checkpoint_every = 2\n"}.toml()
 }
 
 // checkpointDirs lists the step folders under root, best/ included.

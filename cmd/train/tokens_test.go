@@ -15,33 +15,12 @@ import (
 	"github.com/pipetrain/pipetrain/dataset"
 )
 
-// charGPTConfig is a tiny character-level GPT on the text at %s, a few steps
-// of it: %s is the file, then its vocabulary.
-const charGPTConfig = `
-seed = 3
-[data]
-name = "text"
-path = %q
-vocab = %q
-block_size = 16
-batch_size = 8
-test_fraction = 0.1
-[[model.layers]]
-type = "embedding"
-dim = 16
-[[model.layers]]
-type = "transformer_block"
-heads = 2
-[[model.layers]]
-type = "linear"
-[optimizer]
-type = "adamw"
-lr = 1e-3
-[train]
-max_steps = 6
-[log]
-every = 1
-`
+// charGPTConfig is a tiny GPT on the text at path under vocab, a few steps
+// of it.
+func charGPTConfig(path, vocab string) string {
+	return tinyGPT{path: path, vocab: vocab, block: 16, batch: 8, testFraction: 0.1, dim: 16, blocks: 1, lr: 1e-3, steps: 6,
+		afterward: "[log]\nevery = 1\n"}.toml()
+}
 
 // writeCorpus writes a seeded text of lines of words, some not ASCII, into
 // dir and returns its path.
@@ -117,7 +96,7 @@ func TestTokensTrainAsText(t *testing.T) {
 	} {
 		t.Run(tc.vocab+strings.Join(tc.sets, ""), func(t *testing.T) {
 			dir := t.TempDir()
-			cfg := fmt.Sprintf(charGPTConfig, corpus, tc.vocab)
+			cfg := charGPTConfig(corpus, tc.vocab)
 			text := runCmd(t, filepath.Join(dir), cfg, tc.sets...)
 			if text.code != 0 {
 				t.Fatalf("text run: exit %d:\n%s", text.code, text.stderr)
@@ -205,7 +184,7 @@ func checkPrepared(t *testing.T, folder, path, vocab string) {
 // eval reproducing the run's last evaluation.
 func TestTokensResume(t *testing.T) {
 	dir := t.TempDir()
-	cfg := fmt.Sprintf(charGPTConfig, writeCorpus(t, dir), "chars")
+	cfg := charGPTConfig(writeCorpus(t, dir), "chars")
 	cfg = asTokens(cfg, prepareIn(t, dir, cfg))
 	whole := runCmd(t, t.TempDir(), cfg)
 	if whole.code != 0 {
@@ -267,7 +246,7 @@ func TestNanoGPTLayout(t *testing.T) {
 		}
 		writeText(t, filepath.Join(folder, f.name), buf.String())
 	}
-	cfg := fmt.Sprintf(charGPTConfig, corpus, "bytes")
+	cfg := charGPTConfig(corpus, "bytes")
 	want := runCmd(t, t.TempDir(), cfg)
 	got := runCmd(t, t.TempDir(), asTokens(cfg, folder))
 	if want.code != 0 || got.code != 0 {
@@ -296,7 +275,7 @@ func equalLosses(a, b map[int]float64) bool {
 func TestTokensBadInput(t *testing.T) {
 	dir := t.TempDir()
 	corpus := writeCorpus(t, dir)
-	cfg := fmt.Sprintf(charGPTConfig, corpus, "chars")
+	cfg := charGPTConfig(corpus, "chars")
 	good := prepareIn(t, dir, cfg)
 	n := 0
 	// folder copies good, then edit changes it
@@ -358,7 +337,7 @@ func TestPrepareBadInput(t *testing.T) {
 	dir := t.TempDir()
 	corpus := writeCorpus(t, dir)
 	short := writeText(t, filepath.Join(dir, "short.txt"), "to be or not to be\n")
-	cfg := writeText(t, filepath.Join(dir, "c.toml"), fmt.Sprintf(charGPTConfig, corpus, "chars"))
+	cfg := writeText(t, filepath.Join(dir, "c.toml"), charGPTConfig(corpus, "chars"))
 	other := filepath.Join(dir, "other")
 	os.Mkdir(other, 0o755)
 	writeText(t, filepath.Join(other, "notes.txt"), "mine")
@@ -408,7 +387,7 @@ func TestPrepareBadInput(t *testing.T) {
 func TestPrepareReplaces(t *testing.T) {
 	dir := t.TempDir()
 	corpus := writeCorpus(t, dir)
-	cfg := writeText(t, filepath.Join(dir, "c.toml"), fmt.Sprintf(charGPTConfig, corpus, "bytes"))
+	cfg := writeText(t, filepath.Join(dir, "c.toml"), charGPTConfig(corpus, "bytes"))
 	for range 2 {
 		if r := runSub("prepare", "--config", cfg); r.code != 0 {
 			t.Fatalf("exit %d:\n%s", r.code, r.stderr)
@@ -467,7 +446,7 @@ func TestPrepareLargeText(t *testing.T) {
 	}
 	corpus := writeText(t, filepath.Join(dir, "large.txt"), strings.Repeat(string(piece), (3<<20)/len(piece)+1))
 	for _, vocab := range []string{"chars", "bytes"} {
-		cfg := writeText(t, filepath.Join(dir, vocab+".toml"), fmt.Sprintf(charGPTConfig, corpus, vocab))
+		cfg := writeText(t, filepath.Join(dir, vocab+".toml"), charGPTConfig(corpus, vocab))
 		if r := runSub("prepare", "--config", cfg); r.code != 0 {
 			t.Fatalf("exit %d:\n%s", r.code, r.stderr)
 		}
@@ -491,7 +470,7 @@ func TestTokensByteLevel(t *testing.T) {
 	} {
 		t.Run(tc.vocab, func(t *testing.T) {
 			dir := t.TempDir()
-			cfg := fmt.Sprintf(charGPTConfig, corpus, tc.vocab)
+			cfg := charGPTConfig(corpus, tc.vocab)
 			text := runCmd(t, dir, cfg, tc.sets...)
 			if text.code != 0 {
 				t.Fatalf("text run: exit %d:\n%s", text.code, text.stderr)
