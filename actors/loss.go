@@ -132,33 +132,40 @@ func (l *Loss) train(ctx actor.Context, t *Target, out *tensor.Tensor) error {
 	if !grad.IsFinite() {
 		return &nn.NonFiniteError{Step: t.Step, Where: "loss"}
 	}
+	// the held outputs are read before this gradient leaves: once the
+	// step's last one has, the next step may reuse their buffers
+	if err := l.addLater(ctx, t); err != nil {
+		return err
+	}
 	b := l.bwdOut.at(t.Micro * len(l.w.Prev))
 	*b = Backward{Step: t.Step, Micro: t.Micro, DY: grad}
 	l.backward(ctx, t, b)
-	return l.addLater(ctx, t)
+	return nil
 }
 
 // backward sends b back to t's replica, or under GPipe holds it until that
-// replica's last forward of the step is here.
+// replica's last forward of the step is here. t is read before anything
+// is sent: once the step's last gradient has gone, the coordinator may
+// reuse it for the next step.
 func (l *Loss) backward(ctx actor.Context, t *Target, b *Backward) {
-	for len(l.held) <= t.Replica {
-		l.held, l.got = append(l.held, nil), append(l.got, 0)
-	}
-	l.got[t.Replica]++
-	if !l.holdBackwards {
-		l.sendBack(ctx, t.Replica, b)
-		return
-	}
-	l.held[t.Replica] = append(l.held[t.Replica], b)
-	share := t.Share
+	r, share := t.Replica, t.Share
 	if share == 0 {
 		share = t.Micros
 	}
-	if l.got[t.Replica] == share {
-		for _, h := range l.held[t.Replica] {
-			l.sendBack(ctx, t.Replica, h)
+	for len(l.held) <= r {
+		l.held, l.got = append(l.held, nil), append(l.got, 0)
+	}
+	l.got[r]++
+	if !l.holdBackwards {
+		l.sendBack(ctx, r, b)
+		return
+	}
+	l.held[r] = append(l.held[r], b)
+	if l.got[r] == share {
+		for _, h := range l.held[r] {
+			l.sendBack(ctx, r, h)
 		}
-		l.held[t.Replica] = l.held[t.Replica][:0]
+		l.held[r] = l.held[r][:0]
 	}
 }
 
