@@ -467,8 +467,17 @@ func (c *dataConn) write(f *wire.Frame, data [][]byte) (n int64, first bool, err
 	pending, size := append(c.bufs[:0], c.head), len(c.head)
 	flush := func() error {
 		_ = c.conn.SetWriteDeadline(time.Now().Add(dataStall))
-		bufs := pending // WriteTo consumes its receiver
-		_, err := bufs.WriteTo(c.conn)
+		var err error
+		if raceBuild {
+			for _, b := range pending {
+				if _, err = c.conn.Write(b); err != nil {
+					break
+				}
+			}
+		} else {
+			bufs := pending // WriteTo consumes its receiver
+			_, err = bufs.WriteTo(c.conn)
+		}
 		pending, size = pending[:0], 0
 		return err
 	}
