@@ -254,21 +254,33 @@ type TiedLink struct {
 // statistics, which the replicas' forwards update in turn); the receiver
 // copies them into its own before it adds. Both are shared read-only until
 // the receiver's next message.
+//
+// The turn goes in parts: a stage whose layers keep their
+// weight gradients to the step's end hands on the gradients of its last
+// layers as soon as it has added into them, and the next replica adds its
+// own into those while the sender goes on with the layers before: the
+// replicas' weight gradients overlap instead of following each other.
+// Part counts from 0, each part's Grads being its parameters'; Buffers
+// come with the last part.
 type GradTurn struct {
 	Step, Seq int
+	Part      int
 	Rows      bool // the receiver's replica has rows in the step
 	Grads     []*tensor.Tensor
 	Buffers   []*tensor.Tensor
 }
 
 // Weights gives a replica's stage that holds its own copy of the weights
-// (Wire.OwnCopies) the owner's parameter and buffer values after Step's
-// update, in Params order; the receiver copies them and reports
-// UpdateApplied to the coordinator, which starts the next step only then.
-// Values are shared read-only by every receiver. Stage to stage.
+// (Wire.OwnCopies) a part of the owner's parameter values after Step's
+// update (the parts of the turn, GradTurn), the buffers' with the last;
+// the receiver copies them, passes them on along the chain of copies
+// (from the owner to the last share's replica, on down to the first's),
+// and once it has every part reports UpdateApplied to the coordinator,
+// which starts the next step only then. Values are shared read-only by
+// their receiver. Stage to stage.
 type Weights struct {
-	Step   int
-	Values []*tensor.Tensor
+	Step, Part int
+	Values     []*tensor.Tensor
 }
 
 // TiedGrad is a stage's gradient of its copy of a tied weight, for the

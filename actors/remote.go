@@ -193,9 +193,9 @@ func Encode(msg any, run Run, from string) (proto.Message, error) {
 	case *TiedGrad:
 		return &wire.TiedGrad{Run: r, Step: int64(m.Step), Tie: int64(m.Tie), G: wire.FromTensor(m.G)}, nil
 	case *GradTurn:
-		return &wire.GradTurn{Run: r, Step: int64(m.Step), Seq: int64(m.Seq), Rows: m.Rows, Grads: toTensors(m.Grads), Buffers: toTensors(m.Buffers)}, nil
+		return &wire.GradTurn{Run: r, Step: int64(m.Step), Seq: int64(m.Seq), Part: int64(m.Part), Rows: m.Rows, Grads: toTensors(m.Grads), Buffers: toTensors(m.Buffers)}, nil
 	case *Weights:
-		return &wire.Weights{Run: r, Step: int64(m.Step), Values: toTensors(m.Values)}, nil
+		return &wire.Weights{Run: r, Step: int64(m.Step), Part: int64(m.Part), Values: toTensors(m.Values)}, nil
 	case *GradNorm:
 		return &wire.GradNorm{Run: r, Step: int64(m.Step), Actor: int64(m.Actor), Sums: append([]float64(nil), m.Sums...)}, nil
 	case *Update:
@@ -270,7 +270,7 @@ func Decode(msg any) (any, Run, error) {
 		if err == nil {
 			var bufs []*tensor.Tensor
 			if bufs, err = fromTensors(m.Buffers); err == nil {
-				return &GradTurn{Step: int(m.Step), Seq: int(m.Seq), Rows: m.Rows, Grads: grads, Buffers: bufs}, runOf(m.Run), nil
+				return &GradTurn{Step: int(m.Step), Seq: int(m.Seq), Part: int(m.Part), Rows: m.Rows, Grads: grads, Buffers: bufs}, runOf(m.Run), nil
 			}
 		}
 		return nil, Run{}, fmt.Errorf("actors: the gradients' turn of step %d: %w", m.Step, err)
@@ -279,7 +279,7 @@ func Decode(msg any) (any, Run, error) {
 		if err != nil {
 			return nil, Run{}, fmt.Errorf("actors: the weights of step %d: %w", m.Step, err)
 		}
-		return &Weights{Step: int(m.Step), Values: values}, runOf(m.Run), nil
+		return &Weights{Step: int(m.Step), Part: int(m.Part), Values: values}, runOf(m.Run), nil
 	case *wire.GradNorm:
 		return &GradNorm{Step: int(m.Step), Actor: int(m.Actor), Sums: m.Sums}, runOf(m.Run), nil
 	case *wire.Update:
@@ -385,10 +385,10 @@ func FrameOf(f *wire.Frame, data [][]byte, msg any, run Run, from string, to *ac
 		one[0] = m.DY
 		tensors = one[:]
 	case *GradTurn:
-		*f = wire.Frame{Kind: wire.FrameTurn, Step: int64(m.Step), Seq: int64(m.Seq), Rows: m.Rows, Grads: int64(len(m.Grads))}
+		*f = wire.Frame{Kind: wire.FrameTurn, Step: int64(m.Step), Seq: int64(m.Seq), Micro: int64(m.Part), Rows: m.Rows, Grads: int64(len(m.Grads))}
 		tensors, more = m.Grads, m.Buffers
 	case *Weights:
-		*f = wire.Frame{Kind: wire.FrameWeights, Step: int64(m.Step)}
+		*f = wire.Frame{Kind: wire.FrameWeights, Step: int64(m.Step), Micro: int64(m.Part)}
 		tensors = m.Values
 	case *TiedGrad:
 		*f = wire.Frame{Kind: wire.FrameTied, Step: int64(m.Step), Shard: int64(m.Tie)}
@@ -431,9 +431,9 @@ func FromFrame(f *wire.Frame, xs []*tensor.Tensor) (*Arrived, error) {
 		a.Msg = &Backward{Step: int(f.Step), Micro: int(f.Micro), Shard: int(f.Shard), DY: one()}
 	case wire.FrameTurn:
 		g := min(int(f.Grads), len(xs))
-		a.Msg = &GradTurn{Step: int(f.Step), Seq: int(f.Seq), Rows: f.Rows, Grads: xs[:g:g], Buffers: xs[g:]}
+		a.Msg = &GradTurn{Step: int(f.Step), Seq: int(f.Seq), Part: int(f.Micro), Rows: f.Rows, Grads: xs[:g:g], Buffers: xs[g:]}
 	case wire.FrameWeights:
-		a.Msg = &Weights{Step: int(f.Step), Values: xs}
+		a.Msg = &Weights{Step: int(f.Step), Part: int(f.Micro), Values: xs}
 	case wire.FrameTied:
 		a.Msg = &TiedGrad{Step: int(f.Step), Tie: int(f.Shard), G: one()}
 	default:

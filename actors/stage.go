@@ -22,10 +22,11 @@ import (
 // mailbox, so a ready backward always goes before a new forward.
 type Stage struct {
 	base
-	layers []nn.Layer // in the order they run (nn.RunOrder)
-	ids    []int      // per entry of layers, its index in the model
-	needDX bool       // the first layer's input gradient is wanted (false on the first position)
-	shard  int        // its index within its position
+	layers   []nn.Layer // in the order they run (nn.RunOrder)
+	paramsOf [][]int    // each layer's parameters' indices in ps
+	ids      []int      // per entry of layers, its index in the model
+	needDX   bool       // the first layer's input gradient is wanted (false on the first position)
+	shard    int        // its index within its position
 
 	w Wire
 
@@ -95,12 +96,28 @@ type replicaState struct {
 	bwdsDone bool           // the stage finished the step's backwards
 	held     []heldBackward // backwards waiting for the turn, in order
 
+	// the turn in parts (GradTurn.Part): parts handed to the stage in the
+	// step turnSeq, and those it has added into and passed on this step
+	parts      []turnPart
+	have, next int
+
 	// with Wire.OwnCopies: each replica's stage holds its own weights
 	own     bool
-	out     GradTurn         // reused every step
-	weights Weights          // the owner's, reused every step
-	values  []*tensor.Tensor // scratch: the parameters' and buffers' tensors
+	out     reused[GradTurn] // a part each, reused every step
+	weights reused[Weights]  // a part each, reused every step
 }
+
+// turnPart is one part of the turn: layers lo to hi (in run order, added
+// from hi down) and the indices of their parameters in Stage.ps.
+type turnPart struct {
+	lo, hi int
+	params []int
+}
+
+// turnBucket is the fewest gradient elements (1 MiB of float32) worth a
+// part of the turn of their own: a part is a message and a wait, each
+// layer's weight gradient a GEMM.
+const turnBucket = 1 << 18
 
 type heldBackward struct {
 	step, micro int
@@ -120,9 +137,11 @@ func (s *Stage) first() bool { return !s.shares() || s.w.Replica == ReplicaOf(0,
 // shares reports whether the stage shares its weights with other replicas.
 func (s *Stage) shares() bool { return len(s.w.Copies) > 1 }
 
-// setReplica works out, from the stage's layers, what waits for the turn.
+// setReplica works out, from the stage's layers, what waits for the turn
+// and its parts.
 func (s *Stage) setReplica() {
 	s.rep.own = s.w.OwnCopies && s.shares()
+	defer s.setParts()
 	if s.first() {
 		return
 	}
@@ -134,6 +153,37 @@ func (s *Stage) setReplica() {
 			s.rep.ordered, s.rep.buffered = true, true
 		}
 	}
+}
+
+// setParts cuts the turn into parts of consecutive layers from the last,
+// each of at least turnBucket gradient elements but the first layers'.
+// When a replica's backwards must add into the gradients as they go (see
+// setReplica), the turn is one part, at every replica's stage alike; so
+// it is when the replicas share memory: there the turn moves nothing, and
+// the one holding it adds on every core (Updater.TurnThreads).
+func (s *Stage) setParts() {
+	s.rep.parts = s.rep.parts[:0]
+	if !s.shares() {
+		return
+	}
+	whole := !s.rep.own
+	for _, l := range s.layers {
+		_, batch := l.(nn.BatchParams)
+		whole = whole || !batch && len(l.Params()) > 0 || len(nn.BuffersOf(l)) > 0
+	}
+	cur, size := turnPart{hi: len(s.layers) - 1}, 0
+	for i := len(s.layers) - 1; i >= 0; i-- {
+		for _, k := range s.paramsOf[i] {
+			cur.params = append(cur.params, k)
+			size += s.ps[k].Grad.Size()
+		}
+		if size >= turnBucket && i > 0 && !whole {
+			cur.lo = i
+			s.rep.parts = append(s.rep.parts, cur)
+			cur, size = turnPart{hi: i - 1}, 0
+		}
+	}
+	s.rep.parts = append(s.rep.parts, cur) // lo 0
 }
 
 // Updater is how a stage updates its own weights: its own optimizer, whose
@@ -171,10 +221,12 @@ func NewStage(id int, name string, g *Graph, layers []nn.Layer, first, shard int
 	s := &Stage{base: newBase(id, name, g), layers: layers, needDX: needDX, shard: shard, updater: u,
 		fwdParts: map[partKey][]*tensor.Tensor{}, bwdParts: map[int][]*tensor.Tensor{}}
 	s.base.where = s.where
+	paramsOf := make([][]int, len(layers))
 	for i, l := range layers {
 		s.layerIDs = append(s.layerIDs, first+i)
 		for _, p := range l.Params() {
 			p.Name = nn.ParamName(first+i, p.Name) // as checkpoints name it
+			paramsOf[i] = append(paramsOf[i], len(s.ps))
 			s.ps = append(s.ps, p)
 		}
 		for _, b := range nn.BuffersOf(l) {
@@ -188,6 +240,7 @@ func NewStage(id int, name string, g *Graph, layers []nn.Layer, first, shard int
 	// parameters, buffers and Stats keep the model's
 	order := nn.RunOrder(layers)
 	s.layers, s.ids, s.split, s.batch = permute(layers, order), permute(s.layerIDs, order), permute(s.split, order), permute(s.batch, order)
+	s.paramsOf = permute(paramsOf, order)
 	nn.Fuse(s.layers) // a linear layer and a ReLU next to it in one pass
 	s.norm.Sums = make([]float64, len(s.ps))
 	s.weights = 1
@@ -238,14 +291,23 @@ func (s *Stage) Receive(ctx actor.Context) {
 	case *GradTurn:
 		s.turn(ctx, m)
 	case *Weights:
-		if err := s.setValues(m.Values); err != nil {
+		if err := s.takeWeights(m); err != nil {
 			s.fail(ctx, err)
 			return
 		}
+		// m is its sender's to reuse once the step is over: read no more of it
+		step, part := m.Step, m.Part
+		if next := s.weightsNext(); next != nil {
+			s.sendWeightsPart(ctx, next, step, part)
+		}
+		if part < len(s.rep.parts)-1 {
+			return
+		}
+		s.weights++
 		if s.first() {
 			s.zeroGrads() // the next step's sum starts here; the turn has gone round
 		}
-		s.applied = UpdateApplied{Step: m.Step, Actor: s.id}
+		s.applied = UpdateApplied{Step: step, Actor: s.id}
 		s.send(ctx, s.coord, &s.applied)
 	case *TiedGrad:
 		if s.tiedIn == nil {
@@ -556,8 +618,17 @@ type pendingW struct {
 // step's last dX has gone upstream: they fill the drain, and a layer that
 // can (nn.BatchParams) runs them as one GEMM over the whole step.
 func (s *Stage) weightGrads(ctx actor.Context, step int) bool {
+	if !s.weightGradsOf(ctx, step, 0, len(s.layers)-1) {
+		return false
+	}
+	s.pendingW = s.pendingW[:0]
+	return true
+}
+
+// weightGradsOf runs those of layers lo to hi, from hi down.
+func (s *Stage) weightGradsOf(ctx actor.Context, step, lo, hi int) bool {
 	return s.work(ctx, SpanWeights, step, -1, func() error {
-		for i := len(s.layers) - 1; i >= 0; i-- {
+		for i := hi; i >= lo; i-- {
 			ps := s.wPasses[:0]
 			for _, w := range s.pendingW {
 				if w.layer == i {
@@ -580,7 +651,6 @@ func (s *Stage) weightGrads(ctx actor.Context, step int) bool {
 			}
 			s.wPasses = ps
 		}
-		s.pendingW = s.pendingW[:0]
 		return nil
 	})
 }
@@ -845,21 +915,23 @@ func (s *Stage) newStep(f *Forward) {
 	}
 }
 
-// turn takes the turn to add into the shared gradients and runs what
-// waited for it; the owner's, when it has no rows in the step, starts the
-// update at once.
+// turn takes a part of the turn to add into the shared gradients and runs
+// what waited for it; the owner's, when it has no rows in the step, starts
+// the update at once with the last part.
 func (s *Stage) turn(ctx actor.Context, m *GradTurn) {
 	if err := s.takeTurn(m); err != nil {
 		s.fail(ctx, err)
 		return
 	}
 	// m is its sender's to reuse once the turn has gone round: read no more of it
-	step, seq := m.Step, m.Seq
+	step, seq, part := m.Step, m.Seq, m.Part
 	if !m.Rows {
-		s.gradsReady(ctx, step)
+		if part == len(s.rep.parts)-1 {
+			s.gradsReady(ctx, step)
+		}
 		return
 	}
-	s.rep.turnSeq = seq
+	s.rep.turnSeq, s.rep.have = seq, part+1
 	if seq != s.rep.seq {
 		return // the step's forwards have not come yet
 	}
@@ -868,24 +940,24 @@ func (s *Stage) turn(ctx actor.Context, m *GradTurn) {
 	for _, h := range held {
 		s.backward(ctx, h.step, h.micro, h.dy)
 	}
-	s.maybeKick(ctx)
+	s.maybeKick(ctx) // forwards that waited for the turn
 	s.passTurn(ctx, step)
 }
 
-// passTurn adds a replica's weight gradients into the shared ones once it
-// has both the turn and every backward of the step, then hands the turn on
-// to the next share's replica, or to the owner; the owner, last, updates.
+// passTurn adds a replica's weight gradients into the shared ones, part by
+// part as it has both the part of the turn and every backward of the step,
+// and hands each part on to the next share's replica, or to the owner; the
+// owner, last, updates once it has added into every part.
 func (s *Stage) passTurn(ctx actor.Context, step int) {
-	if !s.rep.bwdsDone || !s.hasTurn() {
+	if !s.rep.bwdsDone {
 		return
 	}
-	s.rep.bwdsDone = false
-	if len(s.pendingW) > 0 && !s.weightGrads(ctx, step) {
-		return
-	}
-	if s.w.Replica == 0 {
-		s.gradsReady(ctx, step)
-		return
+	have := len(s.rep.parts)
+	if !s.first() {
+		have = 0
+		if s.rep.turnSeq == s.rep.seq {
+			have = s.rep.have
+		}
 	}
 	// the next share's replica, if there is a next share, else the owner,
 	// without rows in the step
@@ -893,69 +965,155 @@ func (s *Stage) passTurn(ctx actor.Context, step int) {
 	if i := ShareOf(s.w.Replica, len(s.w.Copies)) + 1; i < s.rep.active {
 		next, rows = ReplicaOf(i, len(s.w.Copies)), true
 	}
-	s.handTurn(ctx, s.w.Copies[next], step, rows)
+	for ; s.rep.next < have; s.rep.next++ {
+		p := s.rep.parts[s.rep.next]
+		if len(s.pendingW) > 0 && !s.weightGradsOf(ctx, step, p.lo, p.hi) {
+			return
+		}
+		if s.w.Replica != 0 {
+			s.handTurn(ctx, s.w.Copies[next], step, s.rep.next, rows)
+		}
+	}
+	if s.rep.next < len(s.rep.parts) {
+		return
+	}
+	s.rep.bwdsDone, s.rep.next = false, 0
+	s.pendingW = s.pendingW[:0]
+	if s.w.Replica == 0 {
+		s.gradsReady(ctx, step)
+	}
 }
 
-// handTurn sends the turn of step to pid, with the gradients summed so far
-// and the buffers when each replica holds its own weights; rows tells
-// whether pid's replica has rows in the step.
-func (s *Stage) handTurn(ctx actor.Context, pid *actor.PID, step int, rows bool) {
-	t := &s.rep.out
-	*t = GradTurn{Step: step, Seq: s.rep.seq, Rows: rows, Grads: t.Grads[:0], Buffers: t.Buffers[:0]}
+// handTurn sends part k of the turn of step to pid, with the part's
+// gradients summed so far, and the buffers with the last part, when each
+// replica holds its own weights; rows tells whether pid's replica has rows
+// in the step.
+func (s *Stage) handTurn(ctx actor.Context, pid *actor.PID, step, k int, rows bool) {
+	t := s.rep.out.at(k)
+	*t = GradTurn{Step: step, Seq: s.rep.seq, Part: k, Rows: rows, Grads: t.Grads[:0], Buffers: t.Buffers[:0]}
 	if s.rep.own {
-		for _, p := range s.ps {
-			t.Grads = append(t.Grads, p.Grad)
+		for _, i := range s.rep.parts[k].params {
+			t.Grads = append(t.Grads, s.ps[i].Grad)
 		}
-		for _, b := range s.bufs {
-			t.Buffers = append(t.Buffers, b.value)
+		if k == len(s.rep.parts)-1 {
+			for _, b := range s.bufs {
+				t.Buffers = append(t.Buffers, b.value)
+			}
 		}
 	}
 	s.send(ctx, pid, t)
 }
 
-// takeTurn copies the gradients and buffers a turn brings into the stage's
-// own, when each replica holds its own weights. Nothing of this step has
-// written them here yet: a replica adds only while it holds the turn, and
-// with buffers its forwards wait for it too.
+// takeTurn copies the gradients and buffers a part of the turn brings into
+// the stage's own, when each replica holds its own weights. Nothing of this
+// step has written them here yet: a replica adds into a part's gradients
+// only once it has the part, and with buffers its forwards wait for the
+// turn too.
 func (s *Stage) takeTurn(m *GradTurn) error {
+	if m.Part < 0 || m.Part >= len(s.rep.parts) {
+		return fmt.Errorf("actors: %s: part %d of the turn of step %d, of %d parts here", s.name, m.Part, m.Step, len(s.rep.parts))
+	}
 	if !s.rep.own {
 		return nil
 	}
-	if len(m.Grads) != len(s.ps) || len(m.Buffers) != len(s.bufs) {
-		return fmt.Errorf("actors: %s: a turn of step %d with %d gradients and %d buffers for %d and %d", s.name, m.Step, len(m.Grads), len(m.Buffers), len(s.ps), len(s.bufs))
+	params, bufs := s.rep.parts[m.Part].params, s.bufs
+	if m.Part < len(s.rep.parts)-1 {
+		bufs = nil
 	}
-	for i, p := range s.ps {
-		if g := m.Grads[i]; g.DType() != p.Grad.DType() || !g.SameShape(p.Grad) {
+	if len(m.Grads) != len(params) || len(m.Buffers) != len(bufs) {
+		return fmt.Errorf("actors: %s: part %d of the turn of step %d with %d gradients and %d buffers for %d and %d", s.name, m.Part, m.Step, len(m.Grads), len(m.Buffers), len(params), len(bufs))
+	}
+	for k, i := range params {
+		p := s.ps[i]
+		if g := m.Grads[k]; g.DType() != p.Grad.DType() || !g.SameShape(p.Grad) {
 			return fmt.Errorf("actors: %s: the gradient of %s in a turn is %v %v, want %v %v", s.name, p.Name, g.DType(), g.Shape(), p.Grad.DType(), p.Grad.Shape())
 		}
 	}
-	for i, b := range s.bufs {
+	for i, b := range bufs {
 		if v := m.Buffers[i]; v.DType() != b.value.DType() || !v.SameShape(b.value) {
 			return fmt.Errorf("actors: %s: buffer %s in a turn is %v %v, want %v %v", s.name, b.name, v.DType(), v.Shape(), b.value.DType(), b.value.Shape())
 		}
 	}
-	for i, p := range s.ps {
-		p.Grad.CopyFrom(m.Grads[i])
+	for k, i := range params {
+		s.ps[i].Grad.CopyFrom(m.Grads[k])
 	}
-	for i, b := range s.bufs {
+	for i, b := range bufs {
 		b.value.CopyFrom(m.Buffers[i])
 	}
 	return nil
 }
 
-// sendWeights gives every other replica's stage at this place the weights
-// and buffers of step's update, when each holds its own.
+// sendWeights starts the weights and buffers of step's update along the
+// chain of the replicas' stages at this place, when each holds its own:
+// from the owner to the last share's replica and on down to the first's
+// (weightsNext), part by part as the turn came, each stage passing a
+// part on as soon as it has copied it, so that no link carries them twice.
 func (s *Stage) sendWeights(ctx actor.Context, step int) {
-	vs := s.rep.values[:0]
-	for _, p := range s.ps {
-		vs = append(vs, p.Value)
+	next := s.weightsNext()
+	if next == nil {
+		return
 	}
-	for _, b := range s.bufs {
-		vs = append(vs, b.value)
+	for k := range s.rep.parts {
+		s.sendWeightsPart(ctx, next, step, k)
 	}
-	s.rep.values = vs
-	s.rep.weights = Weights{Step: step, Values: vs}
-	for _, pid := range s.w.Copies[1:] {
-		s.send(ctx, pid, &s.rep.weights)
+}
+
+// weightsNext is the stage the weights go to from this one: the previous
+// share's replica's, nil from the first share's.
+func (s *Stage) weightsNext() *actor.PID {
+	r := len(s.w.Copies)
+	if sh := ShareOf(s.w.Replica, r); sh > 0 {
+		return s.w.Copies[ReplicaOf(sh-1, r)]
 	}
+	return nil
+}
+
+// sendWeightsPart sends part k of the stage's weights (the buffers with
+// the last part) to pid.
+func (s *Stage) sendWeightsPart(ctx actor.Context, pid *actor.PID, step, k int) {
+	w := s.rep.weights.at(k)
+	vs := w.Values[:0]
+	for _, i := range s.rep.parts[k].params {
+		vs = append(vs, s.ps[i].Value)
+	}
+	if k == len(s.rep.parts)-1 {
+		for _, b := range s.bufs {
+			vs = append(vs, b.value)
+		}
+	}
+	*w = Weights{Step: step, Part: k, Values: vs}
+	s.send(ctx, pid, w)
+}
+
+// takeWeights copies a part of the owner's weights (and with the last,
+// its buffers) into the stage's own.
+func (s *Stage) takeWeights(m *Weights) error {
+	if m.Part < 0 || m.Part >= len(s.rep.parts) {
+		return fmt.Errorf("actors: %s: part %d of the weights of step %d, of %d parts here", s.name, m.Part, m.Step, len(s.rep.parts))
+	}
+	params, bufs := s.rep.parts[m.Part].params, s.bufs
+	if m.Part < len(s.rep.parts)-1 {
+		bufs = nil
+	}
+	if len(m.Values) != len(params)+len(bufs) {
+		return fmt.Errorf("actors: %s: part %d of the weights of step %d with %d values for %d parameters and %d buffers", s.name, m.Part, m.Step, len(m.Values), len(params), len(bufs))
+	}
+	for k, i := range params {
+		p, v := s.ps[i], m.Values[k]
+		if v.DType() != p.Value.DType() || !v.SameShape(p.Value) {
+			return fmt.Errorf("actors: %s: %s in the weights is %v %v, want %v %v", s.name, p.Name, v.DType(), v.Shape(), p.Value.DType(), p.Value.Shape())
+		}
+	}
+	for k, b := range bufs {
+		if v := m.Values[len(params)+k]; v.DType() != b.value.DType() || !v.SameShape(b.value) {
+			return fmt.Errorf("actors: %s: buffer %s in the weights is %v %v, want %v %v", s.name, b.name, v.DType(), v.Shape(), b.value.DType(), b.value.Shape())
+		}
+	}
+	for k, i := range params {
+		s.ps[i].Value.CopyFrom(m.Values[k])
+	}
+	for k, b := range bufs {
+		b.value.CopyFrom(m.Values[len(params)+k])
+	}
+	return nil
 }

@@ -36,8 +36,10 @@ import (
 // pipetrain-4: replicas on hosts (GradTurn and Weights cross);
 // pipetrain-5: the turn starts at replica 1 and ends at the owner
 // (actors.ReplicaOf, GradTurn.Rows);
-// pipetrain-6: activations and their gradients cross on the data plane.
-const Protocol = "pipetrain-6"
+// pipetrain-6: activations and their gradients cross on the data plane;
+// pipetrain-7: the turn and the weights go in parts, the weights along
+// the chain of copies (GradTurn.Part, Weights.Part).
+const Protocol = "pipetrain-7"
 
 // Metadata keys of every gRPC call between a coordinator and its workers.
 const (

@@ -792,3 +792,36 @@ func TestRemoteStepAllocations(t *testing.T) {
 		}
 	}
 }
+
+// TestRemoteReplicaTurnParts: a model whose middle layers each pass
+// actors' turn bucket, so that on workers the turn goes in parts and the
+// replicas' weight gradients overlap: the bits of one chain in one
+// process, for 2 and 4 replicas, in one process (one part) and on two
+// workers.
+func TestRemoteReplicaTurnParts(t *testing.T) {
+	hosts := workers(t, 2, "")
+	wide := pipeline.Model{Specs: []nn.Spec{
+		{Type: "linear", Units: 576, Init: nn.TorchDefault}, {Type: "relu"},
+		{Type: "linear", Units: 576, Init: nn.TorchDefault}, {Type: "relu"},
+		{Type: "linear", Units: 576, Init: nn.TorchDefault}, {Type: "relu"}, {Type: "linear", Units: classes, Init: nn.TorchDefault},
+	}, Sample: []int{features}, Seed: seed}
+	for _, c := range []struct {
+		sched         actors.Schedule
+		stages, micro int
+		split         bool
+	}{{actors.Sequential, 1, 1, false}, {actors.OneFOneB, 1, 2, true}, {actors.OneFOneB, 2, 2, false}} {
+		one := pipeline.Config{Schedule: c.sched, MicroBatches: c.micro, Stages: c.stages, SplitBackward: c.split, Loss: nn.CrossEntropy,
+			Optimizer: sgd, ClipNorm: clipNorm, RunID: "parts", Hang: 10 * time.Second}
+		wantLoss, wantW := trainEngineOn(t, wide, one, batch)
+		for _, r := range []int{2, 4} {
+			for _, h := range [][]string{nil, hosts} {
+				cfg := one
+				cfg.Replicas, cfg.Hosts = r, h
+				gotLoss, gotW := trainEngineOn(t, wide, cfg, batch)
+				if why := within(gotLoss, wantLoss, gotW, wantW, 0); why != "" {
+					t.Errorf("%v stages=%d micro=%d split=%v replicas=%d hosts=%v: %s", c.sched, c.stages, c.micro, c.split, r, h, why)
+				}
+			}
+		}
+	}
+}

@@ -15,8 +15,8 @@ type FrameKind uint8
 const (
 	FrameForward  FrameKind = 1 // an activation (actors.Forward): one tensor
 	FrameBackward FrameKind = 2 // its gradient (actors.Backward): one tensor
-	FrameTurn     FrameKind = 3 // the gradients' turn (actors.GradTurn): Grads gradients, then the buffers
-	FrameWeights  FrameKind = 4 // a replica's new weights (actors.Weights)
+	FrameTurn     FrameKind = 3 // a part of the gradients' turn (actors.GradTurn), Micro the part: Grads gradients, then the buffers
+	FrameWeights  FrameKind = 4 // a part of a replica's new weights (actors.Weights), Micro the part
 	FrameTied     FrameKind = 5 // a tied weight's gradient (actors.TiedGrad): Shard is the tie
 )
 

@@ -9,6 +9,7 @@
 //	go run ./bench/remote -train /tmp/train -data /data/mnist -rounds 3
 //	go run ./bench/remote -train /tmp/train -data /data/mnist -config configs/mnist.toml -steps 400 -every 10 -warmup 3 -rounds 7
 //	go run ./bench/remote ... -worker-procs 1   # each worker with GOMAXPROCS=1
+//	go run ./bench/remote ... -replicas          # 2 replicas of 1 stage instead
 //
 // Each round runs every configuration once, in an order that rotates from
 // round to round; a run's figure is the median samples_per_sec of its step
@@ -25,6 +26,7 @@ package main
 
 import (
 	"bufio"
+	"cmp"
 	"encoding/json"
 	"errors"
 	"flag"
@@ -46,26 +48,37 @@ type variant struct {
 	split  bool
 	gemm   int // pipeline.gemm_threads
 	remote bool
+
+	sched            string // pipeline.schedule; "": 1f1b
+	stages, replicas int    // 0: 2 stages, 1 replica
 }
 
 // Each two-worker row follows the one-process row it is compared with.
 var deepVariants = []variant{
-	{"one process: 1f1b, stages=2, micro=1", 1, false, 0, false},
-	{"two workers: 1f1b, stages=2, micro=1", 1, false, 0, true},
-	{"one process: 1f1b, stages=2, micro=2", 2, false, 0, false},
-	{"two workers: 1f1b, stages=2, micro=2", 2, false, 0, true},
-	{"one process: 1f1b, stages=2, micro=8, split", 8, true, 0, false},
-	{"two workers: 1f1b, stages=2, micro=8, split", 8, true, 0, true},
-	{"two workers: same, gemm_threads=1", 8, true, 1, true},
+	{name: "one process: 1f1b, stages=2, micro=1", micro: 1},
+	{name: "two workers: 1f1b, stages=2, micro=1", micro: 1, remote: true},
+	{name: "one process: 1f1b, stages=2, micro=2", micro: 2},
+	{name: "two workers: 1f1b, stages=2, micro=2", micro: 2, remote: true},
+	{name: "one process: 1f1b, stages=2, micro=8, split", micro: 8, split: true},
+	{name: "two workers: 1f1b, stages=2, micro=8, split", micro: 8, split: true, remote: true},
+	{name: "two workers: same, gemm_threads=1", micro: 8, split: true, gemm: 1, remote: true},
 }
 
 var configVariants = []variant{
-	{"one process: 1f1b, stages=2, micro=1", 1, false, 0, false},
-	{"two workers: 1f1b, stages=2, micro=1", 1, false, 0, true},
-	{"two workers: same, gemm_threads=1", 1, false, 1, true},
-	{"one process: 1f1b, stages=2, micro=8", 8, false, 0, false},
-	{"two workers: 1f1b, stages=2, micro=8", 8, false, 0, true},
-	{"two workers: same, gemm_threads=1", 8, false, 1, true},
+	{name: "one process: 1f1b, stages=2, micro=1", micro: 1},
+	{name: "two workers: 1f1b, stages=2, micro=1", micro: 1, remote: true},
+	{name: "two workers: same, gemm_threads=1", micro: 1, gemm: 1, remote: true},
+	{name: "one process: 1f1b, stages=2, micro=8", micro: 8},
+	{name: "two workers: 1f1b, stages=2, micro=8", micro: 8, remote: true},
+	{name: "two workers: same, gemm_threads=1", micro: 8, gemm: 1, remote: true},
+}
+
+// Two replicas of one stage each, the deep MLP: their gradient exchange.
+var replicaVariants = []variant{
+	{name: "one process: 2 replicas of 1 stage", micro: 1, sched: "sequential", stages: 1, replicas: 2},
+	{name: "two workers: 2 replicas of 1 stage", micro: 1, sched: "sequential", stages: 1, replicas: 2, remote: true},
+	{name: "one process: 2 replicas, micro=2, split", micro: 2, split: true, stages: 1, replicas: 2},
+	{name: "two workers: 2 replicas, micro=2, split", micro: 2, split: true, stages: 1, replicas: 2, remote: true},
 }
 
 var variants []variant
@@ -79,8 +92,12 @@ func main() {
 	config := flag.String("config", "", "a config file to measure instead of the deep MLP (configs/mnist.toml), at 1 and 8 micro-batches")
 	every := flag.Int("every", 5, "steps between step events")
 	workerProcs := flag.Int("worker-procs", 0, "GOMAXPROCS of each worker; 0: the Go runtime's default, every core")
+	replicas := flag.Bool("replicas", false, "measure 2 replicas of the deep MLP instead of 2 stages")
 	flag.Parse()
 	variants = deepVariants
+	if *replicas {
+		variants = replicaVariants
+	}
 	text, title := deepmlp.Model, "784-1024-1024-1024-10, batch 256"
 	if *config != "" {
 		b, err := os.ReadFile(*config)
@@ -114,7 +131,8 @@ func main() {
 			args := []string{"--config", cfg, "--log-format", "json",
 				"--set", "data.path=" + data2, "--set", "data.download=false", "--set", fmt.Sprintf("train.max_steps=%d", *steps),
 				"--set", "log.dir=" + logDir, "--set", "train.checkpoint_dir=" + filepath.Join(dir, "ck"),
-				"--set", "pipeline.schedule=1f1b", "--set", "pipeline.stages=2",
+				"--set", "pipeline.schedule=" + cmp.Or(v.sched, "1f1b"), "--set", fmt.Sprintf("pipeline.stages=%d", cmp.Or(v.stages, 2)),
+				"--set", fmt.Sprintf("pipeline.replicas=%d", cmp.Or(v.replicas, 1)),
 				"--set", fmt.Sprintf("pipeline.micro_batches=%d", v.micro), "--set", fmt.Sprintf("pipeline.split_backward=%v", v.split),
 				"--set", fmt.Sprintf("pipeline.gemm_threads=%d", v.gemm),
 				"--set", "train.epochs=1", "--set", "train.eval_every=100000", "--set", "train.checkpoint_every=100000"}
