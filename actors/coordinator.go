@@ -104,13 +104,13 @@ func (c *Coordinator) Receive(ctx actor.Context) {
 	case *RunStep:
 		c.runStep(ctx, m)
 	case *BackwardDone:
-		c.bwd[m.Micro]++
-		if c.bwd[m.Micro] == len(c.first[0]) {
-			delete(c.bwd, m.Micro)
-			c.finished++
-			next := m.Micro + 1
-			if c.schedule.OneAtATime() && next < len(c.spans) && c.replica[next] == c.replica[m.Micro] {
-				c.sendForward(ctx, next)
+		if !m.All {
+			c.backwardDone(ctx, m.Micro)
+		} else if m.Micro >= 0 && m.Micro < len(c.spans) {
+			for k, r := range c.replica {
+				if r == c.replica[m.Micro] {
+					c.backwardDone(ctx, k)
+				}
 			}
 		}
 		c.maybeDone(ctx)
@@ -225,6 +225,21 @@ func (c *Coordinator) sendForward(ctx actor.Context, k int) {
 		c.send(ctx, pid, f)
 	}
 	c.sent++
+}
+
+// backwardDone counts micro-batch k's backward done at one actor of the
+// first position; once at all, k is finished.
+func (c *Coordinator) backwardDone(ctx actor.Context, k int) {
+	c.bwd[k]++
+	if c.bwd[k] < len(c.first[0]) {
+		return
+	}
+	delete(c.bwd, k)
+	c.finished++
+	next := k + 1
+	if c.schedule.OneAtATime() && next < len(c.spans) && c.replica[next] == c.replica[k] {
+		c.sendForward(ctx, next)
+	}
 }
 
 func (c *Coordinator) maybeDone(ctx actor.Context) {

@@ -55,10 +55,12 @@ type Target struct {
 }
 
 // BackwardDone reports that an actor of the first position finished a micro-batch's
-// backward. First-position actor to coordinator.
+// backward, or with All every micro-batch of its replica in the step (Micro
+// the last). First-position actor to coordinator.
 type BackwardDone struct {
 	Step, Micro int
 	Actor       int
+	All         bool
 }
 
 // StepLoss is a step's mini-batch mean loss, summed over micro-batches in order.
@@ -216,7 +218,12 @@ type Wire struct {
 	// mod EvalWindow, free again once chunk k is over everywhere, so that
 	// an evaluation allocates nothing after its first chunks. 0: each
 	// chunk's outputs are allocated, for the collector.
-	EvalWindow           int
+	EvalWindow int
+	// EachDone: a first-position actor reports each micro-batch's backward
+	// as it ends (the sequential schedule, whose coordinator sends the next
+	// micro-batch only then); otherwise one BackwardDone (All) a step,
+	// which spares a message to another process per micro-batch.
+	EachDone             bool
 	NextNames, PrevNames []string   // the stage names of Next and Prev, for reports
 	Tied                 []TiedLink // the stage's weights that another copy shares
 

@@ -583,12 +583,12 @@ func (s *Stage) backward(ctx actor.Context, step, micro int, dy *tensor.Tensor) 
 		s.liveBytes -= s.actBytes[micro]
 		s.actBytes[micro] = 0
 	}
-	if len(s.w.Prev) == 0 {
-		d := s.bwdDone.at(micro)
-		*d = BackwardDone{Step: step, Micro: micro, Actor: s.id}
-		s.send(ctx, s.coord, d)
-	} else {
+	if len(s.w.Prev) > 0 {
 		s.sendBack(ctx, step, micro, dx)
+	} else if all := s.done+1 == s.micros; s.w.EachDone || all {
+		d := s.bwdDone.at(micro)
+		*d = BackwardDone{Step: step, Micro: micro, Actor: s.id, All: all && !s.w.EachDone}
+		s.send(ctx, s.coord, d)
 	}
 	s.done++
 	if s.done < s.micros {

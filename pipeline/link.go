@@ -38,8 +38,9 @@ import (
 // (actors.ReplicaOf, GradTurn.Rows);
 // pipetrain-6: activations and their gradients cross on the data plane;
 // pipetrain-7: the turn and the weights go in parts, the weights along
-// the chain of copies (GradTurn.Part, Weights.Part).
-const Protocol = "pipetrain-7"
+// the chain of copies (GradTurn.Part, Weights.Part);
+// pipetrain-8: one BackwardDone a step (All) unless each is needed.
+const Protocol = "pipetrain-8"
 
 // Metadata keys of every gRPC call between a coordinator and its workers.
 const (

@@ -63,7 +63,8 @@ func (e *Engine) wiring(r, i int) actors.Wire {
 	pos := e.plan.Positions
 	p := len(pos)
 	w := actors.Wire{Coordinator: e.coord, Optimizer: e.opt, InShards: 1, OutShards: 1, Replica: r,
-		Limit: e.plan.Schedule.Limit(i, p, e.plan.Micro), SplitBackward: e.plan.SplitBackward, OneArena: e.oneArena(), EvalWindow: e.plan.EvalWindow}
+		Limit: e.plan.Schedule.Limit(i, p, e.plan.Micro), SplitBackward: e.plan.SplitBackward, OneArena: e.oneArena(), EvalWindow: e.plan.EvalWindow,
+		EachDone: e.plan.Schedule.OneAtATime()}
 	if i > 0 {
 		prev := e.plan.Chain(r, i-1)
 		w.Prev, w.PrevNames = e.pids(prev), e.namesOf(prev)
