@@ -12,9 +12,8 @@ import (
 	"testing"
 	"time"
 
-	"go.uber.org/goleak"
-
 	"github.com/pipetrain/pipetrain/actors"
+	"github.com/pipetrain/pipetrain/internal/leakcheck"
 	"github.com/pipetrain/pipetrain/nn"
 	"github.com/pipetrain/pipetrain/optim"
 	"github.com/pipetrain/pipetrain/pipeline"
@@ -27,19 +26,7 @@ func TestMain(m *testing.M) {
 	}
 	code := m.Run()
 	pipeline.CloseRemote() // the process's endpoint for workers, if a test started it
-	if code == 0 {
-		// protoactor's attempt to reach a lost host (a close tells its
-		// watchers there) ends two seconds after it began
-		err := goleak.Find()
-		for end := time.Now().Add(3 * time.Second); err != nil && time.Now().Before(end); err = goleak.Find() {
-			time.Sleep(100 * time.Millisecond)
-		}
-		if err != nil {
-			fmt.Fprintln(os.Stderr, "goleak:", err)
-			code = 1
-		}
-	}
-	os.Exit(code)
+	os.Exit(leakcheck.After(code))
 }
 
 // passLayer is an identity layer for tests: it caches nothing but counts, can
