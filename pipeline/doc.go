@@ -43,8 +43,8 @@
 // value with the schedule, micro-batches, loss and clip norm, the
 // positions, one Slot per stage actor (its layers, position, shard, name,
 // host, parameters) and the thread budget of the stage actors here. Each
-// slot carries its StageSpec, the whole recipe of its actor, which
-// buildStage turns into the actor here or, sent as a wire.Build, on a
+// slot carries its recipe.StageSpec, the whole recipe of its actor, which
+// recipe.Build turns into the actor here or, sent as a wire.Build, on a
 // worker: one function builds a stage everywhere. start then spawns and
 // wires the actors from the plan alone, and Engine.Plan returns it.
 // Predict makes the same plan without starting anything and adds a cost

@@ -14,6 +14,7 @@ import (
 	"github.com/pipetrain/pipetrain/actors"
 	"github.com/pipetrain/pipetrain/nn"
 	"github.com/pipetrain/pipetrain/optim"
+	"github.com/pipetrain/pipetrain/pipeline/recipe"
 	"github.com/pipetrain/pipetrain/tensor"
 )
 
@@ -60,16 +61,9 @@ type Config struct {
 	RunID             string // names the run on the workers; required with Hosts
 }
 
-// Model is what a pipeline trains: its layers as specs, a sample's shape
-// ([F] flat, [C, H, W] images) and the seed of their first weights. Every
-// stage actor's layers are built from it (nn.BuildShape), in this process
-// or on a worker, with the same weights bit for bit.
-type Model struct {
-	Specs  []nn.Spec
-	Sample []int
-	Seed   uint64
-	DType  tensor.DType // of the weights; the zero value is Float32
-}
+// Model is what a pipeline trains (see recipe.Model): each stage's recipe
+// carries it to wherever the stage is built.
+type Model = recipe.Model
 
 // Engine is a running pipeline of actors. Its methods are for one goroutine, the
 // training loop; the actors do the work.
@@ -310,7 +304,7 @@ func (e *Engine) spawnStage(id int, s Slot) error {
 		e.all = append(e.all, pid)
 		return nil
 	}
-	st, err := buildStage(s.Spec, s.Layers, e.graph)
+	st, err := recipe.Build(s.Spec, s.Layers, e.graph)
 	if err != nil {
 		return fmt.Errorf("pipeline: %s: %w", s.Name, err)
 	}
@@ -334,15 +328,6 @@ func (e *Engine) shutdown() {
 	} else {
 		e.system.Shutdown()
 	}
-}
-
-func hasParams(layers []nn.Layer) bool {
-	for _, l := range layers {
-		if len(l.Params()) > 0 {
-			return true
-		}
-	}
-	return false
 }
 
 func (e *Engine) pids(ids []int) []*actor.PID {

@@ -202,7 +202,7 @@ func (e *Engine) coordinatorName() string { return fmt.Sprintf("coordinator-%x",
 // address and thread budget.
 func (e *Engine) buildRemote(id int, s Slot) (*actor.PID, int, error) {
 	hs, h, name := e.hostSet, s.Host, s.Name
-	b, err := s.Spec.toWire(e.runWire())
+	b, err := s.Spec.ToWire(e.runWire())
 	if err != nil {
 		return nil, 0, err
 	}

@@ -6,6 +6,7 @@ import (
 
 	"github.com/pipetrain/pipetrain/actors"
 	"github.com/pipetrain/pipetrain/nn"
+	"github.com/pipetrain/pipetrain/pipeline/recipe"
 	"github.com/pipetrain/pipetrain/tensor"
 )
 
@@ -50,7 +51,7 @@ type Slot struct {
 	Owner    int    // the replica 0 slot whose weights it computes with: its own id in replica 0
 	Span     int    // its layers are [First, First+Span)
 	Params   []SlotParam
-	Spec     StageSpec
+	Spec     recipe.StageSpec
 }
 
 // SlotParam is one of a slot's parameters, in the order its stage holds
@@ -169,7 +170,7 @@ func (p *Plan) specify(m Model, cfg Config) {
 	for id := range p.Slots {
 		s := &p.Slots[id]
 		pos := p.Positions[s.Position]
-		sp := StageSpec{ID: id, Name: s.Name, Model: m, Lo: s.First, Hi: s.First + s.Span, Shard: s.Shard, Position: s.Position,
+		sp := recipe.StageSpec{ID: id, Name: s.Name, Model: m, Lo: s.First, Hi: s.First + s.Span, Shard: s.Shard, Position: s.Position,
 			Layers: pos.Layers, Replica: s.Replica, NeedDX: s.Position > 0, Precision: cfg.Precision,
 			ClipValue: cfg.ClipValue, ClipNorm: cfg.ClipNorm > 0}
 		if p.Sharded(s.Position) {

@@ -15,6 +15,7 @@ import (
 
 	"github.com/pipetrain/pipetrain/actors"
 	"github.com/pipetrain/pipetrain/actors/wire"
+	"github.com/pipetrain/pipetrain/pipeline/recipe"
 )
 
 // WorkerConfig describes a worker: a process that hosts stage actors for a
@@ -308,13 +309,13 @@ func (s *session) build(ctx actor.Context, m *wire.Build) *wire.Built {
 	fail := func(err error) *wire.Built {
 		return &wire.Built{Run: m.Run, Err: wire.FromError(fmt.Errorf("%s: %w", m.Name, err))}
 	}
-	spec, err := stageSpecFromWire(m)
+	spec, err := recipe.FromWire(m)
 	if err != nil {
 		return fail(err)
 	}
 	threads := s.budget()
 	spec.Threads = threads
-	st, err := buildStage(spec, nil, s.graph)
+	st, err := recipe.Build(spec, nil, s.graph)
 	if err != nil {
 		return fail(err)
 	}

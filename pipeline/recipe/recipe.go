@@ -1,4 +1,4 @@
-package pipeline
+package recipe
 
 import (
 	"encoding/json"
@@ -12,8 +12,19 @@ import (
 	"github.com/pipetrain/pipetrain/tensor"
 )
 
+// Model is what a pipeline trains: its layers as specs, a sample's shape
+// ([F] flat, [C, H, W] images) and the seed of their first weights. Every
+// stage actor's layers are built from it (nn.BuildShape), in this process
+// or on a worker, with the same weights bit for bit.
+type Model struct {
+	Specs  []nn.Spec
+	Sample []int
+	Seed   uint64
+	DType  tensor.DType // of the weights; the zero value is Float32
+}
+
 // StageSpec is the whole recipe of one stage actor, a plain value the plan
-// makes for each slot before any actor starts: buildStage makes the actor
+// makes for each slot before any actor starts: Build makes the actor
 // from it the same way in this process and on a worker, with the same
 // layers, weights and optimizer bit for bit.
 type StageSpec struct {
@@ -45,11 +56,11 @@ type StageSpec struct {
 // sharded reports whether the stage runs a shard of one layer.
 func (s StageSpec) sharded() bool { return s.Cols != [2]int{} }
 
-// buildStage makes the stage actor s describes in graph g, from layers
+// Build makes the stage actor s describes in graph g, from layers
 // already built for it (this process's plan builds them to measure their
 // costs, and replicas share the owner's weights) or, with none, from
 // s.Model.
-func buildStage(s StageSpec, layers []nn.Layer, g *actors.Graph) (*actors.Stage, error) {
+func Build(s StageSpec, layers []nn.Layer, g *actors.Graph) (*actors.Stage, error) {
 	if layers == nil {
 		var err error
 		if layers, err = nn.BuildShape(s.Model.Specs, s.Model.Sample, s.Model.Seed, s.Model.DType, s.Lo, s.Hi); err != nil {
@@ -79,8 +90,8 @@ func buildStage(s StageSpec, layers []nn.Layer, g *actors.Graph) (*actors.Stage,
 	return actors.NewStage(s.ID, s.Name, g, layers, s.Lo, s.Shard, s.NeedDX, up), nil
 }
 
-// toWire is s as a worker's session is asked to build it.
-func (s StageSpec) toWire(run *wire.Run) (*wire.Build, error) {
+// ToWire is s as a worker's session is asked to build it.
+func (s StageSpec) ToWire(run *wire.Run) (*wire.Build, error) {
 	model, err := json.Marshal(s.Model.Specs)
 	if err != nil {
 		return nil, err
@@ -106,9 +117,9 @@ func (s StageSpec) toWire(run *wire.Run) (*wire.Build, error) {
 	return b, nil
 }
 
-// stageSpecFromWire is the StageSpec a Build carries, its threads left to
-// the worker's budget.
-func stageSpecFromWire(m *wire.Build) (StageSpec, error) {
+// FromWire is the StageSpec a Build carries, its threads left to the
+// worker's budget.
+func FromWire(m *wire.Build) (StageSpec, error) {
 	s := StageSpec{ID: int(m.Id), Name: m.Name, Lo: int(m.Lo), Hi: int(m.Hi), Shard: int(m.Shard), Position: int(m.Position),
 		Layers: wire.Ints(m.Layers), Replica: int(m.Replica), NeedDX: m.NeedDx, ClipValue: m.ClipValue, ClipNorm: m.ClipNorm}
 	if err := json.Unmarshal(m.Model, &s.Model.Specs); err != nil {
@@ -148,4 +159,14 @@ func stageSpecFromWire(m *wire.Build) (StageSpec, error) {
 		}
 	}
 	return s, nil
+}
+
+// hasParams reports whether any of layers has parameters.
+func hasParams(layers []nn.Layer) bool {
+	for _, l := range layers {
+		if len(l.Params()) > 0 {
+			return true
+		}
+	}
+	return false
 }

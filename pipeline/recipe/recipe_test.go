@@ -1,4 +1,4 @@
-package pipeline
+package recipe
 
 import (
 	"encoding/json"
@@ -31,10 +31,10 @@ func TestBuildStageBF16Arithmetic(t *testing.T) {
 	} {
 		m := &wire.Build{Name: "stage 0", Model: model, Features: 3, Seed: 1, Lo: 0, Hi: 1, Optimizer: []byte(`{"Kind":"sgd"}`),
 			Precision: c.precision, Bf16Arithmetic: c.arithmetic, Replica: 1}
-		spec, err := stageSpecFromWire(m)
+		spec, err := FromWire(m)
 		var st *actors.Stage
 		if err == nil {
-			st, err = buildStage(spec, nil, actors.NewGraph(false))
+			st, err = Build(spec, nil, actors.NewGraph(false))
 		}
 		if refused := err != nil; refused != c.refused {
 			t.Errorf("precision %s, coordinator's arithmetic %q: error %v, want refused %v", c.precision, c.arithmetic, err, c.refused)
@@ -57,11 +57,11 @@ func TestStageSpecWire(t *testing.T) {
 		{ID: 4, Name: "replica 1 stage 0 shard 1", Model: Model{Specs: specs, Sample: []int{5}, Seed: 7, DType: tensor.Float64}, Lo: 0, Hi: 1,
 			Cols: [2]int{3, 6}, Shard: 1, Layers: []int{0}, Replica: 1, Precision: nn.FP32},
 	} {
-		b, err := s.toWire(nil)
+		b, err := s.ToWire(nil)
 		if err != nil {
 			t.Fatal(err)
 		}
-		got, err := stageSpecFromWire(b)
+		got, err := FromWire(b)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -69,7 +69,7 @@ func TestStageSpecWire(t *testing.T) {
 			t.Errorf("%s: through the wire\n%+v\nwant\n%+v", s.Name, got, s)
 		}
 		s.Threads = 1
-		if _, err := buildStage(got, nil, actors.NewGraph(false)); err != nil {
+		if _, err := Build(got, nil, actors.NewGraph(false)); err != nil {
 			t.Errorf("%s: %v", s.Name, err)
 		}
 	}
