@@ -42,14 +42,14 @@ func (e *Engine) future(pid *actor.PID, msg any, d time.Duration) (*actor.Future
 	if err != nil {
 		return nil, err
 	}
-	hs := e.hostSet
-	h := hs.hostIndex(pid.Address)
+	hs := e.hosts
+	h := hs.HostIndex(pid.Address)
 	if h < 0 {
 		return nil, fmt.Errorf("pipeline: %s runs on no host of this engine", pid)
 	}
 	f := actor.NewFuture(e.system, d)
-	if !hs.ask(h, f) {
-		return nil, e.lost(hs.lostWhy(h))
+	if !hs.Ask(h, f) {
+		return nil, e.lost(hs.LostWhy(h))
 	}
 	e.root.RequestWithCustomSender(pid, w, f.PID())
 	return f, nil
@@ -66,15 +66,15 @@ func (e *Engine) lost(l *actors.Lost) error {
 func (e *Engine) answer(f *actor.Future) (any, error) {
 	res, err := f.Result()
 	h := -1
-	if e.hostSet != nil {
-		h = e.hostSet.answered(f)
+	if e.hosts != nil {
+		h = e.hosts.Answered(f)
 	}
 	if l, ok := res.(*actors.Lost); ok {
 		return nil, e.lost(l)
 	}
 	if err != nil {
 		if h >= 0 {
-			return nil, fmt.Errorf("pipeline: host %s: %w", e.hostSet.hosts[h], err)
+			return nil, fmt.Errorf("pipeline: host %s: %w", e.hosts.Host(h), err)
 		}
 		return nil, err
 	}

@@ -1,6 +1,9 @@
 // Package pipeline builds a graph of actors from a Model (nn layer specs, a
 // sample shape, a seed) and runs training steps through it under the
-// sequential, GPipe and 1F1B schedules.
+// sequential, GPipe and 1F1B schedules. It holds the plan and the engine;
+// package recipe holds a stage actor's recipe, which both the engine and a
+// worker build from, and package remote all that crosses processes:
+// workers, the link to them and the data plane.
 //
 // # Words
 //
@@ -134,7 +137,7 @@
 //
 // # Stages on other processes
 //
-// With Config.Hosts the stage actors run on workers (NewWorker, `train
+// With Config.Hosts the stage actors run on workers (remote.NewWorker, `train
 // worker`) in contiguous blocks over the hosts, and the coordinator, loss and
 // optimizer actors stay here. Each stage is spawned through a protoactor
 // remote kind (a session per engine on each worker) and builds its own layers
@@ -144,7 +147,7 @@
 // activations, their gradients and scalars cross each step (and with
 // replicas, each parameter block's gradients and weights: see below). A handshake
 // checks the protocol and the token before anything is spawned
-// (HandshakeError); the token is checked on every gRPC call, in constant
+// (remote.HandshakeError); the token is checked on every gRPC call, in constant
 // time. The engine watches each worker's session and runs a heartbeat every
 // 0.5 s, and each stage watches its neighbours on other hosts: a lost worker
 // or link, or a silent link, fails the step within 3 s with an error naming
@@ -155,7 +158,7 @@
 // another run or engine) is counted, logged as an "undelivered" event and
 // fails its run at once, naming the host.
 //
-// Tensors travel on a data plane of their own (data.go): each message
+// Tensors travel on a data plane of their own (package remote): each message
 // that holds tensors (Forward, Backward, GradTurn, Weights, TiedGrad) is one
 // frame, a header with the message's fields and the tensors' types and
 // shapes (wire.Frame) and then their raw bytes, on a TCP connection from the
@@ -172,7 +175,7 @@
 // of a peer by actor address, so nothing it held of a dead process is taken
 // for a successor at the same host:port; host:port is used only to dial. A
 // process talks to its workers through one endpoint, shared by its engines
-// and stopped by CloseRemote: protoactor's remote sets gRPC's process-wide
+// and stopped by remote.CloseEndpoint: protoactor's remote sets gRPC's process-wide
 // logger whenever one starts, so one starts per process.
 //
 // # Replicas on hosts

@@ -15,6 +15,7 @@ import (
 	"github.com/pipetrain/pipetrain/nn"
 	"github.com/pipetrain/pipetrain/optim"
 	"github.com/pipetrain/pipetrain/pipeline/recipe"
+	"github.com/pipetrain/pipetrain/pipeline/remote"
 	"github.com/pipetrain/pipetrain/tensor"
 )
 
@@ -56,9 +57,9 @@ type Config struct {
 	// (a proxy or NAT); empty: the address it listens on, or the one that
 	// routes to the hosts.
 	Listen, Advertise string
-	Token             string // shared with the workers; required beyond loopback
-	TLS               TLS    // secures the links to the workers; empty: plaintext
-	RunID             string // names the run on the workers; required with Hosts
+	Token             string     // shared with the workers; required beyond loopback
+	TLS               remote.TLS // secures the links to the workers; empty: plaintext
+	RunID             string     // names the run on the workers; required with Hosts
 }
 
 // Model is what a pipeline trains (see recipe.Model): each stage's recipe
@@ -91,9 +92,8 @@ type Engine struct {
 	threadsOf []int            // per stage actor, its thread budget
 
 	// with Hosts
-	run     actors.Run
-	shared  bool // the actor system is this process's endpoint (sharedSystem)
-	hostSet *hostSet
+	run   actors.Run
+	hosts *remote.Hosts // its system is this process's endpoint
 
 	busy    atomic.Bool    // a step or evaluation is in flight
 	step    int            // the last step asked for
@@ -204,8 +204,6 @@ func layerBuilder(m Model) func(i int) (nn.Layer, error) {
 	}
 }
 
-var stopStrategy = actor.NewOneForOneStrategy(0, 0, func(any) actor.Directive { return actor.StopDirective })
-
 // start spawns and wires every actor of the plan: the stage actors here or
 // on the hosts, then the loss, optimizer and coordinator actors here.
 func (e *Engine) start() error {
@@ -214,7 +212,7 @@ func (e *Engine) start() error {
 			return err
 		}
 	} else {
-		e.system = newActorSystem(e.cfg.Logger)
+		e.system = recipe.NewActorSystem(e.cfg.Logger)
 		e.root = e.system.Root
 	}
 	var paramIDs []int
@@ -248,18 +246,17 @@ func (e *Engine) start() error {
 	coord := actors.NewCoordinator(n+2, e.graph, e.plan.Schedule, e.plan.Micro, e.granule, first, e.loss, e.opt, updaters)
 	coord.SetRun(e.run)
 	name := ""
-	if e.hostSet != nil {
-		name = e.coordinatorName()
+	if e.hosts != nil {
+		name = e.hosts.CoordinatorName()
 	}
 	e.coord = e.spawn(coord, coord.Status(), name)
 	e.names[n], e.names[n+1], e.names[n+2] = "loss", "optimizer", "coordinator"
 	if err := e.wire(); err != nil {
 		return err
 	}
-	if e.hostSet != nil {
-		m := &monitor{run: e.run, hosts: e.hostSet, names: e.names, coord: e.coord}
-		e.hostSet.monitor = e.root.Spawn(actor.PropsFromProducer(func() actor.Actor { return m }))
-		e.setLive(true)
+	if e.hosts != nil {
+		e.hosts.Watch(e.names, e.coord)
+		e.hosts.SetLive(e.fail)
 	}
 	e.stopped.Add(1)
 	go e.watchdog()
@@ -277,7 +274,7 @@ func (e *Engine) spawn(a actor.Actor, st *actors.Status, name string) *actor.PID
 		}
 		produced = true
 		return a
-	}, actor.WithGuardian(stopStrategy), actor.WithSupervisor(stopStrategy), actor.WithDispatcher(e.runs))
+	}, actor.WithGuardian(recipe.StopStrategy), actor.WithSupervisor(recipe.StopStrategy), actor.WithDispatcher(e.runs))
 	e.runs.Add()
 	var pid *actor.PID
 	if name != "" {
@@ -294,7 +291,7 @@ func (e *Engine) spawn(a actor.Actor, st *actors.Status, name string) *actor.PID
 // spawnStage starts slot id's stage actor, here or on its host.
 func (e *Engine) spawnStage(id int, s Slot) error {
 	if s.Host >= 0 {
-		pid, threads, err := e.buildRemote(id, s)
+		pid, threads, err := e.hosts.Build(s.Host, s.Spec)
 		if err != nil {
 			return err
 		}
@@ -313,6 +310,14 @@ func (e *Engine) spawnStage(id int, s Slot) error {
 	return nil
 }
 
+// fail stops the engine with err, an undelivered message of its run, and
+// returns its log.
+func (e *Engine) fail(err error) *zerolog.Logger {
+	e.graph.Sent(e.coord)
+	e.root.Send(e.coord, &actors.Failed{Actor: -1, Err: err})
+	return &e.log
+}
+
 // isRemote reports whether pid lives in another process.
 func (e *Engine) isRemote(pid *actor.PID) bool { return pid.Address != e.system.Address() }
 
@@ -322,9 +327,8 @@ func (e *Engine) shutdown() {
 	if e.system == nil {
 		return
 	}
-	e.closeHosts()
-	if e.shared {
-		releaseShared()
+	if e.hosts != nil {
+		e.hosts.Close()
 	} else {
 		e.system.Shutdown()
 	}
@@ -359,23 +363,14 @@ func (e *Engine) Stages() []StageInfo {
 	return out
 }
 
-// ActorStatus is one actor's live counters, for metrics.
-type ActorStatus struct {
-	Name     string        // "stage 2", "stage 1 shard 0", "loss", "optimizer", "coordinator"
-	Mailbox  int64         // messages waiting
-	Messages int64         // messages taken since the engine started
-	Busy     time.Duration // time spent working since the engine started
-	Host     string        // the worker it runs on, whose own counters these are not; empty: here
-}
-
 // Actors returns every actor's live counters, stage actors first. Unlike
 // the other methods it is safe to call from any goroutine while the engine
 // runs: it reads counters the actors keep for watchers. An actor on a worker
 // shows zeros here: the worker serves its counters.
-func (e *Engine) Actors() []ActorStatus {
-	out := make([]ActorStatus, len(e.status))
+func (e *Engine) Actors() []recipe.ActorStatus {
+	out := make([]recipe.ActorStatus, len(e.status))
 	for i, st := range e.status {
-		out[i] = ActorStatus{Name: e.names[i], Mailbox: st.Pending(), Messages: st.Taken(), Busy: st.Busy()}
+		out[i] = recipe.ActorStatus{Name: e.names[i], Mailbox: st.Pending(), Messages: st.Taken(), Busy: st.Busy()}
 		if i < len(e.plan.Slots) {
 			out[i].Host = e.plan.HostName(i)
 		}
@@ -426,8 +421,8 @@ func (e *Engine) Close() error {
 		return nil
 	}
 	e.closed = true
-	if e.hostSet != nil {
-		e.setLive(false)
+	if e.hosts != nil {
+		e.hosts.SetLive(nil)
 	}
 	close(e.stop)
 	e.stopped.Wait()
@@ -442,9 +437,8 @@ func (e *Engine) Close() error {
 			errs = append(errs, fmt.Errorf("pipeline: stopping %s: %w", pid.Id, err))
 		}
 	}
-	e.closeHosts()
-	if e.shared {
-		releaseShared()
+	if e.hosts != nil {
+		e.hosts.Close()
 	} else {
 		e.system.Shutdown()
 	}

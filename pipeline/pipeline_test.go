@@ -17,6 +17,7 @@ import (
 	"github.com/pipetrain/pipetrain/nn"
 	"github.com/pipetrain/pipetrain/optim"
 	"github.com/pipetrain/pipetrain/pipeline"
+	"github.com/pipetrain/pipetrain/pipeline/remote"
 	"github.com/pipetrain/pipetrain/tensor"
 )
 
@@ -25,7 +26,7 @@ func TestMain(m *testing.M) {
 		os.Exit(serveWorker(listen, os.Getenv(workerTokenEnv)))
 	}
 	code := m.Run()
-	pipeline.CloseRemote() // the process's endpoint for workers, if a test started it
+	remote.CloseEndpoint() // the process's endpoint for workers, if a test started it
 	os.Exit(leakcheck.After(code))
 }
 

@@ -23,6 +23,7 @@ import (
 	"github.com/pipetrain/pipetrain/actors"
 	"github.com/pipetrain/pipetrain/nn"
 	"github.com/pipetrain/pipetrain/pipeline"
+	"github.com/pipetrain/pipetrain/pipeline/remote"
 	"github.com/pipetrain/pipetrain/tensor"
 )
 
@@ -40,7 +41,7 @@ const (
 // gone) and returns the exit status. A line "mem" on stdin is answered on
 // stdout with the bytes the process has allocated so far.
 func serveWorker(listen, token string) int {
-	w, err := pipeline.NewWorker(pipeline.WorkerConfig{Listen: listen, Token: token, Advertise: os.Getenv(workerAdvertiseEnv)})
+	w, err := remote.NewWorker(remote.WorkerConfig{Listen: listen, Token: token, Advertise: os.Getenv(workerAdvertiseEnv)})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 2
@@ -225,7 +226,7 @@ func TestRemoteToken(t *testing.T) {
 	for _, token := range []string{"", "wrong"} {
 		cfg.Token = token
 		_, err := pipeline.New(testModel, cfg)
-		var he *pipeline.HandshakeError
+		var he *remote.HandshakeError
 		if !errors.As(err, &he) || he.Host != hosts[0] || !strings.Contains(err.Error(), "token") {
 			t.Fatalf("token %q: got %v, want a handshake error naming %s and the token", token, err, hosts[0])
 		}

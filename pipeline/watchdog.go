@@ -9,6 +9,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/pipetrain/pipetrain/actors"
+	"github.com/pipetrain/pipetrain/pipeline/remote"
 )
 
 // watchdog fails the step in flight when no message has moved for cfg.Hang, and
@@ -19,8 +20,8 @@ func (e *Engine) watchdog() {
 	defer tick.Stop()
 	last, since := e.graph.Moved.Load(), time.Now()
 	var beat <-chan time.Time
-	if e.hostSet != nil {
-		t := time.NewTicker(beatEvery)
+	if e.hosts != nil {
+		t := time.NewTicker(remote.BeatEvery)
 		defer t.Stop()
 		beat = t.C
 	}
@@ -29,7 +30,7 @@ func (e *Engine) watchdog() {
 		case <-e.stop:
 			return
 		case <-beat:
-			e.root.Send(e.hostSet.monitor, beatTick{})
+			e.hosts.Beat()
 		case now := <-tick.C:
 			moved := e.graph.Moved.Load()
 			if moved != last || !e.busy.Load() {

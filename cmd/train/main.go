@@ -42,7 +42,7 @@ import (
 	"strings"
 	"syscall"
 
-	"github.com/pipetrain/pipetrain/pipeline"
+	"github.com/pipetrain/pipetrain/pipeline/remote"
 )
 
 func main() {
@@ -90,7 +90,7 @@ type options struct {
 	resume    bool
 	logFormat string
 	tokenFile string
-	tls       pipeline.TLS
+	tls       remote.TLS
 }
 
 type setFlags []string

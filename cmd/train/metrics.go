@@ -13,6 +13,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/pipetrain/pipetrain/pipeline"
+	"github.com/pipetrain/pipetrain/pipeline/recipe"
 )
 
 // metrics is what log.metrics serves at /metrics: the training loop writes
@@ -33,7 +34,7 @@ func (f *atomicFloat) Load() float64   { return math.Float64frombits(f.bits.Load
 // a worker's stages), labelled by name.
 type actorCollector struct {
 	mu     sync.Mutex
-	source func() []pipeline.ActorStatus
+	source func() []recipe.ActorStatus
 	since  time.Time                // when the engine started, or the last scrape
 	busy   map[string]time.Duration // each actor's busy time at that moment
 }
@@ -48,7 +49,7 @@ var (
 // setEngine makes e the engine the metrics show (auto tuning changes it).
 func (c *actorCollector) setEngine(e *pipeline.Engine) { c.setSource(e.Actors) }
 
-func (c *actorCollector) setSource(f func() []pipeline.ActorStatus) {
+func (c *actorCollector) setSource(f func() []recipe.ActorStatus) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.source, c.since, c.busy = f, time.Now(), map[string]time.Duration{}

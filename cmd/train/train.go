@@ -27,6 +27,7 @@ import (
 	"github.com/pipetrain/pipetrain/nn"
 	"github.com/pipetrain/pipetrain/optim"
 	"github.com/pipetrain/pipetrain/pipeline"
+	"github.com/pipetrain/pipetrain/pipeline/remote"
 	"github.com/pipetrain/pipetrain/tensor"
 )
 
@@ -35,7 +36,7 @@ type trainRun struct {
 	cfg        *config.Config
 	log        *runLog
 	token      string            // shared with the workers of pipeline.hosts
-	tls        pipeline.TLS      // secures the links to them
+	tls        remote.TLS        // secures the links to them
 	desc       model.Description // what each checkpoint says of the model
 	metrics    metrics           // what log.metrics serves
 	eng        *pipeline.Engine
@@ -167,7 +168,7 @@ func (r *trainRun) logStart() {
 // and returns the run's error, an interruption as its own exit status.
 func (r *trainRun) end(start time.Time, err error) error {
 	log := r.log
-	pipeline.CloseRemote() // every engine is closed; its last words reach the log
+	remote.CloseEndpoint() // every engine is closed; its last words reach the log
 	if r.text != nil {
 		r.text.close() // no batch is being gathered: loop waits for its goroutine
 	}

@@ -14,7 +14,7 @@ import (
 
 	"github.com/rs/zerolog"
 
-	"github.com/pipetrain/pipetrain/pipeline"
+	"github.com/pipetrain/pipetrain/pipeline/remote"
 )
 
 const workerUsage = "usage: train worker --listen HOST:PORT [--token-file FILE] [--tls-cert FILE --tls-key FILE --tls-ca FILE] [--advertise HOST:PORT] [--log-dir DIR] [--metrics HOST:PORT]"
@@ -29,7 +29,7 @@ func runWorker(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	logDir := fs.String("log-dir", "logs", "the directory of the worker's JSONL log")
 	advertise := fs.String("advertise", "", "HOST:PORT coordinators reach this worker at, if not --listen (a proxy or NAT)")
 	metricsAddr := fs.String("metrics", "", "HOST:PORT to serve Prometheus metrics of the hosted stages on (port 0 picks one)")
-	var t pipeline.TLS
+	var t remote.TLS
 	tlsFlags(fs, &t)
 	if err := parseFlags(fs, args, workerUsage); err != nil {
 		return err
@@ -54,12 +54,12 @@ func runWorker(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	}
 	defer f.Close()
 	log := zerolog.New(zerolog.MultiLevelWriter(f, stderr)).With().Timestamp().Logger()
-	w, err := pipeline.NewWorker(pipeline.WorkerConfig{Listen: *listen, Advertise: *advertise, Token: token, TLS: t, Logger: &log})
+	w, err := remote.NewWorker(remote.WorkerConfig{Listen: *listen, Advertise: *advertise, Token: token, TLS: t, Logger: &log})
 	if err != nil {
 		return badInputf("worker: --listen %s: %v", *listen, err)
 	}
 	log.Info().Str("event", "worker_start").Str("listen", w.Addr()).Str("version", version()).
-		Str("protocol", pipeline.Protocol).Int("cpus", runtime.NumCPU()).Int("gomaxprocs", runtime.GOMAXPROCS(0)).
+		Str("protocol", remote.Protocol).Int("cpus", runtime.NumCPU()).Int("gomaxprocs", runtime.GOMAXPROCS(0)).
 		Str("log_file", path).Msg("worker listening")
 	if *metricsAddr != "" {
 		var c actorCollector
@@ -104,15 +104,15 @@ func version() string {
 }
 
 // tlsFlags adds the TLS files' flags to fs.
-func tlsFlags(fs *flag.FlagSet, t *pipeline.TLS) {
+func tlsFlags(fs *flag.FlagSet, t *remote.TLS) {
 	fs.StringVar(&t.Cert, "tls-cert", "", "PEM certificate this process serves its links with")
 	fs.StringVar(&t.Key, "tls-key", "", "PEM key of --tls-cert")
 	fs.StringVar(&t.CA, "tls-ca", "", "PEM authority that signed the peers' certificates")
 }
 
 // checkTLS refuses a partial set of TLS files, before anything starts.
-func checkTLS(t pipeline.TLS) error {
-	if t != (pipeline.TLS{}) && (t.Cert == "" || t.Key == "" || t.CA == "") {
+func checkTLS(t remote.TLS) error {
+	if t != (remote.TLS{}) && (t.Cert == "" || t.Key == "" || t.CA == "") {
 		return badInputf("--tls-cert, --tls-key and --tls-ca go together (a coordinator both dials its workers and is dialled back)")
 	}
 	for _, f := range []string{t.Cert, t.Key, t.CA} {

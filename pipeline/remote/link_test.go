@@ -3,7 +3,7 @@
 // Three protoactor remotes in one process race on gRPC's process-wide
 // logger, which each sets when it starts; the product starts one a process.
 
-package pipeline
+package remote
 
 import (
 	"context"
@@ -26,7 +26,7 @@ import (
 // drops what is sent there meanwhile; a worker restarted at its old
 // address lost its first messages so, and the run hung.)
 func TestRestartedPeerReachable(t *testing.T) {
-	quiet := []actor.ConfigOption{actor.WithLoggerFactory(func(*actor.ActorSystem) *slog.Logger { return silentLogger }),
+	quiet := []actor.ConfigOption{actor.WithLoggerFactory(func(*actor.ActorSystem) *slog.Logger { return slog.New(slog.DiscardHandler) }),
 		actor.WithDeadLetterThrottleInterval(time.Millisecond)} // its timer goroutine ends soon
 	token := func() string { return "" }
 	failed := make(chan struct{}, 16) // a's attempts to connect that failed

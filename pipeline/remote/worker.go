@@ -1,9 +1,8 @@
-package pipeline
+package remote
 
 import (
 	"errors"
 	"fmt"
-	"log/slog"
 	"runtime"
 	"sort"
 	"sync"
@@ -56,15 +55,15 @@ const sessionKind = "pipetrain-session"
 // NewWorker starts a worker listening on cfg.Listen.
 func NewWorker(cfg WorkerConfig) (*Worker, error) {
 	if cfg.Token == "" && !isLoopback(cfg.Listen) {
-		return nil, fmt.Errorf("pipeline: a worker listens beyond loopback (%s) only with a token", cfg.Listen)
+		return nil, fmt.Errorf("remote: a worker listens beyond loopback (%s) only with a token", cfg.Listen)
 	}
 	w := &Worker{log: zerolog.Nop(), sessions: map[*actor.PID]bool{}, opened: map[actors.Run]*actor.PID{}, stages: map[*actors.Status]string{}}
 	if cfg.Logger != nil {
 		w.log = *cfg.Logger
 	}
-	w.system = newActorSystem(cfg.Logger)
+	w.system = recipe.NewActorSystem(cfg.Logger)
 	w.undelivered = watchUndelivered(w.system, w.log, w.failRun)
-	props := actor.PropsFromProducer(func() actor.Actor { return &session{w: w} }, actor.WithSupervisor(stopStrategy))
+	props := actor.PropsFromProducer(func() actor.Actor { return &session{w: w} }, actor.WithSupervisor(recipe.StopStrategy))
 	r, addr, dp, err := startRemote(w.system, cfg.Listen, cfg.Advertise, func() string { return cfg.Token }, cfg.TLS, remote.NewKind(sessionKind, props))
 	if err != nil {
 		w.system.Shutdown()
@@ -127,12 +126,12 @@ func (w *Worker) Close() {
 
 // Actors returns the live counters of the stage actors the worker hosts
 // now, for metrics; safe for concurrent use.
-func (w *Worker) Actors() []ActorStatus {
+func (w *Worker) Actors() []recipe.ActorStatus {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	out := make([]ActorStatus, 0, len(w.stages))
+	out := make([]recipe.ActorStatus, 0, len(w.stages))
 	for st, name := range w.stages {
-		out = append(out, ActorStatus{Name: name, Mailbox: st.Pending(), Messages: st.Taken(), Busy: st.Busy()})
+		out = append(out, recipe.ActorStatus{Name: name, Mailbox: st.Pending(), Messages: st.Taken(), Busy: st.Busy()})
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
 	return out
@@ -324,11 +323,11 @@ func (s *session) build(ctx actor.Context, m *wire.Build) *wire.Built {
 	s.runs.Add()
 	pid, err := ctx.SpawnNamed(actor.PropsFromProducer(func() actor.Actor {
 		if produced {
-			panic("pipeline: an actor may not be restarted") // its weights would be lost
+			panic("remote: an actor may not be restarted") // its weights would be lost
 		}
 		produced = true
 		return st
-	}, actor.WithSupervisor(stopStrategy), actor.WithDispatcher(s.runs)), fmt.Sprintf("stage-%d", m.Id))
+	}, actor.WithSupervisor(recipe.StopStrategy), actor.WithDispatcher(s.runs)), fmt.Sprintf("stage-%d", m.Id))
 	if err != nil {
 		return fail(err)
 	}
@@ -360,22 +359,4 @@ func (s *session) end(ctx actor.Context, why string) {
 			Int64("peak_activation_bytes", st.PeakActivationBytes).Int("threads", h.threads).Msg("")
 	}
 	s.w.log.Info().Str("event", "worker_run").Str("run", s.run.ID).Uint64("generation", s.run.Gen).Str("reason", why).Msg("run dropped")
-}
-
-// newActorSystem returns an actor system that logs protoactor's warnings to
-// logger (nil: nowhere). A dead letter (a message to an actor already
-// stopped, as in Close after a failure) starts a throttle timer goroutine:
-// its life is kept short, so that a closed engine leaves nothing running.
-func newActorSystem(logger *zerolog.Logger) *actor.ActorSystem {
-	return actor.NewActorSystem(actor.WithLoggerFactory(func(*actor.ActorSystem) *slog.Logger { return protoLogger(logger) }),
-		actor.WithDeadLetterThrottleInterval(time.Millisecond))
-}
-
-// protoLogger is protoactor's logger: warnings up as "protoactor" events.
-func protoLogger(l *zerolog.Logger) *slog.Logger {
-	if l == nil {
-		return silentLogger
-	}
-	z := l.With().Str("event", "protoactor").Logger().Level(zerolog.WarnLevel)
-	return slog.New(zerolog.NewSlogHandler(z))
 }

@@ -1,4 +1,4 @@
-package pipeline
+package remote
 
 import (
 	"errors"
@@ -10,6 +10,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/pipetrain/pipetrain/actors"
+	"github.com/pipetrain/pipetrain/pipeline/recipe"
 )
 
 // This process's endpoint for its workers, which every engine with hosts
@@ -26,7 +27,7 @@ var shared struct {
 	tls               TLS
 	users             int // engines open on it
 	undelivered       *undelivered
-	engines           map[actors.Run]*Engine // the live engines, by run and generation
+	engines           map[actors.Run]func(error) *zerolog.Logger // the live engines, by run and generation: each one's fail
 	data              *dataPlane
 }
 
@@ -37,15 +38,16 @@ func liveShared(run actors.Run) bool {
 	return shared.engines[run] != nil
 }
 
-// setLive records whether e is live, so that an undelivered message of its
-// run fails it.
-func (e *Engine) setLive(live bool) {
+// SetLive records the engine of hs's run as live, so that an undelivered
+// message of the run fails it: fail stops the engine with err and returns
+// its log. A nil fail records it as no longer live.
+func (hs *Hosts) SetLive(fail func(err error) *zerolog.Logger) {
 	shared.Lock()
 	defer shared.Unlock()
-	if live {
-		shared.engines[e.run] = e
+	if fail != nil {
+		shared.engines[hs.run] = fail
 	} else {
-		delete(shared.engines, e.run)
+		delete(shared.engines, hs.run)
 	}
 }
 
@@ -53,14 +55,12 @@ func (e *Engine) setLive(live bool) {
 // returns its log.
 func failShared(run actors.Run, err error) (*zerolog.Logger, bool) {
 	shared.Lock()
-	e := shared.engines[run]
+	fail := shared.engines[run]
 	shared.Unlock()
-	if e == nil {
+	if fail == nil {
 		return nil, false
 	}
-	e.graph.Sent(e.coord)
-	e.root.Send(e.coord, &actors.Failed{Actor: -1, Err: err})
-	return &e.log, true
+	return fail(err), true
 }
 
 func sharedToken() string {
@@ -85,25 +85,25 @@ func acquireShared(listen, advertise, token string, t TLS, logger *zerolog.Logge
 	defer shared.Unlock()
 	if shared.system != nil {
 		if shared.users > 0 && shared.token != token {
-			return nil, errors.New("pipeline: engines open at once must share one token")
+			return nil, errors.New("remote: engines open at once must share one token")
 		}
 		if shared.listen != listen || shared.advertise != advertise {
-			return nil, fmt.Errorf("pipeline: this process reaches its workers at %s already, not %s", shared.listen, listen)
+			return nil, fmt.Errorf("remote: this process reaches its workers at %s already, not %s", shared.listen, listen)
 		}
 		if shared.tls != t {
-			return nil, errors.New("pipeline: this process talks to its workers with other TLS files already")
+			return nil, errors.New("remote: this process talks to its workers with other TLS files already")
 		}
 		shared.token = token
 		shared.users++
 		return shared.system, nil
 	}
-	system := newActorSystem(logger)
+	system := recipe.NewActorSystem(logger)
 	log := zerolog.Nop()
 	if logger != nil {
 		log = *logger
 	}
 	shared.undelivered = watchUndelivered(system, log, failShared)
-	shared.engines = map[actors.Run]*Engine{}
+	shared.engines = map[actors.Run]func(error) *zerolog.Logger{}
 	shared.token = token // read by the server's guard, under the lock
 	// workers reach back at advertise, this machine's address on their route, if given
 	_, _, dp, err := startRemote(system, listen, advertise, sharedToken, t)
@@ -123,9 +123,9 @@ func releaseShared() {
 	shared.users--
 }
 
-// CloseRemote stops this process's endpoint for workers, if one started:
+// CloseEndpoint stops this process's endpoint for workers, if one started:
 // call it when no engine with hosts is open (at the end of a run).
-func CloseRemote() {
+func CloseEndpoint() {
 	shared.Lock()
 	system, dp := shared.system, shared.data
 	shared.system, shared.data = nil, nil

@@ -1,4 +1,4 @@
-package pipeline
+package remote
 
 import (
 	"context"
@@ -8,7 +8,6 @@ import (
 	"crypto/x509"
 	"errors"
 	"fmt"
-	"log/slog"
 	"math"
 	"net"
 	"os"
@@ -71,7 +70,7 @@ const (
 	keepaliveTime    = time.Second
 	keepaliveTimeout = 2 * time.Second
 	clientKeepalive  = 10 * time.Second // gRPC's floor for clients
-	beatEvery        = 500 * time.Millisecond
+	BeatEvery        = 500 * time.Millisecond
 	beatLost         = 3 * time.Second // no heartbeat answered for this long: the host is lost
 	sessionSilence   = 5 * time.Second // a worker drops a run whose coordinator is silent this long
 	handshakeTimeout = 5 * time.Second
@@ -177,11 +176,11 @@ func startRemote(system *actor.ActorSystem, listen, advertise string, token func
 	dp = newDataPlane(token, dataServer, dataClient)
 	host, portText, err := net.SplitHostPort(listen)
 	if err != nil {
-		return nil, "", nil, fmt.Errorf("pipeline: listen address %q: %v", listen, err)
+		return nil, "", nil, fmt.Errorf("remote: listen address %q: %v", listen, err)
 	}
 	port, err := strconv.Atoi(portText)
 	if err != nil || port < 0 || port > 65535 {
-		return nil, "", nil, fmt.Errorf("pipeline: listen address %q: port %q is not a number in 0..65535", listen, portText)
+		return nil, "", nil, fmt.Errorf("remote: listen address %q: port %q is not a number in 0..65535", listen, portText)
 	}
 	self := func() string { return system.Address() }
 	opts := []remote.ConfigOption{
@@ -200,7 +199,7 @@ func startRemote(system *actor.ActorSystem, listen, advertise string, token func
 		if at == 0 || try == 0 { // protoactor panics on a port in use: say so first
 			l, err := net.Listen("tcp", net.JoinHostPort(host, strconv.Itoa(at)))
 			if err != nil {
-				return nil, "", nil, fmt.Errorf("pipeline: cannot listen on %s: %v", listen, err)
+				return nil, "", nil, fmt.Errorf("remote: cannot listen on %s: %v", listen, err)
 			}
 			at = l.Addr().(*net.TCPAddr).Port
 			l.Close()
@@ -218,7 +217,7 @@ func startRemote(system *actor.ActorSystem, listen, advertise string, token func
 		if err := startOnce(r); err == nil {
 			return r, addr, dp, nil
 		} else if port != 0 || try == 4 {
-			return nil, "", nil, fmt.Errorf("pipeline: cannot listen on %s: %v", listen, err)
+			return nil, "", nil, fmt.Errorf("remote: cannot listen on %s: %v", listen, err)
 		}
 	}
 }
@@ -300,19 +299,19 @@ func (t TLS) configs() (server, client *tls.Config, err error) {
 		return nil, nil, nil
 	}
 	if t.Cert == "" || t.Key == "" || t.CA == "" {
-		return nil, nil, errors.New("pipeline: TLS needs a certificate, its key and the authority that signed the peers' (--tls-cert, --tls-key, --tls-ca)")
+		return nil, nil, errors.New("remote: TLS needs a certificate, its key and the authority that signed the peers' (--tls-cert, --tls-key, --tls-ca)")
 	}
 	pair, err := tls.LoadX509KeyPair(t.Cert, t.Key)
 	if err != nil {
-		return nil, nil, fmt.Errorf("pipeline: TLS certificate %s and key %s: %v", t.Cert, t.Key, err)
+		return nil, nil, fmt.Errorf("remote: TLS certificate %s and key %s: %v", t.Cert, t.Key, err)
 	}
 	pem, err := os.ReadFile(t.CA)
 	if err != nil {
-		return nil, nil, fmt.Errorf("pipeline: TLS authority: %v", err)
+		return nil, nil, fmt.Errorf("remote: TLS authority: %v", err)
 	}
 	pool := x509.NewCertPool()
 	if !pool.AppendCertsFromPEM(pem) {
-		return nil, nil, fmt.Errorf("pipeline: TLS authority %s holds no PEM certificate", t.CA)
+		return nil, nil, fmt.Errorf("remote: TLS authority %s holds no PEM certificate", t.CA)
 	}
 	server = &tls.Config{Certificates: []tls.Certificate{pair}, MinVersion: tls.VersionTLS13}
 	client = &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS13}
@@ -326,7 +325,7 @@ type HandshakeError struct {
 	Err  error
 }
 
-func (e *HandshakeError) Error() string { return fmt.Sprintf("pipeline: host %s: %v", e.Host, e.Err) }
+func (e *HandshakeError) Error() string { return fmt.Sprintf("remote: host %s: %v", e.Host, e.Err) }
 func (e *HandshakeError) Unwrap() error { return e.Err }
 
 // handshake checks that a worker listens at host, speaks this protocol and
@@ -402,6 +401,3 @@ func outboundIP(host string) (string, error) {
 	ip, _, err := net.SplitHostPort(c.LocalAddr().String())
 	return ip, err
 }
-
-// silentLogger is protoactor's logger when none is given.
-var silentLogger = slog.New(slog.DiscardHandler)

@@ -1,6 +1,6 @@
 //go:build race
 
-package pipeline
+package remote
 
 // raceBuild: the race detector is on. The data plane then sends one write
 // a piece instead of one writev: package syscall's read and write tell the

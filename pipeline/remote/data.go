@@ -1,4 +1,4 @@
-package pipeline
+package remote
 
 import (
 	"bufio"
@@ -140,7 +140,7 @@ func (c dataCreds) ServerHandshake(conn net.Conn) (net.Conn, credentials.AuthInf
 	}
 	pc.head = pc.head[len(dataMagic):]
 	if !c.dp.track(conn) {
-		return nil, nil, errors.New("pipeline: the data plane is closed")
+		return nil, nil, errors.New("remote: the data plane is closed")
 	}
 	go func() {
 		defer c.dp.untrack(conn)
