@@ -88,10 +88,14 @@ func Predict(m Model, cfg Config, batch int, link Link) (*Prediction, error) {
 }
 
 // stageThreads is the threads a stage actor of p has: here, or on a worker
-// that shares its cores among its stage actors as this process does.
+// that shares its cores among its stage actors as this process does, or
+// HostThreads (gemm_threads) there when set, as the worker gives it.
 func (p *Plan) stageThreads() int {
 	if len(p.Hosts) == 0 || p.OneBusy() {
 		return cmp.Or(p.Threads, runtime.GOMAXPROCS(0))
+	}
+	if p.HostThreads > 0 {
+		return p.HostThreads
 	}
 	perHost := (len(p.Slots) + len(p.Hosts) - 1) / len(p.Hosts)
 	return max(1, runtime.GOMAXPROCS(0)/perHost)

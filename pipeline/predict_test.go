@@ -2,6 +2,7 @@ package pipeline
 
 import (
 	"math"
+	"runtime"
 	"testing"
 	"time"
 
@@ -55,6 +56,30 @@ func TestPredict(t *testing.T) {
 		}
 		if math.Abs(p.Step-step) > 1e-12*step || !(p.Stage[0] > 0 && p.Stage[1] > 0) {
 			t.Errorf("%v: step %v from stages %v and cut %v, want %v", c.sched, p.Step, p.Stage, p.Cross, step)
+		}
+	}
+}
+
+// TestStageThreads: the threads the cost model times a stage with are
+// those its actor would have: this process's budget, a worker's share of
+// its cores, or gemm_threads on a worker when set.
+func TestStageThreads(t *testing.T) {
+	procs := runtime.GOMAXPROCS(0)
+	for _, c := range []struct {
+		threads, hostThreads int
+		hosts                []string
+		want                 int
+	}{
+		{0, 0, nil, procs},
+		{1, 0, nil, 1},
+		{0, 0, []string{"a:1", "b:1"}, procs},
+		{0, 1, []string{"a:1", "b:1"}, 1},
+		{0, 0, []string{"a:1"}, max(1, procs/2)},
+	} {
+		p := &Plan{Threads: c.threads, HostThreads: c.hostThreads, Hosts: c.hosts, Schedule: actors.OneFOneB, Micro: 4,
+			Slots: make([]Slot, 2)}
+		if got := p.stageThreads(); got != c.want {
+			t.Errorf("threads %d, host threads %d, hosts %v: %d, want %d", c.threads, c.hostThreads, c.hosts, got, c.want)
 		}
 	}
 }

@@ -14,13 +14,24 @@
 // bandwidth toxic in each direction. A run's step time is its batch over
 // the median samples_per_sec of its step events after the first -warmup;
 // a configuration's the median over the rounds.
+//
+// A link through the proxy is not the link its toxics name: toxiproxy
+// counts latency in whole milliseconds (0.2 ms is 0), and its pipeline of
+// goroutines moves bytes at its own pace on a busy machine. So before each
+// link's runs a probe measures what the proxies deliver, through one more
+// proxy with the same toxics to an echo server: the latency one way (half
+// the median round trip of 64 bytes) and the bandwidth (4 MiB over the
+// median round trip less that), and `train plan` predicts at both the
+// nominal and the probed link.
 package main
 
 import (
 	"bufio"
+	"encoding/binary"
 	"errors"
 	"flag"
 	"fmt"
+	"io"
 	"net"
 	"os"
 	"os/exec"
@@ -45,7 +56,7 @@ type link struct {
 
 var links = []link{
 	{"2 ms, 1 Gbit/s", 2 * time.Millisecond, "1Gbit", 125_000},
-	{"0.2 ms, 10 Gbit/s", 200 * time.Microsecond, "10Gbit", 1_250_000},
+	{"0.2 ms (a 0 ms toxic), 10 Gbit/s", 200 * time.Microsecond, "10Gbit", 1_250_000},
 }
 
 // layout is a pipeline layout, as --set flags.
@@ -65,6 +76,7 @@ func main() {
 	rounds := flag.Int("rounds", 3, "rounds; each runs every configuration once")
 	steps := flag.Int("steps", 40, "optimizer steps per run")
 	warmup := flag.Int("warmup", 5, "step events left out at the start of each run")
+	gemm := flag.Int("gemm-threads", 1, "pipeline.gemm_threads of every run and plan: the workers share this machine's cores, so 1 gives each worker one core, as the plan then times its stages; 0: the workers' default")
 	flag.Parse()
 	if *data == "" {
 		check(errors.New("-data DIR is required: the folder of the MNIST IDX files"))
@@ -82,6 +94,8 @@ func main() {
 	server := toxiproxy.NewServer(toxiproxy.NewMetricsContainer(nil), zerolog.Nop())
 	coordReal, coordProxy := freeAddr(), freeAddr()
 	proxies := []*toxiproxy.Proxy{proxy(server, "coordinator", coordProxy, coordReal)}
+	echoAddr, probeAddr := echo(), freeAddr()
+	proxies = append(proxies, proxy(server, "probe", probeAddr, echoAddr))
 	var hosts []string
 	for i := range 2 {
 		real, front := freeAddr(), freeAddr()
@@ -91,18 +105,22 @@ func main() {
 	}
 	defer stopAll()
 
-	base := []string{"--config", cfg, "--set", "data.path=" + abs}
-	fmt.Printf("784-1024-1024-1024-10, batch 256, MNIST, %d steps a run, medians of %d rounds; every link through toxiproxy\n\n", *steps, *rounds)
-	fmt.Println("| link | layout | predicted ms | measured ms | measured / predicted | rounds (ms) |")
-	fmt.Println("| --- | --- | ---: | ---: | ---: | --- |")
+	base := []string{"--config", cfg, "--set", "data.path=" + abs, "--set", fmt.Sprintf("pipeline.gemm_threads=%d", *gemm)}
+	fmt.Printf("784-1024-1024-1024-10, batch 256, MNIST, gemm_threads %d, %d steps a run, medians of %d rounds; every link through toxiproxy\n\n", *gemm, *steps, *rounds)
+	fmt.Println("| link | probed | layout | predicted ms | at the probed link | measured ms | measured / predicted | / at the probed link | rounds (ms) |")
+	fmt.Println("| --- | --- | --- | ---: | ---: | ---: | ---: | ---: | --- |")
 	for _, l := range links {
 		for _, p := range proxies {
 			toxics(p, l)
 		}
+		lat, bw := probe(probeAddr)
+		probed := fmt.Sprintf("%.3f ms, %.0f MB/s", lat.Seconds()*1e3, bw/1e6)
 		for _, lay := range layouts {
 			sets := setFlags(lay.sets)
 			plan := run(*train, append(append([]string{"plan", "--hosts", "2", "--bandwidth", l.bandwidth, "--latency", l.latency.String()}, base...), sets...)...)
 			predicted := planStep(plan)
+			plan = run(*train, append(append([]string{"plan", "--hosts", "2", "--bandwidth", fmt.Sprintf("%.0fB", bw), "--latency", lat.String()}, base...), sets...)...)
+			atProbed := planStep(plan)
 			var ms []float64
 			for r := range *rounds {
 				logDir := filepath.Join(dir, fmt.Sprintf("logs-%s-%s-%d", l.bandwidth, strings.Fields(lay.name)[0], r))
@@ -120,7 +138,7 @@ func main() {
 			for i, x := range ms {
 				rs[i] = fmt.Sprintf("%.1f", x)
 			}
-			fmt.Printf("| %s | %s | %.1f | %.1f | %.2f | %s |\n", l.name, lay.name, predicted, m, m/predicted, strings.Join(rs, " "))
+			fmt.Printf("| %s | %s | %s | %.1f | %.1f | %.1f | %.2f | %.2f | %s |\n", l.name, probed, lay.name, predicted, atProbed, m, m/predicted, m/atProbed, strings.Join(rs, " "))
 		}
 	}
 }
@@ -150,6 +168,67 @@ func toxics(p *toxiproxy.Proxy, l link) {
 			}
 		}
 	}
+}
+
+// echo starts a server that reads a frame (a u32 length and its bytes)
+// and answers one byte, for probe.
+func echo() string {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	check(err)
+	atExit = append(atExit, func() { ln.Close() })
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			go func() {
+				defer c.Close()
+				var n [4]byte
+				for {
+					if _, err := io.ReadFull(c, n[:]); err != nil {
+						return
+					}
+					if _, err := io.CopyN(io.Discard, c, int64(binary.LittleEndian.Uint32(n[:]))); err != nil {
+						return
+					}
+					if _, err := c.Write([]byte{1}); err != nil {
+						return
+					}
+				}
+			}()
+		}
+	}()
+	return ln.Addr().String()
+}
+
+// probe measures the link to addr: the latency one way, half the median
+// round trip of a 64-byte frame, and the bandwidth, 4 MiB over the median
+// round trip of a frame that long less the small one's.
+func probe(addr string) (time.Duration, float64) {
+	c, err := net.Dial("tcp", addr)
+	check(err)
+	defer c.Close()
+	rtt := func(n, reps int) time.Duration {
+		msg := binary.LittleEndian.AppendUint32(nil, uint32(n))
+		msg = append(msg, make([]byte, n)...)
+		var ds []float64
+		for range reps {
+			t0 := time.Now()
+			_, err := c.Write(msg)
+			check(err)
+			var b [1]byte
+			_, err = io.ReadFull(c, b[:])
+			check(err)
+			ds = append(ds, float64(time.Since(t0)))
+		}
+		return time.Duration(deepmlp.Median(ds))
+	}
+	rtt(64, 3) // the connection's first bytes: the proxy dials upstream
+	small := rtt(64, 15)
+	const big = 4 << 20
+	large := rtt(big, 7)
+	return small / 2, big / max(large-small, time.Microsecond).Seconds()
 }
 
 // setFlags turns KEY=VALUE settings into --set flags.
