@@ -41,6 +41,7 @@ type Prediction struct {
 	Stage, Cross []float64
 	In, Out      float64
 	Exchange     float64
+	Fences       float64 // the step's end on hosts: the updates' acknowledgements, clipping's norm and factor
 	Step         float64 // a step's predicted time
 	Bottleneck   string  // what bounds the pipeline: "stage 2", "link 1→2", "replicas' exchange"
 }
@@ -140,7 +141,7 @@ func (c costing) chain(pr *Prediction, costs []float64) {
 
 // step adds up a step: the first micro-batch through every stage and link,
 // one more of the slowest for each other one (all of them under the
-// sequential schedule), and the replicas' exchange.
+// sequential schedule), the replicas' exchange and the fences.
 func (c costing) step(pr *Prediction) {
 	sum, worst := pr.In+pr.Out, max(pr.In, pr.Out)
 	pr.Bottleneck = "stage 0"
@@ -171,6 +172,23 @@ func (c costing) step(pr *Prediction) {
 		}
 		pr.Step += pr.Exchange
 	}
+	pr.Fences = c.fences()
+	pr.Step += pr.Fences
+}
+
+// fences is a step's end on hosts: each stage's acknowledgement of its
+// update reaches the coordinator (a link's latency), and with clip_norm
+// the stages' gradient norms go to it and the clip factor comes back
+// before the update (two more).
+func (c costing) fences() float64 {
+	if len(c.p.Hosts) == 0 {
+		return 0
+	}
+	n := 1.0
+	if c.p.ClipNorm > 0 {
+		n = 3
+	}
+	return n * c.link.Latency.Seconds()
 }
 
 // exchange is the replicas' gradient turn and new weights a step, between

@@ -14,7 +14,8 @@ import (
 // a cut between hosts costs the activation and its gradient over the link,
 // none within a process; a pipeline takes the first micro-batch through
 // every stage and cut and then the slowest once for each other one, the
-// sequential schedule every micro-batch through all.
+// sequential schedule every micro-batch through all; on hosts the step
+// ends when the updates' acknowledgements are back, a link's latency.
 func TestPredict(t *testing.T) {
 	m := Model{Specs: []nn.Spec{{Type: "linear", Units: 16, Init: nn.XavierUniform}, {Type: "relu"},
 		{Type: "linear", Units: 10, Init: nn.XavierUniform}}, Sample: []int{8}, Seed: 1}
@@ -54,9 +55,33 @@ func TestPredict(t *testing.T) {
 		if c.sched == actors.Sequential {
 			step = 4 * sum
 		}
+		fences := 0.0
+		if len(c.hosts) > 0 { // the updates' acknowledgements come back
+			fences = 0.002
+		}
+		if math.Abs(p.Fences-fences) > 1e-12 {
+			t.Errorf("%v hosts %v: the fences cost %v, want %v", c.sched, c.hosts, p.Fences, fences)
+		}
+		step += fences
 		if math.Abs(p.Step-step) > 1e-12*step || !(p.Stage[0] > 0 && p.Stage[1] > 0) {
 			t.Errorf("%v: step %v from stages %v and cut %v, want %v", c.sched, p.Step, p.Stage, p.Cross, step)
 		}
+	}
+}
+
+// TestPredictClipFences: with clip_norm on hosts the step's end waits for
+// the gradient norms to reach the coordinator and the factor to come back
+// too: three latencies in all.
+func TestPredictClipFences(t *testing.T) {
+	m := Model{Specs: []nn.Spec{{Type: "linear", Units: 16, Init: nn.XavierUniform}, {Type: "relu"},
+		{Type: "linear", Units: 10, Init: nn.XavierUniform}}, Sample: []int{8}, Seed: 1}
+	cfg := Config{Schedule: actors.OneFOneB, MicroBatches: 2, Stages: 2, Hosts: []string{"a:1", "b:1"}, ClipNorm: 1}
+	p, err := Predict(m, cfg, 64, Link{Bandwidth: 1e6, Latency: 2 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if math.Abs(p.Fences-0.006) > 1e-12 {
+		t.Errorf("fences with clip_norm %v, want 0.006", p.Fences)
 	}
 }
 
