@@ -1010,35 +1010,55 @@ func (s *Stage) handTurn(ctx actor.Context, pid *actor.PID, step, k int, rows bo
 // only once it has the part, and with buffers its forwards wait for the
 // turn too.
 func (s *Stage) takeTurn(m *GradTurn) error {
-	if m.Part < 0 || m.Part >= len(s.rep.parts) {
-		return fmt.Errorf("actors: %s: part %d of the turn of step %d, of %d parts here", s.name, m.Part, m.Step, len(s.rep.parts))
-	}
 	if !s.rep.own {
-		return nil
+		return s.checkPart("turn", m.Step, m.Part)
 	}
-	params, bufs := s.rep.parts[m.Part].params, s.bufs
-	if m.Part < len(s.rep.parts)-1 {
+	return s.takePart("turn", m.Step, m.Part, m.Grads, m.Buffers, true)
+}
+
+// checkPart checks that part k of a turn or of the weights is one here.
+func (s *Stage) checkPart(what string, step, k int) error {
+	if k < 0 || k >= len(s.rep.parts) {
+		return fmt.Errorf("actors: %s: part %d of the %s of step %d, of %d parts here", s.name, k, what, step, len(s.rep.parts))
+	}
+	return nil
+}
+
+// takePart checks and copies part k of a turn (into the parameters'
+// gradients, grad) or of the weights (into their values): ps for the
+// part's parameters, bs for the buffers, which come with the last part.
+func (s *Stage) takePart(what string, step, k int, ps, bs []*tensor.Tensor, grad bool) error {
+	if err := s.checkPart(what, step, k); err != nil {
+		return err
+	}
+	params, bufs := s.rep.parts[k].params, s.bufs
+	if k < len(s.rep.parts)-1 {
 		bufs = nil
 	}
-	if len(m.Grads) != len(params) || len(m.Buffers) != len(bufs) {
-		return fmt.Errorf("actors: %s: part %d of the turn of step %d with %d gradients and %d buffers for %d and %d", s.name, m.Part, m.Step, len(m.Grads), len(m.Buffers), len(params), len(bufs))
+	if len(ps) != len(params) || len(bs) != len(bufs) {
+		return fmt.Errorf("actors: %s: part %d of the %s of step %d with %d parameters' tensors and %d buffers, want %d and %d", s.name, k, what, step, len(ps), len(bs), len(params), len(bufs))
 	}
-	for k, i := range params {
-		p := s.ps[i]
-		if g := m.Grads[k]; g.DType() != p.Grad.DType() || !g.SameShape(p.Grad) {
-			return fmt.Errorf("actors: %s: the gradient of %s in a turn is %v %v, want %v %v", s.name, p.Name, g.DType(), g.Shape(), p.Grad.DType(), p.Grad.Shape())
+	into := func(j int) *tensor.Tensor {
+		if grad {
+			return s.ps[params[j]].Grad
+		}
+		return s.ps[params[j]].Value
+	}
+	for j, v := range ps {
+		if w := into(j); v.DType() != w.DType() || !v.SameShape(w) {
+			return fmt.Errorf("actors: %s: %s in the %s is %v %v, want %v %v", s.name, s.ps[params[j]].Name, what, v.DType(), v.Shape(), w.DType(), w.Shape())
 		}
 	}
-	for i, b := range bufs {
-		if v := m.Buffers[i]; v.DType() != b.value.DType() || !v.SameShape(b.value) {
-			return fmt.Errorf("actors: %s: buffer %s in a turn is %v %v, want %v %v", s.name, b.name, v.DType(), v.Shape(), b.value.DType(), b.value.Shape())
+	for j, b := range bufs {
+		if v := bs[j]; v.DType() != b.value.DType() || !v.SameShape(b.value) {
+			return fmt.Errorf("actors: %s: buffer %s in the %s is %v %v, want %v %v", s.name, b.name, what, v.DType(), v.Shape(), b.value.DType(), b.value.Shape())
 		}
 	}
-	for k, i := range params {
-		s.ps[i].Grad.CopyFrom(m.Grads[k])
+	for j, v := range ps {
+		into(j).CopyFrom(v)
 	}
-	for i, b := range bufs {
-		b.value.CopyFrom(m.Buffers[i])
+	for j, b := range bufs {
+		b.value.CopyFrom(bs[j])
 	}
 	return nil
 }
@@ -1088,32 +1108,9 @@ func (s *Stage) sendWeightsPart(ctx actor.Context, pid *actor.PID, step, k int) 
 // takeWeights copies a part of the owner's weights (and with the last,
 // its buffers) into the stage's own.
 func (s *Stage) takeWeights(m *Weights) error {
-	if m.Part < 0 || m.Part >= len(s.rep.parts) {
-		return fmt.Errorf("actors: %s: part %d of the weights of step %d, of %d parts here", s.name, m.Part, m.Step, len(s.rep.parts))
+	if err := s.checkPart("weights", m.Step, m.Part); err != nil {
+		return err
 	}
-	params, bufs := s.rep.parts[m.Part].params, s.bufs
-	if m.Part < len(s.rep.parts)-1 {
-		bufs = nil
-	}
-	if len(m.Values) != len(params)+len(bufs) {
-		return fmt.Errorf("actors: %s: part %d of the weights of step %d with %d values for %d parameters and %d buffers", s.name, m.Part, m.Step, len(m.Values), len(params), len(bufs))
-	}
-	for k, i := range params {
-		p, v := s.ps[i], m.Values[k]
-		if v.DType() != p.Value.DType() || !v.SameShape(p.Value) {
-			return fmt.Errorf("actors: %s: %s in the weights is %v %v, want %v %v", s.name, p.Name, v.DType(), v.Shape(), p.Value.DType(), p.Value.Shape())
-		}
-	}
-	for k, b := range bufs {
-		if v := m.Values[len(params)+k]; v.DType() != b.value.DType() || !v.SameShape(b.value) {
-			return fmt.Errorf("actors: %s: buffer %s in the weights is %v %v, want %v %v", s.name, b.name, v.DType(), v.Shape(), b.value.DType(), b.value.Shape())
-		}
-	}
-	for k, i := range params {
-		s.ps[i].Value.CopyFrom(m.Values[k])
-	}
-	for k, b := range bufs {
-		b.value.CopyFrom(m.Values[len(params)+k])
-	}
-	return nil
+	n := min(len(s.rep.parts[m.Part].params), len(m.Values))
+	return s.takePart("weights", m.Step, m.Part, m.Values[:n], m.Values[n:], false)
 }
