@@ -24,6 +24,7 @@ type gpt2 struct {
 	width, heads, hidden int
 	dropout              float64 // the blocks' residual dropout
 	tied                 bool
+	headBias             bool // the head has a bias, which GPT-2's has not
 }
 
 // gpt2Layout finds d's layers in GPT-2's layout, or says why d is not
@@ -57,7 +58,7 @@ func gpt2Layout(d Description) (gpt2, error) {
 	}
 	e := ls[0]
 	g := gpt2{embedding: 0, lnf: n - 2, head: n - 1, vocab: e.Vocab, positions: shapes[0][0], width: e.Dim,
-		heads: ls[1].Heads, hidden: ls[1].Hidden, dropout: ls[1].Dropout, tied: ls[n-1].Tie}
+		heads: ls[1].Heads, hidden: ls[1].Hidden, dropout: ls[1].Dropout, tied: ls[n-1].Tie, headBias: ls[n-1].HasBias()}
 	if g.hidden == 0 {
 		g.hidden = 4 * g.width
 	}
@@ -138,11 +139,11 @@ func hfBuffer(key string) bool {
 // into Linear's [out, in], the attention buffers ignored. d must be a GPT
 // (an embedding, transformer blocks, a layer norm and a linear head). A
 // file without lm_head.weight has its head tied to wte, as GPT-2's: the
-// head starts as a copy of wte. The head's bias, which GPT-2 has not,
-// starts at zero. The file's wpe may have more rows than d's block size:
-// the first rows are kept, as nanoGPT's crop_block_size keeps them. Errors
-// name the tensor and both shapes. The weights may share the file's
-// tensors.
+// head starts as a copy of wte. A head with a bias, which GPT-2's has not,
+// starts it at zero (bias = false: GPT-2's head, none). The file's wpe may
+// have more rows than d's block size: the first rows are kept, as nanoGPT's
+// crop_block_size keeps them. Errors name the tensor and both shapes. The
+// weights may share the file's tensors.
 func FromHF(d Description, file map[string]*tensor.Tensor) (map[string]*tensor.Tensor, error) {
 	g, err := gpt2Layout(d)
 	if err != nil {
@@ -200,7 +201,9 @@ func FromHF(d Description, file map[string]*tensor.Tensor) (map[string]*tensor.T
 	if g.tied && !sameBits(weights[emb], weights[head]) {
 		return nil, fmt.Errorf("model: the file's lm_head.weight differs from its wte.weight, but the model ties its head to the embedding (tie = true): set tie = false to keep both")
 	}
-	weights[nn.ParamName(g.head, "bias")] = tensor.Zeros(tensor.Float32, g.vocab)
+	if g.headBias {
+		weights[nn.ParamName(g.head, "bias")] = tensor.Zeros(tensor.Float32, g.vocab)
+	}
 	return weights, nil
 }
 

@@ -222,10 +222,16 @@ func sameWeights(got, want map[string]*tensor.Tensor) error {
 }
 
 // TestHFRoundTrip writes the imported model in Hugging Face's layout and
-// reads it back: the same tensors, bit for bit, tied and not.
+// reads it back: the same tensors, bit for bit, tied and not, with a head
+// bias and without (bias = false, GPT-2's head).
 func TestHFRoundTrip(t *testing.T) {
-	for _, tie := range []bool{true, false} {
+	for _, c := range []struct{ tie, bias bool }{{true, true}, {false, true}, {true, false}, {false, false}} {
+		tie := c.tie
 		d := tinyGPT(tie)
+		head := nn.ParamName(len(d.Layers)-1, "bias")
+		if !c.bias {
+			d.Layers[len(d.Layers)-1].Bias = new(false)
+		}
 		f := hfFile(t)
 		if !tie { // a head of its own
 			w := f["transformer.wte.weight"].Clone()
@@ -237,6 +243,9 @@ func TestHFRoundTrip(t *testing.T) {
 		weights, err := model.FromHF(d, f)
 		if err != nil {
 			t.Fatal(err)
+		}
+		if _, ok := weights[head]; ok != c.bias {
+			t.Errorf("tie = %v, bias = %v: the imported weights hold %s: %v", tie, c.bias, head, ok)
 		}
 		m, err := model.New(d, weights)
 		if err != nil {
@@ -264,10 +273,10 @@ func TestHFRoundTrip(t *testing.T) {
 		if err := sameWeights(again, weights); err != nil {
 			t.Errorf("tie = %v: export then import: %v", tie, err)
 		}
-		c := hf.Config
-		if c.ModelType != "gpt2" || c.NLayer != 2 || c.NHead != 2 || c.NEmbd != 32 || c.NPositions != 16 || c.VocabSize != 256 ||
-			c.NInner != 128 || c.TieWordEmbeddings != tie || c.ActivationFunction != "gelu" || c.LayerNormEpsilon != 1e-5 {
-			js, _ := json.Marshal(c)
+		hc := hf.Config
+		if hc.ModelType != "gpt2" || hc.NLayer != 2 || hc.NHead != 2 || hc.NEmbd != 32 || hc.NPositions != 16 || hc.VocabSize != 256 ||
+			hc.NInner != 128 || hc.TieWordEmbeddings != tie || hc.ActivationFunction != "gelu" || hc.LayerNormEpsilon != 1e-5 {
+			js, _ := json.Marshal(hc)
 			t.Errorf("tie = %v: config %s", tie, js)
 		}
 	}

@@ -58,10 +58,11 @@ var (
 			{Type: "prelu"}, {Type: "leaky_relu", Alpha: 0.2}, {Type: "gelu"}, {Type: "sigmoid"}, {Type: "tanh"},
 			{Type: "avgpool2d", Kernel: 2, Stride: 1}, {Type: "conv2d", Channels: 2, Kernel: 1, Init: nn.TorchDefault}},
 	}
+	// a linear layer without a bias reading an image unflattened
 	imageMLP = model.Description{
 		Format: model.Format, Sample: []int{1, 4, 4}, Seed: 5, Loss: nn.MSE,
 		Input:  model.Input{Data: "csv", Divide: 1},
-		Layers: []nn.Spec{{Type: "linear", Units: 3, Init: nn.TorchDefault}},
+		Layers: []nn.Spec{{Type: "linear", Units: 3, Init: nn.TorchDefault, Bias: new(false)}},
 	}
 	digits = []string{"0", "1", "2", "3", "4", "5", "6", "7", "8", "9"}
 )
@@ -176,9 +177,9 @@ func TestONNXGraph(t *testing.T) {
 			map[string][]int64{"0.weight": {4, 1, 3, 3}, "0.bias": {4}, "1.weight": {4}, "1.bias": {4}, "1.running_mean": {4},
 				"1.running_var": {4}, "4.weight": {8, 4, 3, 3}, "4.bias": {8}, "9.weight": {10, 288}, "9.bias": {10}},
 			"input FLOAT[N 1 28 28]", "output FLOAT[N 10]"},
-		{"image to linear, no head", imageMLP,
-			[]string{"Flatten axis=1", "Gemm 0.weight 0.bias transB=1"},
-			map[string][]int64{"0.weight": {3, 16}, "0.bias": {3}},
+		{"image to linear without bias, no head", imageMLP,
+			[]string{"Flatten axis=1", "Gemm 0.weight transB=1"},
+			map[string][]int64{"0.weight": {3, 16}},
 			"input FLOAT[N 1 4 4]", "output FLOAT[N 3]"},
 		{"dense layers, sigmoid head", denseAll,
 			[]string{

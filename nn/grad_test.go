@@ -59,13 +59,19 @@ func TestLinearGrad(t *testing.T) {
 	for _, c := range []struct{ in, out, rows int }{
 		{1, 1, 1}, {3, 2, 1}, {1, 4, 3}, {4, 1, 5}, {4, 5, 3}, {7, 3, 6}, {16, 8, 2},
 	} {
-		name := fmt.Sprintf("Linear(in=%d,out=%d,rows=%d)", c.in, c.out, c.rows)
-		t.Run(name, func(t *testing.T) {
-			rng := newRNG(uint64(100*c.in + 10*c.out + c.rows))
-			l := mustLinear(t, tensor.Float64, c.in, c.out, nn.XavierUniform, 7)
-			l.B.CopyFrom(randN(rng, tensor.Float64, 1, c.out)) // nonzero bias
-			checkLayer(t, name, l, randN(rng, tensor.Float64, 1, c.rows, c.in))
-		})
+		for _, bias := range []bool{true, false} {
+			name := fmt.Sprintf("Linear(in=%d,out=%d,rows=%d,bias=%v)", c.in, c.out, c.rows, bias)
+			t.Run(name, func(t *testing.T) {
+				rng := newRNG(uint64(100*c.in + 10*c.out + c.rows))
+				l := mustLinear(t, tensor.Float64, c.in, c.out, nn.XavierUniform, 7)
+				if bias {
+					l.B.CopyFrom(randN(rng, tensor.Float64, 1, c.out)) // nonzero bias
+				} else {
+					l = nn.LinearFrom(l.W, nil)
+				}
+				checkLayer(t, name, l, randN(rng, tensor.Float64, 1, c.rows, c.in))
+			})
+		}
 	}
 }
 

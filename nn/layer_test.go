@@ -542,3 +542,44 @@ func TestLinearPackedWeights(t *testing.T) {
 		l.W.FillUniform(rng, -1, 1) // the next version's weights
 	}
 }
+
+// TestLinearWithoutBias: bias = false builds a layer whose only parameter is
+// its weight (drawn as with a bias) and which gives the bits of the same
+// layer with a zero bias: forward, dX and dW, packed weights or not.
+func TestLinearWithoutBias(t *testing.T) {
+	for _, dt := range []tensor.DType{tensor.Float32, tensor.Float64} {
+		specs := []nn.Spec{{Type: "linear", Units: 50, Init: nn.TorchDefault, Bias: new(false)}}
+		ls, err := nn.Build(specs, 70, 5, dt, 0, 1)
+		if err != nil {
+			t.Fatal(err)
+		}
+		l := ls[0].(*nn.Linear)
+		if ps := l.Params(); len(ps) != 1 || ps[0].Name != "weight" {
+			t.Fatalf("%v: bias = false: params %v, want the weight alone", dt, ps)
+		}
+		specs[0].Bias = nil
+		ls, _ = nn.Build(specs, 70, 5, dt, 0, 1)
+		ref := ls[0].(*nn.Linear)
+		if !slices.Equal(ref.W.Float64s(), l.W.Float64s()) {
+			t.Fatalf("%v: the weights differ from those drawn with a bias", dt)
+		}
+		ref.B.Zero()
+		rng := rand.New(rand.NewPCG(4, 4))
+		x := tensor.RandNormal(rng, dt, 0, 1, 9, 70)
+		dy := tensor.RandNormal(rng, dt, 0, 1, 9, 50)
+		for _, micros := range []int{1, 3} { // 3: the float32 weights packed once
+			p := nn.Pass{Step: 1, Train: true, Weights: 1, Micros: micros}
+			run := func(l *nn.Linear) (y, dx, dw []float64) {
+				l.ZeroGrad()
+				y = l.Forward(p, x).Float64s()
+				dx = l.Backward(p, dy, true).Float64s()
+				return y, dx, l.GW.Float64s()
+			}
+			y, dx, dw := run(l)
+			wy, wdx, wdw := run(ref)
+			if !slices.Equal(y, wy) || !slices.Equal(dx, wdx) || !slices.Equal(dw, wdw) {
+				t.Errorf("%v, %d micro-batches: forward, dX or dW differ from a zero bias's", dt, micros)
+			}
+		}
+	}
+}

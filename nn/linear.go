@@ -12,7 +12,8 @@ import (
 )
 
 // Linear computes y = x·Wᵀ + b for x of shape [N, In]. W has PyTorch's layout
-// [Out, In], so checkpoints read the same in other tools.
+// [Out, In], so checkpoints read the same in other tools. A layer without a
+// bias (B and GB nil) computes y = x·Wᵀ.
 type Linear struct {
 	In, Out int
 	W, B    *tensor.Tensor
@@ -96,39 +97,69 @@ func (l *Linear) inPost(x *tensor.Tensor) gemm.Post {
 // NewLinear returns a layer with weights drawn by init from rng, and biases
 // drawn after them for TorchDefault, zero for the other inits.
 func NewLinear(dt tensor.DType, in, out int, init Init, rng *rand.Rand) (*Linear, error) {
+	return newLinear(dt, in, out, init, rng, true)
+}
+
+// newLinear is NewLinear, without a bias unless bias.
+func newLinear(dt tensor.DType, in, out int, init Init, rng *rand.Rand, bias bool) (*Linear, error) {
 	if in <= 0 || out <= 0 {
 		return nil, fmt.Errorf("nn: linear layer needs positive sizes, got in=%d out=%d", in, out)
 	}
 	l := &Linear{
 		In: in, Out: out,
-		W: tensor.Zeros(dt, out, in), B: tensor.Zeros(dt, out),
-		GW: tensor.Zeros(dt, out, in), GB: tensor.Zeros(dt, out),
+		W: tensor.Zeros(dt, out, in), GW: tensor.Zeros(dt, out, in),
 		x: cache[*tensor.Tensor]{}, dy: cache[*tensor.Tensor]{},
 	}
 	if err := init.Fill(l.W, rng); err != nil {
 		return nil, err
 	}
-	init.FillBias(l.B, in, rng) // after W, from the same stream, as PyTorch draws them
+	if bias {
+		l.B, l.GB = tensor.Zeros(dt, out), tensor.Zeros(dt, out)
+		init.FillBias(l.B, in, rng) // after W, from the same stream, as PyTorch draws them
+	}
 	return l, nil
 }
 
-// LinearFrom returns a layer holding copies of w [out, in] and b [out].
+// LinearFrom returns a layer holding copies of w [out, in] and b [out]; b
+// nil gives a layer without a bias.
 func LinearFrom(w, b *tensor.Tensor) *Linear {
 	s := w.Shape()
-	if len(s) != 2 || !tensor.EqualShapes(b.Shape(), s[:1]) || w.DType() != b.DType() {
-		panic(fmt.Errorf("nn.LinearFrom: weight %v %v and bias %v %v do not fit", w.DType(), s, b.DType(), b.Shape()))
+	if len(s) != 2 || b != nil && (!tensor.EqualShapes(b.Shape(), s[:1]) || w.DType() != b.DType()) {
+		panic(fmt.Errorf("nn.LinearFrom: weight %v %v and bias %v do not fit", w.DType(), s, b))
 	}
-	return &Linear{
-		In: s[1], Out: s[0], W: w.Clone(), B: b.Clone(),
-		GW: tensor.Zeros(w.DType(), s...), GB: tensor.Zeros(w.DType(), s[0]),
+	l := &Linear{
+		In: s[1], Out: s[0], W: w.Clone(), GW: tensor.Zeros(w.DType(), s...),
 		x: cache[*tensor.Tensor]{}, dy: cache[*tensor.Tensor]{},
 	}
+	if b != nil {
+		l.B, l.GB = b.Clone(), tensor.Zeros(w.DType(), s[0])
+	}
+	return l
 }
 
 func (l *Linear) Kind() string { return "linear" }
 
 func (l *Linear) Params() []Param {
+	if l.B == nil {
+		return []Param{{Name: "weight", Value: l.W, Grad: l.GW}}
+	}
 	return []Param{{Name: "weight", Value: l.W, Grad: l.GW}, {Name: "bias", Value: l.B, Grad: l.GB}}
+}
+
+// data is t's elements, none for a nil t (a missing bias).
+func data[T float32 | float64](t *tensor.Tensor) []T {
+	var v []T
+	switch p := any(&v).(type) {
+	case *[]float32:
+		if t != nil {
+			*p = t.Data32()
+		}
+	case *[]float64:
+		if t != nil {
+			*p = t.Data64()
+		}
+	}
+	return v
 }
 
 func (l *Linear) ZeroGrad() { zeroGrads(l.Params()) }
@@ -153,15 +184,12 @@ func (l *Linear) Forward(p Pass, x *tensor.Tensor) *tensor.Tensor {
 		if pack {
 			l.packW(p, &l.packs.fwd, true, l.In, l.Out)
 		}
-		y32, b := y.Data32(), l.B.Data32()
-		for i := range n {
-			copy(y32[i*l.Out:(i+1)*l.Out], b)
-		}
-		sgemmPacked(p, l.outPost(), n, x.Data32(), l.In, &l.packs.fwd, 1, y32, l.Out)
+		y32 := y.Data32()
+		sgemmPacked(p, l.outPost(), n, x.Data32(), l.In, &l.packs.fwd, biasRows(y32, data[float32](l.B), n), y32, l.Out)
 	} else if x.DType() == tensor.Float32 {
-		linearForward(gemm.Call{Threads: gemm.Threads(p.Threads), Post: l.outPost()}, y.Data32(), x.Data32(), l.W.Data32(), l.B.Data32(), n, l.In, l.Out, sgemmFor(p.Precision, false))
+		linearForward(gemm.Call{Threads: gemm.Threads(p.Threads), Post: l.outPost()}, y.Data32(), x.Data32(), l.W.Data32(), data[float32](l.B), n, l.In, l.Out, sgemmFor(p.Precision, false))
 	} else {
-		linearForward(gemm.Call{}, y.Data64(), x.Data64(), l.W.Data64(), l.B.Data64(), n, l.In, l.Out, dgemm)
+		linearForward(gemm.Call{}, y.Data64(), x.Data64(), l.W.Data64(), data[float64](l.B), n, l.In, l.Out, dgemm)
 		if l.fused.reluOut {
 			ops.ReLUInto(y, y, p.Threads)
 		}
@@ -302,9 +330,9 @@ func (l *Linear) BackwardParams(p Pass) {
 func (l *Linear) paramGrads(p Pass, x, dy *tensor.Tensor) {
 	n := x.Dim(0)
 	if x.DType() == tensor.Float32 {
-		linearParamGrads(p.Threads, dy.Data32(), x.Data32(), l.GW.Data32(), l.GB.Data32(), n, l.In, l.Out, sgemmFor(p.Precision, true))
+		linearParamGrads(p.Threads, dy.Data32(), x.Data32(), l.GW.Data32(), data[float32](l.GB), n, l.In, l.Out, sgemmFor(p.Precision, true))
 	} else {
-		linearParamGrads(p.Threads, dy.Data64(), x.Data64(), l.GW.Data64(), l.GB.Data64(), n, l.In, l.Out, dgemmChunked)
+		linearParamGrads(p.Threads, dy.Data64(), x.Data64(), l.GW.Data64(), data[float64](l.GB), n, l.In, l.Out, dgemmChunked)
 	}
 }
 
@@ -379,9 +407,9 @@ func (l *Linear) BackwardParamsAll(ps []Pass) {
 				l.x.take("Linear", ps[j])
 				l.dy.take("Linear", ps[j])
 			}
-			linearParamGrads(ps[i].Threads, dys, xs, l.GW.Data32(), l.GB.Data32(), n, l.In, l.Out, sgemmFor(ps[i].Precision, true))
+			linearParamGrads(ps[i].Threads, dys, xs, l.GW.Data32(), data[float32](l.GB), n, l.In, l.Out, sgemmFor(ps[i].Precision, true))
 		} else {
-			linearParamGrads(ps[i].Threads, dy.Data64(), x.Data64(), l.GW.Data64(), l.GB.Data64(), n, l.In, l.Out, dgemmChunked)
+			linearParamGrads(ps[i].Threads, dy.Data64(), x.Data64(), l.GW.Data64(), data[float64](l.GB), n, l.In, l.Out, dgemmChunked)
 		}
 		i = j
 	}
@@ -401,10 +429,21 @@ func dgemmChunked(_ gemm.Call, tA, tB bool, m, n, k int, alpha float64, a []floa
 }
 
 func linearForward[T float32 | float64](cl gemm.Call, y, x, w, b []T, n, in, out int, mm gemmFunc[T]) {
+	mm(cl, false, true, n, out, in, 1, x, in, w, in, biasRows(y, b, n), y, out)
+}
+
+// biasRows copies the bias b into each of y's n rows and returns the
+// GEMM's beta that adds the product to them: 1, or 0 (y not read) without
+// a bias.
+func biasRows[T float32 | float64](y, b []T, n int) T {
+	if b == nil {
+		return 0
+	}
+	out := len(b)
 	for i := range n {
 		copy(y[i*out:(i+1)*out], b)
 	}
-	mm(cl, false, true, n, out, in, 1, x, in, w, in, 1, y, out)
+	return 1
 }
 
 // linearParamGrads adds dW += dYᵀ·X and db += Σ dY over the n rows. Neither
@@ -413,6 +452,9 @@ func linearForward[T float32 | float64](cl gemm.Call, y, x, w, b []T, n, in, out
 // (gemm.SgemmChunked), and db takes one row at a time, in row order.
 func linearParamGrads[T float32 | float64](threads int, dy, x, gw, gb []T, n, in, out int, mm gemmFunc[T]) {
 	mm(gemm.Call{Threads: gemm.Threads(threads)}, true, false, out, in, n, 1, dy, out, x, in, 1, gw, in)
+	if gb == nil {
+		return
+	}
 	if gb32, ok := any(gb).([]float32); ok {
 		dy32 := any(dy).([]float32)
 		for i := range n {

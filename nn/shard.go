@@ -20,7 +20,11 @@ type Sharder interface {
 func (l *Linear) ShardUnits() (units, cols int) { return l.Out, 1 }
 
 func (l *Linear) Shard(lo, hi int) Layer {
-	return LinearFrom(SliceRows(l.W, lo, hi), SliceRows(l.B, lo, hi))
+	var b *tensor.Tensor
+	if l.B != nil {
+		b = SliceRows(l.B, lo, hi)
+	}
+	return LinearFrom(SliceRows(l.W, lo, hi), b)
 }
 
 // ShardUnits gives a convolution's filters; other image layers do not split.

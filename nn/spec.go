@@ -34,6 +34,7 @@ type Spec struct {
 	Hidden      int     `json:"hidden,omitempty" toml:"hidden"`           // transformer_block: the MLP's width (0 means 4·width)
 	Dropout     float64 `json:"dropout,omitempty" toml:"dropout"`         // transformer_block: on both residual branches
 	Tie         bool    `json:"tie,omitempty" toml:"tie"`                 // linear: the embedding's token weights, shared
+	Bias        *bool   `json:"bias,omitempty" toml:"bias"`               // linear: false leaves the bias out (GPT-2's head); unset is true
 	// Vocab is the embedding's number of tokens: the data's vocabulary,
 	// which the trainer sets (no config key).
 	Vocab int `json:"vocab,omitempty" toml:"-"`
@@ -41,6 +42,9 @@ type Spec struct {
 	// the trainer sets from the model-wide model.recompute (no layer key).
 	Recompute string `json:"recompute,omitempty" toml:"-"`
 }
+
+// HasBias reports whether a linear layer has a bias: unless bias = false.
+func (s Spec) HasBias() bool { return s.Bias == nil || *s.Bias }
 
 // layerType is one row of the table of layer types: the keys the type takes
 // besides "type", whether a pipeline may shard it, the check of its keys
@@ -146,7 +150,7 @@ var layerTypes = []layerType{
 	// images as it always has; flatten says so explicitly.
 	// On samples of tokens [T, D] it applies to every token, as PyTorch's
 	// Linear does to the last axis.
-	{name: "linear", keys: []string{"units", "init", "tie"}, shards: true, width: func(s Spec) int { return s.Units },
+	{name: "linear", keys: []string{"units", "init", "tie", "bias"}, shards: true, width: func(s Spec) int { return s.Units },
 		check: func(c *checker) {
 			c.required("units", c.s.Units)
 			c.atLeast("units", c.s.Units, 1)
@@ -160,7 +164,7 @@ var layerTypes = []layerType{
 		},
 		build: func(s Spec, b built) (Layer, error) {
 			if len(b.in) == 2 {
-				l, err := NewLinear(b.dt, b.in[1], s.Units, s.Init, b.rng())
+				l, err := newLinear(b.dt, b.in[1], s.Units, s.Init, b.rng(), s.HasBias())
 				if err != nil {
 					return nil, err
 				}
@@ -173,11 +177,15 @@ var layerTypes = []layerType{
 				}
 				return perToken(l, b.in[0], b.in[1], s.Units), nil
 			}
-			return NewLinear(b.dt, tensor.SizeOf(b.in), s.Units, s.Init, b.rng())
+			return newLinear(b.dt, tensor.SizeOf(b.in), s.Units, s.Init, b.rng(), s.HasBias())
 		},
-		onnx: func(_ Spec, g ONNXGraph) {
+		onnx: func(s Spec, g ONNXGraph) {
 			g.Flatten()
-			onnxApply(g, "Gemm", []string{g.Param("weight"), g.Param("bias")}, AttrInt("transB", 1))
+			in := []string{g.Param("weight")}
+			if s.HasBias() {
+				in = append(in, g.Param("bias"))
+			}
+			onnxApply(g, "Gemm", in, AttrInt("transB", 1))
 		}},
 	{name: "relu", shape: anyShape, build: func(Spec, built) (Layer, error) { return NewReLU(), nil }, onnx: onnxOp("Relu")},
 	{name: "leaky_relu", keys: []string{"alpha"}, shape: anyShape,

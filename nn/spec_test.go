@@ -84,7 +84,7 @@ func TestLayerKeys(t *testing.T) {
 		keys []string
 		ok   bool
 	}{
-		{"linear", []string{"units", "init", "tie", "shards"}, true},
+		{"linear", []string{"units", "init", "tie", "bias", "shards"}, true},
 		{"embedding", []string{"dim", "init"}, true},
 		{"transformer_block", []string{"heads", "hidden", "dropout", "init"}, true},
 		{"conv2d", []string{"channels", "kernel", "stride", "padding", "init", "shards"}, true},

@@ -23,12 +23,12 @@ const (
 	seed     = 11
 )
 
-// testModel is the model of the tests: linear, relu, dropout, linear, tanh,
-// linear. Torch's default init draws non-zero biases, so that their
-// gradients and updates show.
+// testModel is the model of the tests: linear, relu, dropout, linear
+// without a bias, tanh, linear. Torch's default init draws non-zero
+// biases, so that their gradients and updates show.
 var testModel = pipeline.Model{Specs: []nn.Spec{
 	{Type: "linear", Units: 16, Init: nn.TorchDefault}, {Type: "relu"}, {Type: "dropout", P: 0.25},
-	{Type: "linear", Units: 12, Init: nn.TorchDefault}, {Type: "tanh"}, {Type: "linear", Units: classes, Init: nn.TorchDefault},
+	{Type: "linear", Units: 12, Init: nn.TorchDefault, Bias: new(false)}, {Type: "tanh"}, {Type: "linear", Units: classes, Init: nn.TorchDefault},
 }, Sample: []int{features}, Seed: seed}
 
 // layersOf builds m's layers, as the engine does, for nn.Sequential.

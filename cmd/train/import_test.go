@@ -160,6 +160,42 @@ func TestImportHF(t *testing.T) {
 	}
 }
 
+// TestFineTuneGPT2Head: a head without a bias (bias = false), as GPT-2's,
+// imports without one, fine-tunes, and exports as it is, no flag needed.
+func TestFineTuneGPT2Head(t *testing.T) {
+	g := tinyGPT{path: "input.txt", vocab: "bytes", block: 16, batch: 4, testFraction: 0.2, dim: 32, blocks: 2,
+		gptInit: true, norm: true, tie: true, noHeadBias: true, lr: 1e-3, steps: 2}
+	dir := gptDir(t, g.toml())
+	code, out, stderr := runIn(t, dir, "import", "--hf", absPath(t, tinyHF), "--config", "run.toml", "--out", "imported")
+	if code != 0 {
+		t.Fatalf("import: exit %d\n%s", code, stderr)
+	}
+	var res importResult
+	if err := json.Unmarshal([]byte(out), &res); err != nil {
+		t.Fatalf("import printed %q: %v", out, err)
+	}
+	if res.Tensors != 29 { // TestImportHF's 30 but the head's bias
+		t.Errorf("import: %+v, want 29 tensors", res)
+	}
+	code, _, stderr = runIn(t, dir, "--config", "run.toml", "--set", "train.checkpoint_dir=imported", "--set", "log.dir=logs", "--log-format", "json", "--resume")
+	if code != 0 {
+		t.Fatalf("train --resume: exit %d\n%s", code, stderr)
+	}
+	tuned := checkpointWeights(t, filepath.Join(dir, "imported"))
+	if _, ok := tuned["4.bias"]; ok {
+		t.Error("the fine-tuned checkpoint holds a head bias")
+	}
+	if code, _, stderr = runIn(t, dir, "export", "--checkpoint", "imported", "--hf", "tuned"); code != 0 {
+		t.Fatalf("export of the fine-tuned model: exit %d\n%s", code, stderr)
+	}
+	if code, _, stderr = runIn(t, dir, "import", "--hf", filepath.Join("tuned", "model.safetensors"), "--config", "run.toml", "--out", "again"); code != 0 {
+		t.Fatalf("import of the export: exit %d\n%s", code, stderr)
+	}
+	if diff := sameBitsAll(checkpointWeights(t, filepath.Join(dir, "again")), tuned); diff != "" {
+		t.Errorf("fine-tuned, exported, imported: %s", diff)
+	}
+}
+
 // hfVariant writes the tiny file changed by change into dir and returns
 // its path.
 func hfVariant(t *testing.T, dir string, change func(map[string]*tensor.Tensor)) string {

@@ -25,6 +25,7 @@ type tinyGPT struct {
 	dropout          float64
 	gptInit          bool // init = "gpt" on every layer that takes it
 	norm, tie        bool // a layernorm before the head; the head tied to the embedding
+	noHeadBias       bool // the head without a bias, as GPT-2's
 	lr               float64
 	steps            int
 	train, afterward string // more keys of [train], and tables after it
@@ -66,11 +67,14 @@ func (g tinyGPT) toml() string {
 	if g.norm {
 		layer("layernorm")
 	}
+	var head []string
 	if g.tie {
-		layer("linear", "tie = true")
-	} else {
-		layer("linear")
+		head = append(head, "tie = true")
 	}
+	if g.noHeadBias {
+		head = append(head, "bias = false")
+	}
+	layer("linear", head...)
 	fmt.Fprintf(&b, "[optimizer]\ntype = \"adamw\"\nlr = %v\n[train]\nmax_steps = %d\n%s%s", g.lr, g.steps, g.train, g.afterward)
 	return b.String()
 }

@@ -120,7 +120,7 @@ func TestParseFull(t *testing.T) {
 			layer("gelu", func(l *Layer) { l.Approximate = true }),
 			layer("embedding", func(l *Layer) { l.Dim, l.Init = 8, "gpt" }),
 			layer("transformer_block", func(l *Layer) { l.Heads, l.Hidden, l.Dropout = 2, 16, 0.1 }),
-			layer("linear", func(l *Layer) { l.Units, l.Init, l.Tie = 3, "he_uniform", true }),
+			layer("linear", func(l *Layer) { l.Units, l.Init, l.Tie, l.Bias = 3, "he_uniform", true, new(false) }),
 		}, Recompute: "attention"},
 		Loss: Loss{Type: "mse"},
 		Optimizer: Optimizer{Type: "sgd", LR: 0.1, Momentum: 0.9, Nesterov: true, WeightDecay: 1e-4, Decay: "matrices",

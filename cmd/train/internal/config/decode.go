@@ -113,6 +113,13 @@ func decodeValue(rv reflect.Value, v any, path string) error {
 		return decodeAuto(rv, v, path)
 	}
 	switch rv.Kind() {
+	case reflect.Pointer: // an optional key: nil until given
+		e := reflect.New(rv.Type().Elem())
+		if err := decodeValue(e.Elem(), v, path); err != nil {
+			return err
+		}
+		rv.Set(e)
+		return nil
 	case reflect.Struct:
 		m, ok := v.(map[string]any)
 		if !ok {
@@ -253,6 +260,9 @@ func asTables(v any) ([]map[string]any, bool) {
 
 // singular names what a value of type t must be, for error messages.
 func singular(t reflect.Type) string {
+	if t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
 	switch t.Kind() {
 	case reflect.String:
 		return "a string"

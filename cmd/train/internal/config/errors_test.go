@@ -114,7 +114,7 @@ var badConfigs = []struct {
 	{"", []string{"model.layers.1.units=5"}, []string{`model.layers[1].units = 5: not a key of a relu layer (it takes only type)`}},
 	{"", []string{"model.layers.1.shards=1"}, []string{`model.layers[1].shards = 1: not a key of a relu layer`}},
 	{"", []string{"model.layers.1.init=xavier_uniform"}, []string{`model.layers[1].init = "xavier_uniform": not a key of a relu layer`}},
-	{"", []string{"model.layers.0.p=0.5"}, []string{`model.layers[0].p = 0.5: not a key of a linear layer (it takes keys type, units, init, tie, shards)`}},
+	{"", []string{"model.layers.0.p=0.5"}, []string{`model.layers[0].p = 0.5: not a key of a linear layer (it takes keys type, units, init, tie, bias, shards)`}},
 	{"", []string{"model.layers.0.alpha=0.2"}, []string{`model.layers[0].alpha = 0.2: not a key of a linear layer`}},
 	{"", []string{"model.layers.0.approximate=false"}, []string{`model.layers[0].approximate = false: not a key of a linear layer`}},
 	{"", []string{`model.layers.1={type="dropout", units=3}`}, []string{`model.layers[1].units = 3: not a key of a dropout layer (it takes keys type, p)`}},

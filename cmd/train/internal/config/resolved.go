@@ -26,12 +26,15 @@ func resolve(rv reflect.Value) any {
 		}
 		m := map[string]any{}
 		for _, f := range keyFields(rv.Type()) {
-			if keys != nil && !slices.Contains(keys, f.key) {
-				continue
+			v := rv.FieldByIndex(f.index)
+			if keys != nil && !slices.Contains(keys, f.key) || v.Kind() == reflect.Pointer && v.IsNil() {
+				continue // not of the layer's type, or an optional key not given
 			}
-			m[f.key] = resolve(rv.FieldByIndex(f.index))
+			m[f.key] = resolve(v)
 		}
 		return m
+	case reflect.Pointer:
+		return resolve(rv.Elem())
 	case reflect.Slice, reflect.Array:
 		a := make([]any, rv.Len())
 		for i := range a {
