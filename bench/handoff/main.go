@@ -12,7 +12,12 @@
 //
 // It prints each round's median step and the CPU the three processes spent
 // a step (user and system, from the kernel's counters of the children and
-// of itself), then the medians over the rounds.
+// of itself), then the medians over the rounds. With -block N a step is
+// instead N bytes from one worker to the other and back, as two replicas'
+// gradients and new weights cross, started and acknowledged by the
+// coordinator:
+//
+//	go run ./bench/handoff -rounds 5 -steps 300 -block 4194304
 package main
 
 import (
@@ -44,14 +49,18 @@ func main() {
 	role := flag.Int("role", 0, "internal: 1 or 2 for a worker process")
 	steps := flag.Int("steps", 3000, "steps a round")
 	rounds := flag.Int("rounds", 5, "rounds")
+	block := flag.Int("block", 0, "bytes one worker sends the other and gets back a step, instead of the MNIST step")
 	flag.Parse()
+	if *block > 0 {
+		hops = [][3]int{{0, 1, 64}, {1, 2, *block}, {2, 1, *block}, {1, 0, 64}}
+	}
 	if *role > 0 {
 		check(peer(*role, *steps))
 		return
 	}
 	var walls, cpus []float64
 	for r := range *rounds {
-		wall, cpu, err := round(*steps)
+		wall, cpu, err := round(*steps, *block)
 		check(err)
 		fmt.Printf("round %d: step %.1f µs, CPU %.1f µs a step (three processes)\n", r+1, wall, cpu)
 		walls, cpus = append(walls, wall), append(cpus, cpu)
@@ -61,7 +70,7 @@ func main() {
 
 // round starts the two worker processes, runs steps with them and returns
 // the median step and the mean CPU a step of the three, in µs.
-func round(steps int) (wall, cpu float64, err error) {
+func round(steps, block int) (wall, cpu float64, err error) {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		return 0, 0, err
@@ -77,7 +86,7 @@ func round(steps int) (wall, cpu float64, err error) {
 	addrs := []string{ln.Addr().String()}
 	var ins []io.WriteCloser
 	for r := 1; r <= 2; r++ {
-		p := exec.Command(os.Args[0], "-role", fmt.Sprint(r), "-steps", fmt.Sprint(steps))
+		p := exec.Command(os.Args[0], "-role", fmt.Sprint(r), "-steps", fmt.Sprint(steps), "-block", fmt.Sprint(block))
 		p.Stderr = os.Stderr
 		in, err := p.StdinPipe()
 		if err != nil {
@@ -181,7 +190,11 @@ func connect(me int, addrs []string, ln net.Listener) (map[int]net.Conn, error) 
 // run plays process me's part of steps steps and returns each step's time
 // in µs.
 func run(me, steps int, conns map[int]net.Conn) ([]float64, error) {
-	buf := make([]byte, 128*784*4)
+	size := 0
+	for _, h := range hops {
+		size = max(size, h[2])
+	}
+	buf := make([]byte, size)
 	times := make([]float64, 0, steps)
 	deadline := time.Now().Add(5 * time.Minute)
 	for _, c := range conns {
