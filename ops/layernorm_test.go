@@ -514,3 +514,83 @@ func BenchmarkLayerNorm(b *testing.B) {
 		}
 	}
 }
+
+// lnBackwardRef is LayerNormBackward's plain reference, a row at a time in
+// float64: gweight and gbias summed over each chunk of LayerNormChunkRows
+// rows in row order, rounded and added in.
+func lnBackwardRef[T float32 | float64](g, x, w, mean, rstd []T, gw, gb []T, f int) (gx []T) {
+	n := len(mean)
+	gx = make([]T, n*f)
+	for c := 0; c < n; c += ops.LayerNormChunkRows {
+		sw, sb := make([]float64, f), make([]float64, f)
+		for i := c; i < min(n, c+ops.LayerNormChunkRows); i++ {
+			m, rs := float64(mean[i]), float64(rstd[i])
+			xh, dh := make([]float64, f), make([]float64, f)
+			var sd, sx float64
+			for j := range f {
+				d := float64(g[i*f+j])
+				h := (float64(x[i*f+j]) - m) * rs
+				e := d * float64(w[j])
+				sw[j] += d * h
+				sb[j] += d
+				sd += e
+				sx += e * h
+				xh[j], dh[j] = h, e
+			}
+			ff := float64(f)
+			k := rs / ff
+			for j := range f {
+				gx[i*f+j] = T(k * (ff*dh[j] - sd - xh[j]*sx))
+			}
+		}
+		for j := range f {
+			gw[j] += T(sw[j])
+			gb[j] += T(sb[j])
+		}
+	}
+	return gx
+}
+
+// TestLayerNormBackwardReference: the backward gives the plain
+// reference's bits, whatever rows its parts take together.
+func TestLayerNormBackwardReference(t *testing.T) {
+	rng := newRNG(77)
+	for _, dt := range []tensor.DType{tensor.Float32, tensor.Float64} {
+		for _, s := range [][2]int{{1, 1}, {3, 5}, {4, 7}, {9, 128}, {33, 24}, {70, 128}, {4100, 16}} {
+			n, f := s[0], s[1]
+			x, w, b := randN(rng, 2, n, f).As(dt), randN(rng, 1, f).As(dt), randN(rng, 1, f).As(dt)
+			g := randN(rng, 1, n, f).As(dt)
+			_, mean, rstd := ops.LayerNorm(x, w, b, 1e-5)
+			gw0, gb0 := randN(rng, 1, f).As(dt), randN(rng, 1, f).As(dt)
+			wgw, wgb := gw0.Clone(), gb0.Clone()
+			var wgx *tt
+			if dt == tensor.Float32 {
+				wgx = tensor.FromFloat32s(lnBackwardRef(g.Data32(), x.Data32(), w.Data32(), mean.Data32(), rstd.Data32(), wgw.Data32(), wgb.Data32(), f), n, f)
+			} else {
+				wgx = tensor.FromFloat64s(tensor.Float64, lnBackwardRef(g.Data64(), x.Data64(), w.Data64(), mean.Data64(), rstd.Data64(), wgw.Data64(), wgb.Data64(), f), n, f)
+			}
+			for _, threads := range []int{1, 2} {
+				gx, gw, gb := garbage(x), gw0.Clone(), gb0.Clone()
+				ops.LayerNormBackwardInto(gx, gw, gb, g, x, w, mean, rstd, &ops.LayerNormWork{Threads: threads})
+				desc := fmt.Sprintf("LayerNormBackwardInto %v [%d %d], %d threads", dt, n, f, threads)
+				wantBits(t, desc+" gx", gx, wgx)
+				wantBits(t, desc+" gweight", gw, wgw)
+				wantBits(t, desc+" gbias", gb, wgb)
+			}
+		}
+	}
+}
+
+func BenchmarkLayerNormBackward(b *testing.B) {
+	rng := newRNG(78)
+	n, f := 12*64, 128 // the character recipe's batch of tokens and width
+	f32 := tensor.Float32
+	x, w, bias := randN(rng, 2, n, f).As(f32), randN(rng, 1, f).As(f32), randN(rng, 1, f).As(f32)
+	g := randN(rng, 1, n, f).As(f32)
+	_, mean, rstd := ops.LayerNorm(x, w, bias, 1e-5)
+	gx, gw, gb := garbage(x), tensor.Zeros(tensor.Float32, f), tensor.Zeros(tensor.Float32, f)
+	work := &ops.LayerNormWork{Threads: 1}
+	for b.Loop() {
+		ops.LayerNormBackwardInto(gx, gw, gb, g, x, w, mean, rstd, work)
+	}
+}
