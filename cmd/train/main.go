@@ -11,6 +11,11 @@
 //	train sample --checkpoint DIR [--prompt TEXT] [--tokens N] [--temperature T] [--top_k K] [--top_p P] [--seed S]
 //	train prepare --config FILE [--set KEY=VALUE]... [--out DIR]
 //	train plan --config FILE [--set KEY=VALUE]... [--hosts N] [--bandwidth RATE] [--latency DURATION]
+//	train help [COMMAND]
+//	train --version
+//
+// train --help (or help) lists the commands; each command's --help gives
+// its usage and flags.
 //
 // eval prints the loss and accuracy of a checkpoint's model on the test
 // split of the data it was trained on, as one JSON line; --set may change
@@ -39,6 +44,8 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"runtime"
+	"runtime/debug"
 	"strings"
 	"syscall"
 
@@ -98,13 +105,28 @@ type setFlags []string
 func (s *setFlags) String() string     { return strings.Join(*s, ",") }
 func (s *setFlags) Set(v string) error { *s = append(*s, v); return nil }
 
+// helpText is what --help asked for: written to stdout, exit 0.
+type helpText string
+
+func (h helpText) Error() string { return string(h) }
+
+// usageOf is a command's usage line followed by its flags.
+func usageOf(fs *flag.FlagSet, usage string) helpText {
+	var b strings.Builder
+	b.WriteString(usage + "\n\nflags:\n")
+	fs.SetOutput(&b)
+	fs.PrintDefaults()
+	fs.SetOutput(io.Discard)
+	return helpText(b.String())
+}
+
 // parseFlags parses a subcommand's flags, allowing no other argument; its
-// errors are exit-2 errors that end with the usage line.
+// errors are exit-2 errors that end with the usage line, but for --help.
 func parseFlags(fs *flag.FlagSet, args []string, usage string) error {
 	fs.SetOutput(io.Discard)
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
-			return badInputf("%s", usage)
+			return usageOf(fs, usage)
 		}
 		return badInputf("%s: %v (%s)", fs.Name(), err, usage)
 	}
@@ -125,17 +147,21 @@ func parseArgs(args []string) (*options, error) {
 	fs.StringVar(&o.logFormat, "log-format", "auto", "stderr log format: auto, json or console")
 	fs.StringVar(&o.tokenFile, "token-file", "", "a file holding the token shared with the workers (or PIPETRAIN_TOKEN)")
 	tlsFlags(fs, &o.tls)
+	version := fs.Bool("version", false, "print the version, commit and Go version, and exit")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
-			return nil, badInputf("usage: train --config FILE [--set KEY=VALUE]... [--resume] [--token-file FILE] [--tls-cert FILE --tls-key FILE --tls-ca FILE] [--log-format auto|json|console]%s", commandsUsage)
+			return nil, overview(fs)
 		}
-		return nil, badInputf("%v (usage: train --config FILE [--set KEY=VALUE]... [--resume] [--token-file FILE] [--tls-cert FILE --tls-key FILE --tls-ca FILE] [--log-format auto|json|console])", err)
+		return nil, badInputf("%v (usage: %s; train --help lists the commands)", err, trainUsage)
+	}
+	if *version {
+		return nil, helpText(versionLine())
 	}
 	if fs.NArg() > 0 {
-		return nil, badInputf("unexpected argument %q (usage: train --config FILE ...)", fs.Arg(0))
+		return nil, badInputf("unexpected argument %q (usage: train --config FILE ...; train --help lists the commands)", fs.Arg(0))
 	}
 	if o.config == "" {
-		return nil, badInputf("--config FILE is required")
+		return nil, badInputf("--config FILE is required (train --help lists the commands)")
 	}
 	if err := checkLogFormat(o.logFormat); err != nil {
 		return nil, err
@@ -151,26 +177,105 @@ func checkLogFormat(f string) error {
 	return badInputf("--log-format %q: want auto, json or console", f)
 }
 
-// commandsUsage names the commands besides training, for --help, on the
-// usage's line: each one's --help gives its own usage.
-const commandsUsage = "; other commands: train worker | eval | predict | export (--onnx FILE | --hf OUT) | import --hf FILE | sample | prepare | plan, each with --help for its usage"
+// trainUsage is training's usage line.
+const trainUsage = "train --config FILE [--set KEY=VALUE]... [--resume] [--token-file FILE] [--tls-cert FILE --tls-key FILE --tls-ca FILE] [--log-format auto|json|console]"
 
-// subcommands are the commands besides training, by their first argument.
-var subcommands = map[string]func(ctx context.Context, args []string, stdout, stderr io.Writer) error{
-	"worker":  runWorker,
-	"eval":    runEval,
-	"predict": runPredict,
-	"export":  runExport,
-	"sample":  runSample,
-	"import":  runImport,
-	"prepare": runPrepare,
-	"plan":    runPlan,
+// command is a command besides training: its first argument, what it does
+// in a line, and its body.
+type command struct {
+	name, summary string
+	run           func(ctx context.Context, args []string, stdout, stderr io.Writer) error
+}
+
+// commands are the commands besides training, in the order --help lists them.
+var commands = []command{
+	{"eval", "a checkpoint's loss and accuracy on the test split of its data", runEval},
+	{"sample", "text from a language model's checkpoint", runSample},
+	{"predict", "a checkpoint's predictions for a CSV, IDX or PNG file, as CSV", runPredict},
+	{"export", "a checkpoint as ONNX, or a GPT as Hugging Face's GPT-2", runExport},
+	{"import", "GPT-2's weights in Hugging Face's layout as a checkpoint to fine-tune", runImport},
+	{"prepare", "a config's text tokenized once into token files", runPrepare},
+	{"plan", "the layouts a run would consider and the step each is predicted to take", runPlan},
+	{"worker", "serve stages of a run whose coordinator is elsewhere (pipeline.hosts)", runWorker},
+}
+
+// lookupCommand returns the command named name.
+func lookupCommand(name string) (command, bool) {
+	for _, c := range commands {
+		if c.name == name {
+			return c, true
+		}
+	}
+	return command{}, false
+}
+
+// overview is train --help: the usage, the commands, training's flags and
+// the exit statuses.
+func overview(fs *flag.FlagSet) helpText {
+	var b strings.Builder
+	fmt.Fprintf(&b, "train trains the model a TOML config describes, as a pipeline of actors, and runs the models it trained.\n\n")
+	fmt.Fprintf(&b, "usage:\n  %s\n  train COMMAND [FLAG]...\n  train help [COMMAND]\n  train --version\n\ncommands:\n", trainUsage)
+	for _, c := range commands {
+		fmt.Fprintf(&b, "  %-8s  %s\n", c.name, c.summary)
+	}
+	fmt.Fprintf(&b, "  %-8s  %s\n", "help", "this text, or a command's usage and flags")
+	b.WriteString("\ntraining's flags:\n")
+	fs.SetOutput(&b)
+	fs.PrintDefaults()
+	fs.SetOutput(io.Discard)
+	b.WriteString("\nexit status: 0 done; 2 the command line, config or data is wrong; 1 training failed (the last\ncheckpoint is kept); 130 interrupted (a checkpoint is written).\n")
+	return helpText(b.String())
+}
+
+// help is train help [COMMAND].
+func help(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	switch {
+	case len(args) == 0:
+		_, err := parseArgs([]string{"--help"})
+		return err
+	case len(args) > 1:
+		return badInputf("help: one command at most, got %q (usage: train help [COMMAND])", args)
+	}
+	if c, ok := lookupCommand(args[0]); ok {
+		return c.run(ctx, []string{"--help"}, stdout, stderr)
+	}
+	return badInputf("help: no command %q (train --help lists them)", args[0])
+}
+
+// versionLine is train --version: the module's version, the commit it was
+// built from and the Go that built it.
+func versionLine() string {
+	version, commit := "(devel)", "unknown"
+	if bi, ok := debug.ReadBuildInfo(); ok {
+		if v := bi.Main.Version; v != "" {
+			version = v
+		}
+		for _, s := range bi.Settings {
+			switch s.Key {
+			case "vcs.revision":
+				commit = s.Value
+			case "vcs.modified":
+				if s.Value == "true" {
+					commit += " (modified)"
+				}
+			}
+		}
+	}
+	return fmt.Sprintf("train %s, commit %s, %s\n", version, commit, runtime.Version())
 }
 
 // run is the whole command, returning its exit status. The last line it writes
 // to stderr on failure begins "train: " and no panic escapes it.
 func run(ctx context.Context, args []string, stderr io.Writer) int {
 	return runWith(ctx, args, os.Stdout, stderr)
+}
+
+// first is args' first, or "".
+func first(args []string) string {
+	if len(args) == 0 {
+		return ""
+	}
+	return args[0]
 }
 
 // runWith is run with the subcommands' results (eval's line, predict's CSV)
@@ -183,8 +288,10 @@ func runWith(ctx context.Context, args []string, stdout, stderr io.Writer) (code
 		}
 	}()
 	var err error
-	if len(args) > 0 && subcommands[args[0]] != nil {
-		err = subcommands[args[0]](ctx, args[1:], stdout, stderr)
+	if c, ok := lookupCommand(first(args)); ok {
+		err = c.run(ctx, args[1:], stdout, stderr)
+	} else if first(args) == "help" {
+		err = help(ctx, args[1:], stdout, stderr)
 	} else {
 		var o *options
 		if o, err = parseArgs(args); err == nil {
@@ -192,6 +299,11 @@ func runWith(ctx context.Context, args []string, stdout, stderr io.Writer) (code
 		}
 	}
 	if err == nil {
+		return exitOK
+	}
+	var h helpText
+	if errors.As(err, &h) {
+		fmt.Fprint(stdout, string(h))
 		return exitOK
 	}
 	fmt.Fprintf(stderr, "train: %v\n", err)

@@ -9,6 +9,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"sync"
 	"testing"
@@ -531,5 +532,43 @@ init = "he_normal"
 	c.Model.Recompute = "blocks"
 	if got, want := configHash(c), "d6723ceb7d24ce67"; got != want {
 		t.Errorf("configHash with model.recompute = blocks: %s, want %s", got, want)
+	}
+}
+
+// TestHelp: --help, -h and help list every command and exit 0 on stdout;
+// help COMMAND and COMMAND --help give its usage and flags; --version
+// names the Go that built it; a command help does not know exits 2.
+func TestHelp(t *testing.T) {
+	run := func(args ...string) (int, string, string) {
+		var stdout, stderr bytes.Buffer
+		code := runWith(context.Background(), args, &stdout, &stderr)
+		return code, stdout.String(), stderr.String()
+	}
+	for _, args := range [][]string{{"--help"}, {"-h"}, {"help"}} {
+		code, out, errs := run(args...)
+		if code != exitOK || errs != "" || !strings.Contains(out, "usage:") || !strings.Contains(out, "exit status") {
+			t.Errorf("%v: exit %d, stderr %q, stdout:\n%s", args, code, errs, out)
+		}
+		for _, c := range commands {
+			if !strings.Contains(out, "\n  "+c.name+" ") {
+				t.Errorf("%v does not list %s:\n%s", args, c.name, out)
+			}
+		}
+	}
+	for _, c := range commands {
+		for _, args := range [][]string{{"help", c.name}, {c.name, "--help"}} {
+			code, out, errs := run(args...)
+			if code != exitOK || errs != "" || !strings.HasPrefix(out, "usage: train "+c.name) || !strings.Contains(out, "flags:\n  -") {
+				t.Errorf("%v: exit %d, stderr %q, stdout:\n%s", args, code, errs, out)
+			}
+		}
+	}
+	if code, out, _ := run("--version"); code != exitOK || !strings.HasPrefix(out, "train ") || !strings.Contains(out, runtime.Version()) {
+		t.Errorf("--version: exit %d, %q", code, out)
+	}
+	for _, args := range [][]string{{"help", "nope"}, {"help", "eval", "plan"}, {}} {
+		if code, out, errs := run(args...); code != exitBadInput || out != "" || !strings.Contains(lastLine(errs), "train --help") && !strings.Contains(lastLine(errs), "usage: train help") {
+			t.Errorf("%v: exit %d, stdout %q, stderr %q: want 2 pointing at the help", args, code, out, errs)
+		}
 	}
 }

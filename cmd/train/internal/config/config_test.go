@@ -202,12 +202,15 @@ func TestUnknownKeys(t *testing.T) {
 	}{
 		{base + "[optimizer]\nlearning_rate = 0.1\n", nil, `config: mlp.toml: unknown key "optimizer.learning_rate"`},
 		{"epochs = 3\n" + base, nil, `config: mlp.toml: unknown key "epochs"`},
-		{base + "[trainer]\nepochs = 3\n", nil, `config: mlp.toml: unknown key "trainer"`},
+		{base + "[trainer]\nepochs = 3\n", nil, `config: mlp.toml: unknown key "trainer" (did you mean train?)`},
 		{base + "[data.csv]\nsep = \",\"\n", nil, `config: mlp.toml: unknown key "data.csv"`},
 		{base + "[[model.layers]]\ntype = \"relu\"\nsize = 3\n", nil, `config: mlp.toml: unknown key "model.layers[3].size"`},
 		{base + "[model]\ndepth = 3\n", nil, `config: mlp.toml: unknown key "model.depth"`},
-		{base, []string{"optimizer.lrr=1"}, `config: --set "optimizer.lrr=1": unknown key "optimizer.lrr"`},
-		{base, []string{"model.layers.0.unit=64"}, `config: --set "model.layers.0.unit=64": unknown key "model.layers[0].unit"`},
+		{base, []string{"optimizer.lrr=1"}, `config: --set "optimizer.lrr=1": unknown key "optimizer.lrr" (did you mean optimizer.lr?)`},
+		{base, []string{"model.layers.0.unit=64"}, `config: --set "model.layers.0.unit=64": unknown key "model.layers[0].unit" (did you mean model.layers[0].units?)`},
+		{base, []string{"optimzer.lr=1"}, `config: --set "optimzer.lr=1": unknown key "optimzer" (did you mean optimizer?)`},
+		{base, []string{"train.max_step=1"}, `config: --set "train.max_step=1": unknown key "train.max_step" (did you mean train.max_steps?)`},
+		{base, []string{"data.batchsize=1"}, `config: --set "data.batchsize=1": unknown key "data.batchsize" (did you mean data.batch_size?)`},
 		{base, []string{"optimizer.lr.max=1"}, `config: --set "optimizer.lr.max=1": unknown key "optimizer.lr.max"`},
 	} {
 		_, err := Parse("mlp.toml", []byte(tc.data), tc.sets)

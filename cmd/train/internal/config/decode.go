@@ -62,11 +62,49 @@ var renamed = map[string]string{
 	"pipeline.nodes": "pipeline.hosts", // a node is a position in the chain, not a machine
 }
 
-func unknownKey(path string) error {
+// unknownKey is the error for path, a key that table, a struct type (nil:
+// not a table), does not have; it suggests the key of table nearest to
+// path's last part when one is close.
+func unknownKey(path string, table reflect.Type) error {
 	if to, ok := renamed[path]; ok {
 		return fmt.Errorf("%s was renamed %s", path, to)
 	}
+	if table != nil {
+		parent, last := "", path
+		if i := strings.LastIndexByte(path, '.'); i >= 0 {
+			parent, last = path[:i+1], path[i+1:]
+		}
+		best, bestD := "", len(last)/3+1 // at most a third of the word wrong
+		for _, f := range keyFields(table) {
+			if d := editDistance(last, f.key); d < bestD {
+				best, bestD = f.key, d
+			}
+		}
+		if best != "" {
+			return fmt.Errorf("unknown key %q (did you mean %s%s?)", path, parent, best)
+		}
+	}
 	return fmt.Errorf("unknown key %q", path)
+}
+
+// editDistance is the Levenshtein distance between a and b, in bytes.
+func editDistance(a, b string) int {
+	prev, cur := make([]int, len(b)+1), make([]int, len(b)+1)
+	for j := range prev {
+		prev[j] = j
+	}
+	for i := 1; i <= len(a); i++ {
+		cur[0] = i
+		for j := 1; j <= len(b); j++ {
+			cost := 1
+			if a[i-1] == b[j-1] {
+				cost = 0
+			}
+			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
+		}
+		prev, cur = cur, prev
+	}
+	return prev[len(b)]
 }
 
 func typeError(path string, v any, want string) error {
@@ -84,7 +122,7 @@ func decodeTable(rv reflect.Value, m map[string]any, path string) error {
 	for _, k := range slices.Sorted(maps.Keys(m)) {
 		i, ok := field(rv.Type(), k)
 		if !ok {
-			return unknownKey(join(path, k))
+			return unknownKey(join(path, k), rv.Type())
 		}
 		if err := decodeValue(rv.FieldByIndex(i), m[k], join(path, k)); err != nil {
 			return err
@@ -324,7 +362,7 @@ func (c *Config) set(s string) error {
 		case reflect.Struct:
 			f, ok := field(rv.Type(), seg)
 			if !ok {
-				return unknownKey(join(path, seg))
+				return unknownKey(join(path, seg), rv.Type())
 			}
 			if rv.Type() == layerType {
 				layer, layerKey = rv.Addr().Interface().(*Layer), seg
@@ -340,7 +378,7 @@ func (c *Config) set(s string) error {
 			}
 			rv, path, elem = rv.Index(n), index(path, n), true
 		default:
-			return unknownKey(join(path, strings.Join(segs[i:], ".")))
+			return unknownKey(join(path, strings.Join(segs[i:], ".")), nil)
 		}
 	}
 	v, parsed := parseValue(text)

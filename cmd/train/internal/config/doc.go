@@ -47,13 +47,14 @@
 //	config: mlp.toml: line 7: expected value but found '\n' instead
 //	config: mlp.toml: unknown key "optimizer.learning_rate"
 //	config: mlp.toml: optimizer.lr = "fast": want a number
-//	config: --set "optimizer.lrr=1": unknown key "optimizer.lrr"
+//	config: --set "optimizer.lrr=1": unknown key "optimizer.lrr" (did you mean optimizer.lr?)
 //	config: model.layers[2].units: required for a linear layer
 //	config: pipeline.micro_batches = 128 exceeds data.batch_size = 64
 //	config: mlp.toml: pipeline.nodes was renamed pipeline.hosts
 //
 // Syntax errors give the file and line; unknown keys and wrong types give
-// the file, or the --set, and the key's full path with array indices;
+// the file, or the --set, and the key's full path with array indices (an
+// unknown key with the nearest known one of its table, when one is close);
 // failed checks give the key and its value after all overrides. Only the
 // first error is reported.
 //
