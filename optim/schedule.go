@@ -90,8 +90,9 @@ func checkStep(step int) {
 // NewSchedule returns the schedule of the [schedule] table: kind is schedule.type
 // ("constant", "step" or "cosine"), base the optimizer.lr, warmup
 // schedule.warmup_steps, stepSize schedule.step_size, gamma schedule.gamma, and
-// totalSteps the number of optimizer steps in the run (used by "cosine" only).
-// Errors name the offending key.
+// totalSteps the number of optimizer steps in the run (0: not known, but for
+// "cosine", whose decay ends at it), which every kind's warm-up must end
+// within. Errors name the offending key.
 func NewSchedule(kind string, base float64, warmup, stepSize int, gamma float64, totalSteps int, minLR float64) (Schedule, error) {
 	if err := nonNegative("optimizer.lr", base); err != nil {
 		return nil, err
@@ -108,6 +109,9 @@ func NewSchedule(kind string, base float64, warmup, stepSize int, gamma float64,
 	if totalSteps < 0 {
 		return nil, fmt.Errorf("optim: total steps %d must be >= 0", totalSteps)
 	}
+	if warmup > 0 && totalSteps > 0 && warmup >= totalSteps || kind == "cosine" && totalSteps <= warmup {
+		return nil, fmt.Errorf("optim: schedule.warmup_steps = %d: the run has %d steps, so its learning rate would never reach optimizer.lr: warm up over fewer steps", warmup, totalSteps)
+	}
 	switch kind {
 	case "constant":
 		return Constant{Base: base, Warmup: warmup}, nil
@@ -117,9 +121,6 @@ func NewSchedule(kind string, base float64, warmup, stepSize int, gamma float64,
 		}
 		return StepDecay{Base: base, Warmup: warmup, StepSize: stepSize, Gamma: gamma}, nil
 	case "cosine":
-		if totalSteps <= warmup {
-			return nil, fmt.Errorf("optim: schedule.warmup_steps = %d: schedule.type = \"cosine\" needs more total steps than warmup steps, got %d total", warmup, totalSteps)
-		}
 		if !(minLR >= 0 && minLR <= base) {
 			return nil, fmt.Errorf("optim: schedule.min_lr = %v must be in [0, optimizer.lr = %v]", minLR, base)
 		}

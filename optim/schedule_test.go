@@ -102,8 +102,12 @@ func TestNewScheduleErrors(t *testing.T) {
 		{"constant", nan, 0, 0, 0.1, 10, "optimizer.lr"},
 		{"constant", math.Inf(1), 0, 0, 0.1, 10, "optimizer.lr"},
 		{"constant", 0.1, 0, 0, 0.1, -1, "total steps"},
-		{"cosine", 0.1, 0, 0, 0.1, 0, "schedule.type = \"cosine\" needs more total steps"},
-		{"cosine", 0.1, 10, 0, 0.1, 10, "schedule.warmup_steps = 10"},
+		{"cosine", 0.1, 0, 0, 0.1, 0, "schedule.warmup_steps = 0: the run has 0 steps"},
+		// one rule for every kind: the warm-up ends within the run
+		{"cosine", 0.1, 10, 0, 0.1, 10, "schedule.warmup_steps = 10: the run has 10 steps, so its learning rate would never reach"},
+		{"constant", 0.1, 10, 0, 0.1, 10, "schedule.warmup_steps = 10: the run has 10 steps, so its learning rate would never reach"},
+		{"constant", 0.1, 100000, 0, 0.1, 900, "schedule.warmup_steps = 100000: the run has 900 steps"},
+		{"step", 0.1, 11, 5, 0.1, 10, "schedule.warmup_steps = 11: the run has 10 steps"},
 	}
 	for _, c := range cases {
 		s, err := NewSchedule(c.kind, c.base, c.warmup, c.stepSize, c.gamma, c.total, 0)

@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"math"
 	"net"
 	"os"
@@ -569,6 +570,49 @@ func TestHelp(t *testing.T) {
 	for _, args := range [][]string{{"help", "nope"}, {"help", "eval", "plan"}, {}} {
 		if code, out, errs := run(args...); code != exitBadInput || out != "" || !strings.Contains(lastLine(errs), "train --help") && !strings.Contains(lastLine(errs), "usage: train help") {
 			t.Errorf("%v: exit %d, stdout %q, stderr %q: want 2 pointing at the help", args, code, out, errs)
+		}
+	}
+}
+
+// TestWarmupBeyondRun: a warm-up the run never finishes is refused, exit
+// 2 naming the key, whatever the schedule's type.
+func TestWarmupBeyondRun(t *testing.T) {
+	for _, typ := range []string{"constant", "step", "cosine"} {
+		for _, warmup := range []string{"5", "100000"} {
+			res := runCmd(t, t.TempDir(), baseConfig, "--set", "schedule.type="+typ, "--set", "schedule.step_size=2",
+				"--set", "schedule.warmup_steps="+warmup, "--set", "train.max_steps=5")
+			if l := lastLine(res.stderr); res.code != exitBadInput || !strings.Contains(l, "schedule.warmup_steps = "+warmup+": the run has 5 steps") {
+				t.Errorf("%s, warmup %s over 5 steps: exit %d, %q: want 2 naming schedule.warmup_steps", typ, warmup, res.code, l)
+			}
+		}
+		if res := runCmd(t, t.TempDir(), baseConfig, "--set", "schedule.type="+typ, "--set", "schedule.step_size=2",
+			"--set", "schedule.warmup_steps=4", "--set", "train.max_steps=5"); res.code != exitOK {
+			t.Errorf("%s, warmup 4 over 5 steps: exit %d\n%s", typ, res.code, res.stderr)
+		}
+	}
+}
+
+// TestMicroBatchesBeyondBatch: micro-batches the batch cannot give (they
+// are whole chunks of 32 rows) run as many as it can, with a warning
+// naming the key, under every schedule.
+func TestMicroBatchesBeyondBatch(t *testing.T) {
+	for _, sched := range []string{"sequential", "gpipe", "1f1b"} {
+		for _, micro := range []string{"2", "3"} { // a batch of 64 rows: 2 chunks
+			res := runCmd(t, t.TempDir(), baseConfig, "--set", "pipeline.schedule="+sched, "--set", "pipeline.micro_batches="+micro,
+				"--set", "train.max_steps=2")
+			if res.code != exitOK {
+				t.Fatalf("%s, micro_batches %s: exit %d\n%s", sched, micro, res.code, res.stderr)
+			}
+			w := eventsNamed(res.events, "warning")
+			if micro == "2" {
+				if len(w) != 0 {
+					t.Errorf("%s, micro_batches 2 of a batch of 64: warnings %v, want none", sched, w)
+				}
+				continue
+			}
+			if len(w) != 1 || w[0]["key"] != "pipeline.micro_batches" || !strings.Contains(fmt.Sprint(w[0]["message"]), "a batch of 64 gives at most 2, so 2 run") {
+				t.Errorf("%s, micro_batches 3 of a batch of 64: warnings %v, want one naming pipeline.micro_batches", sched, w)
+			}
 		}
 	}
 }

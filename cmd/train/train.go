@@ -247,6 +247,9 @@ func (r *trainRun) setup(ctx context.Context, resume bool) error {
 		return badInputf("model.layers: %v", err)
 	}
 	r.features = train.Features
+	if msg := microBatchesWarning(c, r.sample); msg != "" {
+		r.log.Warn().Str("event", "warning").Str("key", "pipeline.micro_batches").Msg(msg)
+	}
 	cands := candidates(c, r.sample)
 	r.layout, r.tuner = cands[0], newTuner(cands)
 	r.test, r.val = test, val // their chunks size the engine's evaluation window

@@ -44,6 +44,29 @@ func perMicroBatch(c *config.Config) bool {
 	return false
 }
 
+// microBatchesWarning says when the batch cannot give the
+// pipeline.micro_batches a config asks for: micro-batches are whole chunks
+// of rows (nn.SplitRows), so a batch of fewer chunks runs as many
+// micro-batches as it has chunks, under every schedule.
+func microBatchesWarning(c *config.Config, sample []int) string {
+	m := c.Pipeline.MicroBatches
+	if m.IsAuto() {
+		return ""
+	}
+	tokens := nn.Tokens(modelSpecs(c), sample)
+	g := nn.Granule(tokens)
+	most := (c.Data.BatchSize + g - 1) / g
+	if int(m) <= most {
+		return ""
+	}
+	unit := fmt.Sprintf("%d rows", g)
+	if tokens > 1 {
+		unit = fmt.Sprintf("%d samples, %d rows of tokens", g, g*tokens)
+	}
+	return fmt.Sprintf("pipeline.micro_batches = %d: a batch of %d gives at most %d, so %d run (micro-batches are whole chunks of %s, which keep the results independent of the split): set micro_batches to at most %d, or raise data.batch_size",
+		m, c.Data.BatchSize, most, most, unit, most)
+}
+
 // candidates lists the layouts a run may use for samples of the given shape: one when the config fixes
 // both the schedule and the micro-batches, else those "auto" tries, first
 // the one a run starts with.
