@@ -212,7 +212,7 @@ func (e *Engine) start() error {
 			return err
 		}
 	} else {
-		e.system = recipe.NewActorSystem(e.cfg.Logger)
+		e.system = recipe.NewActorSystem(e.cfg.Logger, nil)
 		e.root = e.system.Root
 	}
 	var paramIDs []int

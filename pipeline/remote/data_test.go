@@ -33,7 +33,7 @@ type dataPeer struct {
 
 func startDataPeer(t *testing.T, token string, live func(actors.Run) bool) *dataPeer {
 	t.Helper()
-	p := &dataPeer{system: recipe.NewActorSystem(nil), got: make(chan any, 64), failed: make(chan error, 16)}
+	p := &dataPeer{system: recipe.NewActorSystem(nil, nil), got: make(chan any, 64), failed: make(chan error, 16)}
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)

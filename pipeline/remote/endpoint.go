@@ -97,7 +97,7 @@ func acquireShared(listen, advertise, token string, t TLS, logger *zerolog.Logge
 		shared.users++
 		return shared.system, nil
 	}
-	system := recipe.NewActorSystem(logger)
+	system := recipe.NewActorSystem(logger, nil)
 	log := zerolog.Nop()
 	if logger != nil {
 		log = *logger

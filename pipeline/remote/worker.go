@@ -46,6 +46,7 @@ type Worker struct {
 
 	undelivered *undelivered
 	data        *dataPlane
+	ended       sync.Map // coordinators' addresses whose runs they closed: their own lock, as a logger reads it
 }
 
 // sessionKind is the kind a coordinator spawns on a worker for each engine
@@ -61,7 +62,7 @@ func NewWorker(cfg WorkerConfig) (*Worker, error) {
 	if cfg.Logger != nil {
 		w.log = *cfg.Logger
 	}
-	w.system = recipe.NewActorSystem(cfg.Logger)
+	w.system = recipe.NewActorSystem(cfg.Logger, w.runEnded)
 	w.undelivered = watchUndelivered(w.system, w.log, w.failRun)
 	props := actor.PropsFromProducer(func() actor.Actor { return &session{w: w} }, actor.WithSupervisor(recipe.StopStrategy))
 	r, addr, dp, err := startRemote(w.system, cfg.Listen, cfg.Advertise, func() string { return cfg.Token }, cfg.TLS, remote.NewKind(sessionKind, props))
@@ -230,6 +231,7 @@ func (s *session) Receive(ctx actor.Context) {
 		}
 	case *wire.Close:
 		if s.mine(m.Run) {
+			s.w.endedBy(s.coord.Address)
 			s.end(ctx, "closed by the coordinator")
 			ctx.Respond(&wire.Ack{Run: m.Run})
 			ctx.Stop(ctx.Self())
@@ -241,6 +243,9 @@ func (s *session) Receive(ctx actor.Context) {
 		ctx.Stop(ctx.Self())
 	case *actor.Terminated:
 		if s.coord != nil && m.Who.Equal(s.coord) {
+			if m.Why == actor.TerminatedReason_Stopped { // stopped by its engine, not lost with its process
+				s.w.endedBy(s.coord.Address)
+			}
 			s.end(ctx, "the coordinator is gone")
 			ctx.Stop(ctx.Self())
 		}
@@ -251,6 +256,16 @@ func (s *session) Receive(ctx actor.Context) {
 		}
 		s.w.release(ctx.Self())
 	}
+}
+
+// endedBy records that the coordinator at address closed its run: its
+// connection going away next is the run's end.
+func (w *Worker) endedBy(address string) { w.ended.Store(address, true) }
+
+// runEnded reports whether the coordinator at address closed its run.
+func (w *Worker) runEnded(address string) bool {
+	_, ok := w.ended.Load(address)
+	return ok
 }
 
 // unlist takes the session's stages out of the worker's metrics.
