@@ -8,7 +8,7 @@
 // digits' 0..16, MNIST's 0..255, a CSV's columns). The answer is JSON, one
 // object per sample:
 //
-//	{"predictions": [{"class": "7", "index": 7, "probabilities": [0.001, ...]}]}
+//	{"predictions": [{"class": "7", "class_index": 7, "probabilities": [0.001, ...]}]}
 //
 // ("values" instead of class and probabilities for a regression model). A
 // bad request is answered 400 with {"error": "..."}. The model is loaded
@@ -70,7 +70,7 @@ func main() {
 // prediction is one sample's answer.
 type prediction struct {
 	Class         string    `json:"class,omitempty"`
-	Index         *int      `json:"index,omitempty"`
+	ClassIndex    *int      `json:"class_index,omitempty"` // the class's place in the model's classes
 	Probabilities []float32 `json:"probabilities,omitempty"`
 	Values        []float32 `json:"values,omitempty"`
 }
@@ -148,7 +148,7 @@ func answers(m *model.Model, out *tensor.Tensor) []prediction {
 				best = j
 			}
 		}
-		preds[i] = prediction{Class: m.Classes[best], Index: &best, Probabilities: row}
+		preds[i] = prediction{Class: m.Classes[best], ClassIndex: &best, Probabilities: row}
 	}
 	return preds
 }

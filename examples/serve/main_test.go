@@ -164,6 +164,9 @@ func TestServe(t *testing.T) {
 		if got := classOf(out); got != m.Classes[want[0]] {
 			t.Errorf("digit %d: class %s, Classify of the same image %s", i, got, m.Classes[want[0]])
 		}
+		if got := out["predictions"].([]any)[0].(map[string]any)["class_index"]; got != float64(want[0]) {
+			t.Errorf("digit %d: class_index %v, Classify of the same image %d", i, got, want[0])
+		}
 		if classOf(out) == test.Classes[test.Labels[i]] {
 			right++
 		}
