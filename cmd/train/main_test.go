@@ -11,6 +11,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -614,5 +615,62 @@ func TestMicroBatchesBeyondBatch(t *testing.T) {
 				t.Errorf("%s, micro_batches 3 of a batch of 64: warnings %v, want one naming pipeline.micro_batches", sched, w)
 			}
 		}
+	}
+}
+
+// TestRunFolders: two configs trained one after the other with default
+// settings keep their checkpoints apart (checkpoints/<config name>) and
+// eval of each gives its own model; a folder holding another model's
+// checkpoints is refused before training; keep_checkpoints leaves the
+// newest and the best.
+func TestRunFolders(t *testing.T) {
+	dir := t.TempDir()
+	other := strings.Replace(baseConfig, "units = 32", "units = 24", 1)
+	for name, cfg := range map[string]string{"a.toml": baseConfig, "b.toml": other} {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(cfg), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	evals := map[string]string{}
+	for _, name := range []string{"a", "b"} {
+		code, _, stderr := runIn(t, dir, "--config", name+".toml", "--log-format", "json", "--set", "train.max_steps=4")
+		if code != exitOK {
+			t.Fatalf("%s: exit %d\n%s", name, code, lastLine(stderr))
+		}
+		code, out, stderr := runIn(t, dir, "eval", "--checkpoint", filepath.Join("checkpoints", name))
+		if code != exitOK {
+			t.Fatalf("eval of %s: exit %d\n%s", name, code, lastLine(stderr))
+		}
+		evals[name] = out
+	}
+	for _, name := range []string{"a", "b"} {
+		if !strings.Contains(evals[name], filepath.Join("checkpoints", name, "step-00000004")) {
+			t.Errorf("eval of checkpoints/%s read %s", name, evals[name])
+		}
+	}
+	if evals["a"] == evals["b"] {
+		t.Errorf("the two models evaluate alike: %s", evals["a"])
+	}
+	code, _, stderr := runIn(t, dir, "--config", "b.toml", "--set", "train.checkpoint_dir=checkpoints/a", "--set", "train.max_steps=2")
+	if l := lastLine(stderr); code != exitBadInput || !strings.Contains(l, `train.checkpoint_dir = "checkpoints/a" holds`) || !strings.Contains(l, "another model") {
+		t.Errorf("b into a's folder: exit %d, %q: want 2 naming the folder", code, l)
+	}
+	if names, _ := filepath.Glob(filepath.Join(dir, "checkpoints", "a", "step-*")); len(names) != 1 {
+		t.Errorf("the refused run touched a's folder: %v", names)
+	}
+
+	code, _, stderr = runIn(t, dir, "--config", "a.toml", "--set", "train.name=kept", "--set", "train.max_steps=20",
+		"--set", "train.checkpoint_every=1", "--set", "train.keep_checkpoints=3", "--set", "data.validation_fraction=0.2", "--set", "train.eval_every=5")
+	if code != exitOK {
+		t.Fatalf("keep_checkpoints = 3: exit %d\n%s", code, lastLine(stderr))
+	}
+	steps, _ := filepath.Glob(filepath.Join(dir, "checkpoints", "kept", "step-*"))
+	best, _ := filepath.Glob(filepath.Join(dir, "checkpoints", "kept", "best", "step-*"))
+	var names []string
+	for _, s := range steps {
+		names = append(names, filepath.Base(s))
+	}
+	if !slices.Equal(names, []string{"step-00000018", "step-00000019", "step-00000020"}) || len(best) != 1 {
+		t.Errorf("keep_checkpoints = 3 over 20: %v and best %v, want steps 18-20 and one best", names, best)
 	}
 }

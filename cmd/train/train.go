@@ -289,6 +289,25 @@ func (r *trainRun) setup(ctx context.Context, resume bool) error {
 	if resume {
 		return r.restore()
 	}
+	return r.checkFolder()
+}
+
+// checkFolder refuses, before a new run writes into it, a
+// train.checkpoint_dir whose newest checkpoint another model or data
+// wrote: eval and --resume read the newest, and would take that one. An
+// earlier run of this model's checkpoints are kept, with a warning.
+func (r *trainRun) checkFolder() error {
+	root := r.cfg.Train.CheckpointDir
+	dir, ok, err := checkpoint.Latest(root)
+	if err != nil || !ok {
+		return nil // nothing there yet; a folder that cannot be read fails at the first checkpoint
+	}
+	meta, err := checkpoint.ReadMeta(dir)
+	if err != nil || !sameConfig(r.cfg, meta.ConfigHash) {
+		return badInputf("train.checkpoint_dir = %q holds %s, written for another model, data or optimizer: give this run a folder of its own (train.checkpoint_dir, or train.name for checkpoints/<name>), or move those checkpoints away", root, dir)
+	}
+	r.log.Warn().Str("event", "warning").Str("key", "train.checkpoint_dir").
+		Msgf("train.checkpoint_dir = %q holds an earlier run of this model up to step %d: this run's checkpoints join them (--resume continues from the newest)", root, meta.Step)
 	return nil
 }
 
@@ -664,6 +683,11 @@ func (r *trainRun) checkpoint() error {
 	}
 	r.lastCheckpoint = r.step
 	r.log.event("checkpoint").Int("step", r.step).Str("path", dir).Msg("")
+	if keep := r.cfg.Train.KeepCheckpoints; keep > 0 { // the best lives in a folder of its own
+		if _, err := checkpoint.Prune(r.cfg.Train.CheckpointDir, keep); err != nil {
+			return fmt.Errorf("train.keep_checkpoints = %d: %w", keep, err)
+		}
+	}
 	return nil
 }
 

@@ -1,6 +1,6 @@
 // Command serve answers predictions of a trained pipetrain model over HTTP.
 //
-//	go run ./examples/serve --checkpoint checkpoints [--listen 127.0.0.1:8080]
+//	go run ./examples/serve --checkpoint checkpoints/mlp [--listen 127.0.0.1:8080]
 //
 // POST /predict with a PNG image (Content-Type: image/png) of a model of
 // one-channel images, or with JSON: one sample's raw values as an array,

@@ -21,8 +21,9 @@ import (
 
 // The environment of the helper process that TestSaveSurvivesKill starts.
 const (
-	helperRootEnv = "PIPETRAIN_CHECKPOINT_HELPER_ROOT" // where to save
-	helperIterEnv = "PIPETRAIN_CHECKPOINT_HELPER_ITER" // the first iteration
+	helperRootEnv  = "PIPETRAIN_CHECKPOINT_HELPER_ROOT"  // where to save
+	helperIterEnv  = "PIPETRAIN_CHECKPOINT_HELPER_ITER"  // the first iteration
+	helperPruneEnv = "PIPETRAIN_CHECKPOINT_HELPER_PRUNE" // if set, step = iteration and Prune to keep this many after each Save
 )
 
 // bigTensors returns about 50 MB of tensors whose every bit follows from iter:
@@ -76,12 +77,23 @@ func TestHelperProcess(t *testing.T) {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(2)
 	}
+	keep, _ := strconv.Atoi(os.Getenv(helperPruneEnv))
 	// Stop on our own if the parent is gone without killing us.
 	for deadline := time.Now().Add(60 * time.Second); time.Now().Before(deadline); iter++ {
 		model, optim := bigTensors(iter)
-		if _, err := Save(root, crashMeta(iter), model, optim); err != nil {
+		meta := crashMeta(iter)
+		if keep > 0 {
+			meta.Step = iter
+		}
+		if _, err := Save(root, meta, model, optim); err != nil {
 			fmt.Fprintln(os.Stderr, err)
 			os.Exit(3)
+		}
+		if keep > 0 {
+			if _, err := Prune(root, keep); err != nil {
+				fmt.Fprintln(os.Stderr, err)
+				os.Exit(4)
+			}
 		}
 	}
 	os.Exit(0)
@@ -211,7 +223,7 @@ func checkCrashCheckpoint(t *testing.T, dir string) {
 	if err != nil {
 		t.Fatalf("%s: extra.iter = %v", dir, meta.Extra["iter"])
 	}
-	if meta.Step != crashStep(iter) {
+	if meta.Step != crashStep(iter) && meta.Step != iter { // iter: the pruning helper's steps
 		t.Errorf("%s: step %d, but iteration %d saves step %d", dir, meta.Step, iter, crashStep(iter))
 	}
 	wantModel, wantOptim := bigTensors(iter)
@@ -220,5 +232,75 @@ func checkCrashCheckpoint(t *testing.T, dir string) {
 	}
 	if err := sameTensors(optim, wantOptim); err != nil {
 		t.Errorf("%s (iteration %d) optimizer: %v", dir, iter, err)
+	}
+}
+
+// TestPruneSurvivesKill kills a process that saves a checkpoint and prunes
+// the folder to the newest three after each, at moments spread over a
+// save and a prune, and checks that every step- directory left is whole,
+// that no more than one save's worth is over the three, and that the next
+// Save and Prune leave exactly three.
+func TestPruneSurvivesKill(t *testing.T) {
+	switch runtime.GOOS {
+	case "js", "wasip1":
+		t.Skipf("no subprocesses on %s", runtime.GOOS)
+	}
+	const keep = 3
+	root := t.TempDir()
+	delays := []time.Duration{0, 2 * time.Millisecond, 5 * time.Millisecond, 10 * time.Millisecond, 20 * time.Millisecond, 40 * time.Millisecond, 80 * time.Millisecond}
+	if testing.Short() {
+		delays = delays[:3]
+	}
+	for r, delay := range delays {
+		cmd := exec.Command(os.Args[0], "-test.run=^TestHelperProcess$", "-test.count=1")
+		cmd.Env = append(os.Environ(), helperRootEnv+"="+root, helperIterEnv+"="+strconv.Itoa(1000*(r+1)), helperPruneEnv+"="+strconv.Itoa(keep))
+		var out bytes.Buffer
+		cmd.Stdout, cmd.Stderr = &out, &out
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		// wait for the round's fourth save, so that prunes have run, then a little more
+		deadline := time.Now().Add(20 * time.Second)
+		for {
+			steps, _ := listSteps(root)
+			if len(steps) > 0 && steps[0].step >= 1000*(r+1)+3 {
+				break
+			}
+			if time.Now().After(deadline) {
+				cmd.Process.Kill()
+				cmd.Wait()
+				t.Fatalf("round %d: no fourth save within 20s; child output:\n%s", r, out.String())
+			}
+			time.Sleep(200 * time.Microsecond)
+		}
+		time.Sleep(delay)
+		if err := cmd.Process.Kill(); err != nil {
+			t.Fatal(err)
+		}
+		cmd.Wait()
+		if out.Len() > 0 {
+			t.Fatalf("round %d: child output:\n%s", r, out.String())
+		}
+		steps, err := listSteps(root)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Logf("round %d: killed %v after the fourth save: %d step directories, strays %v", r, delay, len(steps), strayDirs(t, root))
+		if len(steps) > keep+1 {
+			t.Errorf("round %d: %d step directories, want at most %d (%d kept, one saved before its prune)", r, len(steps), keep+1, keep)
+		}
+		for _, s := range steps {
+			checkCrashCheckpoint(t, s.dir)
+		}
+	}
+	mustSave(t, root, testMeta(1_000_000), testModel(), testOptim())
+	if _, err := Prune(root, keep); err != nil {
+		t.Fatal(err)
+	}
+	if steps, _ := listSteps(root); len(steps) != keep {
+		t.Errorf("after a Save and a Prune: %d step directories, want %d", len(steps), keep)
+	}
+	if stray := strayDirs(t, root); len(stray) > 0 {
+		t.Errorf("after a Save and a Prune, root still holds %v", stray)
 	}
 }

@@ -2,9 +2,11 @@ package config
 
 import (
 	"bytes"
+	"cmp"
 	"errors"
 	"fmt"
 	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"time"
@@ -130,9 +132,11 @@ type Pipeline struct {
 // Train is the [train] table.
 type Train struct {
 	Epochs          int    `toml:"epochs" json:"epochs"`
-	MaxSteps        int    `toml:"max_steps" json:"max_steps"`   // 0: no cap
-	EvalEvery       int    `toml:"eval_every" json:"eval_every"` // 0: at each epoch's end
-	CheckpointDir   string `toml:"checkpoint_dir" json:"checkpoint_dir"`
+	MaxSteps        int    `toml:"max_steps" json:"max_steps"`               // 0: no cap
+	EvalEvery       int    `toml:"eval_every" json:"eval_every"`             // 0: at each epoch's end
+	CheckpointDir   string `toml:"checkpoint_dir" json:"checkpoint_dir"`     // unset: checkpoints/<name>, set: as it is
+	Name            string `toml:"name" json:"name"`                         // the run's name; unset: the config file's
+	KeepCheckpoints int    `toml:"keep_checkpoints" json:"keep_checkpoints"` // the newest kept (and the best); 0: all
 	CheckpointEvery int    `toml:"checkpoint_every" json:"checkpoint_every"` // 0: at each epoch's end
 	EarlyStop       int    `toml:"early_stop" json:"early_stop"`             // stop after this many evaluations without a better validation loss; 0: off
 	Precision       string `toml:"precision" json:"precision"`               // of linear, conv2d and attention products: fp32 | bf16
@@ -205,7 +209,7 @@ func Default() *Config {
 		},
 		Schedule: Schedule{Type: "constant", Gamma: 0.1},
 		Pipeline: Pipeline{Schedule: "auto", Replicas: 1}, // micro_batches "auto"
-		Train:    Train{Epochs: 1, CheckpointDir: "checkpoints", Precision: "fp32", BF16Arithmetic: "auto", RestartWait: "60s"},
+		Train:    Train{Epochs: 1, CheckpointDir: "checkpoints", KeepCheckpoints: 5, Precision: "fp32", BF16Arithmetic: "auto", RestartWait: "60s"},
 		Log:      Log{Dir: "logs", Every: 10},
 	}
 }
@@ -269,7 +273,33 @@ func parse(name string, data []byte, sets []string) (*Config, error) {
 			return nil, fmt.Errorf("config: --set %q: %w", s, err)
 		}
 	}
+	if !checkpointDirGiven(raw, sets) { // each config its own folder, so runs of others do not mix
+		c.Train.CheckpointDir = filepath.Join(c.Train.CheckpointDir, cmp.Or(c.Train.Name, runName(name)))
+	}
 	return c, nil
+}
+
+// checkpointDirGiven reports whether the file or a --set gives
+// train.checkpoint_dir.
+func checkpointDirGiven(raw map[string]any, sets []string) bool {
+	if t, ok := raw["train"].(map[string]any); ok {
+		if _, ok := t["checkpoint_dir"]; ok {
+			return true
+		}
+	}
+	return slices.ContainsFunc(sets, func(s string) bool {
+		k, _, _ := strings.Cut(s, "=")
+		return strings.TrimSpace(k) == "train.checkpoint_dir"
+	})
+}
+
+// runName is a run's name from its config file's: mlp for configs/mlp.toml.
+func runName(file string) string {
+	base := filepath.Base(file)
+	if n := strings.TrimSuffix(base, filepath.Ext(base)); n != "" && n != "." && n != "<config>" {
+		return n
+	}
+	return "run"
 }
 
 // SetData applies sets (as --set gives them, "KEY=VALUE") to a config that

@@ -55,7 +55,7 @@ func TestDefault(t *testing.T) {
 			Betas: [2]float64{0.9, 0.999}, Eps: 1e-8, ClipNorm: 0, ClipValue: 0},
 		Schedule: Schedule{Type: "constant", WarmupSteps: 0, StepSize: 0, Gamma: 0.1},
 		Pipeline: Pipeline{Schedule: "auto", MicroBatches: 0, Stages: 0, GEMMThreads: 0, SplitBackward: false, Replicas: 1, Hosts: nil},
-		Train:    Train{Epochs: 1, MaxSteps: 0, EvalEvery: 0, CheckpointDir: "checkpoints", CheckpointEvery: 0, Precision: "fp32", BF16Arithmetic: "auto", RestartWait: "60s"},
+		Train:    Train{Epochs: 1, MaxSteps: 0, EvalEvery: 0, CheckpointDir: "checkpoints", KeepCheckpoints: 5, CheckpointEvery: 0, Precision: "fp32", BF16Arithmetic: "auto", RestartWait: "60s"},
 		Log:      Log{Dir: "logs", Every: 10, Trace: ""},
 	}
 	if got := Default(); !reflect.DeepEqual(got, want) {
@@ -128,7 +128,7 @@ func TestParseFull(t *testing.T) {
 		Schedule: Schedule{Type: "cosine", WarmupSteps: 100, StepSize: 1000, Gamma: 0.5, MinLR: 0.01},
 		Pipeline: Pipeline{Schedule: "sequential", MicroBatches: 8, Stages: 3, GEMMThreads: 2, SplitBackward: true, Replicas: 2, Hosts: nil,
 			Listen: "0.0.0.0:7100", Advertise: "10.0.0.1:7100"},
-		Train: Train{Epochs: 10, MaxSteps: 5000, EvalEvery: 500, CheckpointDir: "ckpt", CheckpointEvery: 1000, EarlyStop: 3, Precision: "bf16", BF16Arithmetic: "avx512bf16",
+		Train: Train{Epochs: 10, MaxSteps: 5000, EvalEvery: 500, CheckpointDir: "ckpt", Name: "iris-run", KeepCheckpoints: 3, CheckpointEvery: 1000, EarlyStop: 3, Precision: "bf16", BF16Arithmetic: "avx512bf16",
 			Restarts: 2, SnapshotEvery: 50, RestartWait: "30s"},
 		Log: Log{Dir: "runs", Every: 25, Trace: "trace.json", Metrics: "127.0.0.1:0"},
 	}
@@ -480,4 +480,36 @@ func fromJSON(v any) any {
 		}
 	}
 	return v
+}
+
+// TestCheckpointDirDefault: an unset train.checkpoint_dir is
+// checkpoints/<train.name, else the config file's name>; a set one is kept
+// as it is.
+func TestCheckpointDirDefault(t *testing.T) {
+	for _, tc := range []struct {
+		file, data string
+		sets       []string
+		want       string
+	}{
+		{"configs/mnist.toml", base, nil, filepath.Join("checkpoints", "mnist")},
+		{"/a/b/mlp.toml", base, nil, filepath.Join("checkpoints", "mlp")},
+		{"mlp.toml", base + "[train]\nname = \"exp1\"\n", nil, filepath.Join("checkpoints", "exp1")},
+		{"mlp.toml", base, []string{"train.name=exp2"}, filepath.Join("checkpoints", "exp2")},
+		{"mlp.toml", base + "[train]\ncheckpoint_dir = \"mine\"\nname = \"exp1\"\n", nil, "mine"},
+		{"mlp.toml", base + "[train]\ncheckpoint_dir = \"checkpoints\"\n", nil, "checkpoints"},
+		{"mlp.toml", base, []string{"train.checkpoint_dir=ck"}, "ck"},
+	} {
+		c, err := Parse(tc.file, []byte(tc.data), tc.sets)
+		if err != nil {
+			t.Fatalf("Parse(%s, %v): %v", tc.file, tc.sets, err)
+		}
+		if c.Train.CheckpointDir != tc.want {
+			t.Errorf("Parse(%s, %q, %v): checkpoint_dir %q, want %q", tc.file, tc.data[len(base):], tc.sets, c.Train.CheckpointDir, tc.want)
+		}
+	}
+	for _, set := range []string{"train.name=a/b", "train.name=..", "train.keep_checkpoints=-1"} {
+		if _, err := Parse("mlp.toml", []byte(base), []string{set}); err == nil || !strings.Contains(err.Error(), strings.Split(set, "=")[0]) {
+			t.Errorf("--set %s: got %v, want an error naming the key", set, err)
+		}
+	}
 }

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"net"
+	"path/filepath"
 	"reflect"
 	"slices"
 	"strconv"
@@ -401,6 +402,12 @@ func (c *Config) validateTrain() error {
 	}
 	if t.CheckpointDir == "" {
 		return errorf(`train.checkpoint_dir = "": must not be empty`)
+	}
+	if t.Name != "" && (t.Name != filepath.Base(t.Name) || t.Name == "." || t.Name == "..") {
+		return errorf("train.name = %q: must be a folder's name, not a path", t.Name)
+	}
+	if err := atLeast("train.keep_checkpoints", t.KeepCheckpoints, 0); err != nil {
+		return err
 	}
 	if err := atLeast("train.checkpoint_every", t.CheckpointEvery, 0); err != nil {
 		return err
