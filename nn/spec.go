@@ -67,6 +67,17 @@ type layerType struct {
 	build func(s Spec, b built) (Layer, error)
 	// onnx writes the layer's inference form; nil: it has none
 	onnx func(s Spec, g ONNXGraph)
+	// params counts the layer's parameters for input and output sample
+	// shapes, without building it; nil: none
+	params func(s Spec, in, out []int) int
+}
+
+// lastAxis is the features a layer of tokens or flat samples works on.
+func lastAxis(in []int) int {
+	if len(in) == 2 {
+		return in[1]
+	}
+	return tensor.SizeOf(in)
 }
 
 // built is what a constructor may use: the layer's place in the model, its
@@ -151,6 +162,12 @@ var layerTypes = []layerType{
 	// On samples of tokens [T, D] it applies to every token, as PyTorch's
 	// Linear does to the last axis.
 	{name: "linear", keys: []string{"units", "init", "tie", "bias"}, shards: true, width: func(s Spec) int { return s.Units },
+		params: func(s Spec, in, _ []int) int {
+			if s.HasBias() {
+				return s.Units*lastAxis(in) + s.Units
+			}
+			return s.Units * lastAxis(in)
+		},
 		check: func(c *checker) {
 			c.required("units", c.s.Units)
 			c.atLeast("units", c.s.Units, 1)
@@ -194,7 +211,7 @@ var layerTypes = []layerType{
 		},
 		build: func(s Spec, _ built) (Layer, error) { return NewLeakyReLU(s.Alpha), nil },
 		onnx:  func(s Spec, g ONNXGraph) { onnxApply(g, "LeakyRelu", nil, AttrFloat("alpha", s.Alpha)) }},
-	{name: "prelu", shape: anyShape, build: func(_ Spec, b built) (Layer, error) { return NewPReLU(b.dt), nil }, onnx: onnxOp("PRelu", "alpha")},
+	{name: "prelu", shape: anyShape, params: func(Spec, []int, []int) int { return 1 }, build: func(_ Spec, b built) (Layer, error) { return NewPReLU(b.dt), nil }, onnx: onnxOp("PRelu", "alpha")},
 	{name: "softplus", keys: []string{"beta", "threshold"}, shape: anyShape,
 		check: func(c *checker) {
 			c.float("beta", c.s.Beta, func(b float64) bool { return b >= 0 }, "must be >= 0 (0 means 1)")
@@ -221,7 +238,7 @@ var layerTypes = []layerType{
 		build: func(s Spec, b built) (Layer, error) { return NewDropout(s.P, b.seed, b.index) },
 		onnx:  func(Spec, ONNXGraph) {}}, // the identity in inference
 	// Over the last axis: a flat sample's features, or each token's.
-	{name: "layernorm", shape: tokensOrFlat,
+	{name: "layernorm", shape: tokensOrFlat, params: func(_ Spec, in, _ []int) int { return 2 * lastAxis(in) },
 		build: func(_ Spec, b built) (Layer, error) {
 			if len(b.in) == 2 {
 				return perToken(NewLayerNorm(b.dt, b.in[1]), b.in[0], b.in[1], b.in[1]), nil
@@ -230,6 +247,7 @@ var layerTypes = []layerType{
 		},
 		onnx: onnxLayerNorm(layerNormEps)},
 	{name: "conv2d", keys: []string{"channels", "kernel", "stride", "padding", "init"}, shards: true,
+		params: func(s Spec, in, _ []int) int { return in[0]*s.Kernel*s.Kernel*s.Channels + s.Channels },
 		check: func(c *checker) {
 			c.required("channels", c.s.Channels)
 			c.atLeast("channels", c.s.Channels, 1)
@@ -271,6 +289,7 @@ var layerTypes = []layerType{
 	poolType("avgpool2d", "AveragePool", func(k, s int) (shaper, error) { return NewAvgPool2d(k, s) }),
 	// Over the channels of [C, H, W] samples, or the features of flat ones.
 	{name: "batchnorm", keys: []string{"eps", "momentum"}, shape: anyShape, perMicroBatch: true,
+		params: func(_ Spec, in, _ []int) int { return 2 * in[0] }, // over channels, or a flat sample's features
 		check: func(c *checker) {
 			c.float("eps", c.s.Eps, func(e float64) bool { return e > 0 }, "must be > 0")
 			c.float("momentum", c.s.Momentum, func(m float64) bool { return m > 0 && m <= 1 }, "must be in (0, 1]") // 0 means the default in a Spec
@@ -303,6 +322,7 @@ var layerTypes = []layerType{
 	// Samples of T token ids [T] become their vectors [T, dim]: the
 	// vocabulary comes from the data.
 	{name: "embedding", keys: []string{"dim", "init"}, vocab: true,
+		params: func(s Spec, in, _ []int) int { return (s.Vocab + in[0]) * s.Dim }, // tokens and positions
 		check: func(c *checker) {
 			c.required("dim", c.s.Dim)
 			c.atLeast("dim", c.s.Dim, 1)
@@ -321,6 +341,11 @@ var layerTypes = []layerType{
 			return NewEmbedding(b.dt, s.Vocab, b.in[0], s.Dim, s.Init, b.rng())
 		}},
 	{name: "transformer_block", keys: []string{"heads", "hidden", "dropout", "init"},
+		params: func(s Spec, in, _ []int) int {
+			d := in[1]
+			h := cmp.Or(s.Hidden, 4*d)
+			return 2*2*d + 3*d*d + 3*d + d*d + d + d*h + h + h*d + d // ln_1, ln_2, c_attn, c_proj, c_fc, c_proj
+		},
 		check: func(c *checker) {
 			c.required("heads", c.s.Heads)
 			c.atLeast("heads", c.s.Heads, 1)
@@ -469,6 +494,31 @@ func BuildShape(specs []Spec, sample []int, seed uint64, dt tensor.DType, lo, hi
 		out = append(out, l)
 	}
 	return out, nil
+}
+
+// ParamCount returns how many parameters the model specs has for samples
+// of the given shape, without building it: a tied head's weight, the
+// embedding's, counted once.
+func ParamCount(specs []Spec, sample []int) (int, error) {
+	shapes, err := OutShapes(specs, sample)
+	if err != nil {
+		return 0, err
+	}
+	n := 0
+	for i, s := range specs {
+		t, _ := lookup(s.Type)
+		in := sample
+		if i > 0 {
+			in = shapes[i-1]
+		}
+		if t.params != nil {
+			n += t.params(s, in, shapes[i])
+		}
+		if s.Tie {
+			n -= s.Units * lastAxis(in)
+		}
+	}
+	return n, nil
 }
 
 // OutShapes returns the sample shape each layer of specs gives, for input

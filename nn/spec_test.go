@@ -316,3 +316,41 @@ func TestSpecColumns(t *testing.T) {
 		}
 	}
 }
+
+// TestParamCount: the count without building is that of the built layers'
+// parameters, a tied head's copy once.
+func TestParamCount(t *testing.T) {
+	for _, c := range []struct {
+		name   string
+		specs  []nn.Spec
+		sample []int
+	}{
+		{"mlp", specModel, []int{7}},
+		{"cnn", []nn.Spec{{Type: "conv2d", Channels: 4, Kernel: 3, Padding: 1, Init: nn.TorchDefault}, {Type: "batchnorm"}, {Type: "prelu"},
+			{Type: "maxpool2d", Kernel: 2}, {Type: "flatten"}, {Type: "batchnorm"}, {Type: "linear", Units: 10, Init: nn.GPT, Bias: new(false)}}, []int{2, 8, 8}},
+		{"gpt tied", []nn.Spec{{Type: "embedding", Dim: 16, Vocab: 30, Init: nn.GPT}, {Type: "transformer_block", Heads: 2, Init: nn.GPT},
+			{Type: "transformer_block", Heads: 4, Hidden: 24, Init: nn.GPT}, {Type: "layernorm"}, {Type: "linear", Units: 30, Init: nn.GPT, Tie: true, Bias: new(false)}}, []int{9}},
+		{"gpt", []nn.Spec{{Type: "embedding", Dim: 16, Vocab: 30, Init: nn.GPT}, {Type: "transformer_block", Heads: 2, Init: nn.GPT},
+			{Type: "linear", Units: 30, Init: nn.GPT}}, []int{9}},
+	} {
+		got, err := nn.ParamCount(c.specs, c.sample)
+		if err != nil {
+			t.Fatalf("%s: %v", c.name, err)
+		}
+		layers, err := nn.BuildShape(c.specs, c.sample, 1, tensor.Float32, 0, len(c.specs))
+		if err != nil {
+			t.Fatalf("%s: %v", c.name, err)
+		}
+		want := 0
+		for i, l := range layers {
+			for _, p := range l.Params() {
+				if !(c.specs[i].Tie && p.Name == "weight") {
+					want += p.Value.Size()
+				}
+			}
+		}
+		if got != want {
+			t.Errorf("%s: ParamCount %d, the built layers hold %d", c.name, got, want)
+		}
+	}
+}

@@ -72,8 +72,18 @@ func consoleWriter(out io.Writer) zerolog.ConsoleWriter {
 	return zerolog.ConsoleWriter{Out: out, TimeFormat: "15:04:05", FieldsExclude: []string{"run_id"},
 		FormatPrepare: func(ev map[string]any) error {
 			switch ev["event"] {
-			case "run_start":
-				ev["run"] = ev["run_id"] // once, here
+			case "run_start", "run_end": // the message says them; the JSON log has every field
+				id, name := ev["run_id"], ev["event"]
+				for k := range ev {
+					switch k {
+					case "error", zerolog.LevelFieldName, zerolog.TimestampFieldName, zerolog.MessageFieldName:
+					default:
+						delete(ev, k)
+					}
+				}
+				if name == "run_start" {
+					ev["run"] = id // once, here
+				}
 			case "epoch":
 				for k := range ev {
 					if k != "event" && k != zerolog.LevelFieldName && k != zerolog.TimestampFieldName && k != zerolog.MessageFieldName {
@@ -107,8 +117,8 @@ func readable(k string, v any) (string, bool) {
 	switch {
 	case k == "accuracy":
 		return strconv.FormatFloat(100*f, 'f', 2, 64) + "%", true
-	case k == "samples_per_sec":
-		return strconv.FormatFloat(f, 'f', 0, 64), true
+	case k == "samples_per_sec" || k == "tokens_per_sec":
+		return thousands(f), true
 	case strings.HasSuffix(k, "fraction") || strings.HasSuffix(k, "seconds"):
 		return strconv.FormatFloat(f, 'f', 2, 64), true
 	}
@@ -142,26 +152,69 @@ func roundNested(v any) {
 	}
 }
 
+// thousands is f rounded to a whole number, its thousands apart: 12,345.
+func thousands(f float64) string {
+	s := strconv.FormatFloat(f, 'f', 0, 64)
+	neg := strings.HasPrefix(s, "-")
+	s = strings.TrimPrefix(s, "-")
+	if len(s) > 3 && !strings.ContainsAny(s, "eIN") {
+		var b strings.Builder
+		for i, c := range s {
+			if i > 0 && (len(s)-i)%3 == 0 {
+				b.WriteByte(',')
+			}
+			b.WriteRune(c)
+		}
+		s = b.String()
+	}
+	if neg {
+		s = "-" + s
+	}
+	return s
+}
+
+// clock is d as a person reads a run's time: 42s, 3m07s, 2h05m.
+func clock(d time.Duration) string {
+	if d >= 10*time.Second {
+		d = d.Round(time.Second)
+	}
+	switch {
+	case d < 10*time.Second:
+		return fmt.Sprintf("%.1fs", d.Seconds())
+	case d < time.Minute:
+		return fmt.Sprintf("%ds", int(d.Seconds()))
+	case d < time.Hour:
+		return fmt.Sprintf("%dm%02ds", int(d.Minutes()), int(d.Seconds())%60)
+	}
+	return fmt.Sprintf("%dh%02dm", int(d.Hours()), int(d.Minutes())%60)
+}
+
 // progress keeps the bar of a run on a terminal up to date: the epoch,
-// how far through the run, the last loss and the rate, at most ten times a
-// second.
+// how far through the run's steps, the last loss, the rate, the time so far
+// and the time left, at most ten times a second. It also counts the run's
+// samples for its summary.
 type progress struct {
 	screen      *screen
 	total, done int
 	epochs      int
+	start       time.Time
+	done0       int // steps done before this process started (a resumed run)
+	rows        int // samples trained in this process
 	last        time.Time
 	rateFrom    time.Time
 	rateSamples int
 	rate        float64
 }
 
+// newProgress starts the bar of a run of total steps, done of them already.
 func newProgress(log *runLog, total, done, epochs int) *progress {
 	now := time.Now()
-	return &progress{screen: log.screen, total: total, done: done, epochs: epochs, rateFrom: now}
+	return &progress{screen: log.screen, total: total, done: done, done0: done, epochs: epochs, start: now, rateFrom: now}
 }
 
 func (p *progress) step(epoch int, loss float64, rows int) {
 	p.done++
+	p.rows += rows
 	p.rateSamples += rows
 	if p.screen == nil || !p.screen.tty {
 		return
@@ -179,7 +232,12 @@ func (p *progress) step(epoch int, loss float64, rows int) {
 	bar := strings.Repeat("=", filled) + strings.Repeat(" ", cells-filled)
 	text := fmt.Sprintf("epoch %d/%d [%s] %d/%d loss %.4g", epoch+1, p.epochs, bar, p.done, p.total, loss)
 	if p.rate > 0 {
-		text += fmt.Sprintf(" %.0f samples/s", p.rate)
+		text += " " + thousands(p.rate) + " samples/s"
+	}
+	elapsed := now.Sub(p.start)
+	text += " " + clock(elapsed)
+	if n := p.done - p.done0; n > 0 && p.done < p.total {
+		text += ", " + clock(time.Duration(float64(elapsed)/float64(n)*float64(p.total-p.done))) + " left"
 	}
 	if w := p.screen.width() - 1; len(text) > w { // a wrapped bar could not be erased
 		text = text[:max(0, w)]
@@ -239,6 +297,6 @@ func (r *trainRun) epochSummary() {
 			ev = ev.Float64(p.split+"_accuracy", p.acc)
 		}
 	}
-	msg += fmt.Sprintf(", %.0f samples/s, %.3g s", float64(e.rows)/secs, secs)
+	msg += fmt.Sprintf(", %s samples/s, %.3g s", thousands(float64(e.rows)/secs), secs)
 	ev.Msg(msg)
 }

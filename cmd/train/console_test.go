@@ -93,14 +93,18 @@ var (
 	barLine = regexp.MustCompile(`epoch \d+/\d+ \[[= ]*\] \d+/\d+`)
 	logLine = regexp.MustCompile(`\d\d:\d\d:\d\d (INF|WRN|ERR) `)
 	// 4 significant digits: 1.234, 0.1234, 0.001234, 1.234e-05
-	sig4      = `(\d\.\d{0,3}|0\.0*[1-9]\d{0,3})(e-\d+)?`
-	summary   = regexp.MustCompile(`epoch 1/1: loss ` + sig4 + `, test loss ` + sig4 + `, test accuracy \d+\.\d\d%, \d+ samples/s, [0-9.]+ s`)
+	sig4    = `(\d\.\d{0,3}|0\.0*[1-9]\d{0,3})(e-\d+)?`
+	summary = regexp.MustCompile(`epoch 1/2: loss ` + sig4 + `, test loss ` + sig4 + `, test accuracy \d+\.\d\d%, \d{1,3}(,\d{3})* samples/s, [0-9.]+ s`)
+	// the bar's step count, and its time so far and time left
+	barSteps  = regexp.MustCompile(`\] (\d+)/(\d+) loss`)
+	barETA    = regexp.MustCompile(`\d+/\d+ loss \S+( [\d,]+ samples/s)? [0-9.]+s, [0-9.]+s left`)
+	runEnd    = regexp.MustCompile(`run ended at step 60 after [0-9.]+s \(\d{1,3}(,\d{3})* samples/s\); test loss ` + sig4 + `, accuracy \d+\.\d\d%; checkpoint \S+step-00000060; plot \S+\.png`)
 	longFloat = regexp.MustCompile(`\d\.\d{7,}`)
 )
 
 // runInTerminal runs the train binary under a pseudo terminal of 160
 // columns and returns the screen a person would read at its end.
-func runInTerminal(t *testing.T, bin string, args ...string) *vt {
+func runInTerminal(t *testing.T, bin string, args ...string) (*vt, []byte) {
 	t.Helper()
 	cmd := exec.Command(bin, args...)
 	f, err := pty.StartWithSize(cmd, &pty.Winsize{Cols: 160, Rows: 50})
@@ -143,8 +147,9 @@ func runInTerminal(t *testing.T, bin string, args ...string) *vt {
 	mu.Lock()
 	defer mu.Unlock()
 	screen := &vt{width: 160}
-	screen.feed(bytes.ReplaceAll(out.Bytes(), []byte("\r\n"), []byte("\n")))
-	return screen
+	raw := bytes.ReplaceAll(out.Bytes(), []byte("\r\n"), []byte("\n"))
+	screen.feed(raw)
+	return screen, raw
 }
 
 // TestConsole: in a terminal, log lines go above the progress bar and
@@ -156,8 +161,8 @@ func TestConsole(t *testing.T) {
 	}
 	dir := t.TempDir()
 	bin := buildTrain(t, dir)
-	screen := runInTerminal(t, bin, "--config", filepath.Join("..", "..", "configs", "mlp.toml"), // the embedded digits
-		"--set", "train.epochs=1", "--set", "log.every=10",
+	screen, raw := runInTerminal(t, bin, "--config", filepath.Join("..", "..", "configs", "mlp.toml"), // the embedded digits
+		"--set", "train.epochs=2", "--set", "train.max_steps=60", "--set", "log.every=10", // max_steps ends the run
 		"--set", "log.dir="+filepath.Join(dir, "logs"), "--set", "train.checkpoint_dir="+filepath.Join(dir, "ck"))
 	lines, text := screen.lines(), screen.text() // text: a line wrapped at the width is one again
 	sawSummary := false
@@ -182,6 +187,40 @@ func TestConsole(t *testing.T) {
 	if !strings.Contains(text, "samples_per_sec=") {
 		t.Errorf("no step line on the screen:\n%s", text)
 	}
+	// the bar counts the run's steps, to max_steps, with its times
+	bars := barSteps.FindAllSubmatch(raw, -1)
+	if len(bars) == 0 {
+		t.Fatalf("no bar drawn:\n%q", raw)
+	}
+	for _, m := range bars {
+		if string(m[2]) != "60" {
+			t.Errorf("a bar counts to %s steps, want 60 (train.max_steps ends the run): %s", m[2], m[0])
+		}
+	}
+	if last := bars[len(bars)-1]; string(last[1]) != "60" {
+		t.Errorf("the last bar drawn stands at %s/60", last[1])
+	}
+	if !barETA.Match(raw) {
+		t.Errorf("no bar with its time and the time left:\n%q", raw)
+	}
+	if bytes.Contains(raw, []byte("e+0")) {
+		t.Errorf("a number in exponent form on the screen:\n%s", text)
+	}
+	var start string
+	for _, l := range strings.Split(text, "\n") {
+		if strings.Contains(l, "run started:") {
+			start = l
+		}
+	}
+	if start == "" || len(start) > 200 {
+		t.Errorf("run started: %d characters, want one line of at most two rows of 100:\n%s", len(start), start)
+	}
+	if !runEnd.MatchString(text) {
+		t.Errorf("no end-of-run summary naming the checkpoint and the plot:\n%s", text)
+	}
+	if strings.Contains(text, "busy_fraction") {
+		t.Errorf("stage lines on the console without --verbose:\n%s", text)
+	}
 }
 
 // TestReadable: the console rounds numbers for reading.
@@ -191,7 +230,9 @@ func TestReadable(t *testing.T) {
 	}{
 		{"loss", "0.08123723417520523", "0.08124"},
 		{"loss", "2.302585092994046", "2.303"},
-		{"samples_per_sec", "72916.06194044008", "72916"},
+		{"samples_per_sec", "72916.06194044008", "72,916"},
+		{"tokens_per_sec", "15420.5", "15,420"},
+		{"tokens_per_sec", "999.6", "1,000"},
 		{"accuracy", "0.9916434540389972", "99.16%"},
 		{"busy_fraction", "0.123456", "0.12"},
 		{"wall_seconds", "1.23456", "1.23"},
@@ -219,7 +260,7 @@ func TestRoundNested(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if want := `{"candidates":[{"loss":[2.303],"samples_per_sec":308416,"stages":1}]}`; string(got) != want {
+	if want := `{"candidates":[{"loss":[2.303],"samples_per_sec":"308,416","stages":1}]}`; string(got) != want {
 		t.Errorf("rounded: %s, want %s", got, want)
 	}
 }

@@ -67,7 +67,7 @@ func runEval(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	} else if trained, c, err = trainedConfig(*cfgPath, sets); err != nil {
 		return err
 	}
-	log, err := openRunLog(c.Log.Dir, *logFormat, stderr)
+	log, err := openRunLog(c.Log.Dir, *logFormat, stderr, false)
 	if err != nil {
 		return err
 	}

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"crypto/rand"
 	"encoding/hex"
 	"fmt"
@@ -41,7 +42,7 @@ func isTerminal(w io.Writer) bool {
 	return ok && term.IsTerminal(int(f.Fd()))
 }
 
-func openRunLog(dir, format string, stderr io.Writer) (*runLog, error) {
+func openRunLog(dir, format string, stderr io.Writer, verbose bool) (*runLog, error) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, badInputf("log.dir = %q: %v", dir, err)
 	}
@@ -55,7 +56,7 @@ func openRunLog(dir, format string, stderr io.Writer) (*runLog, error) {
 	var scr *screen
 	if format == "console" || format == "auto" && isTerminal(stderr) {
 		scr = &screen{out: stderr, tty: isTerminal(stderr)}
-		console = consoleWriter(scr)
+		console = consoleFilter{w: consoleWriter(scr), verbose: verbose}
 	}
 	l := zerolog.New(zerolog.MultiLevelWriter(f, console)).With().Timestamp().Str("run_id", id).Logger()
 	return &runLog{Logger: l, id: id, path: path, file: f, console: stderr, terminal: isTerminal(stderr), screen: scr}, nil
@@ -73,4 +74,18 @@ func (l *runLog) Close() error {
 // event starts an Info event with the contract's event field.
 func (l *runLog) event(name string) *zerolog.Event {
 	return l.Info().Str("event", name)
+}
+
+// consoleFilter leaves the stage actors' counters to the JSON log unless
+// verbose: they mean little to a person watching a run.
+type consoleFilter struct {
+	w       io.Writer
+	verbose bool
+}
+
+func (f consoleFilter) Write(p []byte) (int, error) {
+	if !f.verbose && bytes.Contains(p, []byte(`"event":"stage"`)) {
+		return len(p), nil
+	}
+	return f.w.Write(p)
 }

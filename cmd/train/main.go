@@ -1,7 +1,7 @@
 // Command train trains a model described by a TOML config file, and
 // evaluates and runs the models it trained.
 //
-//	train --config FILE [--set KEY=VALUE]... [--resume] [--token-file FILE] [--tls-cert FILE --tls-key FILE --tls-ca FILE] [--log-format auto|json|console]
+//	train --config FILE [--set KEY=VALUE]... [--resume] [--token-file FILE] [--tls-cert FILE --tls-key FILE --tls-ca FILE] [--log-format auto|json|console] [--verbose]
 //	train worker --listen HOST:PORT [--token-file FILE] [--tls-cert FILE --tls-key FILE --tls-ca FILE] [--advertise HOST:PORT] [--log-dir DIR] [--metrics HOST:PORT]
 //	train eval --checkpoint DIR [--config FILE] [--set KEY=VALUE]... [--log-format auto|json|console]
 //	train predict --checkpoint DIR --input FILE [--output FILE]
@@ -96,6 +96,7 @@ type options struct {
 	sets      []string
 	resume    bool
 	logFormat string
+	verbose   bool
 	tokenFile string
 	tls       remote.TLS
 }
@@ -145,6 +146,7 @@ func parseArgs(args []string) (*options, error) {
 	fs.Var((*setFlags)(&o.sets), "set", "override a config key: KEY=VALUE (repeatable)")
 	fs.BoolVar(&o.resume, "resume", false, "continue from the newest checkpoint in train.checkpoint_dir")
 	fs.StringVar(&o.logFormat, "log-format", "auto", "stderr log format: auto, json or console")
+	fs.BoolVar(&o.verbose, "verbose", false, "console: also each stage actor's counters (the JSON log always has them)")
 	fs.StringVar(&o.tokenFile, "token-file", "", "a file holding the token shared with the workers (or PIPETRAIN_TOKEN)")
 	tlsFlags(fs, &o.tls)
 	version := fs.Bool("version", false, "print the version, commit and Go version, and exit")
@@ -178,7 +180,7 @@ func checkLogFormat(f string) error {
 }
 
 // trainUsage is training's usage line.
-const trainUsage = "train --config FILE [--set KEY=VALUE]... [--resume] [--token-file FILE] [--tls-cert FILE --tls-key FILE --tls-ca FILE] [--log-format auto|json|console]"
+const trainUsage = "train --config FILE [--set KEY=VALUE]... [--resume] [--token-file FILE] [--tls-cert FILE --tls-key FILE --tls-ca FILE] [--log-format auto|json|console] [--verbose]"
 
 // command is a command besides training: its first argument, what it does
 // in a line, and its body.

@@ -15,25 +15,25 @@ import (
 
 // writePlot draws the step losses, and the test loss and accuracy, into a PNG
 // beside the log file: <log.dir>/<run_id>.png.
-func (r *trainRun) writePlot() error {
+func (r *trainRun) writePlot() (path string, err error) {
 	if len(r.stepLosses) == 0 {
-		return nil
+		return "", nil
 	}
 	loss := plot.New()
 	loss.Title.Text = "loss"
 	loss.X.Label.Text = "step"
 	loss.Legend.Top = true
 	if err := addLine(loss, "train (mini-batch)", r.stepLosses, 0); err != nil {
-		return err
+		return "", err
 	}
 	if err := addLine(loss, "test", r.evalLoss, 1); err != nil {
-		return err
+		return "", err
 	}
 	acc := plot.New()
 	acc.Title.Text = "test accuracy"
 	acc.X.Label.Text = "step"
 	if err := addLine(acc, "test", r.evalAcc, 1); err != nil {
-		return err
+		return "", err
 	}
 	const w, h = 8 * vg.Inch, 7 * vg.Inch
 	img := vgimg.New(w, h)
@@ -43,8 +43,8 @@ func (r *trainRun) writePlot() error {
 	canvases := plot.Align(plots, tiles, dc)
 	loss.Draw(canvases[0][0])
 	acc.Draw(canvases[1][0])
-	path := strings.TrimSuffix(r.log.path, filepath.Ext(r.log.path)) + ".png"
-	return writeFileAtomic(path, func(f io.Writer) error {
+	path = strings.TrimSuffix(r.log.path, filepath.Ext(r.log.path)) + ".png"
+	return path, writeFileAtomic(path, func(f io.Writer) error {
 		_, err := vgimg.PngCanvas{Canvas: img}.WriteTo(f)
 		return err
 	})

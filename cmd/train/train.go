@@ -16,6 +16,7 @@ import (
 	"runtime"
 	"runtime/debug"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/rs/zerolog"
@@ -67,6 +68,8 @@ type trainRun struct {
 
 	lastCheckpoint int // step of the newest checkpoint written or loaded
 
+	lastCheckpointDir string // the newest checkpoint this run wrote
+
 	// healing (train.restarts): restarts made, and the state kept in
 	// memory every train.snapshot_every steps
 	restarts int
@@ -95,7 +98,7 @@ func runTrain(ctx context.Context, o *options, stderr io.Writer) (err error) {
 	if err := checkTLS(o.tls); err != nil {
 		return err
 	}
-	log, err := openRunLog(cfg.Log.Dir, o.logFormat, stderr)
+	log, err := openRunLog(cfg.Log.Dir, o.logFormat, stderr, o.verbose)
 	if err != nil {
 		return err
 	}
@@ -152,12 +155,23 @@ func (r *trainRun) logStart() {
 		ar := p.Arithmetic()
 		ev = ev.Str("bf16_arithmetic", ar.String()).Str("bf16_kernels", ar.Set())
 	}
+	model := fmt.Sprintf("%d layers", len(cfg.Model.Layers))
 	if sample := dataset.SampleShapeOf(cfg.Data.Name); sample != nil {
 		if shapes, err := nn.OutShapes(modelSpecs(cfg), sample); err == nil {
 			ev = ev.Ints("sample_shape", sample).Interface("layer_shapes", shapes)
+			model = describeModel(sample, shapes)
+			if n, err := nn.ParamCount(modelSpecs(cfg), sample); err == nil {
+				ev = ev.Int("parameters", n)
+				model += fmt.Sprintf(" (%s parameters)", thousands(float64(n)))
+			}
 		}
 	}
-	ev.Msg("run started")
+	data := cfg.Data.Name
+	if cfg.Data.Path != "" {
+		data += " " + cfg.Data.Path
+	}
+	ev.Msg(fmt.Sprintf("run started: %s on %s, schedule %s; logs %s, checkpoints %s",
+		model, data, cfg.Pipeline.Schedule, cfg.Log.Dir, cfg.Train.CheckpointDir))
 	if msg := recomputeWarning(cfg); msg != "" {
 		log.Warn().Str("event", "warning").Str("key", "model.recompute").Msg(msg) // zerolog writes msg as "message"
 	}
@@ -172,7 +186,12 @@ func (r *trainRun) end(start time.Time, err error) error {
 	if r.text != nil {
 		r.text.close() // no batch is being gathered: loop waits for its goroutine
 	}
-	ev := log.event("run_end").Int("steps", r.step).Float64("wall_seconds", time.Since(start).Seconds())
+	plot, perr := r.writePlot()
+	if perr != nil {
+		log.Warn().Str("event", "plot").Err(perr).Msg("could not write the plot")
+	}
+	wall := time.Since(start)
+	ev := log.event("run_end").Int("steps", r.step).Float64("wall_seconds", wall.Seconds())
 	switch {
 	case errors.Is(err, errInterrupted):
 		ev = ev.Str("status", "failed").Str("error", err.Error()).Str("reason", "interrupted")
@@ -181,10 +200,13 @@ func (r *trainRun) end(start time.Time, err error) error {
 	default:
 		ev = ev.Str("status", "ok").Str("reason", r.reason)
 	}
-	ev.Msg("run ended")
-	if perr := r.writePlot(); perr != nil {
-		log.Warn().Str("event", "plot").Err(perr).Msg("could not write the plot")
+	if r.lastCheckpointDir != "" {
+		ev = ev.Str("checkpoint", r.lastCheckpointDir)
 	}
+	if plot != "" {
+		ev = ev.Str("plot", plot)
+	}
+	ev.Msg(r.summary(wall, plot, err))
 	if cerr := log.Close(); cerr != nil && err == nil {
 		err = cerr
 	}
@@ -316,7 +338,11 @@ func (r *trainRun) checkFolder() error {
 func (r *trainRun) loop(ctx context.Context) error {
 	c := r.cfg
 	nb := r.loader.BatchesPerEpoch()
-	r.progress = newProgress(r.log, c.Train.Epochs*nb, r.epoch*nb+r.batch, c.Train.Epochs)
+	total := c.Train.Epochs * nb
+	if c.Train.MaxSteps > 0 {
+		total = min(total, c.Train.MaxSteps)
+	}
+	r.progress = newProgress(r.log, total, r.epoch*nb+r.batch, c.Train.Epochs)
 	defer r.progress.finish()
 	b := r.newBatches()
 	defer b.wait()
@@ -681,7 +707,7 @@ func (r *trainRun) checkpoint() error {
 	if err != nil {
 		return err
 	}
-	r.lastCheckpoint = r.step
+	r.lastCheckpoint, r.lastCheckpointDir = r.step, dir
 	r.log.event("checkpoint").Int("step", r.step).Str("path", dir).Msg("")
 	if keep := r.cfg.Train.KeepCheckpoints; keep > 0 { // the best lives in a folder of its own
 		if _, err := checkpoint.Prune(r.cfg.Train.CheckpointDir, keep); err != nil {
@@ -882,4 +908,43 @@ func legacyConfigHash(c *config.Config) string {
 // written for c's model, data and optimizer.
 func sameConfig(c *config.Config, saved string) bool {
 	return saved == configHash(c) || saved == legacyConfigHash(c)
+}
+
+// summary is the run_end line a person reads: the steps and time, the
+// rate, the last evaluation, the checkpoints and the plot.
+func (r *trainRun) summary(wall time.Duration, plot string, err error) string {
+	var b strings.Builder
+	switch {
+	case errors.Is(err, errInterrupted):
+		b.WriteString("run interrupted")
+	case err != nil:
+		b.WriteString("run failed")
+	default:
+		b.WriteString("run ended")
+	}
+	fmt.Fprintf(&b, " at step %d after %s", r.step, clock(wall))
+	if p := r.progress; p != nil && p.rows > 0 {
+		rate := float64(p.rows) / time.Since(p.start).Seconds() // the training's, not the setup's
+		if r.text != nil {
+			fmt.Fprintf(&b, " (%s tokens/s)", thousands(rate*float64(r.cfg.Data.BlockSize)))
+		} else {
+			fmt.Fprintf(&b, " (%s samples/s)", thousands(rate))
+		}
+	}
+	if e := r.lastEval; e.split != "" {
+		fmt.Fprintf(&b, "; %s loss %.4g", e.split, e.loss)
+		if e.acc == e.acc {
+			fmt.Fprintf(&b, ", accuracy %.2f%%", 100*e.acc)
+		}
+	}
+	if r.lastCheckpointDir != "" {
+		b.WriteString("; checkpoint " + r.lastCheckpointDir)
+	}
+	if r.val != nil && r.early.bestStep > 0 {
+		fmt.Fprintf(&b, " (best: %s)", checkpoint.StepDir(filepath.Join(r.cfg.Train.CheckpointDir, bestDir), r.early.bestStep))
+	}
+	if plot != "" {
+		b.WriteString("; plot " + plot)
+	}
+	return b.String()
 }
