@@ -185,11 +185,11 @@ func (d *downloader) fetch(ctx context.Context, set string, rf remoteFile, mirro
 	case !errors.Is(err, os.ErrNotExist):
 		d.logf("dataset: fetching %s again: %v", final, err)
 	}
-	var failures []string
+	var failures attempts
 	for _, base := range mirrors {
 		u, err := url.JoinPath(base, rf.name)
 		if err != nil {
-			failures = append(failures, fmt.Sprintf("mirror %q: %v", base, err))
+			failures.add(fmt.Sprintf("mirror %q: %v", base, err))
 			continue
 		}
 		wait := d.opts.Backoff
@@ -202,7 +202,7 @@ func (d *downloader) fetch(ctx context.Context, set string, rf remoteFile, mirro
 			if ctx.Err() != nil {
 				return fmt.Errorf("dataset: download %s: %s: %w", set, rf.name, ctx.Err())
 			}
-			failures = append(failures, fmt.Sprintf("GET %s: %v", u, err))
+			failures.add(fmt.Sprintf("GET %s: %v", u, err))
 			var fe *fetchError
 			if attempt >= d.opts.Retries || errors.As(err, &fe) && !fe.retry {
 				break
@@ -214,7 +214,33 @@ func (d *downloader) fetch(ctx context.Context, set string, rf remoteFile, mirro
 			wait = min(2*wait, 30*time.Second)
 		}
 	}
-	return fmt.Errorf("dataset: download %s: %s: every mirror failed: %s", set, rf.name, strings.Join(failures, "; "))
+	return fmt.Errorf("dataset: download %s: %s: every mirror failed: %s", set, rf.name, failures)
+}
+
+// attempts are a download's failures in order, a failure repeated at once
+// (the same URL, the same error) told once with its count.
+type attempts struct {
+	msgs []string
+	n    []int
+}
+
+func (a *attempts) add(msg string) {
+	if k := len(a.msgs) - 1; k >= 0 && a.msgs[k] == msg {
+		a.n[k]++
+		return
+	}
+	a.msgs, a.n = append(a.msgs, msg), append(a.n, 1)
+}
+
+func (a attempts) String() string {
+	parts := make([]string, len(a.msgs))
+	for i, m := range a.msgs {
+		parts[i] = m
+		if a.n[i] > 1 {
+			parts[i] += fmt.Sprintf(" (%d attempts)", a.n[i])
+		}
+	}
+	return strings.Join(parts, "; ")
 }
 
 // fetchError is a failed attempt; retry says whether the same URL may do better.

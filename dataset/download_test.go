@@ -219,8 +219,8 @@ func TestDownloadFailures(t *testing.T) {
 				http.Error(w, "boom", http.StatusServiceUnavailable)
 				return true
 			},
-			want:      []string{"train-images-idx3-ubyte.gz: every mirror failed: ", "HTTP 503 Service Unavailable; GET "},
-			wantFiles: nil, // the first file failed, so nothing was fetched
+			want:      []string{"train-images-idx3-ubyte.gz: every mirror failed: ", "HTTP 503 Service Unavailable (2 attempts)"}, // the same failure told once
+			wantFiles: nil,                                                                                                        // the first file failed, so nothing was fetched
 			wantHits:  0,
 		},
 	}
@@ -335,5 +335,16 @@ func TestCacheDir(t *testing.T) {
 	got, err := CacheDir("mnist")
 	if want := filepath.Join(base, "pipetrain", "mnist"); err != nil || got != want {
 		t.Errorf("CacheDir(mnist) = %q, %v; want %q", got, err, want)
+	}
+}
+
+// TestAttempts: a failure repeated at once is told once, with its count.
+func TestAttempts(t *testing.T) {
+	var a attempts
+	for _, m := range []string{"GET x: 503", "GET x: 503", "GET x: 503", "GET x: EOF", "GET y: 503"} {
+		a.add(m)
+	}
+	if got, want := a.String(), "GET x: 503 (3 attempts); GET x: EOF; GET y: 503"; got != want {
+		t.Errorf("attempts: %q, want %q", got, want)
 	}
 }

@@ -125,7 +125,7 @@ func loadSplits(ctx context.Context, c *config.Config, log *runLog) (train, test
 			}
 			log.event("download").Str("data", d.Name).Msg("fetching data set into the cache")
 			if dir, err = dataset.Download(ctx, d.Name, dataset.DownloadOptions{}); err != nil {
-				return nil, nil, badInputf("data.download: %v", err)
+				return nil, nil, badInputf("data.download: %v (with the four %s IDX files at hand, --set data.path=DIR trains from them without a download)", err, d.Name)
 			}
 		}
 		tr, te, err := dataset.LoadIDX(dir, d.Name)

@@ -53,7 +53,7 @@ func textPath(ctx context.Context, d config.Data, announce func()) (string, erro
 	announce()
 	path, err := dataset.DownloadShakespeare(ctx, dataset.DownloadOptions{})
 	if err != nil {
-		return "", badInputf("data.download: %v", err)
+		return "", badInputf("data.download: %v (with tiny Shakespeare's input.txt at hand, --set data.path=FILE trains from it without a download)", err)
 	}
 	return path, nil
 }
