@@ -98,7 +98,7 @@ var (
 	// the bar's step count, and its time so far and time left
 	barSteps  = regexp.MustCompile(`\] (\d+)/(\d+) loss`)
 	barETA    = regexp.MustCompile(`\d+/\d+ loss \S+( [\d,]+ samples/s)? [0-9.]+s, [0-9.]+s left`)
-	runEnd    = regexp.MustCompile(`run ended at step 60 after [0-9.]+s \(\d{1,3}(,\d{3})* samples/s\); test loss ` + sig4 + `, accuracy \d+\.\d\d%; checkpoint \S+step-00000060; plot \S+\.png`)
+	runEnd    = regexp.MustCompile(`run ended at step 60 after [0-9.]+s \(\d{1,3}(,\d{3})* samples/s\); train loss ` + sig4 + `, test loss ` + sig4 + `, accuracy \d+\.\d\d%; checkpoint \S+step-00000060; plot \S+\.png`)
 	longFloat = regexp.MustCompile(`\d\.\d{7,}`)
 )
 

@@ -931,8 +931,16 @@ func (r *trainRun) summary(wall time.Duration, plot string, err error) string {
 			fmt.Fprintf(&b, " (%s samples/s)", thousands(rate))
 		}
 	}
+	if n := len(r.stepLosses); n > 0 { // the mean of the last steps: one batch's loss is noisy
+		k := min(n, 50)
+		sum := 0.0
+		for _, p := range r.stepLosses[n-k:] {
+			sum += p.y
+		}
+		fmt.Fprintf(&b, "; train loss %.4g", sum/float64(k))
+	}
 	if e := r.lastEval; e.split != "" {
-		fmt.Fprintf(&b, "; %s loss %.4g", e.split, e.loss)
+		fmt.Fprintf(&b, ", %s loss %.4g", e.split, e.loss)
 		if e.acc == e.acc {
 			fmt.Fprintf(&b, ", accuracy %.2f%%", 100*e.acc)
 		}
