@@ -198,8 +198,9 @@ type progress struct {
 	total, done int
 	epochs      int
 	start       time.Time
-	done0       int // steps done before this process started (a resumed run)
-	rows        int // samples trained in this process
+	done0       int       // steps done before this process started (a resumed run)
+	rows        int       // samples trained in this process
+	lastStep    time.Time // when the last of them was
 	last        time.Time
 	rateFrom    time.Time
 	rateSamples int
@@ -215,6 +216,7 @@ func newProgress(log *runLog, total, done, epochs int) *progress {
 func (p *progress) step(epoch int, loss float64, rows int) {
 	p.done++
 	p.rows += rows
+	p.lastStep = time.Now()
 	p.rateSamples += rows
 	if p.screen == nil || !p.screen.tty {
 		return

@@ -923,8 +923,8 @@ func (r *trainRun) summary(wall time.Duration, plot string, err error) string {
 		b.WriteString("run ended")
 	}
 	fmt.Fprintf(&b, " at step %d after %s", r.step, clock(wall))
-	if p := r.progress; p != nil && p.rows > 0 {
-		rate := float64(p.rows) / time.Since(p.start).Seconds() // the training's, not the setup's
+	if p := r.progress; p != nil && p.rows > 0 && p.lastStep.After(p.start) {
+		rate := float64(p.rows) / p.lastStep.Sub(p.start).Seconds() // the steps', not the setup's or the last evaluation's
 		if r.text != nil {
 			fmt.Fprintf(&b, " (%s tokens/s)", thousands(rate*float64(r.cfg.Data.BlockSize)))
 		} else {
