@@ -5,6 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"os"
+	"path/filepath"
+	"strings"
 	"sync"
 
 	"github.com/pipetrain/pipetrain/internal/checkpoint"
@@ -231,9 +234,30 @@ func resolve(dir string) (string, error) {
 		return "", fmt.Errorf("model: %w", err)
 	}
 	if !ok {
+		if runs := runsUnder(dir); len(runs) > 0 {
+			return "", fmt.Errorf("model: %s: no checkpoint there, but runs' folders: %s: name one", dir, strings.Join(runs, ", "))
+		}
 		return "", fmt.Errorf("model: %s: no checkpoint there", dir)
 	}
 	return step, nil
+}
+
+// runsUnder lists the folders under dir that hold checkpoints, as
+// checkpoints/ holds one for each config (train.checkpoint_dir's default).
+func runsUnder(dir string) []string {
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return nil
+	}
+	var runs []string
+	for _, e := range entries {
+		if sub := filepath.Join(dir, e.Name()); e.IsDir() {
+			if _, ok, _ := checkpoint.Latest(sub); ok {
+				runs = append(runs, sub)
+			}
+		}
+	}
+	return runs
 }
 
 // New returns the model of d with the given parameters and buffers, named

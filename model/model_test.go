@@ -171,10 +171,15 @@ func TestLoad(t *testing.T) {
 	if _, err := checkpoint.Save(other, checkpoint.Meta{Step: 1, Model: future}, weights, nil); err != nil {
 		t.Fatal(err)
 	}
+	runs := t.TempDir() // checkpoints/ with a folder a run
+	if _, err := checkpoint.Save(filepath.Join(runs, "mlp"), checkpoint.Meta{Step: 5, Model: desc}, weights, nil); err != nil {
+		t.Fatal(err)
+	}
 	for _, c := range []struct{ dir, want string }{
 		{old, "holds no model description"},
 		{filepath.Join(root, "nowhere"), "no checkpoint there"},
 		{other, "description format 99"},
+		{runs, "no checkpoint there, but runs' folders: " + filepath.Join(runs, "mlp") + ": name one"},
 	} {
 		if _, err := model.Load(c.dir); err == nil || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("Load(%s): %v, want an error containing %q", c.dir, err, c.want)

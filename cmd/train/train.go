@@ -316,8 +316,8 @@ func (r *trainRun) setup(ctx context.Context, resume bool) error {
 
 // checkFolder refuses, before a new run writes into it, a
 // train.checkpoint_dir whose newest checkpoint another model or data
-// wrote: eval and --resume read the newest, and would take that one. An
-// earlier run of this model's checkpoints are kept, with a warning.
+// wrote: eval and --resume read the newest, and would take that one. The
+// checkpoints of an earlier run of this model stay, with a warning.
 func (r *trainRun) checkFolder() error {
 	root := r.cfg.Train.CheckpointDir
 	dir, ok, err := checkpoint.Latest(root)
