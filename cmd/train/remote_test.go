@@ -175,6 +175,13 @@ func TestWorkersGiveIdenticalLosses(t *testing.T) {
 			t.Errorf("worker %s logged an error after runs that all ended well: %s", w.addr, l)
 		}
 	}
+	// nor is a peer worker gone between runs
+	_ = w2.cmd.Process.Kill()
+	_ = w2.cmd.Wait()
+	time.Sleep(500 * time.Millisecond)
+	if l := workerLogLine(w1, `"level":"error"`); l != "" {
+		t.Errorf("worker %s logged an error when its peer stopped between runs: %s", w1.addr, l)
+	}
 }
 
 // lastCheckpoint returns the files of the newest checkpoint under dir.

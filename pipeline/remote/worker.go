@@ -6,6 +6,7 @@ import (
 	"runtime"
 	"sort"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
@@ -46,7 +47,8 @@ type Worker struct {
 
 	undelivered *undelivered
 	data        *dataPlane
-	ended       sync.Map // coordinators' addresses whose runs they closed: their own lock, as a logger reads it
+	ended       sync.Map     // coordinators' addresses whose runs they closed: their own lock, as a logger reads it
+	open        atomic.Int64 // sessions open, as a logger reads it
 }
 
 // sessionKind is the kind a coordinator spawns on a worker for each engine
@@ -153,6 +155,7 @@ func (w *Worker) claim(pid *actor.PID, run string) error {
 	}
 	w.run = run
 	w.sessions[pid] = true
+	w.open.Store(int64(len(w.sessions)))
 	return nil
 }
 
@@ -166,6 +169,7 @@ func (w *Worker) release(pid *actor.PID) {
 	}
 	if w.sessions[pid] {
 		delete(w.sessions, pid)
+		w.open.Store(int64(len(w.sessions)))
 		if len(w.sessions) == 0 {
 			w.run = ""
 		}
@@ -262,10 +266,12 @@ func (s *session) Receive(ctx actor.Context) {
 // connection going away next is the run's end.
 func (w *Worker) endedBy(address string) { w.ended.Store(address, true) }
 
-// runEnded reports whether the coordinator at address closed its run.
+// runEnded reports whether a connection to address ending is no run's
+// failure: the coordinator there closed its run, or no run is open here
+// (a peer worker gone between runs).
 func (w *Worker) runEnded(address string) bool {
 	_, ok := w.ended.Load(address)
-	return ok
+	return ok || w.open.Load() == 0
 }
 
 // unlist takes the session's stages out of the worker's metrics.
