@@ -157,10 +157,11 @@ func (r *trainRun) logStart() {
 	}
 	model := fmt.Sprintf("%d layers", len(cfg.Model.Layers))
 	if sample := dataset.SampleShapeOf(cfg.Data.Name); sample != nil {
-		if shapes, err := nn.OutShapes(modelSpecs(cfg), sample); err == nil {
+		specs := modelSpecs(cfg)
+		if shapes, err := nn.OutShapes(specs, sample); err == nil {
 			ev = ev.Ints("sample_shape", sample).Interface("layer_shapes", shapes)
 			model = describeModel(sample, shapes)
-			if n, err := nn.ParamCount(modelSpecs(cfg), sample); err == nil {
+			if n, err := nn.ParamCount(specs, sample); err == nil {
 				ev = ev.Int("parameters", n)
 				model += fmt.Sprintf(" (%s parameters)", thousands(float64(n)))
 			}

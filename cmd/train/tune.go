@@ -44,6 +44,16 @@ func perMicroBatch(c *config.Config) bool {
 	return false
 }
 
+// batchChunks returns how many chunks a batch of c has (the most
+// micro-batches it splits into, nn.SplitRows), the samples of a chunk (32
+// rows, or a sequence model's fewest whole sequences of 32·k tokens) and
+// the tokens of a sample.
+func batchChunks(c *config.Config, sample []int) (chunks, granule, tokens int) {
+	tokens = nn.Tokens(modelSpecs(c), sample)
+	granule = nn.Granule(tokens)
+	return (c.Data.BatchSize + granule - 1) / granule, granule, tokens
+}
+
 // microBatchesWarning says when the batch cannot give the
 // pipeline.micro_batches a config asks for: micro-batches are whole chunks
 // of rows (nn.SplitRows), so a batch of fewer chunks runs as many
@@ -53,9 +63,7 @@ func microBatchesWarning(c *config.Config, sample []int) string {
 	if m.IsAuto() {
 		return ""
 	}
-	tokens := nn.Tokens(modelSpecs(c), sample)
-	g := nn.Granule(tokens)
-	most := (c.Data.BatchSize + g - 1) / g
+	most, g, tokens := batchChunks(c, sample)
 	if int(m) <= most {
 		return ""
 	}
@@ -72,10 +80,7 @@ func microBatchesWarning(c *config.Config, sample []int) string {
 // the one a run starts with.
 func candidates(c *config.Config, sample []int) []layout {
 	p := c.Pipeline
-	// more micro-batches than chunks would be merged (nn.SplitRows): 32
-	// rows, or a sequence model's fewest whole sequences of 32·k tokens
-	g := nn.Granule(nn.Tokens(modelSpecs(c), sample))
-	most := (c.Data.BatchSize + g - 1) / g
+	most, _, _ := batchChunks(c, sample) // more micro-batches than chunks would be merged
 	micros := []int{int(p.MicroBatches)}
 	switch {
 	case p.MicroBatches.IsAuto() && perMicroBatch(c):
