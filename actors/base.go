@@ -145,6 +145,9 @@ type Graph struct {
 	// Tensors, if set before the actors start, carries the activations and
 	// their gradients to other processes instead of protoactor.
 	Tensors Tensors
+
+	devMu   sync.Mutex
+	devices map[int]*Device
 }
 
 // Drop describes a message between processes that was not delivered.
@@ -187,6 +190,8 @@ type base struct {
 	where    func(kind SpanKind, step, micro int) string // names the work in hand, for failures
 	from     string                                      // its name and host, as messages to other processes give it
 	watched  map[string]string                           // neighbours in other processes: their names by PID
+	device   *Device                                     // the cores it takes turns on with its stage's other actors; nil: its own
+	position int                                         // its place in the chain, for the device's order
 
 	busy     time.Duration
 	wire     int64 // bytes sent to other processes
@@ -315,6 +320,10 @@ func (b *base) receive(ctx actor.Context) (any, bool) {
 // after which the actor ignores further work. It reports whether f
 // completed.
 func (b *base) work(ctx actor.Context, kind SpanKind, step, micro int, f func() error) (ok bool) {
+	if d := b.device; d != nil {
+		d.acquire(deviceRank(kind, micro, b.position))
+		defer d.release()
+	}
 	b.status.working(kind, step, micro)
 	start := time.Now()
 	defer func() {

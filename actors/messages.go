@@ -197,6 +197,11 @@ type Ack struct{ Err error }
 // already in its mailbox, so ready backwards run first.
 type kick struct{}
 
+// fillKick makes a stage run one micro-batch's weight gradients left by the
+// split backward (Wire.FillWeights), after the messages already in its
+// mailbox, so that backwards and forwards waiting there go first.
+type fillKick struct{}
+
 // Wire connects an actor to its neighbours; it is the first message each actor
 // gets, before any work.
 type Wire struct {
@@ -223,7 +228,12 @@ type Wire struct {
 	// as it ends (the sequential schedule, whose coordinator sends the next
 	// micro-batch only then); otherwise one BackwardDone (All) a step,
 	// which spares a message to another process per micro-batch.
-	EachDone             bool
+	EachDone bool
+	// FillWeights: the backward sends the input gradients upstream and
+	// leaves the weight gradients to run one micro-batch at a time when
+	// nothing more urgent waits (the zero-bubble schedules); a micro-batch
+	// holds its place under Limit until its weight gradients are done.
+	FillWeights          bool
 	NextNames, PrevNames []string   // the stage names of Next and Prev, for reports
 	Tied                 []TiedLink // the stage's weights that another copy shares
 

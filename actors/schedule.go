@@ -17,10 +17,23 @@ const (
 	// OneFOneB (PipeDream-Flush) lets stage i of p hold at most p-i micro-batches
 	// and runs a ready backward before a new forward.
 	OneFOneB
+	// Interleaved is 1F1B over chunks: the chain is cut into stages ×
+	// chunks positions and position c runs on stage c mod stages
+	// (Megatron's virtual stages), so each stage's first forward starts
+	// sooner and the bubble shrinks by the chunks.
+	Interleaved
+	// ZBH1 is 1F1B with the backward split into input gradients (B), sent
+	// upstream at once, and weight gradients (W), run when the stage would
+	// otherwise wait: Zero Bubble's H1, in 1F1B's memory.
+	ZBH1
+	// ZBV is ZBH1 over two chunks a stage placed in a V (stage i runs
+	// positions i and 2·stages−1−i), so the first stage also ends the
+	// chain and its backwards start at once: Zero Bubble's V schedule.
+	ZBV
 )
 
 // scheduleNames are the schedules' config names, by Schedule.
-var scheduleNames = [...]string{Sequential: "sequential", GPipe: "gpipe", OneFOneB: "1f1b"}
+var scheduleNames = [...]string{Sequential: "sequential", GPipe: "gpipe", OneFOneB: "1f1b", Interleaved: "interleaved", ZBH1: "zb-h1", ZBV: "zbv"}
 
 // ScheduleNames lists the schedules' config names.
 func ScheduleNames() []string { return slices.Clone(scheduleNames[:]) }
@@ -43,13 +56,41 @@ func (s Schedule) OneAtATime() bool { return s == Sequential }
 // step (GPipe): the loss actor holds the output gradients until then.
 func (s Schedule) BackwardsWait() bool { return s == GPipe }
 
-// Limit returns how many micro-batches position i of p may hold at once under s.
+// Limit returns how many micro-batches position i of p may hold at once under s:
+// 1F1B's p−i over the positions (the chunks of every stage under
+// Interleaved, whose stage 0 then holds Megatron's (v+1)/2 stages' worth
+// for v = 2); ZBV one fewer, so that stage 0's two positions hold 2·stages
+// chunks, 1F1B's p stages' worth. Under ZBH1 and ZBV a micro-batch holds
+// its place until its weight gradients are done too.
 func (s Schedule) Limit(i, p, micros int) int {
 	switch s {
 	case Sequential:
 		return 1
-	case OneFOneB:
+	case OneFOneB, Interleaved, ZBH1:
 		return max(1, p-i)
+	case ZBV:
+		return max(1, p-1-i)
 	}
 	return max(1, micros)
+}
+
+// SplitsBackward reports whether s always splits the backward into input
+// and weight gradients and fills waits with the weight gradients.
+func (s Schedule) SplitsBackward() bool { return s == ZBH1 || s == ZBV }
+
+// Chunked reports whether s runs several positions on each stage
+// (Plan's chunks).
+func (s Schedule) Chunked() bool { return s == Interleaved || s == ZBV }
+
+// Stage returns the stage that runs position c of a chain of stages ×
+// chunks positions under s: c mod stages when interleaved, the V's arm
+// under ZBV, c itself otherwise.
+func (s Schedule) Stage(c, stages, chunks int) int {
+	switch {
+	case chunks <= 1 || !s.Chunked():
+		return c
+	case s == ZBV && c >= stages:
+		return 2*stages - 1 - c
+	}
+	return c % stages
 }

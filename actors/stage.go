@@ -30,34 +30,36 @@ type Stage struct {
 
 	w Wire
 
-	fwdParts  map[partKey][]*tensor.Tensor
-	bwdParts  map[int][]*tensor.Tensor
-	queue     []*Forward // complete forwards waiting for a credit
-	inFlight  int
-	actBytes  []int64 // per micro-batch, the activation bytes its forward left in the arena
-	rows      []int   // per micro-batch, nn.Pass.Row of its forward, for its backward
-	liveBytes int64   // their sum over the micro-batches in flight
-	kicked    bool
-	current   int // index into layers of the layer running, for failure messages
-	done      int // backwards finished in this step
-	micros    int
-	arenas    arenas             // the layers' outputs, reused every step
-	scratch   nn.Arena           // nn.Pass.Scratch: what a layer reads during one call only
-	evals     []nn.Arena         // with Wire.EvalWindow: evaluation chunk k's outputs in evals[k mod window]
-	attention ops.AttentionWork  // nn.Pass.Attention: the attention's scratch, one for the stage's blocks
-	ps        []nn.Param         // the layers' parameters, in order
-	bufs      []namedBuffer      // the layers' buffers (batch norm's statistics), saved after the parameters
-	split     []nn.SplitBackward // per layer, the layer if it can split its backward, else nil
-	batch     []nn.BatchParams   // per layer, the layer if it batches its weight gradients, else nil
-	updater   Updater
-	weights   uint64 // nn.Pass.Weights: changed by every update and restore
-	gradsDone bool   // the step's last backward is done
-	upd       Update // the step's update, once haveUpd
-	haveUpd   bool
-	clearTask clearTask
-	pendingW  []pendingW       // the step's weight gradients left by the split backward
-	wPasses   []nn.Pass        // scratch for weightGrads
-	outs      []*tensor.Tensor // scratch: the outputs of a forward's layers, or a backward's input gradients
+	fwdParts   map[partKey][]*tensor.Tensor
+	bwdParts   map[int][]*tensor.Tensor
+	queue      []*Forward // complete forwards waiting for a credit
+	inFlight   int
+	actBytes   []int64 // per micro-batch, the activation bytes its forward left in the arena
+	rows       []int   // per micro-batch, nn.Pass.Row of its forward, for its backward
+	liveBytes  int64   // their sum over the micro-batches in flight
+	kicked     bool
+	current    int // index into layers of the layer running, for failure messages
+	done       int // backwards finished in this step
+	micros     int
+	arenas     arenas             // the layers' outputs, reused every step
+	scratch    nn.Arena           // nn.Pass.Scratch: what a layer reads during one call only
+	evals      []nn.Arena         // with Wire.EvalWindow: evaluation chunk k's outputs in evals[k mod window]
+	attention  ops.AttentionWork  // nn.Pass.Attention: the attention's scratch, one for the stage's blocks
+	ps         []nn.Param         // the layers' parameters, in order
+	bufs       []namedBuffer      // the layers' buffers (batch norm's statistics), saved after the parameters
+	split      []nn.SplitBackward // per layer, the layer if it can split its backward, else nil
+	batch      []nn.BatchParams   // per layer, the layer if it batches its weight gradients, else nil
+	updater    Updater
+	weights    uint64 // nn.Pass.Weights: changed by every update and restore
+	gradsDone  bool   // the step's last backward is done
+	upd        Update // the step's update, once haveUpd
+	haveUpd    bool
+	clearTask  clearTask
+	pendingW   []pendingW       // the step's weight gradients left by the split backward
+	fill       []int            // with Wire.FillWeights: micro-batches whose weight gradients wait, oldest first
+	fillPosted bool             // a fillKick is in the mailbox
+	wPasses    []nn.Pass        // scratch for weightGrads
+	outs       []*tensor.Tensor // scratch: the outputs of a forward's layers, or a backward's input gradients
 
 	// messages reused every step (see reused)
 	fwdIn   reused[Forward] // gathered inputs of several parts, per micro-batch
@@ -283,6 +285,8 @@ func (s *Stage) Receive(ctx actor.Context) {
 	case *kick:
 		s.kicked = false
 		s.runForward(ctx)
+	case *fillKick:
+		s.runFill(ctx)
 	case *Backward:
 		s.gatherBackward(ctx, m)
 	case *Update:
@@ -544,7 +548,7 @@ func (s *Stage) backward(ctx actor.Context, step, micro int, dy *tensor.Tensor) 
 	}
 	// replicas leave their weight gradients to the end of the step (a
 	// replica > 0 must wait for the turn), when the others wait for them
-	split := s.w.SplitBackward || s.shares() && !s.rep.ordered
+	split := s.w.SplitBackward || s.w.FillWeights || s.shares() && !s.rep.ordered
 	var dx *tensor.Tensor
 	ok := s.work(ctx, SpanBackward, step, micro, func() error {
 		g := dy
@@ -577,11 +581,11 @@ func (s *Stage) backward(ctx actor.Context, step, micro int, dy *tensor.Tensor) 
 	if !ok {
 		return
 	}
-	s.inFlight--
-	s.notePeak() // the micro-batch's activations were held until now
-	if micro < len(s.actBytes) {
-		s.liveBytes -= s.actBytes[micro]
-		s.actBytes[micro] = 0
+	if s.w.FillWeights && len(s.pendingW) > 0 {
+		s.fill = append(s.fill, micro) // it holds its place until its weight gradients are done
+		s.postFill(ctx)
+	} else {
+		s.release(micro)
 	}
 	if len(s.w.Prev) > 0 {
 		s.sendBack(ctx, step, micro, dx)
@@ -603,8 +607,79 @@ func (s *Stage) backward(ctx actor.Context, step, micro int, dy *tensor.Tensor) 
 	if len(s.pendingW) > 0 && !s.weightGrads(ctx, step) {
 		return
 	}
+	for _, m := range s.fill {
+		s.release(m)
+	}
+	s.fill = s.fill[:0]
 	if s.w.Replica == 0 {
 		s.gradsReady(ctx, step)
+	}
+}
+
+// release frees micro's place: its activations are no longer needed.
+func (s *Stage) release(micro int) {
+	s.inFlight--
+	s.notePeak() // the micro-batch's activations were held until now
+	if micro < len(s.actBytes) {
+		s.liveBytes -= s.actBytes[micro]
+		s.actBytes[micro] = 0
+	}
+}
+
+// postFill asks the stage, after the messages already in its mailbox, to
+// run the weight gradients of the oldest micro-batch that left them.
+func (s *Stage) postFill(ctx actor.Context) {
+	if !s.fillPosted {
+		s.fillPosted = true
+		ctx.Send(ctx.Self(), &fillKick{})
+		s.status.sent.Add(1)
+	}
+}
+
+// runFill runs the weight gradients of the oldest micro-batch waiting for
+// them, in the micro-batches' order (each layer adds them up in it), and
+// frees its place for a forward.
+func (s *Stage) runFill(ctx actor.Context) {
+	s.fillPosted = false
+	if len(s.fill) == 0 {
+		return
+	}
+	micro := s.fill[0]
+	s.fill = s.fill[:copy(s.fill, s.fill[1:])]
+	kept := s.pendingW[:0]
+	var mine []pendingW
+	for _, w := range s.pendingW {
+		if w.p.Micro == micro {
+			mine = append(mine, w)
+		} else {
+			kept = append(kept, w)
+		}
+	}
+	s.pendingW = kept
+	if len(mine) == 0 {
+		s.release(micro)
+		return
+	}
+	ok := s.work(ctx, SpanWeights, mine[0].p.Step, micro, func() error {
+		for k := len(mine) - 1; k >= 0; k-- { // from the last layer down
+			w := mine[k]
+			w.p.Threads = s.turnThreads()
+			s.current = w.layer
+			if b := s.batch[w.layer]; b != nil {
+				b.BackwardParamsAll([]nn.Pass{w.p})
+			} else {
+				s.split[w.layer].BackwardParams(w.p)
+			}
+		}
+		return nil
+	})
+	if !ok {
+		return
+	}
+	s.release(micro)
+	s.maybeKick(ctx)
+	if len(s.fill) > 0 {
+		s.postFill(ctx)
 	}
 }
 

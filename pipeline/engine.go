@@ -22,15 +22,21 @@ import (
 // Config describes a pipeline.
 type Config struct {
 	Schedule     actors.Schedule
-	MicroBatches int   // micro-batches per mini-batch
-	Stages       int   // 0: one stage per layer; N: N stages balanced by measured cost
-	Replicas     int   // copies of the chain, each on its share of a mini-batch's chunks (0 or 1: one)
-	Shards       []int // per layer: split a linear or conv2d layer's units over this many actors (0 or 1: none)
-	Loss         nn.Loss
-	Optimizer    optim.Spec   // each parameter-owning stage builds its own from it
-	ClipNorm     float64      // 0: off
-	ClipValue    float64      // 0: off
-	Precision    nn.Precision // of the layers' products; the workers' stages get it too
+	MicroBatches int // micro-batches per mini-batch
+	Stages       int // 0: one stage per layer; N: N stages balanced by measured cost
+	// Chunks, under the Interleaved and ZBV schedules, is how many
+	// positions of the chain each stage runs (Megatron's virtual stages):
+	// the layers are grouped into Stages × Chunks positions, and the actors
+	// of one stage's positions take turns on its cores. 0 or 1: one; ZBV
+	// takes 2 whatever it says below that.
+	Chunks    int
+	Replicas  int   // copies of the chain, each on its share of a mini-batch's chunks (0 or 1: one)
+	Shards    []int // per layer: split a linear or conv2d layer's units over this many actors (0 or 1: none)
+	Loss      nn.Loss
+	Optimizer optim.Spec   // each parameter-owning stage builds its own from it
+	ClipNorm  float64      // 0: off
+	ClipValue float64      // 0: off
+	Precision nn.Precision // of the layers' products; the workers' stages get it too
 
 	SampleRows    int  // rows of the cost sample (default 64)
 	GEMMThreads   int  // goroutines each stage actor's kernels may use; 0: all cores for one busy actor, else a share each
@@ -111,6 +117,8 @@ type StageInfo struct {
 	Replica  int
 	Position int // its place in the chain
 	Shard    int
+	Stage    int // the stage whose cores it runs on: its position unless the schedule has chunks
+	Chunk    int // its index among that stage's positions
 	Layers   []int
 	Threads  int    // the goroutines its kernels may use
 	Host     string // the worker it runs on; empty: this process
@@ -136,6 +144,9 @@ func newEngine(layers []nn.Layer, m Model, cfg Config) (*Engine, error) {
 	}
 	if cfg.Stages < 0 || cfg.Stages > len(layers) {
 		return nil, fmt.Errorf("pipeline: stages = %d must lie in [0, %d layers]", cfg.Stages, len(layers))
+	}
+	if err := checkChunks(&cfg, len(layers)); err != nil {
+		return nil, err
 	}
 	if cfg.EvalWindow < 0 {
 		return nil, fmt.Errorf("pipeline: eval window = %d must not be negative", cfg.EvalWindow)
@@ -356,7 +367,8 @@ func (e *Engine) Stages() []StageInfo {
 	for r := range e.plan.Replicas {
 		for i, pos := range e.plan.Positions {
 			for shard, id := range e.plan.Chain(r, i) {
-				out = append(out, StageInfo{Actor: id, Replica: r, Position: i, Shard: shard, Layers: pos.Layers, Threads: e.threadsOf[id], Host: e.plan.HostName(id)})
+				st, chunk := e.plan.StageOf(i)
+				out = append(out, StageInfo{Actor: id, Replica: r, Position: i, Shard: shard, Stage: st, Chunk: chunk, Layers: pos.Layers, Threads: e.threadsOf[id], Host: e.plan.HostName(id)})
 			}
 		}
 	}

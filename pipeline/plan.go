@@ -17,6 +17,8 @@ import (
 type Plan struct {
 	Schedule      actors.Schedule
 	Micro         int        // micro-batches a replica's share of a mini-batch
+	Stages        int        // with Chunks > 1: the stages the positions take turns on
+	Chunks        int        // positions a stage runs (Config.Chunks); 1 unless the schedule is chunked
 	SplitBackward bool       // stages send dX upstream before computing dW
 	Replicas      int        // copies of the chain; replica r's slots are ids [r·n, (r+1)·n) of n a chain
 	Positions     []Position // the chain, in order; its Slots are replica 0's
@@ -136,7 +138,8 @@ func makePlan(layers []nn.Layer, features int, outs []int, cfg Config, build fun
 	if err != nil {
 		return nil, err
 	}
-	p := &Plan{Schedule: cfg.Schedule, Micro: cfg.MicroBatches, SplitBackward: cfg.SplitBackward, Replicas: max(1, cfg.Replicas),
+	p := &Plan{Schedule: cfg.Schedule, Micro: cfg.MicroBatches, Stages: cfg.Stages, Chunks: max(1, cfg.Chunks),
+		SplitBackward: cfg.SplitBackward || cfg.Schedule.SplitsBackward(), Replicas: max(1, cfg.Replicas),
 		Hosts: cfg.Hosts, HostThreads: cfg.GEMMThreads, Loss: cfg.Loss, ClipNorm: cfg.ClipNorm, EvalWindow: cfg.EvalWindow}
 	if err := p.place(layers, bounds, cfg.Shards); err != nil {
 		return nil, err
@@ -147,6 +150,9 @@ func makePlan(layers []nn.Layer, features int, outs []int, cfg Config, build fun
 	for id := range p.Slots {
 		s := &p.Slots[id]
 		s.Name = fmt.Sprintf("stage %d", s.Position)
+		if st, chunk := p.StageOf(s.Position); p.Chunks > 1 {
+			s.Name = fmt.Sprintf("stage %d chunk %d", st, chunk)
+		}
 		if p.Sharded(s.Position) {
 			s.Name = fmt.Sprintf("stage %d shard %d", s.Position, s.Shard)
 		}
@@ -175,6 +181,10 @@ func (p *Plan) specify(m Model, cfg Config) {
 			ClipValue: cfg.ClipValue, ClipNorm: cfg.ClipNorm > 0}
 		if p.Sharded(s.Position) {
 			sp.Cols = [2]int{pos.Units[s.Shard], pos.Units[s.Shard+1]}
+		}
+		if p.Chunks > 1 {
+			st, _ := p.StageOf(s.Position)
+			sp.Stage = 1 + st
 		}
 		if s.Replica == 0 { // the other replicas use its weights
 			opt := cfg.Optimizer
@@ -249,16 +259,79 @@ func (p *Plan) budget(threads int) int {
 	if len(p.Slots) == 1 || p.OneBusy() {
 		return runtime.GOMAXPROCS(0)
 	}
+	if p.Chunks > 1 { // a stage's actors take turns
+		return max(1, runtime.GOMAXPROCS(0)/p.Stages)
+	}
 	return max(1, runtime.GOMAXPROCS(0)/len(p.Slots))
+}
+
+// StageOf returns the stage that runs position i and i's index among that
+// stage's positions: i and 0 unless the schedule has chunks.
+func (p *Plan) StageOf(i int) (stage, chunk int) {
+	if p.Chunks <= 1 {
+		return i, 0
+	}
+	st := p.Schedule.Stage(i, p.Stages, p.Chunks)
+	for c := range i {
+		if p.Schedule.Stage(c, p.Stages, p.Chunks) == st {
+			chunk++
+		}
+	}
+	return st, chunk
+}
+
+// checkChunks settles cfg's stages and chunks for a chunked schedule over
+// n layers: ZBV's two chunks, stages = 0 as the most stages whose chunks
+// the layers fill, and refuses what the chunks cannot run with.
+func checkChunks(cfg *Config, n int) error {
+	if cfg.Chunks < 0 {
+		return fmt.Errorf("pipeline: chunks = %d must not be negative", cfg.Chunks)
+	}
+	if cfg.Schedule.SplitsBackward() && cfg.Replicas > 1 {
+		return fmt.Errorf("pipeline: the %s schedule runs one chain: replicas = %d", cfg.Schedule, cfg.Replicas)
+	}
+	if !cfg.Schedule.Chunked() {
+		if cfg.Chunks > 1 {
+			return fmt.Errorf("pipeline: chunks = %d needs the interleaved or zbv schedule, not %s", cfg.Chunks, cfg.Schedule)
+		}
+		cfg.Chunks = 1
+		return nil
+	}
+	if cfg.Schedule == actors.ZBV {
+		if cfg.Chunks > 2 {
+			return fmt.Errorf("pipeline: chunks = %d: zbv runs 2 a stage", cfg.Chunks)
+		}
+		cfg.Chunks = 2
+	}
+	cfg.Chunks = max(1, cfg.Chunks)
+	if cfg.Chunks == 1 {
+		return nil
+	}
+	if cfg.Stages == 0 {
+		cfg.Stages = n / cfg.Chunks
+	}
+	switch {
+	case cfg.Stages*cfg.Chunks > n || cfg.Stages == 0:
+		return fmt.Errorf("pipeline: %d stages of %d chunks need at least %d layers, and the model has %d", max(1, cfg.Stages), cfg.Chunks, max(1, cfg.Stages)*cfg.Chunks, n)
+	case cfg.Replicas > 1:
+		return fmt.Errorf("pipeline: the %s schedule runs one chain: replicas = %d", cfg.Schedule, cfg.Replicas)
+	}
+	for i, k := range cfg.Shards {
+		if k > 1 {
+			return fmt.Errorf("pipeline: the %s schedule with chunks does not shard layers: layer %d has %d shards", cfg.Schedule, i, k)
+		}
+	}
+	return nil
 }
 
 // group partitions the layers into stages: one per layer, or cfg.Stages
 // groups balanced by measured cost. It returns the groups' bounds.
 func group(layers []nn.Layer, features int, cfg Config) ([]int, error) {
-	if cfg.Stages == 0 || cfg.Stages >= len(layers) {
+	groups := cfg.Stages * max(1, cfg.Chunks)
+	if groups == 0 || groups >= len(layers) {
 		return Partition(make([]float64, len(layers)), len(layers)), nil
 	}
-	if cfg.Stages == 1 {
+	if groups == 1 {
 		return []int{0, len(layers)}, nil
 	}
 	// one goroutine each: the costs are compared, and each stage of several
@@ -272,7 +345,7 @@ func group(layers []nn.Layer, features int, cfg Config) ([]int, error) {
 			costs[i] /= float64(k)
 		}
 	}
-	return Partition(costs, cfg.Stages), nil
+	return Partition(costs, groups), nil
 }
 
 func paramDType(layers []nn.Layer) tensor.DType {
@@ -358,6 +431,11 @@ func (p *Plan) placeHosts(outs []int, rows int) {
 	switch {
 	case hosts == 0:
 		place = func(int) int { return -1 }
+	case p.Chunks > 1: // a stage's positions share its cores
+		place = func(id int) int {
+			st, _ := p.StageOf(p.Slots[id].Position)
+			return hostOf(st, p.Stages, hosts)
+		}
 	case p.Replicas > 1 && len(outs) > 0 && p.PerReplica() >= hosts && p.wireCost(byOwner, outs, rows) < p.wireCost(byReplica, outs, rows):
 		place = byOwner
 	}

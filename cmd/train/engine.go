@@ -73,7 +73,7 @@ func newEngine(c *config.Config, log *runLog, lay layout, r *trainRun) (*pipelin
 		shards[i] = max(1, l.Shards)
 	}
 	eng, err := pipeline.New(pipelineModel(c, r.sample), pipeline.Config{
-		Schedule: sched, MicroBatches: lay.Micro, Stages: lay.Stages, Shards: shards, Replicas: lay.Replicas,
+		Schedule: sched, MicroBatches: lay.Micro, Stages: lay.Stages, Chunks: lay.Chunks, Shards: shards, Replicas: lay.Replicas,
 		Loss: nn.Loss(c.Loss.Type), Optimizer: opt, Precision: precision(c), ClipNorm: c.Optimizer.ClipNorm, ClipValue: c.Optimizer.ClipValue,
 		SampleRows: max(1, c.Data.BatchSize/lay.Micro/max(1, lay.Replicas)),
 		Trace:      c.Log.Trace != "", Hang: hangAfter, Logger: &log.Logger,

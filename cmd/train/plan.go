@@ -100,7 +100,7 @@ func predictLayouts(ctx context.Context, c *config.Config, sample []int, link pi
 			return nil, ctx.Err()
 		}
 		sched, _ := actors.ParseSchedule(lay.Schedule) // validated
-		cfg := pipeline.Config{Schedule: sched, MicroBatches: max(1, lay.Micro), Stages: lay.Stages, Replicas: lay.Replicas,
+		cfg := pipeline.Config{Schedule: sched, MicroBatches: max(1, lay.Micro), Stages: lay.Stages, Chunks: lay.Chunks, Replicas: lay.Replicas,
 			SplitBackward: lay.Split, Precision: precision(c), Hosts: c.Pipeline.Hosts, GEMMThreads: c.Pipeline.GEMMThreads,
 			SampleRows: max(1, c.Data.BatchSize/max(1, lay.Micro)/max(1, lay.Replicas)), Loss: "cross_entropy"}
 		p, err := pipeline.Predict(pipelineModel(c, sample), cfg, c.Data.BatchSize, link)

@@ -22,15 +22,20 @@ type layout struct {
 	Micro    int
 	Split    bool // split_backward
 	Replicas int
+	Chunks   int // positions a stage runs under interleaved and zbv
 }
 
 func (l layout) String() string {
-	return fmt.Sprintf("%s, stages %d, micro_batches %d, split_backward %v, replicas %d", l.Schedule, l.Stages, l.Micro, l.Split, l.Replicas)
+	s := fmt.Sprintf("%s, stages %d, micro_batches %d, split_backward %v, replicas %d", l.Schedule, l.Stages, l.Micro, l.Split, l.Replicas)
+	if l.Chunks > 1 {
+		s += fmt.Sprintf(", chunks %d", l.Chunks)
+	}
+	return s
 }
 
 // fields are the layout's keys, as a tune event lists them.
 func (l layout) fields() map[string]any {
-	return map[string]any{"schedule": l.Schedule, "stages": l.Stages, "micro_batches": l.Micro, "split_backward": l.Split, "replicas": l.Replicas}
+	return map[string]any{"schedule": l.Schedule, "stages": l.Stages, "micro_batches": l.Micro, "split_backward": l.Split, "replicas": l.Replicas, "chunks": l.Chunks}
 }
 
 // perMicroBatch reports whether the model has a layer whose results depend
@@ -108,7 +113,7 @@ func candidates(c *config.Config, sample []int) []layout {
 			case p.Schedule == "auto" && sched.OneAtATime():
 				// one actor with every core in each GEMM: micro-batches only cost
 				if m == micros[0] {
-					out = append(out, layout{s, 1, m, p.SplitBackward, reps[0]})
+					out = append(out, layout{s, 1, m, p.SplitBackward, reps[0], p.Chunks})
 				}
 			case p.MicroBatches.IsAuto() && !sched.OneAtATime() && m == 1 && len(micros) > 1:
 				// a pipeline of one micro-batch overlaps nothing
@@ -116,16 +121,16 @@ func candidates(c *config.Config, sample []int) []layout {
 				// dX goes upstream at once and each layer's weight gradient
 				// runs once over the whole step: measured faster for every
 				// pipelined layout, with the same results
-				out = append(out, layout{s, p.Stages, m, true, reps[0]})
+				out = append(out, layout{s, p.Stages, m, true, reps[0], p.Chunks})
 			default:
-				out = append(out, layout{s, p.Stages, m, p.SplitBackward, reps[0]})
+				out = append(out, layout{s, p.Stages, m, p.SplitBackward, reps[0], p.Chunks})
 			}
 		}
 	}
 	// replicas: a chain of one stage each, every replica on its own core,
 	// its share of the mini-batch as one micro-batch unless fixed
 	for _, r := range reps[1:] {
-		l := layout{p.Schedule, p.Stages, int(p.MicroBatches), p.SplitBackward, r}
+		l := layout{p.Schedule, p.Stages, int(p.MicroBatches), p.SplitBackward, r, p.Chunks}
 		if p.Schedule == "auto" {
 			l.Schedule, l.Stages = "sequential", 1
 		}

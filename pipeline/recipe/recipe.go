@@ -38,6 +38,10 @@ type StageSpec struct {
 	Layers   []int // the position's global layer indices, for reports
 	Replica  int
 	NeedDX   bool // the first layer's input gradient is wanted (not on the first position)
+	// Stage, under a chunked schedule, is 1 + the stage whose cores the
+	// stage actor shares with the actors of that stage's other positions
+	// (actors.Device); 0: it has its own.
+	Stage int
 
 	Precision nn.Precision // of the layers' products, the coordinator's arithmetic on every host
 	// Optimizer is the update the stage applies to its parameters; nil
@@ -87,7 +91,11 @@ func Build(s StageSpec, layers []nn.Layer, g *actors.Graph) (*actors.Stage, erro
 			return nil, err
 		}
 	}
-	return actors.NewStage(s.ID, s.Name, g, layers, s.Lo, s.Shard, s.NeedDX, up), nil
+	st := actors.NewStage(s.ID, s.Name, g, layers, s.Lo, s.Shard, s.NeedDX, up)
+	if s.Stage > 0 {
+		st.SetDevice(g.Device(s.Stage-1), s.Position)
+	}
+	return st, nil
 }
 
 // ToWire is s as a worker's session is asked to build it.
@@ -99,7 +107,7 @@ func (s StageSpec) ToWire(run *wire.Run) (*wire.Build, error) {
 	b := &wire.Build{Run: run, Id: int64(s.ID), Name: s.Name, Model: model, Features: int64(tensor.SizeOf(s.Model.Sample)),
 		Seed: s.Model.Seed, Lo: int64(s.Lo), Hi: int64(s.Hi), Shard: int64(s.Shard), NeedDx: s.NeedDX,
 		ClipValue: s.ClipValue, ClipNorm: s.ClipNorm, Position: int64(s.Position), Layers: wire.Int64s(s.Layers),
-		Sample: wire.Int64s(s.Model.Sample), Precision: s.Precision.String(), Replica: int64(s.Replica)}
+		Sample: wire.Int64s(s.Model.Sample), Precision: s.Precision.String(), Replica: int64(s.Replica), Stage: int64(s.Stage)}
 	if s.Optimizer != nil {
 		if b.Optimizer, err = json.Marshal(s.Optimizer); err != nil {
 			return nil, err
@@ -121,7 +129,7 @@ func (s StageSpec) ToWire(run *wire.Run) (*wire.Build, error) {
 // worker's budget.
 func FromWire(m *wire.Build) (StageSpec, error) {
 	s := StageSpec{ID: int(m.Id), Name: m.Name, Lo: int(m.Lo), Hi: int(m.Hi), Shard: int(m.Shard), Position: int(m.Position),
-		Layers: wire.Ints(m.Layers), Replica: int(m.Replica), NeedDX: m.NeedDx, ClipValue: m.ClipValue, ClipNorm: m.ClipNorm}
+		Layers: wire.Ints(m.Layers), Replica: int(m.Replica), NeedDX: m.NeedDx, ClipValue: m.ClipValue, ClipNorm: m.ClipNorm, Stage: int(m.Stage)}
 	if err := json.Unmarshal(m.Model, &s.Model.Specs); err != nil {
 		return s, fmt.Errorf("the model's specs: %v", err)
 	}

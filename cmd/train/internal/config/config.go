@@ -110,7 +110,8 @@ type Schedule struct {
 
 // Pipeline is the [pipeline] table: how the layers are spread over actors.
 type Pipeline struct {
-	Schedule      string   `toml:"schedule" json:"schedule"` // auto | sequential | gpipe | 1f1b
+	Schedule      string   `toml:"schedule" json:"schedule"` // auto | sequential | gpipe | 1f1b | interleaved | zb-h1 | zbv
+	Chunks        int      `toml:"chunks" json:"chunks"`     // interleaved, zbv: positions of the chain per stage; 0 or 1: one (zbv: 2)
 	MicroBatches  Auto     `toml:"micro_batches" json:"micro_batches"`
 	Stages        int      `toml:"stages" json:"stages"`                 // 0: one actor per layer
 	GEMMThreads   int      `toml:"gemm_threads" json:"gemm_threads"`     // goroutines per GEMM; 0: from the cores and the stage actors

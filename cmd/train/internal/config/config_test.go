@@ -126,7 +126,7 @@ func TestParseFull(t *testing.T) {
 		Optimizer: Optimizer{Type: "sgd", LR: 0.1, Momentum: 0.9, Nesterov: true, WeightDecay: 1e-4, Decay: "matrices",
 			Betas: [2]float64{0.8, 0.99}, Eps: 1e-6, ClipNorm: 1, ClipValue: 5},
 		Schedule: Schedule{Type: "cosine", WarmupSteps: 100, StepSize: 1000, Gamma: 0.5, MinLR: 0.01},
-		Pipeline: Pipeline{Schedule: "sequential", MicroBatches: 8, Stages: 3, GEMMThreads: 2, SplitBackward: true, Replicas: 2, Hosts: nil,
+		Pipeline: Pipeline{Schedule: "sequential", Chunks: 1, MicroBatches: 8, Stages: 3, GEMMThreads: 2, SplitBackward: true, Replicas: 2, Hosts: nil,
 			Listen: "0.0.0.0:7100", Advertise: "10.0.0.1:7100"},
 		Train: Train{Epochs: 10, MaxSteps: 5000, EvalEvery: 500, CheckpointDir: "ckpt", Name: "iris-run", KeepCheckpoints: 3, CheckpointEvery: 1000, EarlyStop: 3, Precision: "bf16", BF16Arithmetic: "avx512bf16",
 			Restarts: 2, SnapshotEvery: 50, RestartWait: "30s"},

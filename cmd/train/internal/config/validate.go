@@ -330,6 +330,15 @@ func (c *Config) validatePipeline() error {
 	if p.Stages > len(c.Model.Layers) {
 		return errorf("pipeline.stages = %d exceeds the %d layers of model.layers", p.Stages, len(c.Model.Layers))
 	}
+	if err := atLeast("pipeline.chunks", p.Chunks, 0); err != nil {
+		return err
+	}
+	if s, err := actors.ParseSchedule(p.Schedule); p.Chunks > 1 && (err != nil || !s.Chunked()) && p.Schedule != "auto" {
+		return errorf("pipeline.chunks = %d needs pipeline.schedule = \"interleaved\" or \"zbv\", not %q", p.Chunks, p.Schedule)
+	}
+	if n := max(1, p.Stages) * max(1, p.Chunks); p.Chunks > 1 && n > len(c.Model.Layers) {
+		return errorf("pipeline.stages = %d of pipeline.chunks = %d positions each need %d layers; model.layers has %d", p.Stages, p.Chunks, n, len(c.Model.Layers))
+	}
 	if err := atLeast("pipeline.gemm_threads", p.GEMMThreads, 0); err != nil {
 		return err
 	}

@@ -1,0 +1,147 @@
+package pipeline_test
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/pipetrain/pipetrain/actors"
+	"github.com/pipetrain/pipetrain/nn"
+	"github.com/pipetrain/pipetrain/pipeline"
+	"github.com/pipetrain/pipetrain/tensor"
+)
+
+// newSchedules are the schedules beyond 1F1B, each with the chunk counts
+// it runs.
+var newSchedules = []struct {
+	sched  actors.Schedule
+	chunks []int
+}{
+	{actors.Interleaved, []int{1, 2}},
+	{actors.ZBH1, []int{1}},
+	{actors.ZBV, []int{2}},
+}
+
+// scheduleModels are the models the schedules are checked on.
+var scheduleModels = []struct {
+	name    string
+	m       pipeline.Model
+	batchOf func(step int) (*tensor.Tensor, nn.Target)
+}{
+	{"mlp", testModel, batch},
+	{"cnn", cnnModel(cnnSpecs(false)), cnnBatch},
+	{"gpt", tied, gptBatch},
+}
+
+// TestNewSchedules: interleaved, zb-h1 and zbv at 2, 3, 4 and 6 stages
+// (where the model has the layers for their chunks), one or two chunks a
+// stage, 1, 2, 4 or 8 micro-batches, with clip_norm and without, give the
+// losses and weights of the sequential schedule bit for bit, for the MLP,
+// the CNN and the GPT with a tied head. Under -race, a few layouts each.
+func TestNewSchedules(t *testing.T) {
+	stageCounts, micros := []int{2, 3, 4, 6}, []int{1, 2, 4, 8}
+	if raceEnabled {
+		stageCounts, micros = []int{2, 3}, []int{2, 4}
+	}
+	for _, md := range scheduleModels {
+		for _, clip := range []float64{clipNorm, 0} {
+			base := pipeline.Config{Schedule: actors.Sequential, MicroBatches: 1, Loss: nn.CrossEntropy, Optimizer: sgd, ClipNorm: clip}
+			wantLoss, wantW := trainEngineOn(t, md.m, base, md.batchOf)
+			for _, ns := range newSchedules {
+				for _, stages := range stageCounts {
+					for _, chunks := range ns.chunks {
+						if stages*chunks > len(md.m.Specs) {
+							continue
+						}
+						for _, micro := range micros {
+							name := fmt.Sprintf("%s/clip=%v/%v/stages=%d/chunks=%d/micro=%d", md.name, clip, ns.sched, stages, chunks, micro)
+							t.Run(name, func(t *testing.T) {
+								cfg := base
+								cfg.Schedule, cfg.Stages, cfg.Chunks, cfg.MicroBatches = ns.sched, stages, chunks, micro
+								gotLoss, gotW := trainEngineOn(t, md.m, cfg, md.batchOf)
+								if why := within(gotLoss, wantLoss, gotW, wantW, 0); why != "" {
+									t.Error(why)
+								}
+							})
+						}
+					}
+				}
+			}
+		}
+	}
+}
+
+// TestRemoteNewSchedules: the new schedules with their stages on two
+// workers (a stage's chunks on one) give the losses and weights of the
+// sequential schedule in one process, bit for bit.
+func TestRemoteNewSchedules(t *testing.T) {
+	hosts := workers(t, 2, "")
+	for _, md := range scheduleModels {
+		for _, clip := range []float64{clipNorm, 0} {
+			base := pipeline.Config{Schedule: actors.Sequential, MicroBatches: 1, Loss: nn.CrossEntropy, Optimizer: sgd, ClipNorm: clip,
+				RunID: "schedules", Hang: 5 * time.Second}
+			wantLoss, wantW := trainEngineOn(t, md.m, base, md.batchOf)
+			for _, ns := range newSchedules {
+				for _, chunks := range ns.chunks {
+					t.Run(fmt.Sprintf("%s/clip=%v/%v/chunks=%d", md.name, clip, ns.sched, chunks), func(t *testing.T) {
+						cfg := base
+						cfg.Schedule, cfg.Stages, cfg.Chunks, cfg.MicroBatches, cfg.Hosts = ns.sched, 2, chunks, 4, hosts
+						gotLoss, gotW := trainEngineOn(t, md.m, cfg, md.batchOf)
+						if why := within(gotLoss, wantLoss, gotW, wantW, 0); why != "" {
+							t.Error(why)
+						}
+					})
+				}
+			}
+		}
+	}
+}
+
+// TestChunkPlacement: the chunks of a stage run on its cores, placed as
+// each schedule places them, and the plan refuses what chunks cannot run.
+func TestChunkPlacement(t *testing.T) {
+	for _, tc := range []struct {
+		sched          actors.Schedule
+		stages, chunks int
+		want           []int // the stage of each position
+	}{
+		{actors.Interleaved, 3, 2, []int{0, 1, 2, 0, 1, 2}},
+		{actors.Interleaved, 2, 3, []int{0, 1, 0, 1, 0, 1}},
+		{actors.ZBV, 3, 2, []int{0, 1, 2, 2, 1, 0}},
+		{actors.ZBV, 2, 0, []int{0, 1, 1, 0}}, // zbv's two chunks whatever chunks says
+		{actors.ZBH1, 3, 1, []int{0, 1, 2}},
+	} {
+		eng, err := pipeline.New(testModel, pipeline.Config{Schedule: tc.sched, Stages: tc.stages, Chunks: tc.chunks, MicroBatches: 2, Loss: nn.CrossEntropy, Optimizer: sgd})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var got []int
+		for _, st := range eng.Stages() {
+			got = append(got, st.Stage)
+		}
+		eng.Close()
+		if fmt.Sprint(got) != fmt.Sprint(tc.want) {
+			t.Errorf("%v stages=%d chunks=%d: stages of the positions %v, want %v", tc.sched, tc.stages, tc.chunks, got, tc.want)
+		}
+	}
+	for _, tc := range []struct {
+		cfg  pipeline.Config
+		want string
+	}{
+		{pipeline.Config{Schedule: actors.OneFOneB, Chunks: 2}, "chunks = 2 needs the interleaved or zbv schedule"},
+		{pipeline.Config{Schedule: actors.ZBV, Chunks: 3}, "zbv runs 2 a stage"},
+		{pipeline.Config{Schedule: actors.Interleaved, Stages: 4, Chunks: 2}, "4 stages of 2 chunks need at least 8 layers"},
+		{pipeline.Config{Schedule: actors.ZBH1, Replicas: 2}, "runs one chain"},
+		{pipeline.Config{Schedule: actors.Interleaved, Chunks: 2, Stages: 2, Shards: []int{2}}, "does not shard layers"},
+	} {
+		tc.cfg.MicroBatches, tc.cfg.Loss, tc.cfg.Optimizer = 2, nn.CrossEntropy, sgd
+		eng, err := pipeline.New(testModel, tc.cfg)
+		if err == nil {
+			eng.Close()
+			t.Errorf("%+v: no error, want one saying %q", tc.cfg, tc.want)
+		} else if !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%+v: error %q, want one saying %q", tc.cfg, err, tc.want)
+		}
+	}
+}
