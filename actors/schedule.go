@@ -59,8 +59,8 @@ func (s Schedule) BackwardsWait() bool { return s == GPipe }
 // Limit returns how many micro-batches position i of p may hold at once under s:
 // 1F1B's p−i over the positions (the chunks of every stage under
 // Interleaved, whose stage 0 then holds Megatron's (v+1)/2 stages' worth
-// for v = 2); ZBV one fewer, so that stage 0's two positions hold 2·stages
-// chunks, 1F1B's p stages' worth. Under ZBH1 and ZBV a micro-batch holds
+// for v = 2); ZBV one fewer on the V's first arm, so that each stage's two
+// positions hold 2·stages chunks, 1F1B's p stages' worth. Under ZBH1 and ZBV a micro-batch holds
 // its place until its weight gradients are done too.
 func (s Schedule) Limit(i, p, micros int) int {
 	switch s {
@@ -69,7 +69,10 @@ func (s Schedule) Limit(i, p, micros int) int {
 	case OneFOneB, Interleaved, ZBH1:
 		return max(1, p-i)
 	case ZBV:
-		return max(1, p-1-i)
+		if 2*i < p { // the V's first arm: one fewer, so each stage holds p chunks
+			return max(1, p-1-i)
+		}
+		return max(1, p-i)
 	}
 	return max(1, micros)
 }

@@ -346,7 +346,9 @@ func gptModel(blocks, dim, heads, tokens int) pipeline.Model {
 // (6 blocks, width 192, 6 heads, context 128, batch 32) in each layout: one
 // stage actor ("seq"), or stage actors balanced over S stages (0: an actor
 // per layer) under GPipe or 1F1B with M micro-batches ("gpipe-S-M",
-// "1f1b-S-M", "-split" with split_backward); GOMAXPROCS sets the cores:
+// "1f1b-S-M", "-split" with split_backward), or under the zero-bubble
+// and interleaved schedules ("zbh1-S-M", "zbv-S-M", "interleaved-S-M-c2"
+// with 2 chunks a stage); GOMAXPROCS sets the cores:
 // GOMAXPROCS=1 go test -run '^$' -bench 'GPTStep/recipe/seq' ./pipeline/
 func BenchmarkGPTStep(b *testing.B) {
 	type layout struct {
@@ -354,14 +356,21 @@ func BenchmarkGPTStep(b *testing.B) {
 		sched         actors.Schedule
 		stages, micro int
 		split         bool
+		chunks        int
 	}
-	layouts := []layout{{"seq", actors.Sequential, 1, 1, false}}
+	layouts := []layout{{"seq", actors.Sequential, 1, 1, false, 1}}
 	for _, st := range []int{0, 2, 3} {
 		for _, m := range []int{2, 4, 8, 16} {
 			for _, split := range []bool{false, true} {
 				sfx := map[bool]string{true: "-split"}[split]
-				layouts = append(layouts, layout{fmt.Sprintf("gpipe-%d-%d%s", st, m, sfx), actors.GPipe, st, m, split},
-					layout{fmt.Sprintf("1f1b-%d-%d%s", st, m, sfx), actors.OneFOneB, st, m, split})
+				layouts = append(layouts, layout{fmt.Sprintf("gpipe-%d-%d%s", st, m, sfx), actors.GPipe, st, m, split, 1},
+					layout{fmt.Sprintf("1f1b-%d-%d%s", st, m, sfx), actors.OneFOneB, st, m, split, 1})
+			}
+			if st > 0 {
+				layouts = append(layouts, layout{fmt.Sprintf("zbh1-%d-%d", st, m), actors.ZBH1, st, m, true, 1},
+					layout{fmt.Sprintf("interleaved-%d-%d-c2", st, m), actors.Interleaved, st, m, false, 2},
+					layout{fmt.Sprintf("interleaved-%d-%d-c2-split", st, m), actors.Interleaved, st, m, true, 2},
+					layout{fmt.Sprintf("zbv-%d-%d", st, m), actors.ZBV, st, m, true, 2})
 			}
 		}
 	}
@@ -375,7 +384,7 @@ func BenchmarkGPTStep(b *testing.B) {
 			}
 			b.Run(c.name+"/"+l.name, func(b *testing.B) {
 				benchGPT(b, gptModel(c.blocks, c.dim, c.heads, c.tokens), c.batch, c.tokens,
-					pipeline.Config{Schedule: l.sched, MicroBatches: l.micro, Stages: l.stages, SplitBackward: l.split})
+					pipeline.Config{Schedule: l.sched, MicroBatches: l.micro, Stages: l.stages, SplitBackward: l.split, Chunks: l.chunks})
 			})
 		}
 	}
@@ -407,24 +416,30 @@ func benchGPT(b *testing.B, m pipeline.Model, batch, tokens int, cfg pipeline.Co
 	b.ReportMetric(float64(batch*tokens)*float64(b.N)/b.Elapsed().Seconds(), "tokens/s")
 }
 
-// BenchmarkBubble runs equal-cost stages under GPipe and 1F1B and reports
-// the idle fraction of the forward/backward phase (median over the steps)
-// beside the theory, (p-1)/(m+p-1). The theory gives each stage a device of
-// its own, so the layers sleep their cost: the benchmark measures the
-// schedule, not stages sharing two cores. Other load only lengthens the
-// bubble, which is why this is a benchmark, not a test:
+// BenchmarkBubble runs equal-cost stages under each pipelined schedule and
+// reports the idle fraction of the forward/backward phase (median over the
+// steps) beside 1F1B's theory, (p-1)/(m+p-1). A layer's forward, input
+// gradient and weight gradient each take 1.5 ms (a backward not split,
+// 3 ms), and the layers sleep their cost, standing for a device each
+// stage: the benchmark measures the schedule, not stages sharing two
+// cores. Other load only lengthens the bubble, which is why this is a
+// benchmark, not a test:
 // go test -run '^$' -bench Bubble -benchtime 20x ./pipeline/
 func BenchmarkBubble(b *testing.B) {
 	for _, pm := range [][2]int{{2, 8}, {4, 8}} {
 		p, m := pm[0], pm[1]
-		for _, sched := range []actors.Schedule{actors.GPipe, actors.OneFOneB} {
-			b.Run(fmt.Sprintf("%v/p=%d/m=%d", sched, p, m), func(b *testing.B) {
-				layers, passes := passModel(b, p)
-				for _, l := range passes {
+		for _, sc := range []struct {
+			sched  actors.Schedule
+			chunks int
+		}{{actors.GPipe, 1}, {actors.OneFOneB, 1}, {actors.Interleaved, 2}, {actors.ZBH1, 1}, {actors.ZBV, 2}} {
+			b.Run(fmt.Sprintf("%v/p=%d/m=%d/chunks=%d", sc.sched, p, m, sc.chunks), func(b *testing.B) {
+				layers, passes := passModel(b, p*sc.chunks)
+				for i, l := range passes {
 					l.fwd, l.bwd, l.sleep = 1500*time.Microsecond, 3000*time.Microsecond, true
+					layers[i+1] = &splitPass{l, 1500 * time.Microsecond}
 				}
-				// the linear layer shares the first stage; it costs microseconds
-				eng := newPassEngine(b, layers, pipeline.Config{Schedule: sched, Stages: p, MicroBatches: m, Trace: true})
+				// the linear layer shares the first position; it costs microseconds
+				eng := newPassEngine(b, layers, pipeline.Config{Schedule: sc.sched, Stages: p, Chunks: sc.chunks, MicroBatches: m, Trace: true})
 				defer eng.Close()
 				var bubbles []float64
 				step := 0
@@ -451,3 +466,18 @@ func BenchmarkBubble(b *testing.B) {
 		}
 	}
 }
+
+// splitPass is a pass layer whose backward splits: the input gradient
+// takes bwd − w, the weight gradient w.
+type splitPass struct {
+	*passLayer
+	w time.Duration
+}
+
+func (l *splitPass) BackwardInput(p nn.Pass, dy *tensor.Tensor) *tensor.Tensor {
+	delete(l.inFlight, p.Micro)
+	l.cost(l.bwd - l.w)
+	return dy.Clone()
+}
+
+func (l *splitPass) BackwardParams(p nn.Pass) { l.cost(l.w) }

@@ -1,6 +1,6 @@
 // Package pipeline builds a graph of actors from a Model (nn layer specs, a
 // sample shape, a seed) and runs training steps through it under the
-// sequential, GPipe and 1F1B schedules. It holds the plan and the engine;
+// sequential, GPipe, 1F1B, interleaved, ZB-H1 and ZBV schedules. It holds the plan and the engine;
 // package recipe holds a stage actor's recipe, which both the engine and a
 // worker build from, and package remote all that crosses processes:
 // workers, the link to them and the data plane.
@@ -17,6 +17,9 @@
 //     and a stage event's "stage" is that id, its "position" the place;
 //   - a shard is a block of a layer's output columns (a linear layer's
 //     features, a convolution's filters) with its rows of W and b;
+//   - a stage, under a chunked schedule (interleaved, zbv), is the share
+//     of the cores whose positions' stage actors take turns on it (a chunk
+//     each); otherwise each position is a stage of its own;
 //   - a slot is a stage actor to be, in the Plan;
 //   - a host is a process that runs stage actors for a coordinator elsewhere
 //     (a worker, `train worker`); this process is not one;
@@ -134,6 +137,20 @@
 // pipeline.split_backward turns it on, and "auto" uses it for its pipelined
 // layouts. On the deep MLP of bench/scaling, 8 micro-batches, 1f1b over an
 // actor per layer on two cores, it is 22-27% faster (BenchmarkDeep).
+//
+// # Chunks and zero-bubble schedules
+//
+// Under Interleaved and ZBV, Config.Chunks positions run on each of
+// Config.Stages stages (Plan.StageOf): interleaved puts position c on
+// stage c mod stages, ZBV on stage c for the V's first arm and 2·stages−1−c
+// for its second. A stage's stage actors take turns on one actors.Device,
+// the most urgent waiting work first, and share its thread budget; on
+// workers a stage's positions run on one host. Under ZBH1 and ZBV a stage
+// splits every backward, sends the input gradient at once and runs each
+// micro-batch's weight gradients when nothing more urgent waits
+// (actors.Wire.FillWeights), the micro-batch holding its place under the
+// limit until they are done: 1F1B's memory. None of it changes a bit: each
+// stage actor still sees the micro-batches in order.
 //
 // # Stages on other processes
 //

@@ -1,6 +1,8 @@
 package pipeline_test
 
 import (
+	"bytes"
+	"encoding/json"
 	"fmt"
 	"strings"
 	"testing"
@@ -143,5 +145,72 @@ func TestChunkPlacement(t *testing.T) {
 		} else if !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%+v: error %q, want one saying %q", tc.cfg, err, tc.want)
 		}
+	}
+}
+
+// TestChunkTrace: a chunked schedule's trace draws each stage on one
+// track, its spans labelled with their chunk, and the bubble counts the
+// stages, not their actors.
+func TestChunkTrace(t *testing.T) {
+	eng, err := pipeline.New(testModel, pipeline.Config{Schedule: actors.ZBV, Stages: 2, MicroBatches: 4, Loss: nn.CrossEntropy, Optimizer: sgd, Trace: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer eng.Close()
+	x, tg := batch(1)
+	if _, err := eng.Step(1, 0.1, x, tg); err != nil {
+		t.Fatal(err)
+	}
+	stats, err := eng.Stats(false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if b := pipeline.Bubble(stats, eng.Stages()); b <= 0 || b >= 1 {
+		t.Errorf("bubble %v, want within (0, 1)", b)
+	}
+	var buf bytes.Buffer
+	if err := eng.WriteTrace(&buf); err != nil {
+		t.Fatal(err)
+	}
+	var trace struct {
+		TraceEvents []struct {
+			Name string
+			Ph   string
+			Tid  int
+			Args map[string]any
+		}
+	}
+	if err := json.Unmarshal(buf.Bytes(), &trace); err != nil {
+		t.Fatal(err)
+	}
+	tracks := map[int]string{}
+	chunks := map[int]map[float64]bool{} // per track, the chunks its spans name
+	weights := 0
+	for _, ev := range trace.TraceEvents {
+		switch ev.Ph {
+		case "M":
+			tracks[ev.Tid], _ = ev.Args["name"].(string)
+		case "X":
+			if c, ok := ev.Args["chunk"].(float64); ok {
+				if chunks[ev.Tid] == nil {
+					chunks[ev.Tid] = map[float64]bool{}
+				}
+				chunks[ev.Tid][c] = true
+			}
+			if strings.HasPrefix(ev.Name, "weight-grad") {
+				weights++
+			}
+		}
+	}
+	for st := range 2 {
+		if name := tracks[st]; name != fmt.Sprintf("stage %d", st) {
+			t.Errorf("track %d is named %q, want \"stage %d\"", st, name, st)
+		}
+		if len(chunks[st]) != 2 {
+			t.Errorf("stage %d's track has spans of chunks %v, want 0 and 1", st, chunks[st])
+		}
+	}
+	if weights == 0 {
+		t.Error("no weight-grad span: zbv left no weight gradients to fill the waits")
 	}
 }

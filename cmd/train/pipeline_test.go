@@ -17,19 +17,27 @@ import (
 )
 
 // TestSchedulesGiveIdenticalLosses runs the small dropout and clip_norm model
-// under every schedule, stages 0 and 2, micro-batches 1, 4 and 8: for each
-// micro-batch count every step's loss is the same, bit for bit.
+// under every schedule, stages 0 and 2 (interleaved and zbv: 2 stages of 2
+// chunks), micro-batches 1, 2, 4 and 8: every step's loss is the same, bit
+// for bit.
 func TestSchedulesGiveIdenticalLosses(t *testing.T) {
 	// 256 rows: eight 32-row chunks, so 1, 2, 4 and 8 micro-batches all differ
 	base := strings.Replace(strings.Replace(baseConfig, "batch_size = 64", "batch_size = 256", 1), "epochs = 2", "epochs = 6", 1)
 	var want map[int]float64
 	var wantName string
 	for _, micro := range []int{1, 2, 4, 8} {
-		for _, sched := range []string{"sequential", "gpipe", "1f1b"} {
+		for _, sched := range []string{"sequential", "gpipe", "1f1b", "zb-h1", "interleaved", "zbv"} {
 			for _, stages := range []int{0, 2} {
+				chunks := 1
+				if sched == "interleaved" || sched == "zbv" {
+					if stages == 0 {
+						continue
+					}
+					chunks = 2
+				}
 				name := fmt.Sprintf("%s/stages=%d/micro=%d", sched, stages, micro)
 				cfg := strings.Replace(base, "micro_batches = 2", fmt.Sprintf("micro_batches = %d", micro), 1)
-				r := runCmd(t, t.TempDir(), cfg, "--set", "pipeline.schedule="+sched,
+				r := runCmd(t, t.TempDir(), cfg, "--set", "pipeline.schedule="+sched, "--set", fmt.Sprintf("pipeline.chunks=%d", chunks),
 					"--set", fmt.Sprintf("pipeline.stages=%d", stages), "--set", "train.max_steps=30")
 				if r.code != 0 {
 					t.Fatalf("%s: exit %d:\n%s", name, r.code, r.stderr)
