@@ -211,7 +211,8 @@ type Wire struct {
 	PrevSplit              []int        // column bounds of the previous position's output, len(Prev)+1
 	InShards               int          // forward blocks to gather: actors of the previous position, or 1
 	OutShards              int          // backward blocks to gather: actors of the next position, or 1
-	Limit                  int          // micro-batches admitted at once
+	Limit                  int          // micro-batches admitted at once, until their backwards
+	Hold                   int          // with FillWeights: micro-batches holding activations, until their weight gradients; 0: Limit
 	SplitBackward          bool         // send dX upstream before computing dW
 	// OneArena: each micro-batch's work is over everywhere before the next
 	// one's starts (the sequential schedule, no split backward, no

@@ -208,7 +208,7 @@ func Encode(msg any, run Run, from string) (proto.Message, error) {
 		return &wire.Links{Run: r, Coordinator: ToPid(m.Coordinator), Optimizer: ToPid(m.Optimizer), Next: toPids(m.Next),
 			Prev: toPids(m.Prev), PrevSplit: wire.Int64s(m.PrevSplit), InShards: int64(m.InShards), OutShards: int64(m.OutShards),
 			Limit: int64(m.Limit), SplitBackward: m.SplitBackward, NextNames: m.NextNames, PrevNames: m.PrevNames, Tied: toTied(m.Tied),
-			Replica: int64(m.Replica), Copies: toPids(m.Copies), CopyNames: m.CopyNames, OwnCopies: m.OwnCopies, OneArena: m.OneArena, EvalWindow: int64(m.EvalWindow), EachDone: m.EachDone, FillWeights: m.FillWeights}, nil
+			Replica: int64(m.Replica), Copies: toPids(m.Copies), CopyNames: m.CopyNames, OwnCopies: m.OwnCopies, OneArena: m.OneArena, EvalWindow: int64(m.EvalWindow), EachDone: m.EachDone, FillWeights: m.FillWeights, Hold: int64(m.Hold)}, nil
 	case *Lost:
 		return &wire.Lost{Run: r, Host: m.Host, Stages: m.Stages, Why: m.Why}, nil
 	case *GetParams:
@@ -300,7 +300,7 @@ func decodeControl(msg any) (any, Run, error) {
 		return &Wire{Coordinator: FromPid(m.Coordinator), Optimizer: FromPid(m.Optimizer), Next: fromPids(m.Next),
 			Prev: fromPids(m.Prev), PrevSplit: wire.Ints(m.PrevSplit), InShards: int(m.InShards), OutShards: int(m.OutShards),
 			Limit: int(m.Limit), SplitBackward: m.SplitBackward, NextNames: m.NextNames, PrevNames: m.PrevNames, Tied: fromTied(m.Tied),
-			Replica: int(m.Replica), Copies: fromPids(m.Copies), CopyNames: m.CopyNames, OwnCopies: m.OwnCopies, OneArena: m.OneArena, EvalWindow: int(m.EvalWindow), EachDone: m.EachDone, FillWeights: m.FillWeights}, runOf(m.Run), nil
+			Replica: int(m.Replica), Copies: fromPids(m.Copies), CopyNames: m.CopyNames, OwnCopies: m.OwnCopies, OneArena: m.OneArena, EvalWindow: int(m.EvalWindow), EachDone: m.EachDone, FillWeights: m.FillWeights, Hold: int(m.Hold)}, runOf(m.Run), nil
 	case *wire.Lost:
 		return &Lost{Host: m.Host, Stages: m.Stages, Why: m.Why}, runOf(m.Run), nil
 	case *wire.GetParams:

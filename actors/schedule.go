@@ -56,25 +56,39 @@ func (s Schedule) OneAtATime() bool { return s == Sequential }
 // step (GPipe): the loss actor holds the output gradients until then.
 func (s Schedule) BackwardsWait() bool { return s == GPipe }
 
-// Limit returns how many micro-batches position i of p may hold at once under s:
-// 1F1B's p−i over the positions (the chunks of every stage under
-// Interleaved, whose stage 0 then holds Megatron's (v+1)/2 stages' worth
-// for v = 2); ZBV one fewer on the V's first arm, so that each stage's two
-// positions hold 2·stages chunks, 1F1B's p stages' worth. Under ZBH1 and ZBV a micro-batch holds
-// its place until its weight gradients are done too.
+// Limit returns how many micro-batches position i of p may start before
+// their backwards come back, under s: 1F1B's p−i over the positions for
+// every pipelined schedule but GPipe (under Interleaved the positions of
+// every stage: its stage 0 then holds Megatron's (v+1)/2 stages' worth for
+// v = 2). Hold bounds the activations held longer, for weight gradients.
 func (s Schedule) Limit(i, p, micros int) int {
 	switch s {
 	case Sequential:
 		return 1
-	case OneFOneB, Interleaved, ZBH1:
-		return max(1, p-i)
-	case ZBV:
-		if 2*i < p { // the V's first arm: one fewer, so each stage holds p chunks
-			return max(1, p-1-i)
-		}
+	case OneFOneB, Interleaved, ZBH1, ZBV:
 		return max(1, p-i)
 	}
 	return max(1, micros)
+}
+
+// Hold returns how many micro-batches position i of p may hold activations
+// for, until their weight gradients are done, under a schedule that fills
+// waits with them (SplitsBackward), or 0: Limit bounds them too. ZBH1 lets
+// every position hold p, 1F1B's first stage's memory, so that a later one
+// may leave its weight gradients for its waits. ZBV gives each stage's two
+// positions p chunks in all (p counts both arms: 1F1B's first stage's
+// memory), most to the first arm, whose forwards fill the stage's start:
+// p−1−i there, p−i on the second, whose last position needs one.
+func (s Schedule) Hold(i, p int) int {
+	switch {
+	case s == ZBH1:
+		return p
+	case s == ZBV && 2*i < p:
+		return max(1, p-1-i)
+	case s == ZBV:
+		return max(1, p-i)
+	}
+	return 0
 }
 
 // SplitsBackward reports whether s always splits the backward into input

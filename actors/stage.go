@@ -1,6 +1,7 @@
 package actors
 
 import (
+	"cmp"
 	"fmt"
 	"slices"
 
@@ -33,10 +34,11 @@ type Stage struct {
 	fwdParts   map[partKey][]*tensor.Tensor
 	bwdParts   map[int][]*tensor.Tensor
 	queue      []*Forward // complete forwards waiting for a credit
-	inFlight   int
-	actBytes   []int64 // per micro-batch, the activation bytes its forward left in the arena
-	rows       []int   // per micro-batch, nn.Pass.Row of its forward, for its backward
-	liveBytes  int64   // their sum over the micro-batches in flight
+	inFlight   int        // micro-batches holding activations: from the forward to the backward, or its weight gradients
+	open       int        // micro-batches from the forward to the backward
+	actBytes   []int64    // per micro-batch, the activation bytes its forward left in the arena
+	rows       []int      // per micro-batch, nn.Pass.Row of its forward, for its backward
+	liveBytes  int64      // their sum over the micro-batches in flight
 	kicked     bool
 	current    int // index into layers of the layer running, for failure messages
 	done       int // backwards finished in this step
@@ -364,20 +366,28 @@ func (s *Stage) gatherForward(ctx actor.Context, m *Forward) {
 
 // maybeKick schedules one queued forward behind the mailbox's current messages.
 func (s *Stage) maybeKick(ctx actor.Context) {
-	if !s.kicked && len(s.queue) > 0 && s.inFlight < s.w.Limit && (!s.rep.buffered || s.hasTurn()) {
+	if !s.kicked && len(s.queue) > 0 && s.mayAdmit() && (!s.rep.buffered || s.hasTurn()) {
 		s.kicked = true
 		ctx.Send(ctx.Self(), &kick{})
 		s.status.sent.Add(1)
 	}
 }
 
+// mayAdmit reports whether a forward may start: fewer than Limit
+// micro-batches wait for their backwards, and fewer than Hold hold
+// activations.
+func (s *Stage) mayAdmit() bool {
+	return s.open < s.w.Limit && s.inFlight < cmp.Or(s.w.Hold, s.w.Limit)
+}
+
 func (s *Stage) runForward(ctx actor.Context) {
-	if len(s.queue) == 0 || s.inFlight >= s.w.Limit || s.rep.buffered && !s.hasTurn() {
+	if len(s.queue) == 0 || !s.mayAdmit() || s.rep.buffered && !s.hasTurn() {
 		return
 	}
 	f := s.queue[0]
 	s.queue = s.queue[:copy(s.queue, s.queue[1:])] // keeps the slice's start, so appends reuse it
 	s.inFlight++
+	s.open++
 	s.micros = f.Micros
 	s.forward(ctx, f)
 	s.maybeKick(ctx)
@@ -581,6 +591,7 @@ func (s *Stage) backward(ctx actor.Context, step, micro int, dy *tensor.Tensor) 
 	if !ok {
 		return
 	}
+	s.open--
 	if s.w.FillWeights && len(s.pendingW) > 0 {
 		s.fill = append(s.fill, micro) // it holds its place until its weight gradients are done
 		s.postFill(ctx)
@@ -638,10 +649,14 @@ func (s *Stage) postFill(ctx actor.Context) {
 
 // runFill runs the weight gradients of the oldest micro-batch waiting for
 // them, in the micro-batches' order (each layer adds them up in it), and
-// frees its place for a forward.
+// frees its place for a forward, unless a forward may start first.
 func (s *Stage) runFill(ctx actor.Context) {
 	s.fillPosted = false
 	if len(s.fill) == 0 {
+		return
+	}
+	if s.kicked { // a forward may start: it goes first, and this after it
+		s.postFill(ctx)
 		return
 	}
 	micro := s.fill[0]

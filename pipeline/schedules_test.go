@@ -214,3 +214,51 @@ func TestChunkTrace(t *testing.T) {
 		t.Error("no weight-grad span: zbv left no weight gradients to fill the waits")
 	}
 }
+
+// TestScheduleMemory: the zero-bubble schedules hold no more micro-batches'
+// activations on a stage than 1F1B does on its first, p (counted at the
+// layers, whose caches wait for the weight gradients): zb-h1 at each
+// position, zbv over each stage's two positions, in chunks of half a stage.
+func TestScheduleMemory(t *testing.T) {
+	const stages, micro = 3, 8
+	for _, tc := range []struct {
+		sched  actors.Schedule
+		chunks int
+	}{{actors.OneFOneB, 1}, {actors.ZBH1, 1}, {actors.ZBV, 2}} {
+		eng, err := pipeline.New(tied, pipeline.Config{Schedule: tc.sched, Stages: stages, Chunks: tc.chunks, MicroBatches: micro,
+			Loss: nn.CrossEntropy, Optimizer: sgd, ClipNorm: clipNorm})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for step := 1; step <= 3; step++ {
+			x, tg := gptBatch(step)
+			if _, err := eng.Step(step, 0.1, x, tg); err != nil {
+				t.Fatal(err)
+			}
+		}
+		stats, err := eng.Stats(true)
+		if err != nil {
+			t.Fatal(err)
+		}
+		held := map[int]int{} // per stage, the positions' most micro-batches held
+		peak := 0
+		for _, info := range eng.Stages() {
+			for _, st := range stats {
+				if st.Actor == info.Actor {
+					held[info.Stage] += st.MaxInFlight
+					peak = max(peak, st.MaxInFlight)
+				}
+			}
+		}
+		eng.Close()
+		for st, n := range held {
+			if n > stages*tc.chunks {
+				t.Errorf("%v: stage %d's positions held %d micro-batches' activations in chunks, more than %d", tc.sched, st, n, stages*tc.chunks)
+			}
+		}
+		if peak == 0 {
+			t.Errorf("%v: no position held a micro-batch", tc.sched)
+		}
+		t.Logf("%v: per stage, micro-batch chunks held at most %v", tc.sched, held)
+	}
+}
