@@ -65,10 +65,21 @@ func Partition(costs []float64, n int) []int {
 // they were (no caches, zero gradients, batch norm's running statistics
 // untouched).
 func MeasureCosts(layers []nn.Layer, features, rows, reps, threads int, dt tensor.DType, pr nn.Precision) ([]float64, error) {
+	fwd, bwd, err := measurePasses(layers, features, rows, reps, threads, dt, pr)
+	if err != nil {
+		return nil, err
+	}
 	costs := make([]float64, len(layers))
 	for i := range costs {
-		costs[i] = math.Inf(1)
+		costs[i] = (fwd[i] + bwd[i]).Seconds()
 	}
+	return costs, nil
+}
+
+// measurePasses is MeasureCosts's timing with each layer's forward and
+// backward apart, from the run whose sum was the least.
+func measurePasses(layers []nn.Layer, features, rows, reps, threads int, dt tensor.DType, pr nn.Precision) (fwd, bwd []time.Duration, err error) {
+	fwd, bwd = make([]time.Duration, len(layers)), make([]time.Duration, len(layers))
 	// training passes move batch norm's running statistics: put them back
 	var saved [][]*tensor.Tensor
 	for _, l := range layers {
@@ -93,14 +104,14 @@ func MeasureCosts(layers []nn.Layer, features, rows, reps, threads int, dt tenso
 		p := nn.Pass{Step: 0, Micro: -1 - r, Train: true, Threads: threads, Arena: arena, Precision: pr}
 		h := tensor.Zeros(dt, rows, features) // zeros: token ids too, for an embedding
 		outs := make([]*tensor.Tensor, len(layers))
-		times := make([]time.Duration, len(layers))
+		f, b := make([]time.Duration, len(layers)), make([]time.Duration, len(layers))
 		for i, l := range layers {
 			start := time.Now()
 			h = runSafely(func() *tensor.Tensor { return l.Forward(p, h) })
 			if h == nil {
-				return nil, fmt.Errorf("pipeline: layer %d (%s) failed on a sample of %d rows", i, l.Kind(), rows)
+				return nil, nil, fmt.Errorf("pipeline: layer %d (%s) failed on a sample of %d rows", i, l.Kind(), rows)
 			}
-			times[i] = time.Since(start)
+			f[i] = time.Since(start)
 			outs[i] = h
 		}
 		g := tensor.Full(dt, 1e-3, h.Shape()...)
@@ -108,17 +119,17 @@ func MeasureCosts(layers []nn.Layer, features, rows, reps, threads int, dt tenso
 			start := time.Now()
 			g = runSafely(func() *tensor.Tensor { return layers[i].Backward(p, g, i > 0) })
 			if g == nil && i > 0 {
-				return nil, fmt.Errorf("pipeline: layer %d (%s) failed backward on a sample", i, layers[i].Kind())
+				return nil, nil, fmt.Errorf("pipeline: layer %d (%s) failed backward on a sample", i, layers[i].Kind())
 			}
-			times[i] += time.Since(start)
+			b[i] = time.Since(start)
 		}
-		for i, t := range times {
-			if r > 0 {
-				costs[i] = math.Min(costs[i], t.Seconds())
+		for i := range f {
+			if r > 0 && (r == 1 || f[i]+b[i] < fwd[i]+bwd[i]) {
+				fwd[i], bwd[i] = f[i], b[i]
 			}
 		}
 	}
-	return costs, nil
+	return fwd, bwd, nil
 }
 
 func runSafely(f func() *tensor.Tensor) (t *tensor.Tensor) {

@@ -56,6 +56,35 @@ type Prediction struct {
 // at a time under the sequential schedule, and with replicas the gradient
 // turn and the new weights between hosts, one block after another.
 func Predict(m Model, cfg Config, batch int, link Link) (*Prediction, error) {
+	ms, err := measure(m, cfg, batch)
+	if err != nil {
+		return nil, err
+	}
+	costs := make([]float64, len(ms.fwd))
+	for i := range costs {
+		costs[i] = (ms.fwd[i] + ms.bwd[i]).Seconds()
+	}
+	c := costing{p: ms.plan, link: link, rows: ms.rows, outs: ms.outs, in: tensor.SizeOf(m.Sample), bytes: 4}
+	if m.DType == tensor.Float64 {
+		c.bytes = 8
+	}
+	pr := &Prediction{Plan: ms.plan, Rows: ms.rows}
+	c.chain(pr, costs)
+	c.step(pr)
+	return pr, nil
+}
+
+// measured is a model planned as New would plan it and its layers timed
+// on a micro-batch, with the threads a stage actor would have.
+type measured struct {
+	plan     *Plan
+	rows     int   // a micro-batch's
+	outs     []int // each layer's output values a sample
+	params   []bool
+	fwd, bwd []time.Duration
+}
+
+func measure(m Model, cfg Config, batch int) (*measured, error) {
 	layers, err := nn.BuildShape(m.Specs, m.Sample, m.Seed, m.DType, 0, len(m.Specs))
 	if err != nil {
 		return nil, fmt.Errorf("pipeline: %w", err)
@@ -65,27 +94,48 @@ func Predict(m Model, cfg Config, batch int, link Link) (*Prediction, error) {
 	if err != nil {
 		return nil, fmt.Errorf("pipeline: %w", err)
 	}
-	outs := make([]int, len(shapes))
+	ms := &measured{}
 	for i, sh := range shapes {
-		outs[i] = tensor.SizeOf(sh)
+		ms.outs = append(ms.outs, tensor.SizeOf(sh))
+		ms.params = append(ms.params, len(layers[i].Params()) > 0)
 	}
-	p, err := makePlan(layers, tensor.SizeOf(m.Sample), outs, cfg, layerBuilder(m))
+	if ms.plan, err = makePlan(layers, tensor.SizeOf(m.Sample), ms.outs, cfg, layerBuilder(m)); err != nil {
+		return nil, err
+	}
+	ms.rows = max(1, batch/max(1, ms.plan.Replicas)/ms.plan.Micro)
+	ms.fwd, ms.bwd, err = measurePasses(layers, tensor.SizeOf(m.Sample), ms.rows, 3, ms.plan.stageThreads(), paramDType(layers), cfg.Precision)
 	if err != nil {
 		return nil, err
 	}
-	rows := max(1, batch/max(1, p.Replicas)/p.Micro)
-	costs, err := MeasureCosts(layers, tensor.SizeOf(m.Sample), rows, 3, p.stageThreads(), paramDType(layers), cfg.Precision)
+	return ms, nil
+}
+
+// SimLayers is what Simulate charges for a model's layers, measured.
+type SimLayers struct {
+	Stages  int       // the positions the plan makes of the layers
+	Rows    int       // a micro-batch's, as timed
+	F, B, W []float64 // each layer's forward, input gradient and weight gradient, in seconds
+}
+
+// MeasureSimLayers plans m under cfg and times its layers as Predict
+// does, for Simulate. The backward is timed whole, as the layers run it:
+// a layer with parameters has it split half and half between B and W,
+// since nothing yet times the input and weight gradients apart; one
+// without has no W.
+func MeasureSimLayers(m Model, cfg Config, batch int) (*SimLayers, error) {
+	ms, err := measure(m, cfg, batch)
 	if err != nil {
 		return nil, err
 	}
-	c := costing{p: p, link: link, rows: rows, outs: outs, in: tensor.SizeOf(m.Sample), bytes: 4}
-	if m.DType == tensor.Float64 {
-		c.bytes = 8
+	sl := &SimLayers{Stages: len(ms.plan.Positions), Rows: ms.rows}
+	for i := range ms.fwd {
+		b, w := ms.bwd[i].Seconds(), 0.0
+		if ms.params[i] {
+			b, w = b/2, b/2
+		}
+		sl.F, sl.B, sl.W = append(sl.F, ms.fwd[i].Seconds()), append(sl.B, b), append(sl.W, w)
 	}
-	pr := &Prediction{Plan: p, Rows: rows}
-	c.chain(pr, costs)
-	c.step(pr)
-	return pr, nil
+	return sl, nil
 }
 
 // stageThreads is the threads a stage actor of p has: here, or on a worker

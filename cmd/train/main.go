@@ -11,6 +11,7 @@
 //	train sample --checkpoint DIR [--prompt TEXT] [--tokens N] [--temperature T] [--top_k K] [--top_p P] [--seed S]
 //	train prepare --config FILE [--set KEY=VALUE]... [--out DIR]
 //	train plan --config FILE [--set KEY=VALUE]... [--hosts N] [--bandwidth RATE] [--latency DURATION]
+//	           [--simulate [--stages P] [--micro-batches M] [--chunks V]]
 //	train help [COMMAND]
 //	train --version
 //
@@ -30,7 +31,9 @@
 // and meta.json, which data.name = "tokens" trains from without reading
 // them into memory. plan prints the layouts a run would consider and the
 // step time the cost model predicts for each, for hosts this machine may
-// not have, without training.
+// not have, without training; with --simulate, each schedule's step,
+// bubble and peak activations as a simulator replays it over the layers'
+// measured costs, for stages this machine may not have the cores for.
 //
 // Exit status: 0 done; 2 the command line, config or data is wrong; 1 training
 // failed (the last checkpoint is kept); 130 interrupted (a checkpoint is written).

@@ -19,13 +19,16 @@ import (
 	"github.com/pipetrain/pipetrain/pipeline"
 )
 
-const planUsage = "usage: train plan --config FILE [--set KEY=VALUE]... [--hosts N] [--bandwidth RATE] [--latency DURATION]"
+const planUsage = "usage: train plan --config FILE [--set KEY=VALUE]... [--hosts N] [--bandwidth RATE] [--latency DURATION] [--simulate [--stages P] [--micro-batches M] [--chunks V]]"
 
 // runPlan prints the layouts a run of the config would consider and the
 // step time the cost model predicts for each, without training: the
 // layers are built and timed here, and --hosts N places the stages on N
 // hosts like this machine (pipeline.hosts by default) joined by links of
-// --bandwidth and --latency.
+// --bandwidth and --latency. With --simulate it prints instead each
+// schedule's step as the simulator replays it with the layers' measured
+// costs, for the config's stages and micro-batches or --stages and
+// --micro-batches.
 func runPlan(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("plan", flag.ContinueOnError)
 	cfgPath := fs.String("config", "", "the TOML config to plan")
@@ -34,8 +37,26 @@ func runPlan(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	hosts := fs.Int("hosts", -1, "hosts to place the stages on (default: the config's pipeline.hosts; 0: this process)")
 	bandwidth := fs.String("bandwidth", "10Gbit", "the links' bandwidth: a number and bit, Kbit, Mbit, Gbit, B, KB, MB or GB (a second)")
 	latency := fs.Duration("latency", 100*time.Microsecond, "the links' one-way latency")
+	simulate := fs.Bool("simulate", false, "replay every schedule in the simulator, with the layers' measured costs")
+	stages := fs.Int("stages", 0, "with --simulate: the stages (default: the plan's)")
+	micro := fs.Int("micro-batches", 0, "with --simulate: the micro-batches (default: the config's; under auto, the most it tries)")
+	chunks := fs.Int("chunks", 2, "with --simulate: the chunks a stage holds under interleaved")
 	if err := parseFlags(fs, args, planUsage); err != nil {
 		return err
+	}
+	var simOnly []string
+	fs.Visit(func(f *flag.Flag) {
+		if f.Name == "stages" || f.Name == "micro-batches" || f.Name == "chunks" {
+			simOnly = append(simOnly, "--"+f.Name)
+		}
+	})
+	switch {
+	case len(simOnly) > 0 && !*simulate:
+		return badInputf("plan: %s: only with --simulate (%s)", strings.Join(simOnly, ", "), planUsage)
+	case *stages < 0 || *micro < 0:
+		return badInputf("plan: --stages %d, --micro-batches %d: must not be negative", *stages, *micro)
+	case *chunks < 1:
+		return badInputf("plan: --chunks %d: want at least 1", *chunks)
 	}
 	if *cfgPath == "" {
 		return badInputf("plan: --config FILE is required (%s)", planUsage)
@@ -70,6 +91,9 @@ func runPlan(ctx context.Context, args []string, stdout, stderr io.Writer) error
 		return badInput(err)
 	}
 	sample := train.SampleShape()
+	if *simulate {
+		return simulateSchedules(c, sample, *stages, *micro, *chunks, stdout)
+	}
 	link := pipeline.Link{Bandwidth: bw, Latency: *latency}
 	fmt.Fprintf(stdout, "plan: %s, batch %d, %d hosts, links of %s and %v one way; each layout's layers timed here on a micro-batch\n",
 		*cfgPath, c.Data.BatchSize, len(c.Pipeline.Hosts), *bandwidth, *latency)
@@ -112,6 +136,89 @@ func predictLayouts(ctx context.Context, c *config.Config, sample []int, link pi
 	}
 	slices.SortStableFunc(rows, func(a, b planRow) int { return cmp.Compare(a.step, b.step) })
 	return rows, nil
+}
+
+// simulateSchedules prints every schedule's step as pipeline.Simulate
+// replays it over p stages (0: the plan's) and m micro-batches (0: the
+// config's, or the most auto tries), interleaved with v chunks a stage,
+// from the layers' costs timed here on a micro-batch. Each schedule's
+// chunks are runs of consecutive layers balanced as stages are; a
+// schedule with more chunks than the model has layers is not simulated.
+func simulateSchedules(c *config.Config, sample []int, p, m, v int, stdout io.Writer) error {
+	if m == 0 {
+		m = int(c.Pipeline.MicroBatches)
+		for _, lay := range candidates(c, sample) {
+			m = max(m, lay.Micro)
+		}
+	}
+	sched, _ := actors.ParseSchedule(c.Pipeline.Schedule) // validated
+	if c.Pipeline.Schedule == "auto" {
+		sched = actors.OneFOneB
+	}
+	cfg := pipeline.Config{Schedule: sched, MicroBatches: m, Stages: c.Pipeline.Stages, Replicas: 1, Precision: precision(c),
+		Hosts: c.Pipeline.Hosts, GEMMThreads: c.Pipeline.GEMMThreads, SampleRows: max(1, c.Data.BatchSize/m), Loss: "cross_entropy"}
+	sl, err := pipeline.MeasureSimLayers(pipelineModel(c, sample), cfg, c.Data.BatchSize)
+	if err != nil {
+		return badInputf("plan: %v", err)
+	}
+	if p == 0 {
+		p = sl.Stages
+	}
+	fmt.Fprintf(stdout, "simulate: %d stages, %d micro-batches of %d rows; each layer timed here, its backward split half and half into B and W when it has weights; transfers between stages not counted\n",
+		p, m, sl.Rows)
+	w := tabwriter.NewWriter(stdout, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(w, "schedule\tchunks\tstep ms\tbubble\tspan bubble\tpeak held\t")
+	for _, s := range []pipeline.SimSchedule{pipeline.SimSequential, pipeline.SimGPipe, pipeline.Sim1F1B,
+		pipeline.SimInterleaved, pipeline.SimZBH1, pipeline.SimZBV} {
+		chunks := 1
+		switch s {
+		case pipeline.SimInterleaved:
+			chunks = v
+		case pipeline.SimZBV:
+			chunks = 2
+		}
+		if n := p * chunks; n > len(sl.F) {
+			fmt.Fprintf(w, "%s\t%d\t-\t-\t-\tneeds %d layers, the model has %d\t\n", s, chunks, n, len(sl.F))
+			continue
+		}
+		if s == pipeline.SimInterleaved && m%p != 0 {
+			fmt.Fprintf(w, "%s\t%d\t-\t-\t-\tneeds micro-batches a multiple of the stages\t\n", s, chunks)
+			continue
+		}
+		r, err := pipeline.Simulate(s, p, m, chunks, chunkCosts(sl, p*chunks))
+		if err != nil {
+			return err
+		}
+		// a stage's activations in micro-batches through a whole stage:
+		// a chunk is 1/chunks of one
+		held := make([]string, p)
+		for i, n := range r.Peak {
+			held[i] = strconv.FormatFloat(float64(n)/float64(chunks), 'g', 3, 64)
+		}
+		fmt.Fprintf(w, "%s\t%d\t%.3f\t%.3f\t%.3f\t%s\t\n", s, chunks, 1e3*r.Step, r.Bubble, r.SpanBubble, strings.Join(held, ","))
+	}
+	return w.Flush()
+}
+
+// chunkCosts groups the layers into n chunks, runs of consecutive layers
+// balanced by their whole cost, and adds up each chunk's F, B and W.
+func chunkCosts(sl *pipeline.SimLayers, n int) pipeline.SimCosts {
+	whole := make([]float64, len(sl.F))
+	for i := range whole {
+		whole[i] = sl.F[i] + sl.B[i] + sl.W[i]
+	}
+	bounds := pipeline.Partition(whole, n)
+	cost := pipeline.SimCosts{F: make([]float64, n), B: make([]float64, n), W: make([]float64, n)}
+	for c := range n {
+		for l := bounds[c]; l < bounds[c+1]; l++ {
+			cost.F[c] += sl.F[l]
+			cost.B[c] += sl.B[l]
+			cost.W[c] += sl.W[l]
+		}
+		// a timer may read 0 for a layer that does next to nothing
+		cost.F[c], cost.B[c] = max(cost.F[c], 1e-9), max(cost.B[c], 1e-9)
+	}
+	return cost
 }
 
 // millis formats seconds as milliseconds, comma separated.
