@@ -45,3 +45,28 @@ func Example() {
 	// positions: 3
 	// loss fell: true
 }
+
+func ExampleSimulate() {
+	// 4 stages, 8 micro-batches, every pass of every stage one unit of time
+	one := []float64{1}
+	cost := pipeline.SimCosts{F: one, B: one, W: one}
+	for _, s := range []pipeline.SimSchedule{pipeline.Sim1F1B, pipeline.SimZBH1} {
+		r, err := pipeline.Simulate(s, 4, 8, 1, cost)
+		if err != nil {
+			panic(err)
+		}
+		fmt.Printf("%s: step %v, bubble %.3f, peak %v\n", s, r.Step, r.Bubble, r.Peak)
+		fmt.Print(r.Timeline(1))
+	}
+	// Output:
+	// 1f1b: step 33, bubble 0.273, peak [4 3 2 1]
+	// 0 F0F1F2F3............B0B0F4B1B1F5B2B2F6B3B3F7B4B4..B5B5..B6B6..B7B7
+	// 1 ..F0F1F2........B0B0F3B1B1F4B2B2F5B3B3F6B4B4F7B5B5..B6B6..B7B7....
+	// 2 ....F0F1....B0B0F2B1B1F3B2B2F4B3B3F5B4B4F6B5B5F7B6B6..B7B7........
+	// 3 ......F0B0B0F1B1B1F2B2B2F3B3B3F4B4B4F5B5B5F6B6B6F7B7B7............
+	// zb-h1: step 27, bubble 0.111, peak [4 4 4 4]
+	// 0 F0F1F2F3......B0W0F4B1W1F5B2W2F6B3W3F7B4W4B5W5B6W6B7W7
+	// 1 ..F0F1F2....B0F3B1W0F4B2W1F5B3W2F6B4W3F7B5W4B6W5B7W6W7
+	// 2 ....F0F1..B0F2B1F3B2W0F4B3W1F5B4W2F6B5W3F7B6W4B7W5W6W7
+	// 3 ......F0B0F1B1F2B2F3B3W0F4B4W1F5B5W2F6B6W3F7B7W4W5W6W7
+}

@@ -3,6 +3,7 @@ package pipeline
 import (
 	"fmt"
 	"math"
+	"os"
 	"strings"
 	"testing"
 
@@ -281,5 +282,47 @@ func TestMeasureSimLayers(t *testing.T) {
 		if sl.F[i] <= 0 || sl.B[i] < 0 || (weights && sl.W[i] != sl.B[i]) || (!weights && sl.W[i] != 0) {
 			t.Errorf("layer %d: F %v, B %v, W %v; want F > 0 and W = B with weights, 0 without", i, sl.F[i], sl.B[i], sl.W[i])
 		}
+	}
+}
+
+// simDocs is what docs/design.md's "Schedules" section shows: each
+// schedule's step for p = 4 and m = 8 with F = B = W, and the bubble
+// fractions, formula and simulated.
+func simDocs() (pictures map[SimSchedule]string, table string) {
+	pictures = map[SimSchedule]string{}
+	for _, s := range []SimSchedule{SimSequential, SimGPipe, Sim1F1B, SimInterleaved, SimZBH1, SimZBV} {
+		r, err := Simulate(s, 4, 8, simChunks(s), unit)
+		if err != nil {
+			panic(err)
+		}
+		pictures[s] = fmt.Sprintf("```\n%s```\n", r.Timeline(1))
+	}
+	var b strings.Builder
+	b.WriteString("| schedule | p | m | formula | simulated | within the stages' spans |\n| --- | ---: | ---: | ---: | ---: | ---: |\n")
+	for _, s := range []SimSchedule{SimGPipe, Sim1F1B, SimInterleaved, SimZBH1, SimZBV} {
+		for _, p := range []int{2, 4, 8, 16} {
+			m := 2 * p
+			want, _ := bubbleFormula(s, p, m, simChunks(s))
+			r, _ := Simulate(s, p, m, simChunks(s), unit)
+			fmt.Fprintf(&b, "| %s | %d | %d | %.4f | %.4f | %.4f |\n", s, p, m, want, r.Bubble, r.SpanBubble)
+		}
+	}
+	return pictures, b.String()
+}
+
+// TestSimulateDocs: docs/design.md shows what the simulator draws today.
+func TestSimulateDocs(t *testing.T) {
+	doc, err := os.ReadFile("../docs/design.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	pictures, table := simDocs()
+	for s, pic := range pictures {
+		if !strings.Contains(string(doc), pic) {
+			t.Errorf("docs/design.md does not draw %s for p 4, m 8 as the simulator does:\n%s", s, pic)
+		}
+	}
+	if !strings.Contains(string(doc), table) {
+		t.Errorf("docs/design.md does not hold the simulator's bubbles:\n%s", table)
 	}
 }
