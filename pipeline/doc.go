@@ -237,4 +237,16 @@
 // the spans as Chrome trace-event JSON (open it in Perfetto): a track per
 // actor, a span per forward, backward and update, labelled by step and
 // micro-batch. Bubble measures the idle fraction of the forward/backward phase.
+//
+// # Simulating schedules
+//
+// Simulate replays one step of a schedule without running anything:
+// sequential, gpipe and 1f1b as the engine runs them, and Megatron's
+// interleaved 1F1B and Zero Bubble's zb-h1 and zbv, which it does not run
+// yet. Each is written as every stage's ordered list of F, B and W ops and
+// timed with per-chunk costs and the ops' dependencies, giving the step,
+// each stage's busy time, the bubble, the peak activations held and a
+// timeline to draw. MeasureSimLayers times a model's layers for it as
+// Predict does, and train plan --simulate prints every schedule's
+// figures; docs/design.md ("Schedules") draws each.
 package pipeline

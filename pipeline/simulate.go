@@ -119,7 +119,8 @@ func (o simOp) String() string {
 	return fmt.Sprintf("%c(micro %d, chunk %d)", o.kind, o.micro, o.chunk)
 }
 
-// check refuses what the schedule cannot run.
+// check refuses what the schedule cannot run, and notes whether it
+// splits the backward.
 func (s *sim) check() error {
 	if s.p < 1 || s.m < 1 {
 		return fmt.Errorf("pipeline: simulate %s: %d stages and %d micro-batches: want at least 1 of each", s.kind, s.p, s.m)
@@ -154,7 +155,11 @@ func (s *sim) check() error {
 		}
 		for i, x := range c.x {
 			if math.IsNaN(x) || math.IsInf(x, 0) || x < 0 || (x == 0 && !c.zero) {
-				return fmt.Errorf("pipeline: simulate %s: chunk %d's %s cost %v, want a positive number", s.kind, i, c.name, x)
+				want := "a positive number"
+				if c.zero {
+					want = "0 or more"
+				}
+				return fmt.Errorf("pipeline: simulate %s: chunk %d's %s cost %v, want %s", s.kind, i, c.name, x, want)
 			}
 		}
 	}
@@ -168,12 +173,10 @@ func (s *sim) chunks() int { return s.p * s.v }
 
 // stageOf is the stage that runs chunk c.
 func (s *sim) stageOf(c int) int {
-	switch {
-	case s.kind == SimZBV && c >= s.p:
+	if s.kind == SimZBV && c >= s.p {
 		return 2*s.p - 1 - c // the V: stage i holds chunks i and 2p−1−i
-	default:
-		return c % s.p
 	}
+	return c % s.p
 }
 
 func costAt(x []float64, c int) float64 {

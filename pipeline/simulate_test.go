@@ -48,26 +48,39 @@ func bubbleFormula(s SimSchedule, p, m, v int) (float64, bool) {
 }
 
 // TestSimulateBubbles: with F = B = W, each schedule's bubble is its
-// formula's within 0.01 for p of 2 to 16 and m of 1 to 4p; ZB-H1's bubble
+// formula's within 0.01 for p of 2 to 16 and m of 1 to 4p (interleaved
+// over 1, 2 and 4 chunks a stage); ZB-H1's bubble
 // time is a third of 1F1B's, and ZBV leaves none inside the stages' spans
 // from m = 2p on.
 func TestSimulateBubbles(t *testing.T) {
 	for _, p := range []int{2, 4, 8, 16} {
 		for _, m := range []int{1, p, 2 * p, 4 * p} {
 			var oneF *SimResult
-			for _, s := range []SimSchedule{SimSequential, SimGPipe, Sim1F1B, SimInterleaved, SimZBH1, SimZBV} {
-				want, ok := bubbleFormula(s, p, m, simChunks(s))
+			for _, c := range []struct {
+				s SimSchedule
+				v int
+			}{
+				{SimSequential, 1}, {SimGPipe, 1}, {Sim1F1B, 1}, {SimInterleaved, 1}, {SimInterleaved, 2}, {SimInterleaved, 4},
+				{SimZBH1, 1}, {SimZBV, 2},
+			} {
+				s := c.s
+				want, ok := bubbleFormula(s, p, m, c.v)
 				if !ok {
 					continue
 				}
-				r, err := Simulate(s, p, m, simChunks(s), unit)
+				r, err := Simulate(s, p, m, c.v, unit)
 				if err != nil {
-					t.Fatalf("Simulate(%s, p %d, m %d): %v", s, p, m, err)
+					t.Fatalf("Simulate(%s, p %d, m %d, v %d): %v", s, p, m, c.v, err)
 				}
 				if math.Abs(r.Bubble-want) > 0.01 {
-					t.Errorf("%s, p %d, m %d: bubble %.4f, want %.4f", s, p, m, r.Bubble, want)
+					t.Errorf("%s, p %d, m %d, v %d: bubble %.4f, want %.4f", s, p, m, c.v, r.Bubble, want)
 				}
 				switch s {
+				case SimInterleaved:
+					// Megatron's warm-up: 2(p−1) + (v−1)p forwards, and one more
+					if got, bound := r.Peak[0], (c.v+1)*p-1; got > bound {
+						t.Errorf("interleaved, p %d, m %d, v %d: the first stage holds %d chunks, want at most %d", p, m, c.v, got, bound)
+					}
 				case Sim1F1B:
 					oneF = r
 				case SimZBH1:
