@@ -380,6 +380,11 @@ func (s *sim) vShape(st int) []simOp {
 // waiting, else it waits; its W's left run at the end. It returns the lists
 // with the W's in place.
 func (s *sim) greedy(fb [][]simOp, limit int) ([][]simOp, error) {
+	return s.greedyLimits(fb, func(int) int { return limit })
+}
+
+// greedyLimits is greedy with a limit for each stage.
+func (s *sim) greedyLimits(fb [][]simOp, limitOf func(stage int) int) ([][]simOp, error) {
 	r := s.newRun()
 	next := make([]int, s.p)
 	waiting := make([][]simOp, s.p)
@@ -387,7 +392,7 @@ func (s *sim) greedy(fb [][]simOp, limit int) ([][]simOp, error) {
 	ops, err := r.run(func(st int, t float64) (simOp, bool) {
 		if next[st] < len(fb[st]) {
 			o := fb[st][next[st]]
-			if at, ok := r.ready(o); ok && at <= t && (o.kind != SimF || held[st] < limit) {
+			if at, ok := r.ready(o); ok && at <= t && (o.kind != SimF || held[st] < limitOf(st)) {
 				next[st]++
 				switch o.kind {
 				case SimF:

@@ -98,6 +98,43 @@ func TestSimulateBubbles(t *testing.T) {
 	}
 }
 
+// TestZBH1StageLimits: W's filling the bubbles under 1F1B's own limit of
+// p − i micro-batches on stage i until their W, rather than p on every
+// stage, leave 2(p − 1) units of bubble with F = B = W, two thirds of
+// 1F1B's rather than a third: the last stage must run each micro-batch's
+// F, B and W in turn, so its last B ends p − 1 units before the end of its
+// work, and the B's still have p − 1 stages to go down.
+func TestZBH1StageLimits(t *testing.T) {
+	for _, p := range []int{2, 4, 8, 16} {
+		for _, m := range []int{p, 2 * p, 4 * p} {
+			s := &sim{kind: SimZBH1, p: p, m: m, v: 1, cost: unit}
+			if err := s.check(); err != nil {
+				t.Fatal(err)
+			}
+			fb := make([][]simOp, p)
+			for st := range p {
+				fb[st] = s.oneFOneB(st)
+			}
+			order, err := s.greedyLimits(fb, func(st int) int { return p - st })
+			if err != nil {
+				t.Fatal(err)
+			}
+			r, err := s.replay(order)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got, want := r.Step-float64(3*m), float64(2*(p-1)); got != want {
+				t.Errorf("p %d, m %d: %v units of bubble under p − i, want %v", p, m, got, want)
+			}
+			for st, n := range r.Peak {
+				if n > p-st {
+					t.Errorf("p %d, m %d: stage %d holds %d, want at most %d", p, m, st, n, p-st)
+				}
+			}
+		}
+	}
+}
+
 // TestSimulatePeaks: the activations each stage holds at once stay within
 // each schedule's bound: GPipe all m; 1F1B p − i at stage i; ZB-H1 as 1F1B
 // until the B, and 1F1B's peak (p) until the W; ZBV 1F1B's peak, p
