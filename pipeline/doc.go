@@ -240,10 +240,10 @@
 //
 // # Simulating schedules
 //
-// Simulate replays one step of a schedule without running anything:
-// sequential, gpipe and 1f1b as the engine runs them, and Megatron's
-// interleaved 1F1B and Zero Bubble's zb-h1 and zbv, which it does not run
-// yet. Each is written as every stage's ordered list of F, B and W ops and
+// Simulate replays one step of a schedule without running anything, in
+// the order its authors wrote it (Megatron's interleaved 1F1B, the Zero
+// Bubble paper's zb-h1 and zbv) rather than by the engine's dataflow
+// rules. Each is written as every stage's ordered list of F, B and W ops and
 // timed with per-chunk costs and the ops' dependencies, giving the step,
 // each stage's busy time, the bubble, the peak activations held and a
 // timeline to draw. MeasureSimLayers times a model's layers for it as

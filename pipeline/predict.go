@@ -112,7 +112,7 @@ func measure(m Model, cfg Config, batch int) (*measured, error) {
 
 // SimLayers is what Simulate charges for a model's layers, measured.
 type SimLayers struct {
-	Stages  int       // the positions the plan makes of the layers
+	Stages  int       // the stages the plan makes of the layers
 	Rows    int       // a micro-batch's, as timed
 	F, B, W []float64 // each layer's forward, input gradient and weight gradient, in seconds
 }
@@ -128,6 +128,9 @@ func MeasureSimLayers(m Model, cfg Config, batch int) (*SimLayers, error) {
 		return nil, err
 	}
 	sl := &SimLayers{Stages: len(ms.plan.Positions), Rows: ms.rows}
+	if ms.plan.Chunks > 1 { // the positions take turns on the stages
+		sl.Stages = ms.plan.Stages
+	}
 	for i := range ms.fwd {
 		b, w := ms.bwd[i].Seconds(), 0.0
 		if ms.params[i] {

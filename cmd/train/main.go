@@ -11,7 +11,7 @@
 //	train sample --checkpoint DIR [--prompt TEXT] [--tokens N] [--temperature T] [--top_k K] [--top_p P] [--seed S]
 //	train prepare --config FILE [--set KEY=VALUE]... [--out DIR]
 //	train plan --config FILE [--set KEY=VALUE]... [--hosts N] [--bandwidth RATE] [--latency DURATION]
-//	           [--simulate [--stages P] [--micro-batches M] [--chunks V]]
+//	           [--simulate [--stages P] [--micro-batches M]]
 //	train help [COMMAND]
 //	train --version
 //

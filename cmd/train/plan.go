@@ -19,7 +19,7 @@ import (
 	"github.com/pipetrain/pipetrain/pipeline"
 )
 
-const planUsage = "usage: train plan --config FILE [--set KEY=VALUE]... [--hosts N] [--bandwidth RATE] [--latency DURATION] [--simulate [--stages P] [--micro-batches M] [--chunks V]]"
+const planUsage = "usage: train plan --config FILE [--set KEY=VALUE]... [--hosts N] [--bandwidth RATE] [--latency DURATION] [--simulate [--stages P] [--micro-batches M]]"
 
 // runPlan prints the layouts a run of the config would consider and the
 // step time the cost model predicts for each, without training: the
@@ -40,13 +40,12 @@ func runPlan(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	simulate := fs.Bool("simulate", false, "replay every schedule in the simulator, with the layers' measured costs")
 	stages := fs.Int("stages", 0, "with --simulate: the stages (default: the plan's)")
 	micro := fs.Int("micro-batches", 0, "with --simulate: the micro-batches (default: the config's; under auto, the most it tries)")
-	chunks := fs.Int("chunks", 2, "with --simulate: the chunks a stage holds under interleaved")
 	if err := parseFlags(fs, args, planUsage); err != nil {
 		return err
 	}
 	var simOnly []string
 	fs.Visit(func(f *flag.Flag) {
-		if f.Name == "stages" || f.Name == "micro-batches" || f.Name == "chunks" {
+		if f.Name == "stages" || f.Name == "micro-batches" {
 			simOnly = append(simOnly, "--"+f.Name)
 		}
 	})
@@ -55,8 +54,6 @@ func runPlan(ctx context.Context, args []string, stdout, stderr io.Writer) error
 		return badInputf("plan: %s: only with --simulate (%s)", strings.Join(simOnly, ", "), planUsage)
 	case *stages < 0 || *micro < 0:
 		return badInputf("plan: --stages %d, --micro-batches %d: must not be negative", *stages, *micro)
-	case *chunks < 1:
-		return badInputf("plan: --chunks %d: want at least 1", *chunks)
 	}
 	if *cfgPath == "" {
 		return badInputf("plan: --config FILE is required (%s)", planUsage)
@@ -92,7 +89,7 @@ func runPlan(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	}
 	sample := train.SampleShape()
 	if *simulate {
-		return simulateSchedules(c, sample, *stages, *micro, *chunks, stdout)
+		return simulateSchedules(c, sample, *stages, *micro, stdout)
 	}
 	link := pipeline.Link{Bandwidth: bw, Latency: *latency}
 	fmt.Fprintf(stdout, "plan: %s, batch %d, %d hosts, links of %s and %v one way; each layout's layers timed here on a micro-batch\n",
@@ -140,11 +137,17 @@ func predictLayouts(ctx context.Context, c *config.Config, sample []int, link pi
 
 // simulateSchedules prints every schedule's step as pipeline.Simulate
 // replays it over p stages (0: the plan's) and m micro-batches (0: the
-// config's, or the most auto tries), interleaved with v chunks a stage,
-// from the layers' costs timed here on a micro-batch. Each schedule's
-// chunks are runs of consecutive layers balanced as stages are; a
-// schedule with more chunks than the model has layers is not simulated.
-func simulateSchedules(c *config.Config, sample []int, p, m, v int, stdout io.Writer) error {
+// config's, or the most auto tries), interleaved over pipeline.chunks
+// chunks a stage (2 when it says 1 or nothing: one chunk a stage is
+// 1F1B), from the layers' costs timed here on a micro-batch. Each
+// schedule's chunks are runs of consecutive layers balanced as stages
+// are; a schedule with more chunks than the model has layers is not
+// simulated.
+func simulateSchedules(c *config.Config, sample []int, p, m int, stdout io.Writer) error {
+	v := c.Pipeline.Chunks
+	if v <= 1 {
+		v = 2
+	}
 	if m == 0 {
 		m = int(c.Pipeline.MicroBatches)
 		for _, lay := range candidates(c, sample) {
@@ -155,7 +158,11 @@ func simulateSchedules(c *config.Config, sample []int, p, m, v int, stdout io.Wr
 	if c.Pipeline.Schedule == "auto" {
 		sched = actors.OneFOneB
 	}
-	cfg := pipeline.Config{Schedule: sched, MicroBatches: m, Stages: c.Pipeline.Stages, Replicas: 1, Precision: precision(c),
+	chunks := 0
+	if sched.Chunked() {
+		chunks = c.Pipeline.Chunks
+	}
+	cfg := pipeline.Config{Schedule: sched, MicroBatches: m, Stages: c.Pipeline.Stages, Chunks: chunks, Replicas: 1, Precision: precision(c),
 		Hosts: c.Pipeline.Hosts, GEMMThreads: c.Pipeline.GEMMThreads, SampleRows: max(1, c.Data.BatchSize/m), Loss: "cross_entropy"}
 	sl, err := pipeline.MeasureSimLayers(pipelineModel(c, sample), cfg, c.Data.BatchSize)
 	if err != nil {

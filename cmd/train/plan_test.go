@@ -85,14 +85,15 @@ func TestPlanSimulate(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, c := range []struct {
-		args []string
-		p, m int
-		not  map[string]string // why a schedule is not simulated
+		args    []string
+		p, m, v int               // v: interleaved's chunks
+		not     map[string]string // why a schedule is not simulated
 	}{
-		{nil, 4, 8, nil},
-		{[]string{"--stages", "16", "--micro-batches", "32"}, 16, 32, nil},
-		{[]string{"--stages", "4", "--micro-batches", "6"}, 4, 6, map[string]string{"interleaved": "needs micro-batches a multiple of the stages"}},
-		{[]string{"--stages", "12", "--chunks", "3"}, 12, 8, map[string]string{"interleaved": "needs 36 layers, the model has 33"}},
+		{nil, 4, 8, 2, nil},
+		{[]string{"--stages", "16", "--micro-batches", "32"}, 16, 32, 2, nil},
+		{[]string{"--stages", "4", "--micro-batches", "6"}, 4, 6, 2, map[string]string{"interleaved": "needs micro-batches a multiple of the stages"}},
+		{[]string{"--set", "pipeline.schedule=interleaved", "--set", "pipeline.chunks=3"}, 4, 8, 3, nil},
+		{[]string{"--stages", "12", "--set", "pipeline.schedule=interleaved", "--set", "pipeline.chunks=3"}, 12, 8, 3, map[string]string{"interleaved": "needs 36 layers, the model has 33"}},
 	} {
 		r := runSub(append([]string{"plan", "--config", path, "--simulate"}, c.args...)...)
 		if r.code != 0 {
@@ -108,6 +109,9 @@ func TestPlanSimulate(t *testing.T) {
 			if f[0] != s {
 				t.Errorf("plan --simulate %v: row %d is %q, want %s", c.args, i, line, s)
 				continue
+			}
+			if s == "interleaved" && f[1] != fmt.Sprint(c.v) {
+				t.Errorf("plan --simulate %v: interleaved over %s chunks a stage, want %d", c.args, f[1], c.v)
 			}
 			if why, ok := c.not[s]; ok {
 				if !strings.HasSuffix(line, why) {
@@ -128,7 +132,7 @@ func TestPlanSimulate(t *testing.T) {
 				fmt.Sscan(txt, &got)
 				exact, bound := map[string]int{"sequential": 1, "gpipe": c.m, "1f1b": min(c.p-st, c.m)}[s], c.p
 				if s == "interleaved" {
-					bound = 2 * c.p // Megatron's first stage: ((v+1)p − 1)/v
+					bound = 2 * c.p // Megatron's first stage: ((v+1)p − 1)/v chunks' worth
 				}
 				if (exact > 0 && got != float64(exact)) || got > float64(bound) && s != "gpipe" {
 					t.Errorf("plan --simulate %v: %s holds %v micro-batches on stage %d (exact %d, bound %d)", c.args, s, got, st, exact, bound)
@@ -138,8 +142,7 @@ func TestPlanSimulate(t *testing.T) {
 	}
 	for _, c := range []struct{ args, want []string }{
 		{[]string{"--stages", "4"}, []string{"--stages: only with --simulate"}},
-		{[]string{"--micro-batches", "4", "--chunks", "2"}, []string{"--chunks, --micro-batches: only with --simulate"}},
-		{[]string{"--simulate", "--chunks", "0"}, []string{"--chunks 0"}},
+		{[]string{"--stages", "2", "--micro-batches", "4"}, []string{"--micro-batches, --stages: only with --simulate"}},
 		{[]string{"--simulate", "--stages", "-1"}, []string{"--stages -1"}},
 	} {
 		r := runSub(append([]string{"plan", "--config", path}, c.args...)...)
