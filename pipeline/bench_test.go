@@ -418,7 +418,8 @@ func benchGPT(b *testing.B, m pipeline.Model, batch, tokens int, cfg pipeline.Co
 
 // BenchmarkBubble runs equal-cost stages under each pipelined schedule and
 // reports the idle fraction of the forward/backward phase (median over the
-// steps) beside 1F1B's theory, (p-1)/(m+p-1). A layer's forward, input
+// steps) beside 1F1B's theory, (p-1)/(m+p-1), and the simulator's bubble
+// of the schedule as its authors wrote it (Simulate). A layer's forward, input
 // gradient and weight gradient each take 1.5 ms (a backward not split,
 // 3 ms), and the layers sleep their cost, standing for a device each
 // stage: the benchmark measures the schedule, not stages sharing two
@@ -462,6 +463,10 @@ func BenchmarkBubble(b *testing.B) {
 					b.ReportMetric(bubbles[len(bubbles)/2], "bubble")
 				}
 				b.ReportMetric(float64(p-1)/float64(m+p-1), "theory")
+				c := []float64{1.5e-3}
+				if sim, err := pipeline.Simulate(pipeline.SimSchedule(sc.sched.String()), p, m, sc.chunks, pipeline.SimCosts{F: c, B: c, W: c}); err == nil {
+					b.ReportMetric(sim.Bubble, "sim")
+				}
 			})
 		}
 	}
