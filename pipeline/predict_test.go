@@ -108,3 +108,22 @@ func TestStageThreads(t *testing.T) {
 		}
 	}
 }
+
+// TestMeasureSimLayers: a layer with weights has its backward split half
+// and half into B and W, one without has no W, and the plan's positions
+// and a micro-batch's rows come with them.
+func TestMeasureSimLayers(t *testing.T) {
+	m := Model{Specs: []nn.Spec{{Type: "linear", Units: 8, Init: nn.HeUniform}, {Type: "relu"}, {Type: "linear", Units: 2, Init: nn.XavierUniform}}, Sample: []int{4}, Seed: 1}
+	sl, err := MeasureSimLayers(m, Config{Schedule: actors.OneFOneB, MicroBatches: 2, Loss: nn.CrossEntropy}, 64)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if sl.Stages != 3 || sl.Rows != 32 || len(sl.F) != 3 || len(sl.B) != 3 || len(sl.W) != 3 {
+		t.Fatalf("MeasureSimLayers: %d stages, %d rows, %d/%d/%d costs; want 3 stages, 32 rows, 3 costs each", sl.Stages, sl.Rows, len(sl.F), len(sl.B), len(sl.W))
+	}
+	for i, weights := range []bool{true, false, true} {
+		if sl.F[i] <= 0 || sl.B[i] < 0 || (weights && sl.W[i] != sl.B[i]) || (!weights && sl.W[i] != 0) {
+			t.Errorf("layer %d: F %v, B %v, W %v; want F > 0 and W = B with weights, 0 without", i, sl.F[i], sl.B[i], sl.W[i])
+		}
+	}
+}

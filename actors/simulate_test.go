@@ -1,4 +1,4 @@
-package pipeline
+package actors
 
 import (
 	"fmt"
@@ -7,8 +7,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/pipetrain/pipetrain/actors"
-	"github.com/pipetrain/pipetrain/nn"
 )
 
 // unit is F = B = W = 1 for every chunk.
@@ -265,7 +263,7 @@ func TestSimulateRefuses(t *testing.T) {
 		{SimGPipe, 2, 2, 1, SimCosts{F: []float64{1}, B: []float64{1}, Hop: math.NaN()}, "hop cost NaN"},
 	} {
 		_, err := Simulate(c.s, c.p, c.m, c.v, c.cost)
-		if err == nil || !strings.Contains(err.Error(), c.want) || !strings.HasPrefix(err.Error(), "pipeline: ") {
+		if err == nil || !strings.Contains(err.Error(), c.want) || !strings.HasPrefix(err.Error(), "actors: ") {
 			t.Errorf("Simulate(%s, %d, %d, %d): %v, want an error naming %q", c.s, c.p, c.m, c.v, err, c.want)
 		}
 	}
@@ -313,25 +311,6 @@ func TestSimulateTimeline(t *testing.T) {
 	want := "0 F0F1....B0B0F2B1B1..B2B2\n1 ..F0B0B0F1B1B1F2B2B2....\n"
 	if got := r.Timeline(1); got != want {
 		t.Errorf("1f1b, p 2, m 3:\n%s\nwant\n%s", got, want)
-	}
-}
-
-// TestMeasureSimLayers: a layer with weights has its backward split half
-// and half into B and W, one without has no W, and the plan's positions
-// and a micro-batch's rows come with them.
-func TestMeasureSimLayers(t *testing.T) {
-	m := Model{Specs: []nn.Spec{{Type: "linear", Units: 8, Init: nn.HeUniform}, {Type: "relu"}, {Type: "linear", Units: 2, Init: nn.XavierUniform}}, Sample: []int{4}, Seed: 1}
-	sl, err := MeasureSimLayers(m, Config{Schedule: actors.OneFOneB, MicroBatches: 2, Loss: nn.CrossEntropy}, 64)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if sl.Stages != 3 || sl.Rows != 32 || len(sl.F) != 3 || len(sl.B) != 3 || len(sl.W) != 3 {
-		t.Fatalf("MeasureSimLayers: %d stages, %d rows, %d/%d/%d costs; want 3 stages, 32 rows, 3 costs each", sl.Stages, sl.Rows, len(sl.F), len(sl.B), len(sl.W))
-	}
-	for i, weights := range []bool{true, false, true} {
-		if sl.F[i] <= 0 || sl.B[i] < 0 || (weights && sl.W[i] != sl.B[i]) || (!weights && sl.W[i] != 0) {
-			t.Errorf("layer %d: F %v, B %v, W %v; want F > 0 and W = B with weights, 0 without", i, sl.F[i], sl.B[i], sl.W[i])
-		}
 	}
 }
 
