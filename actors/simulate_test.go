@@ -6,7 +6,6 @@ import (
 	"os"
 	"strings"
 	"testing"
-
 )
 
 // unit is F = B = W = 1 for every chunk.
