@@ -202,6 +202,10 @@ type kick struct{}
 // mailbox, so that backwards and forwards waiting there go first.
 type fillKick struct{}
 
+// turnKick tells a stage actor that its device's next op is its own
+// (Wire.Schedule): another actor of its stage has run its op.
+type turnKick struct{}
+
 // Wire connects an actor to its neighbours; it is the first message each actor
 // gets, before any work.
 type Wire struct {
@@ -234,7 +238,13 @@ type Wire struct {
 	// leaves the weight gradients to run one micro-batch at a time when
 	// nothing more urgent waits (the zero-bubble schedules); a micro-batch
 	// holds its place under Limit until its weight gradients are done.
-	FillWeights          bool
+	FillWeights bool
+	// Schedule, when Programmed, has the stage actor run each step's ops in
+	// the order Order gives over Stages stages of Chunks positions, in turn
+	// with its stage's other actors (SetDevice), each op once its input is
+	// there; Limit and Hold then bound only a step the order has none for.
+	Schedule             Schedule
+	Stages, Chunks       int
 	NextNames, PrevNames []string   // the stage names of Next and Prev, for reports
 	Tied                 []TiedLink // the stage's weights that another copy shares
 

@@ -95,6 +95,11 @@ func (s Schedule) Hold(i, p int) int {
 // and weight gradients and fills waits with the weight gradients.
 func (s Schedule) SplitsBackward() bool { return s == ZBH1 || s == ZBV }
 
+// Programmed reports whether the stages of s run each step's ops in the
+// order Order gives (the zero-bubble and interleaved schedules), rather
+// than as their inputs come within Limit.
+func (s Schedule) Programmed() bool { return s == Interleaved || s == ZBH1 || s == ZBV }
+
 // Chunked reports whether s runs several positions on each stage
 // (Plan's chunks).
 func (s Schedule) Chunked() bool { return s == Interleaved || s == ZBV }

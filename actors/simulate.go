@@ -652,3 +652,27 @@ func (r *SimResult) Timeline(unit float64) string {
 	}
 	return b.String()
 }
+
+// Order returns each stage's ops for one training step of s over stages
+// stages, micros micro-batches and chunks positions a stage, in the order
+// Simulate runs them with every op costing the same: the order the
+// schedule's authors wrote, which the stages of a programmed schedule
+// (Programmed) follow. An op's Chunk is its position in the chain.
+func Order(s Schedule, stages, micros, chunks int) ([][]SimOp, error) {
+	one := []float64{1}
+	sm := &sim{kind: SimSchedule(s.String()), p: stages, m: micros, v: chunks, cost: SimCosts{F: one, B: one, W: one}}
+	if err := sm.check(); err != nil {
+		return nil, err
+	}
+	order, err := sm.order()
+	if err != nil {
+		return nil, err
+	}
+	out := make([][]SimOp, len(order))
+	for st, l := range order {
+		for _, o := range l {
+			out[st] = append(out[st], SimOp{Kind: o.kind, Micro: o.micro, Chunk: o.chunk})
+		}
+	}
+	return out, nil
+}

@@ -60,6 +60,9 @@ type Stage struct {
 	pendingW   []pendingW       // the step's weight gradients left by the split backward
 	fill       []int            // with Wire.FillWeights: micro-batches whose weight gradients wait, oldest first
 	fillPosted bool             // a fillKick is in the mailbox
+	bwdIn      []heldBackward   // under a programmed schedule: backwards waiting for their turn
+	wLeft      bool             // under a programmed schedule: the step's backwards are done, weight gradients not
+	wStep      int              // and the step's number
 	wPasses    []nn.Pass        // scratch for weightGrads
 	outs       []*tensor.Tensor // scratch: the outputs of a forward's layers, or a backward's input gradients
 
@@ -274,6 +277,9 @@ func (s *Stage) Receive(ctx actor.Context) {
 	case *Wire:
 		s.w, s.coord = *m, m.Coordinator
 		s.arenas.one = m.OneArena
+		if s.device != nil && m.Schedule.Programmed() {
+			s.device.program(m.Schedule, m.Stages, m.Chunks, s.position, ctx.Self())
+		}
 		s.setReplica()
 		s.watch(ctx, m.Next, m.NextNames)
 		s.watch(ctx, m.Prev, m.PrevNames)
@@ -289,6 +295,8 @@ func (s *Stage) Receive(ctx actor.Context) {
 		s.runForward(ctx)
 	case *fillKick:
 		s.runFill(ctx)
+	case *turnKick:
+		s.advance(ctx)
 	case *Backward:
 		s.gatherBackward(ctx, m)
 	case *Update:
@@ -361,11 +369,18 @@ func (s *Stage) gatherForward(ctx actor.Context, m *Forward) {
 		s.queue = slices.Grow(s.queue, f.Micros-len(s.queue))
 	}
 	s.queue = append(s.queue, f)
+	if s.device != nil && s.device.begin(f.Seq, f.Micros) {
+		s.advance(ctx)
+		return
+	}
 	s.maybeKick(ctx)
 }
 
 // maybeKick schedules one queued forward behind the mailbox's current messages.
 func (s *Stage) maybeKick(ctx actor.Context) {
+	if s.programmed() {
+		return
+	}
 	if !s.kicked && len(s.queue) > 0 && s.mayAdmit() && (!s.rep.buffered || s.hasTurn()) {
 		s.kicked = true
 		ctx.Send(ctx.Self(), &kick{})
@@ -381,7 +396,7 @@ func (s *Stage) mayAdmit() bool {
 }
 
 func (s *Stage) runForward(ctx actor.Context) {
-	if len(s.queue) == 0 || !s.mayAdmit() || s.rep.buffered && !s.hasTurn() {
+	if s.programmed() || len(s.queue) == 0 || !s.mayAdmit() || s.rep.buffered && !s.hasTurn() {
 		return
 	}
 	f := s.queue[0]
@@ -544,6 +559,11 @@ func (s *Stage) gatherBackward(ctx actor.Context, m *Backward) {
 // runBackward runs a micro-batch's backward, or holds it until the stage
 // has the turn when its layers must add into shared gradients as they go.
 func (s *Stage) runBackward(ctx actor.Context, step, micro int, dy *tensor.Tensor) {
+	if s.programmed() {
+		s.bwdIn = append(s.bwdIn, heldBackward{step, micro, dy})
+		s.advance(ctx)
+		return
+	}
 	if s.rep.ordered && !s.hasTurn() {
 		s.rep.held = append(s.rep.held, heldBackward{step, micro, dy})
 		return
@@ -594,7 +614,9 @@ func (s *Stage) backward(ctx actor.Context, step, micro int, dy *tensor.Tensor) 
 	s.open--
 	if s.w.FillWeights && len(s.pendingW) > 0 {
 		s.fill = append(s.fill, micro) // it holds its place until its weight gradients are done
-		s.postFill(ctx)
+		if !s.programmed() {
+			s.postFill(ctx)
+		}
 	} else {
 		s.release(micro)
 	}
@@ -613,6 +635,10 @@ func (s *Stage) backward(ctx actor.Context, step, micro int, dy *tensor.Tensor) 
 	if s.shares() {
 		s.rep.bwdsDone = true
 		s.passTurn(ctx, step)
+		return
+	}
+	if len(s.fill) > 0 && s.programmed() {
+		s.wLeft, s.wStep = true, step // the order's weight gradients end the step
 		return
 	}
 	if len(s.pendingW) > 0 && !s.weightGrads(ctx, step) {
@@ -659,7 +685,21 @@ func (s *Stage) runFill(ctx actor.Context) {
 		s.postFill(ctx)
 		return
 	}
-	micro := s.fill[0]
+	if !s.runW(ctx, s.fill[0]) {
+		return
+	}
+	s.maybeKick(ctx)
+	if len(s.fill) > 0 {
+		s.postFill(ctx)
+	}
+}
+
+// runW runs the weight gradients micro's backward left, the oldest in
+// s.fill, and frees its place; false when it failed.
+func (s *Stage) runW(ctx actor.Context, micro int) bool {
+	if len(s.fill) == 0 || s.fill[0] != micro {
+		return true // none: its layers have no weights here
+	}
 	s.fill = s.fill[:copy(s.fill, s.fill[1:])]
 	kept := s.pendingW[:0]
 	var mine []pendingW
@@ -673,7 +713,7 @@ func (s *Stage) runFill(ctx actor.Context) {
 	s.pendingW = kept
 	if len(mine) == 0 {
 		s.release(micro)
-		return
+		return true
 	}
 	ok := s.work(ctx, SpanWeights, mine[0].p.Step, micro, func() error {
 		for k := len(mine) - 1; k >= 0; k-- { // from the last layer down
@@ -688,14 +728,64 @@ func (s *Stage) runFill(ctx actor.Context) {
 		}
 		return nil
 	})
-	if !ok {
-		return
+	if ok {
+		s.release(micro)
 	}
-	s.release(micro)
-	s.maybeKick(ctx)
-	if len(s.fill) > 0 {
-		s.postFill(ctx)
+	return ok
+}
+
+// programmed reports whether the step in hand runs in its schedule's
+// order (Wire.Schedule).
+func (s *Stage) programmed() bool { return s.device != nil && s.device.programmed(s.rep.seq) }
+
+// advance runs the stage's ops at its device's cursor while their inputs
+// are here, and hands the turn to the actor whose op is next.
+func (s *Stage) advance(ctx actor.Context) {
+	for {
+		op, seq, ok := s.device.next()
+		if !ok || op.Chunk != s.position || !s.runOp(ctx, op) {
+			return
+		}
+		if pid := s.device.done(seq); pid != nil && !pid.Equal(ctx.Self()) {
+			s.send(ctx, pid, &turnKick{})
+		}
 	}
+}
+
+// runOp runs op if its input is here, and reports whether it ran.
+func (s *Stage) runOp(ctx actor.Context, op SimOp) bool {
+	switch op.Kind {
+	case SimF:
+		i := slices.IndexFunc(s.queue, func(f *Forward) bool { return f.Micro == op.Micro })
+		if i < 0 {
+			return false
+		}
+		f := s.queue[i]
+		s.queue = slices.Delete(s.queue, i, i+1)
+		s.inFlight++
+		s.open++
+		s.micros = f.Micros
+		s.forward(ctx, f)
+	case SimB:
+		i := slices.IndexFunc(s.bwdIn, func(b heldBackward) bool { return b.micro == op.Micro })
+		if i < 0 {
+			return false
+		}
+		b := s.bwdIn[i]
+		s.bwdIn = slices.Delete(s.bwdIn, i, i+1)
+		s.backward(ctx, b.step, b.micro, b.dy)
+	case SimW:
+		if !s.runW(ctx, op.Micro) {
+			return false
+		}
+		if s.wLeft && len(s.fill) == 0 {
+			s.wLeft = false
+			if s.w.Replica == 0 {
+				s.gradsReady(ctx, s.wStep)
+			}
+		}
+	}
+	return true
 }
 
 // pendingW is a layer's weight gradient left for the step's end.

@@ -143,14 +143,18 @@
 // Under Interleaved and ZBV, Config.Chunks positions run on each of
 // Config.Stages stages (Plan.StageOf): interleaved puts position c on
 // stage c mod stages, ZBV on stage c for the V's first arm and 2·stages−1−c
-// for its second. A stage's stage actors take turns on one actors.Device,
-// the most urgent waiting work first, and share its thread budget; on
-// workers a stage's positions run on one host. Under ZBH1 and ZBV a stage
-// splits every backward, sends the input gradient at once and runs each
-// micro-batch's weight gradients when nothing more urgent waits
-// (actors.Wire.FillWeights), the micro-batch holding its place under the
-// limit until they are done: 1F1B's memory. None of it changes a bit: each
-// stage actor still sees the micro-batches in order.
+// for its second. A stage's stage actors share one actors.Device and its
+// thread budget; on workers a stage's positions run on one host. Under
+// Interleaved, ZBH1 and ZBV each stage runs the step's ops in the order
+// actors.Order gives (the simulator's, with equal costs): the device holds
+// the cursor, the actor whose op is next runs it once its input has come
+// and hands the turn on. ZBH1 and ZBV split every backward: the input
+// gradient goes upstream at once and the weight gradients run where the
+// order puts them, a micro-batch's activations held until then (at most
+// 1F1B's first stage's p micro-batches). A step whose micro-batch count
+// the order cannot take (interleaved wants a multiple of the stages) runs
+// by 1F1B's dataflow rules. None of it changes a bit: each stage actor
+// still sees the micro-batches in order.
 //
 // # Stages on other processes
 //
@@ -242,8 +246,9 @@
 //
 // Simulate replays one step of a schedule without running anything, in
 // the order its authors wrote it (Megatron's interleaved 1F1B, the Zero
-// Bubble paper's zb-h1 and zbv) rather than by the engine's dataflow
-// rules. Each is written as every stage's ordered list of F, B and W ops and
+// Bubble paper's zb-h1 and zbv): the order the engine's stages follow
+// under those schedules (actors.Order), while sequential, GPipe and 1F1B
+// run by dataflow rules that give their orders. Each is written as every stage's ordered list of F, B and W ops and
 // timed with per-chunk costs and the ops' dependencies, giving the step,
 // each stage's busy time, the bubble, the peak activations held and a
 // timeline to draw. MeasureSimLayers times a model's layers for it as

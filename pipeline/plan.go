@@ -182,7 +182,7 @@ func (p *Plan) specify(m Model, cfg Config) {
 		if p.Sharded(s.Position) {
 			sp.Cols = [2]int{pos.Units[s.Shard], pos.Units[s.Shard+1]}
 		}
-		if p.Chunks > 1 {
+		if p.Chunks > 1 || p.Schedule.Programmed() {
 			st, _ := p.StageOf(s.Position)
 			sp.Stage = 1 + st
 		}
@@ -287,8 +287,13 @@ func checkChunks(cfg *Config, n int) error {
 	if cfg.Chunks < 0 {
 		return fmt.Errorf("pipeline: chunks = %d must not be negative", cfg.Chunks)
 	}
-	if cfg.Schedule.SplitsBackward() && cfg.Replicas > 1 {
+	if cfg.Schedule.Programmed() && cfg.Replicas > 1 {
 		return fmt.Errorf("pipeline: the %s schedule runs one chain: replicas = %d", cfg.Schedule, cfg.Replicas)
+	}
+	for i, k := range cfg.Shards {
+		if k > 1 && cfg.Schedule.Programmed() {
+			return fmt.Errorf("pipeline: the %s schedule does not shard layers: layer %d has %d shards", cfg.Schedule, i, k)
+		}
 	}
 	if !cfg.Schedule.Chunked() {
 		if cfg.Chunks > 1 {
@@ -310,16 +315,8 @@ func checkChunks(cfg *Config, n int) error {
 	if cfg.Stages == 0 {
 		cfg.Stages = n / cfg.Chunks
 	}
-	switch {
-	case cfg.Stages*cfg.Chunks > n || cfg.Stages == 0:
+	if cfg.Stages*cfg.Chunks > n || cfg.Stages == 0 {
 		return fmt.Errorf("pipeline: %d stages of %d chunks need at least %d layers, and the model has %d", max(1, cfg.Stages), cfg.Chunks, max(1, cfg.Stages)*cfg.Chunks, n)
-	case cfg.Replicas > 1:
-		return fmt.Errorf("pipeline: the %s schedule runs one chain: replicas = %d", cfg.Schedule, cfg.Replicas)
-	}
-	for i, k := range cfg.Shards {
-		if k > 1 {
-			return fmt.Errorf("pipeline: the %s schedule with chunks does not shard layers: layer %d has %d shards", cfg.Schedule, i, k)
-		}
 	}
 	return nil
 }

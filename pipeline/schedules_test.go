@@ -216,15 +216,19 @@ func TestChunkTrace(t *testing.T) {
 }
 
 // TestScheduleMemory: the zero-bubble schedules hold no more micro-batches'
-// activations on a stage than 1F1B does on its first, p (counted at the
-// layers, whose caches wait for the weight gradients): zb-h1 at each
-// position, zbv over each stage's two positions, in chunks of half a stage.
+// activations than their order lets a stage hold (Simulate's Peak, in
+// chunks: at most p, 1F1B's first stage's, TestSimulatePeaks), counted at
+// the layers, whose caches wait for the weight gradients; 1F1B its p − i.
 func TestScheduleMemory(t *testing.T) {
 	const stages, micro = 3, 8
 	for _, tc := range []struct {
 		sched  actors.Schedule
 		chunks int
 	}{{actors.OneFOneB, 1}, {actors.ZBH1, 1}, {actors.ZBV, 2}} {
+		sim, err := pipeline.Simulate(pipeline.SimSchedule(tc.sched.String()), stages, micro, tc.chunks, pipeline.SimCosts{F: []float64{1}, B: []float64{1}, W: []float64{1}})
+		if err != nil {
+			t.Fatal(err)
+		}
 		eng, err := pipeline.New(tied, pipeline.Config{Schedule: tc.sched, Stages: stages, Chunks: tc.chunks, MicroBatches: micro,
 			Loss: nn.CrossEntropy, Optimizer: sgd, ClipNorm: clipNorm})
 		if err != nil {
@@ -240,25 +244,25 @@ func TestScheduleMemory(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		held := map[int]int{} // per stage, the positions' most micro-batches held
-		peak := 0
+		held := 0
 		for _, info := range eng.Stages() {
 			for _, st := range stats {
-				if st.Actor == info.Actor {
-					held[info.Stage] += st.MaxInFlight
-					peak = max(peak, st.MaxInFlight)
+				if st.Actor != info.Actor {
+					continue
+				}
+				held = max(held, st.MaxInFlight)
+				if bound := sim.Peak[info.Stage]; st.MaxInFlight > bound {
+					t.Errorf("%v: position %d held %d micro-batches' activations, more than its stage's order holds, %d", tc.sched, info.Position, st.MaxInFlight, bound)
+				}
+				if tc.sched == actors.OneFOneB && st.MaxInFlight > stages-info.Position {
+					t.Errorf("1f1b: position %d held %d micro-batches, more than p − i = %d", info.Position, st.MaxInFlight, stages-info.Position)
 				}
 			}
 		}
 		eng.Close()
-		for st, n := range held {
-			if n > stages*tc.chunks {
-				t.Errorf("%v: stage %d's positions held %d micro-batches' activations in chunks, more than %d", tc.sched, st, n, stages*tc.chunks)
-			}
-		}
-		if peak == 0 {
+		if held == 0 {
 			t.Errorf("%v: no position held a micro-batch", tc.sched)
 		}
-		t.Logf("%v: per stage, micro-batch chunks held at most %v", tc.sched, held)
+		t.Logf("%v: the order's peaks per stage %v", tc.sched, sim.Peak)
 	}
 }

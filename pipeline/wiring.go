@@ -65,6 +65,9 @@ func (e *Engine) wiring(r, i int) actors.Wire {
 	w := actors.Wire{Coordinator: e.coord, Optimizer: e.opt, InShards: 1, OutShards: 1, Replica: r,
 		Limit: e.plan.Schedule.Limit(i, p, e.plan.Micro), SplitBackward: e.plan.SplitBackward, OneArena: e.oneArena(), EvalWindow: e.plan.EvalWindow,
 		EachDone: e.plan.Schedule.OneAtATime(), FillWeights: e.plan.Schedule.SplitsBackward(), Hold: e.plan.Schedule.Hold(i, p)}
+	if e.plan.Schedule.Programmed() {
+		w.Schedule, w.Stages, w.Chunks = e.plan.Schedule, p/e.plan.Chunks, e.plan.Chunks
+	}
 	if i > 0 {
 		prev := e.plan.Chain(r, i-1)
 		w.Prev, w.PrevNames = e.pids(prev), e.namesOf(prev)
