@@ -116,17 +116,17 @@ func (d *Device) next() (op SimOp, seq int, ok bool) {
 	return pr.ops[pr.at], pr.seq, true
 }
 
-// done moves the cursor past step seq's op at it and returns the stage
+// done moves the cursor past step seq's n ops at it and returns the stage
 // actor whose op is next, or nil at the step's end. The op that ends a
 // step may let the next one begin before done: its cursor then stays.
-func (d *Device) done(seq int) *actor.PID {
+func (d *Device) done(seq, n int) *actor.PID {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	pr := &d.prog
 	if seq != pr.seq {
 		return nil
 	}
-	pr.at++
+	pr.at += n
 	if pr.at >= len(pr.ops) {
 		return nil
 	}
@@ -180,3 +180,16 @@ func (d *Device) release() {
 // its stage, as the actor of position in the chain. Call it before the
 // actor starts.
 func (s *Stage) SetDevice(d *Device, position int) { s.device, s.position = d, position }
+
+// runOf returns how many ops from the cursor on are of kind on position:
+// a stage actor runs such a run of weight gradients as one batch.
+func (d *Device) runOf(position int, kind SimKind) int {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	pr := &d.prog
+	n := 0
+	for k := pr.at; k < len(pr.ops) && pr.ops[k].Chunk == position && pr.ops[k].Kind == kind; k++ {
+		n++
+	}
+	return n
+}

@@ -57,9 +57,11 @@ type Stage struct {
 	upd        Update // the step's update, once haveUpd
 	haveUpd    bool
 	clearTask  clearTask
-	pendingW   []pendingW       // the step's weight gradients left by the split backward
-	fill       []int            // with Wire.FillWeights: micro-batches whose weight gradients wait, oldest first
-	fillPosted bool             // a fillKick is in the mailbox
+	pendingW   []pendingW // the step's weight gradients left by the split backward
+	fill       []int      // with Wire.FillWeights: micro-batches whose weight gradients wait, oldest first
+	fillPosted bool       // a fillKick is in the mailbox
+	wKept      []pendingW // scratch for runW
+	wMine      []pendingW
 	bwdIn      []heldBackward   // under a programmed schedule: backwards waiting for their turn
 	wLeft      bool             // under a programmed schedule: the step's backwards are done, weight gradients not
 	wStep      int              // and the step's number
@@ -685,7 +687,7 @@ func (s *Stage) runFill(ctx actor.Context) {
 		s.postFill(ctx)
 		return
 	}
-	if !s.runW(ctx, s.fill[0]) {
+	if !s.runW(ctx, 1) {
 		return
 	}
 	s.maybeKick(ctx)
@@ -694,44 +696,38 @@ func (s *Stage) runFill(ctx actor.Context) {
 	}
 }
 
-// runW runs the weight gradients micro's backward left, the oldest in
-// s.fill, and frees its place; false when it failed.
-func (s *Stage) runW(ctx actor.Context, micro int) bool {
-	if len(s.fill) == 0 || s.fill[0] != micro {
-		return true // none: its layers have no weights here
+// runW runs the weight gradients the backwards of the n oldest
+// micro-batches in s.fill left, as one batch per layer (nn.BatchParams:
+// the bits of one call per micro-batch, in order), and frees their
+// places; false when it failed.
+func (s *Stage) runW(ctx actor.Context, n int) bool {
+	n = min(n, len(s.fill))
+	if n == 0 {
+		return true
 	}
-	s.fill = s.fill[:copy(s.fill, s.fill[1:])]
-	kept := s.pendingW[:0]
-	var mine []pendingW
+	micros := s.fill[:n]
+	kept, mine := s.wKept[:0], s.wMine[:0]
 	for _, w := range s.pendingW {
-		if w.p.Micro == micro {
+		if slices.Contains(micros, w.p.Micro) {
 			mine = append(mine, w)
 		} else {
 			kept = append(kept, w)
 		}
 	}
-	s.pendingW = kept
-	if len(mine) == 0 {
-		s.release(micro)
-		return true
+	ok := true
+	if len(mine) > 0 {
+		s.pendingW = mine
+		ok = s.weightGradsMicro(ctx, mine[0].p.Step, micros[0], 0, len(s.layers)-1)
 	}
-	ok := s.work(ctx, SpanWeights, mine[0].p.Step, micro, func() error {
-		for k := len(mine) - 1; k >= 0; k-- { // from the last layer down
-			w := mine[k]
-			w.p.Threads = s.turnThreads()
-			s.current = w.layer
-			if b := s.batch[w.layer]; b != nil {
-				b.BackwardParamsAll([]nn.Pass{w.p})
-			} else {
-				s.split[w.layer].BackwardParams(w.p)
-			}
-		}
-		return nil
-	})
-	if ok {
-		s.release(micro)
+	s.pendingW, s.wKept, s.wMine = append(s.pendingW[:0], kept...), kept, mine[:0]
+	if !ok {
+		return false
 	}
-	return ok
+	for _, m := range micros {
+		s.release(m)
+	}
+	s.fill = s.fill[:copy(s.fill, s.fill[n:])]
+	return true
 }
 
 // programmed reports whether the step in hand runs in its schedule's
@@ -743,10 +739,17 @@ func (s *Stage) programmed() bool { return s.device != nil && s.device.programme
 func (s *Stage) advance(ctx actor.Context) {
 	for {
 		op, seq, ok := s.device.next()
-		if !ok || op.Chunk != s.position || !s.runOp(ctx, op) {
+		if !ok || op.Chunk != s.position {
 			return
 		}
-		if pid := s.device.done(seq); pid != nil && !pid.Equal(ctx.Self()) {
+		n := 1
+		if op.Kind == SimW {
+			n = s.device.runOf(s.position, SimW) // runOp ran them as one
+		}
+		if !s.runOp(ctx, op) {
+			return
+		}
+		if pid := s.device.done(seq, n); pid != nil && !pid.Equal(ctx.Self()) {
 			s.send(ctx, pid, &turnKick{})
 		}
 	}
@@ -775,7 +778,11 @@ func (s *Stage) runOp(ctx actor.Context, op SimOp) bool {
 		s.bwdIn = slices.Delete(s.bwdIn, i, i+1)
 		s.backward(ctx, b.step, b.micro, b.dy)
 	case SimW:
-		if !s.runW(ctx, op.Micro) {
+		if len(s.fill) == 0 || s.fill[0] != op.Micro {
+			return true // none: its layers have no weights here
+		}
+		// the weight gradients the order runs next here go as one batch
+		if !s.runW(ctx, s.device.runOf(s.position, SimW)) {
 			return false
 		}
 		if s.wLeft && len(s.fill) == 0 {
@@ -807,7 +814,12 @@ func (s *Stage) weightGrads(ctx actor.Context, step int) bool {
 
 // weightGradsOf runs those of layers lo to hi, from hi down.
 func (s *Stage) weightGradsOf(ctx actor.Context, step, lo, hi int) bool {
-	return s.work(ctx, SpanWeights, step, -1, func() error {
+	return s.weightGradsMicro(ctx, step, -1, lo, hi)
+}
+
+// weightGradsMicro is weightGradsOf, its span labelled with micro.
+func (s *Stage) weightGradsMicro(ctx actor.Context, step, micro, lo, hi int) bool {
+	return s.work(ctx, SpanWeights, step, micro, func() error {
 		for i := hi; i >= lo; i-- {
 			ps := s.wPasses[:0]
 			for _, w := range s.pendingW {

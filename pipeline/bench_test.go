@@ -366,7 +366,7 @@ func BenchmarkGPTStep(b *testing.B) {
 				layouts = append(layouts, layout{fmt.Sprintf("gpipe-%d-%d%s", st, m, sfx), actors.GPipe, st, m, split, 1},
 					layout{fmt.Sprintf("1f1b-%d-%d%s", st, m, sfx), actors.OneFOneB, st, m, split, 1})
 			}
-			if st > 0 {
+			{
 				layouts = append(layouts, layout{fmt.Sprintf("zbh1-%d-%d", st, m), actors.ZBH1, st, m, true, 1},
 					layout{fmt.Sprintf("interleaved-%d-%d-c2", st, m), actors.Interleaved, st, m, false, 2},
 					layout{fmt.Sprintf("interleaved-%d-%d-c2-split", st, m), actors.Interleaved, st, m, true, 2},
