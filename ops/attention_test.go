@@ -413,3 +413,28 @@ func BenchmarkCausalSelfAttentionBackward(b *testing.B) {
 		})
 	}
 }
+
+// attnLongShape is the character recipe's width and heads at GPT-2's
+// context of 1024.
+var attnLongShape = attnShape{1, 1024, 128, 4}
+
+// BenchmarkCausalSelfAttentionTrain reports float32 GFLOP/s of what a
+// TransformerBlock's attention runs in a training step: the forward Into
+// form keeping what the backward reads, then the backward Into form from
+// it (three times the forward's flops).
+func BenchmarkCausalSelfAttentionTrain(b *testing.B) {
+	for _, s := range append(attnBenchShapes[:len(attnBenchShapes):len(attnBenchShapes)], attnLongShape) {
+		b.Run(fmt.Sprintf("B%d_T%d_D%d_H%d", s.b, s.t, s.d, s.heads), func(b *testing.B) {
+			qkv, grad, _ := attnBenchInputs(s)
+			out, gqkv := tensor.Zeros(tensor.Float32, s.b, s.t, s.d), tensor.Zeros(tensor.Float32, s.b, s.t, 3*s.d)
+			probs := tensor.Zeros(tensor.Float32, s.b, s.heads, s.t, s.t)
+			var work ops.AttentionWork
+			b.ReportAllocs()
+			for b.Loop() {
+				ops.CausalSelfAttentionInto(out, probs, qkv, s.heads, &work)
+				ops.CausalSelfAttentionBackwardInto(gqkv, grad, qkv, probs, s.heads, &work)
+			}
+			b.ReportMetric(3*attnFlops(s)*float64(b.N)/b.Elapsed().Seconds()/1e9, "GFLOP/s")
+		})
+	}
+}
