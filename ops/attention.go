@@ -30,9 +30,6 @@ func planAttention(op string, qkv *tensor.Tensor, heads int) attnPlan {
 			qkv.Shape(), heads, c, 3*heads)
 	}
 	pl := attnPlan{b: qkv.Dim(0), t: qkv.Dim(1), d: c / 3, heads: heads, hd: c / 3 / heads}
-	if pl.t > 0 && pl.b*pl.heads > math.MaxInt/2/pl.t/pl.t {
-		fail(op, "qkv %v with %d heads gives probabilities [%d %d %d %d] too large to hold", qkv.Shape(), heads, pl.b, heads, pl.t, pl.t)
-	}
 	pl.scale = 1 / math.Sqrt(float64(pl.hd))
 	return pl
 }
@@ -47,9 +44,10 @@ func checkAttn(op, name string, t, like *tensor.Tensor, shape ...int) {
 	}
 }
 
-// AttentionWork is the scratch memory of CausalSelfAttentionInto and
-// CausalSelfAttentionBackwardInto, kept from call to call so that calls
-// after the first of their size allocate nothing. The zero value is ready;
+// AttentionWork is the scratch memory of the attention's Into forms, kept
+// from call to call so that calls after the first of their size allocate
+// nothing. It holds per part of a call (a few per goroutine) one or two
+// panels of 32 rows by T, never a [T, T] matrix. The zero value is ready;
 // an AttentionWork serves one call at a time.
 type AttentionWork struct {
 	// Threads is how many goroutines a call may use; 0 means GOMAXPROCS.
@@ -65,12 +63,26 @@ type AttentionWork struct {
 	f64 attnWork[float64]
 }
 
+// Bytes returns the bytes of scratch memory w holds.
+func (w *AttentionWork) Bytes() int64 {
+	return 4*int64(cap(w.f32.ps)+cap(w.f32.ds)) + 8*int64(cap(w.f64.ps)+cap(w.f64.ds))
+}
+
 // attnWork is an AttentionWork's memory for one float type.
 type attnWork[T float] struct {
-	ds  []T // per part of the backward, one [T, T] score gradient
-	ps  []T // per part, one [T, T] of probabilities not kept (probs nil)
+	ps  []T // per part, a panel of probabilities not kept in probs
+	ds  []T // per part of the backward, a panel of score gradients
 	fwd attnForward[T]
 	bwd attnBackward[T]
+}
+
+// panels returns *buf grown to parts panels of attnBlock rows of tt.
+func panels[T float](buf *[]T, parts, tt int) []T {
+	n := parts * attnBlock * tt
+	if cap(*buf) < n {
+		*buf = make([]T, n)
+	}
+	return (*buf)[:n]
 }
 
 // CausalSelfAttention is the attention of nanoGPT's CausalSelfAttention
@@ -81,17 +93,21 @@ type attnWork[T float] struct {
 // [B, T, D] is probs·v with the heads side by side on the last axis, as
 // y.transpose(1, 2).view(B, T, C).
 func CausalSelfAttention(qkv *tensor.Tensor, heads int) (out, probs *tensor.Tensor) {
-	pl := planAttention("CausalSelfAttention", qkv, heads)
+	const op = "CausalSelfAttention"
+	pl := planAttention(op, qkv, heads)
+	if pl.t > 0 && pl.b*pl.heads > math.MaxInt/2/pl.t/pl.t {
+		fail(op, "qkv %v with %d heads gives probabilities [%d %d %d %d] too large to hold", qkv.Shape(), heads, pl.b, heads, pl.t, pl.t)
+	}
 	out = tensor.Zeros(qkv.DType(), pl.b, pl.t, pl.d)
 	probs = tensor.Zeros(qkv.DType(), pl.b, pl.heads, pl.t, pl.t)
-	attentionInto(&pl, out, probs, qkv, new(AttentionWork))
+	attentionInto(&pl, out, probs, nil, qkv, new(AttentionWork))
 	return out, probs
 }
 
 // CausalSelfAttentionInto writes CausalSelfAttention(qkv, heads) into out
 // [B, T, D] and probs [B, heads, T, T], which must have qkv's dtype and may
 // not overlap it. probs may be nil: the probabilities then live in work,
-// one [T, T] per part, and are not kept (a backward given nil probs
+// 32 rows at a time, and are not kept (a backward given nil probs
 // recomputes them, with the same bits). work keeps the scratch memory and
 // the thread budget; nil uses a new one.
 func CausalSelfAttentionInto(out, probs, qkv *tensor.Tensor, heads int, work *AttentionWork) {
@@ -101,27 +117,44 @@ func CausalSelfAttentionInto(out, probs, qkv *tensor.Tensor, heads int, work *At
 	if probs != nil {
 		checkAttn(op, "probs", probs, qkv, pl.b, pl.heads, pl.t, pl.t)
 	}
+	attentionInto(&pl, out, probs, nil, qkv, orNew(work))
+}
+
+// CausalSelfAttentionStatsInto writes CausalSelfAttention's out into out
+// [B, T, D], with its bits, and instead of the probabilities their rows'
+// statistics into stats [B, heads, T, 2], float64 whatever qkv's dtype: per
+// row its maximum score and the inverse of its sum of exponentials, from
+// which CausalSelfAttentionBackwardStatsInto recomputes the probabilities
+// with the forward's bits in one pass. Memory linear in T: the probabilities
+// live in work, 32 rows at a time.
+func CausalSelfAttentionStatsInto(out, stats, qkv *tensor.Tensor, heads int, work *AttentionWork) {
+	const op = "CausalSelfAttentionStatsInto"
+	pl := planAttention(op, qkv, heads)
+	checkAttn(op, "out", out, qkv, pl.b, pl.t, pl.d)
+	checkStats(op, stats, qkv, &pl)
+	attentionInto(&pl, out, nil, stats, qkv, orNew(work))
+}
+
+// checkStats panics unless stats is float64 [B, heads, T, 2] for qkv.
+func checkStats(op string, stats, qkv *tensor.Tensor, pl *attnPlan) {
+	if stats.DType() != tensor.Float64 || !stats.HasShape(pl.b, pl.heads, pl.t, 2) {
+		fail(op, "stats %v %v is not float64 %v for qkv %v", stats.DType(), stats.Shape(), []int{pl.b, pl.heads, pl.t, 2}, qkv.Shape())
+	}
+}
+
+func orNew(work *AttentionWork) *AttentionWork {
 	if work == nil {
-		work = new(AttentionWork)
+		return new(AttentionWork)
 	}
-	attentionInto(&pl, out, probs, qkv, work)
+	return work
 }
 
-func attentionInto(pl *attnPlan, out, probs, qkv *tensor.Tensor, work *AttentionWork) {
+func attentionInto(pl *attnPlan, out, probs, stats, qkv *tensor.Tensor, work *AttentionWork) {
 	if qkv.DType() == tensor.Float32 {
-		attention(pl, work.Threads, products{work.BF16, work.Arithmetic}, &work.f32, out.Data32(), data32(probs), qkv.Data32())
+		attention(pl, work.Threads, products{work.BF16, work.Arithmetic}, &work.f32, out.Data32(), data32(probs), data64(stats), qkv.Data32())
 	} else {
-		attention(pl, work.Threads, products{}, &work.f64, out.Data64(), data64(probs), qkv.Data64())
+		attention(pl, work.Threads, products{}, &work.f64, out.Data64(), data64(probs), data64(stats), qkv.Data64())
 	}
-}
-
-// partProbs returns work's [T, T] buffer per part for probabilities not
-// kept, grown to parts of them.
-func (w *attnWork[T]) partProbs(parts, tt int) []T {
-	if cap(w.ps) < parts*tt*tt {
-		w.ps = make([]T, parts*tt*tt)
-	}
-	return w.ps[:parts*tt*tt]
 }
 
 // attnSplit returns the goroutine budget, how many parts the (batch, head)
@@ -143,23 +176,23 @@ const attnPartsPerThread = 4
 
 // attention runs the (batch, head) pairs in parallel parts; a pair's
 // result does not depend on which part computes it, nor on the others.
-func attention[T float](pl *attnPlan, threads int, pr products, work *attnWork[T], out, probs, qkv []T) {
+func attention[T float](pl *attnPlan, threads int, pr products, work *attnWork[T], out, probs []T, stats []float64, qkv []T) {
 	if pl.b*pl.t == 0 {
 		return
 	}
 	budget, parts, inner := attnSplit(pl, threads)
 	var ps []T
 	if probs == nil {
-		ps = work.partProbs(parts, pl.t)
+		ps = panels(&work.ps, parts, pl.t)
 	}
 	t := &work.fwd
-	*t = attnForward[T]{pl: *pl, out: out, probs: probs, ps: ps, qkv: qkv, parts: parts, threads: inner, pr: pr}
+	*t = attnForward[T]{pl: *pl, out: out, probs: probs, ps: ps, stats: stats, qkv: qkv, parts: parts, threads: inner, pr: pr}
 	par.Do(budget, parts, t)
 	*t = attnForward[T]{} // holds no memory of the caller's
 }
 
-// attnBlock is the side of the blocks a pair's [T, T] matrices are cut
-// into, so that only blocks on or below the diagonal are computed: rows
+// attnBlock is the height of the row panels a pair's [T, T] matrices are
+// computed in, so that only blocks on or below the diagonal are: rows
 // [i0, i0+attnBlock) of the scores need keys [0, i0+attnBlock) only. It
 // is fixed, so a pair's bits depend on T alone.
 const attnBlock = 32
@@ -167,8 +200,9 @@ const attnBlock = 32
 type attnForward[T float] struct {
 	pl              attnPlan
 	out, probs, qkv []T
-	ps              []T // per part, the probabilities when probs is nil
-	parts, threads  int // parts of the pairs; GEMM budget per part
+	ps              []T       // per part, a panel when probs is nil
+	stats           []float64 // the rows' statistics, or nil
+	parts, threads  int       // parts of the pairs; GEMM budget per part
 	pr              products
 }
 
@@ -176,60 +210,117 @@ func (f *attnForward[T]) Part(q int) {
 	pl := &f.pl
 	n, ld, tt := pl.b*pl.heads, 3*pl.d, pl.t
 	for p, end := par.Bound(q, f.parts, n, 1), par.Bound(q+1, f.parts, n, 1); p < end; p++ {
-		bi, h := p/pl.heads, p%pl.heads
-		base := bi*tt*ld + h*pl.hd
-		qm, km, vm := f.qkv[base:], f.qkv[base+pl.d:], f.qkv[base+2*pl.d:]
-		o := f.out[bi*tt*pl.d+h*pl.hd:]
-		pm := pairProbs(f.probs, f.ps, p, q, tt)
+		qm, km, vm := pairQKV(pl, f.qkv, p)
+		o := f.out[(p/pl.heads)*tt*pl.d+(p%pl.heads)*pl.hd:]
 		for i0 := 0; i0 < tt; i0 += attnBlock {
 			i1 := min(tt, i0+attnBlock)
-			probsBlock(f.threads, f.pr, pl, i0, i1, qm, km, pm)
-			attnGemm(f.threads, f.pr, false, false, i1-i0, pl.hd, i1, 1, pm[i0*tt:], tt, vm, ld, o[i0*pl.d:], pl.d)
+			pm := panel(f.probs, f.ps, p, q, i0, tt)
+			probsPanel(f.threads, f.pr, pl, i0, i1, qm, km, pm, rowStats(f.stats, p, i0, tt))
+			if f.probs != nil {
+				for r := range i1 - i0 {
+					clear(pm[r*tt+i1 : (r+1)*tt])
+				}
+			}
+			attnGemm(f.threads, f.pr, false, false, i1-i0, pl.hd, i1, 1, pm, tt, vm, ld, 0, o[i0*pl.d:], pl.d)
 		}
 	}
 }
 
-// pairProbs returns pair p's [T, T] probabilities: its place in probs, or
-// part q's buffer in ps when probs is nil.
-func pairProbs[T float](probs, ps []T, p, q, tt int) []T {
-	if probs == nil {
-		return ps[q*tt*tt : (q+1)*tt*tt]
-	}
-	return probs[p*tt*tt : (p+1)*tt*tt]
+// pairQKV returns pair p's columns of q, k and v in x, [B, T, 3D] (qkv
+// or its gradient), each from the pair's first row on.
+func pairQKV[T float](pl *attnPlan, x []T, p int) (qm, km, vm []T) {
+	base := (p/pl.heads)*pl.t*3*pl.d + (p%pl.heads)*pl.hd
+	return x[base:], x[base+pl.d:], x[base+2*pl.d:]
 }
 
-// probsBlock writes rows [i0, i1) of a pair's probabilities pm: the scaled
-// scores q·kᵀ of keys [0, i1), their causal softmax, zeros after. The
-// forward and a backward recomputing the probabilities both call it, so
-// both get the same bits.
-func probsBlock[T float](threads int, pr products, pl *attnPlan, i0, i1 int, qm, km, pm []T) {
-	ld, tt := 3*pl.d, pl.t
-	attnGemm(threads, pr, false, true, i1-i0, i1, pl.hd, pl.scale, qm[i0*ld:], ld, km, ld, pm[i0*tt:], tt)
-	for i := i0; i < i1; i++ {
-		softmaxCausal(pm[i*tt:(i+1)*tt], i+1)
+// panel returns the panel of pair p's probabilities from row i0 on, rows
+// tt apart: its place in probs, or part q's buffer in ps when probs is nil.
+func panel[T float](probs, ps []T, p, q, i0, tt int) []T {
+	if probs == nil {
+		return ps[q*attnBlock*tt : (q+1)*attnBlock*tt]
 	}
+	return probs[(p*tt+i0)*tt : (p+1)*tt*tt]
+}
+
+// rowStats returns pair p's statistics from row i0 on, or nil.
+func rowStats(stats []float64, p, i0, tt int) []float64 {
+	if stats == nil {
+		return nil
+	}
+	return stats[2*(p*tt+i0) : 2*(p+1)*tt]
+}
+
+// probsPanel writes rows [i0, i1) of a pair's probabilities into the panel
+// pm (rows tt apart, columns [0, i1)): the scaled scores q·kᵀ of keys
+// [0, i1), their causal softmax, zeros after; and with st, each row's
+// maximum and inverse sum. The forward and a backward recomputing the
+// probabilities both call it, so both get the same bits.
+func probsPanel[T float](threads int, pr products, pl *attnPlan, i0, i1 int, qm, km, pm []T, st []float64) {
+	scores(threads, pr, pl, i0, i1, qm, km, pm)
+	for i := i0; i < i1; i++ {
+		r := i - i0
+		m, inv := softmaxCausal(pm[r*pl.t:r*pl.t+i1], i+1)
+		if st != nil {
+			st[2*r], st[2*r+1] = float64(m), inv
+		}
+	}
+}
+
+// probsFromStats is probsPanel given the rows' statistics st: the same
+// bits without the maximum and the sum.
+func probsFromStats[T float](threads int, pr products, pl *attnPlan, i0, i1 int, qm, km, pm []T, st []float64) {
+	scores(threads, pr, pl, i0, i1, qm, km, pm)
+	for i := i0; i < i1; i++ {
+		r := i - i0
+		softmaxKnown(pm[r*pl.t:r*pl.t+i1], i+1, T(st[2*r]), st[2*r+1])
+	}
+}
+
+// scores writes rows [i0, i1) of q·kᵀ·scale, keys [0, i1), into pm.
+func scores[T float](threads int, pr products, pl *attnPlan, i0, i1 int, qm, km, pm []T) {
+	ld := 3 * pl.d
+	attnGemm(threads, pr, false, true, i1-i0, i1, pl.hd, pl.scale, qm[i0*ld:], ld, km, ld, 0, pm, pl.t)
 }
 
 // softmaxCausal turns row, scores (scaled by the GEMM) in its first n
-// elements, into their softmax there and zeros after. The shift by the
-// maximum is exact or rounded once; the sum is taken in float64 and each
-// probability rounded once from it.
-func softmaxCausal[T float](row []T, n int) {
+// elements, into their softmax there and zeros after, and returns the
+// maximum it shifted by and the inverse sum it scaled by. The shift is
+// exact or rounded once; the sum is taken in float64 and each probability
+// rounded once from it; float32 runs the same steps 8 floats at a time.
+func softmaxCausal[T float](row []T, n int) (m T, inv float64) {
 	x := row[:n]
-	if x32, ok := any(x).([]float32); ok { // the same steps, 8 floats at a time
-		vec.AddConst(x32, -vec.Max(x32))
-		vec.Exp(x32, x32)
-		vec.ScaleF64(x32, 1/rowSum(x32))
-		clear(row[n:])
+	if x32, ok := any(x).([]float32); ok {
+		m = T(vec.Max(x32))
+	} else {
+		m = rowMax(x)
+	}
+	shift(x, m)
+	expInPlace(x)
+	inv = 1 / rowSum(x)
+	scaleRow(x, inv)
+	clear(row[n:])
+	return m, inv
+}
+
+// softmaxKnown is softmaxCausal given the row's maximum m and inverse sum
+// inv, with its bits.
+func softmaxKnown[T float](row []T, n int, m T, inv float64) {
+	x := row[:n]
+	shift(x, m)
+	expInPlace(x)
+	scaleRow(x, inv)
+	clear(row[n:])
+}
+
+// scaleRow sets x[j] = x[j]·c in float64, rounded once.
+func scaleRow[T float](x []T, c float64) {
+	if x, ok := any(x).([]float32); ok {
+		vec.ScaleF64(x, c)
 		return
 	}
-	shift(x, rowMax(x))
-	expInPlace(x)
-	inv := 1 / rowSum(x)
 	for j, v := range x {
-		x[j] = T(float64(v) * inv)
+		x[j] = T(float64(v) * c)
 	}
-	clear(row[n:])
 }
 
 // shift subtracts m from every element of x, on the vector kernel in
@@ -329,7 +420,7 @@ func CausalSelfAttentionBackward(grad, qkv, probs *tensor.Tensor, heads int) *te
 	const op = "CausalSelfAttentionBackward"
 	pl := planAttentionBackward(op, grad, qkv, probs, heads)
 	gqkv := tensor.Zeros(qkv.DType(), qkv.Shape()...)
-	attentionBackwardInto(&pl, gqkv, grad, qkv, probs, new(AttentionWork))
+	attentionBackwardInto(&pl, gqkv, grad, qkv, probs, nil, nil, new(AttentionWork))
 	return gqkv
 }
 
@@ -337,40 +428,43 @@ func CausalSelfAttentionBackward(grad, qkv, probs *tensor.Tensor, heads int) *te
 // qkv, probs, heads) into gqkv, of qkv's dtype and shape, which may not
 // overlap the inputs: it is an input gradient, written, not added. probs
 // may be nil: each pair's probabilities are then recomputed from qkv into
-// work, as the forward computes them (the scores' GEMM and the softmax, not
-// the product with v), with the same bits as a kept probs. work keeps the
-// scratch memory and the thread budget; nil uses a new one.
+// work, 32 rows at a time, as the forward computes them (the scores' GEMM
+// and the softmax, not the product with v), with the same bits as a kept
+// probs. work keeps the scratch memory and the thread budget; nil uses a
+// new one.
 func CausalSelfAttentionBackwardInto(gqkv, grad, qkv, probs *tensor.Tensor, heads int, work *AttentionWork) {
 	const op = "CausalSelfAttentionBackwardInto"
 	pl := planAttentionBackward(op, grad, qkv, probs, heads)
 	checkAttn(op, "gqkv", gqkv, qkv, pl.b, pl.t, 3*pl.d)
-	if work == nil {
-		work = new(AttentionWork)
-	}
-	attentionBackwardInto(&pl, gqkv, grad, qkv, probs, work)
+	attentionBackwardInto(&pl, gqkv, grad, qkv, probs, nil, nil, orNew(work))
+}
+
+// CausalSelfAttentionBackwardStatsInto is CausalSelfAttentionBackwardInto
+// given the statistics CausalSelfAttentionStatsInto kept instead of the
+// probabilities: they are recomputed 32 rows at a time from q, k and stats
+// with the forward's bits, so gqkv has the bits of the backward given kept
+// probs.
+func CausalSelfAttentionBackwardStatsInto(gqkv, grad, qkv, stats *tensor.Tensor, heads int, work *AttentionWork) {
+	const op = "CausalSelfAttentionBackwardStatsInto"
+	pl := planAttentionBackward(op, grad, qkv, nil, heads)
+	checkAttn(op, "gqkv", gqkv, qkv, pl.b, pl.t, 3*pl.d)
+	checkStats(op, stats, qkv, &pl)
+	attentionBackwardInto(&pl, gqkv, grad, qkv, nil, stats, nil, orNew(work))
 }
 
 // CausalSelfAttentionRecomputeInto is CausalSelfAttentionBackwardInto
 // without kept probabilities that also writes the forward's output into
-// out [B, T, D]: each pair's probabilities recomputed, then its output
-// rows and its gradient from them, with the bits of CausalSelfAttentionInto
+// out [B, T, D]: each panel of probabilities recomputed, then its output
+// rows and its gradient from it, with the bits of CausalSelfAttentionInto
 // and CausalSelfAttentionBackwardInto. It serves a backward that keeps
 // only qkv and needs the output too (for the next product's weight
-// gradient), at the cost of one forward, not of a forward and the
-// probabilities again.
+// gradient), at the cost of one forward.
 func CausalSelfAttentionRecomputeInto(out, gqkv, grad, qkv *tensor.Tensor, heads int, work *AttentionWork) {
 	const op = "CausalSelfAttentionRecomputeInto"
 	pl := planAttentionBackward(op, grad, qkv, nil, heads)
 	checkAttn(op, "out", out, qkv, pl.b, pl.t, pl.d)
 	checkAttn(op, "gqkv", gqkv, qkv, pl.b, pl.t, 3*pl.d)
-	if work == nil {
-		work = new(AttentionWork)
-	}
-	if qkv.DType() == tensor.Float32 {
-		attentionBackward(&pl, work.Threads, products{work.BF16, work.Arithmetic}, &work.f32, gqkv.Data32(), grad.Data32(), qkv.Data32(), nil, out.Data32())
-	} else {
-		attentionBackward(&pl, work.Threads, products{}, &work.f64, gqkv.Data64(), grad.Data64(), qkv.Data64(), nil, out.Data64())
-	}
+	attentionBackwardInto(&pl, gqkv, grad, qkv, nil, nil, out, orNew(work))
 }
 
 // planAttentionBackward checks a backward's arguments and plans it.
@@ -383,30 +477,29 @@ func planAttentionBackward(op string, grad, qkv, probs *tensor.Tensor, heads int
 	return pl
 }
 
-func attentionBackwardInto(pl *attnPlan, gqkv, grad, qkv, probs *tensor.Tensor, work *AttentionWork) {
+// attentionBackwardInto runs the backward from probs, from stats, or with
+// both nil recomputing the probabilities, and with out set writing the
+// forward's output too.
+func attentionBackwardInto(pl *attnPlan, gqkv, grad, qkv, probs, stats, out *tensor.Tensor, work *AttentionWork) {
 	if qkv.DType() == tensor.Float32 {
-		attentionBackward(pl, work.Threads, products{work.BF16, work.Arithmetic}, &work.f32, gqkv.Data32(), grad.Data32(), qkv.Data32(), data32(probs), nil)
+		attentionBackward(pl, work.Threads, products{work.BF16, work.Arithmetic}, &work.f32, gqkv.Data32(), grad.Data32(), qkv.Data32(), data32(probs), data64(stats), data32(out))
 	} else {
-		attentionBackward(pl, work.Threads, products{}, &work.f64, gqkv.Data64(), grad.Data64(), qkv.Data64(), data64(probs), nil)
+		attentionBackward(pl, work.Threads, products{}, &work.f64, gqkv.Data64(), grad.Data64(), qkv.Data64(), data64(probs), data64(stats), data64(out))
 	}
 }
 
-// attentionBackward runs the backward; with probs nil it recomputes them,
-// and with out set (probs nil) writes the forward's output as well.
-func attentionBackward[T float](pl *attnPlan, threads int, pr products, work *attnWork[T], gqkv, grad, qkv, probs, out []T) {
+func attentionBackward[T float](pl *attnPlan, threads int, pr products, work *attnWork[T], gqkv, grad, qkv, probs []T, stats []float64, out []T) {
 	if pl.b*pl.t == 0 {
 		return
 	}
 	budget, parts, inner := attnSplit(pl, threads)
-	if cap(work.ds) < parts*pl.t*pl.t {
-		work.ds = make([]T, parts*pl.t*pl.t)
-	}
+	ds := panels(&work.ds, parts, pl.t)
 	var ps []T
 	if probs == nil {
-		ps = work.partProbs(parts, pl.t)
+		ps = panels(&work.ps, parts, pl.t)
 	}
 	t := &work.bwd
-	*t = attnBackward[T]{pl: *pl, ds: work.ds, ps: ps, out: out, gqkv: gqkv, grad: grad, qkv: qkv, probs: probs, parts: parts, threads: inner, pr: pr}
+	*t = attnBackward[T]{pl: *pl, ds: ds, ps: ps, stats: stats, out: out, gqkv: gqkv, grad: grad, qkv: qkv, probs: probs, parts: parts, threads: inner, pr: pr}
 	par.Do(budget, parts, t)
 	*t = attnBackward[T]{}
 }
@@ -414,49 +507,53 @@ func attentionBackward[T float](pl *attnPlan, threads int, pr products, work *at
 type attnBackward[T float] struct {
 	pl                         attnPlan
 	ds, gqkv, grad, qkv, probs []T
-	ps                         []T // per part, recomputed probabilities when probs is nil
-	out                        []T // with ps: the forward's output, written from them
+	ps                         []T       // per part, recomputed probabilities when probs is nil
+	stats                      []float64 // the forward's statistics, or nil
+	out                        []T       // recomputing: the forward's output, written too
 	parts, threads             int
 	pr                         products
 }
 
+// Part runs its pairs a panel of rows at a time, as FlashAttention-2's
+// backward with row panels: the panel's probabilities (kept or
+// recomputed), dP = dO·Vᵀ, dS from it, dQ = dS·K for the panel's rows, and
+// the panel's share of dK = dSᵀ·Q and dV = Pᵀ·dO added into keys [0, i1).
+// The sums over the panels run in a fixed order, so the bits depend on T
+// alone.
 func (b *attnBackward[T]) Part(q int) {
 	pl := &b.pl
-	n, ld, tt := pl.b*pl.heads, 3*pl.d, pl.t
-	ds := b.ds[q*tt*tt : (q+1)*tt*tt]
+	n, ld, tt, hd := pl.b*pl.heads, 3*pl.d, pl.t, pl.hd
+	ds := b.ds[q*attnBlock*tt : (q+1)*attnBlock*tt]
 	for p, end := par.Bound(q, b.parts, n, 1), par.Bound(q+1, b.parts, n, 1); p < end; p++ {
-		bi, h := p/pl.heads, p%pl.heads
-		base := bi*tt*ld + h*pl.hd
-		qm, km, vm := b.qkv[base:], b.qkv[base+pl.d:], b.qkv[base+2*pl.d:]
-		gq, gk, gv := b.gqkv[base:], b.gqkv[base+pl.d:], b.gqkv[base+2*pl.d:]
-		do := b.grad[bi*tt*pl.d+h*pl.hd:]
-		pm := pairProbs(b.probs, b.ps, p, q, tt)
-		if b.probs == nil {
-			o := b.out[min(len(b.out), bi*tt*pl.d+h*pl.hd):]
-			for i0 := 0; i0 < tt; i0 += attnBlock {
-				i1 := min(tt, i0+attnBlock)
-				probsBlock(b.threads, b.pr, pl, i0, i1, qm, km, pm)
-				if b.out != nil { // as the forward does
-					attnGemm(b.threads, b.pr, false, false, i1-i0, pl.hd, i1, 1, pm[i0*tt:], tt, vm, ld, o[i0*pl.d:], pl.d)
-				}
-			}
+		qm, km, vm := pairQKV(pl, b.qkv, p)
+		gq, gk, gv := pairQKV(pl, b.gqkv, p)
+		off := (p/pl.heads)*tt*pl.d + (p%pl.heads)*hd
+		do := b.grad[off:]
+		for r := range tt {
+			clear(gk[r*ld : r*ld+hd])
+			clear(gv[r*ld : r*ld+hd])
 		}
-		// Row blocks: dP = dO·Vᵀ, dS from it, dQ = dS·K, on and below the
-		// diagonal. Row i of dS is written in columns [0, i1).
 		for i0 := 0; i0 < tt; i0 += attnBlock {
 			i1 := min(tt, i0+attnBlock)
-			attnGemm(b.threads, b.pr, false, true, i1-i0, i1, pl.hd, 1, do[i0*pl.d:], pl.d, vm, ld, ds[i0*tt:], tt)
-			for i := i0; i < i1; i++ {
-				softmaxCausalBackward(ds[i*tt:i*tt+i1], pm[i*tt:], i+1, pl.scale)
+			rows := i1 - i0
+			pm := panel(b.probs, b.ps, p, q, i0, tt)
+			switch {
+			case b.probs != nil:
+			case b.stats != nil:
+				probsFromStats(b.threads, b.pr, pl, i0, i1, qm, km, pm, rowStats(b.stats, p, i0, tt))
+			default:
+				probsPanel(b.threads, b.pr, pl, i0, i1, qm, km, pm, nil)
+				if b.out != nil { // as the forward does
+					attnGemm(b.threads, b.pr, false, false, rows, hd, i1, 1, pm, tt, vm, ld, 0, b.out[off+i0*pl.d:], pl.d)
+				}
 			}
-			attnGemm(b.threads, b.pr, false, false, i1-i0, pl.hd, i1, 1, ds[i0*tt:], tt, km, ld, gq[i0*ld:], ld)
-		}
-		// Column blocks: key s gets contributions from queries t >= s, so
-		// block [j0, j1) reads rows [j0, T), which the row blocks wrote.
-		for j0 := 0; j0 < tt; j0 += attnBlock {
-			j1 := min(tt, j0+attnBlock)
-			attnGemm(b.threads, b.pr, true, false, j1-j0, pl.hd, tt-j0, 1, pm[j0*tt+j0:], tt, do[j0*pl.d:], pl.d, gv[j0*ld:], ld)
-			attnGemm(b.threads, b.pr, true, false, j1-j0, pl.hd, tt-j0, 1, ds[j0*tt+j0:], tt, qm[j0*ld:], ld, gk[j0*ld:], ld)
+			attnGemm(b.threads, b.pr, false, true, rows, i1, hd, 1, do[i0*pl.d:], pl.d, vm, ld, 0, ds, tt)
+			for r := range rows {
+				softmaxCausalBackward(ds[r*tt:r*tt+i1], pm[r*tt:], i0+r+1, pl.scale)
+			}
+			attnGemm(b.threads, b.pr, false, false, rows, hd, i1, 1, ds, tt, km, ld, 0, gq[i0*ld:], ld)
+			attnGemm(b.threads, b.pr, true, false, i1, hd, rows, 1, ds, tt, qm[i0*ld:], ld, 1, gk, ld)
+			attnGemm(b.threads, b.pr, true, false, i1, hd, rows, 1, pm, tt, do[i0*pl.d:], pl.d, 1, gv, ld)
 		}
 	}
 }
@@ -477,18 +574,18 @@ func softmaxCausalBackward[T float](d, p []T, n int, scale float64) {
 	clear(d[n:])
 }
 
-// attnGemm is C = alpha·op(A)·op(B) on the project's GEMM for either float
-// type, C written without being read; pr (bf16 products) bounds
-// the float32 GEMM only.
-func attnGemm[T float](threads int, pr products, transA, transB bool, m, n, k int, alpha float64, a []T, lda int, b []T, ldb int, c []T, ldc int) {
+// attnGemm is C = alpha·op(A)·op(B) + beta·C on the project's GEMM for
+// either float type (beta = 0 writes C without reading it); pr (bf16
+// products) bounds the float32 GEMM only.
+func attnGemm[T float](threads int, pr products, transA, transB bool, m, n, k int, alpha float64, a []T, lda int, b []T, ldb int, beta float64, c []T, ldc int) {
 	switch a := any(a).(type) {
 	case []float32:
 		if pr.bf16 {
-			gemm.Threads(threads).SgemmBF16(pr.ar, transA, transB, m, n, k, float32(alpha), a, lda, any(b).([]float32), ldb, 0, any(c).([]float32), ldc)
+			gemm.Threads(threads).SgemmBF16(pr.ar, transA, transB, m, n, k, float32(alpha), a, lda, any(b).([]float32), ldb, float32(beta), any(c).([]float32), ldc)
 			return
 		}
-		gemm.Threads(threads).Sgemm(transA, transB, m, n, k, float32(alpha), a, lda, any(b).([]float32), ldb, 0, any(c).([]float32), ldc)
+		gemm.Threads(threads).Sgemm(transA, transB, m, n, k, float32(alpha), a, lda, any(b).([]float32), ldb, float32(beta), any(c).([]float32), ldc)
 	case []float64:
-		gemm.Dgemm(transA, transB, m, n, k, alpha, a, lda, any(b).([]float64), ldb, 0, any(c).([]float64), ldc)
+		gemm.Dgemm(transA, transB, m, n, k, alpha, a, lda, any(b).([]float64), ldb, beta, any(c).([]float64), ldc)
 	}
 }

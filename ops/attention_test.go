@@ -73,6 +73,35 @@ func naiveAttention(qkv []float64, s attnShape) (out, probs []float64) {
 	return out, probs
 }
 
+// naiveStats is each row's maximum scaled score and the inverse of its
+// sum of exponentials, by their definition in float64.
+func naiveStats(qkv []float64, s attnShape) []float64 {
+	hd, ld := s.d/s.heads, 3*s.d
+	scale := 1 / math.Sqrt(float64(hd))
+	st := make([]float64, 0, 2*s.b*s.heads*s.t)
+	for b := range s.b {
+		for h := range s.heads {
+			for t := range s.t {
+				sc := make([]float64, t+1)
+				m := math.Inf(-1)
+				for u := range sc {
+					for j := range hd {
+						sc[u] += qkv[(b*s.t+t)*ld+h*hd+j] * qkv[(b*s.t+u)*ld+s.d+h*hd+j]
+					}
+					sc[u] *= scale
+					m = max(m, sc[u])
+				}
+				var sum float64
+				for _, v := range sc {
+					sum += math.Exp(v - m)
+				}
+				st = append(st, m, 1/sum)
+			}
+		}
+	}
+	return st
+}
+
 // naiveAttentionBackward is the backward by its definition, in float64.
 func naiveAttentionBackward(grad, qkv, probs []float64, s attnShape) []float64 {
 	hd, ld := s.d/s.heads, 3*s.d
@@ -119,6 +148,33 @@ func TestGradCausalSelfAttention(t *testing.T) {
 	}
 }
 
+// attnStats runs CausalSelfAttentionStatsInto on a new out and stats.
+func attnStats(qkv *tt, heads int, work *ops.AttentionWork) (out, stats *tt) {
+	b, t, d := qkv.Dim(0), qkv.Dim(1), qkv.Dim(2)/3
+	out, stats = tensor.Full(qkv.DType(), math.NaN(), b, t, d), tensor.Full(tensor.Float64, math.NaN(), b, heads, t, 2)
+	ops.CausalSelfAttentionStatsInto(out, stats, qkv, heads, work)
+	return out, stats
+}
+
+// TestGradCausalSelfAttentionStats: the backward from the row statistics,
+// which recomputes the probabilities a panel of 32 rows at a time and adds
+// each panel's share into dK and dV, against finite differences of the
+// forward, across panels (T = 33, 70) and with one position.
+func TestGradCausalSelfAttentionStats(t *testing.T) {
+	rng := newRNG(78)
+	for _, s := range []attnShape{{2, 5, 6, 2}, {1, 1, 4, 2}, {2, 33, 6, 3}, {1, 70, 4, 1}, {1, 3, 12, 4}} {
+		qkv := randN(rng, 1, s.b, s.t, 3*s.d)
+		opstest.CheckGrad(t, gradName("CausalSelfAttentionStats", s), in(qkv),
+			func(x []*tt) *tt { out, _ := attnStats(x[0], s.heads, nil); return out },
+			func(g *tt, x []*tt, _ *tt) []*tt {
+				_, stats := attnStats(x[0], s.heads, nil)
+				gqkv := garbage(x[0])
+				ops.CausalSelfAttentionBackwardStatsInto(gqkv, g, x[0], stats, s.heads, nil)
+				return in(gqkv)
+			}, gradTol)
+	}
+}
+
 // attnClose reports the first element of got further than tol·max(1, |want|)
 // from want.
 func attnClose(t *testing.T, desc string, got *tt, want []float64, tol float64) {
@@ -151,6 +207,8 @@ func TestCausalSelfAttentionMatchesNaive(t *testing.T) {
 			out, probs := ops.CausalSelfAttention(qkv.As(c.dt), s.heads)
 			attnClose(t, desc("out"), out, wantOut, c.tol)
 			attnClose(t, desc("probs"), probs, wantProbs, c.tol)
+			_, stats := attnStats(qkv.As(c.dt), s.heads, nil)
+			attnClose(t, desc("stats"), stats, naiveStats(qkv.Data64(), s), c.tol)
 			// The backward from the reference's probs, so that only its own
 			// rounding counts.
 			g := ops.CausalSelfAttentionBackward(grad.As(c.dt), qkv.As(c.dt), tensor.FromFloat64s(c.dt, wantProbs, probs.Shape()...), s.heads)
@@ -244,6 +302,13 @@ func TestCausalSelfAttentionBits(t *testing.T) {
 	}
 }
 
+// attnPrecisions are the dtypes and products the attention runs in.
+var attnPrecisions = []struct {
+	dt   tensor.DType
+	bf16 bool
+	ar   ops.Arithmetic
+}{{tensor.Float32, false, ops.AMX}, {tensor.Float64, false, ops.AMX}, {tensor.Float32, true, ops.AMX}, {tensor.Float32, true, ops.Pairs}}
+
 // TestCausalSelfAttentionRecomputed: with probs nil, the forward's out and
 // the backward's gqkv, which recomputes the probabilities from qkv, have
 // the bits of the calls given kept probs, and so have
@@ -253,11 +318,7 @@ func TestCausalSelfAttentionRecomputed(t *testing.T) {
 	rng := newRNG(77)
 	for _, s := range []attnShape{{3, 33, 12, 3}, {2, 70, 8, 2}, {2, 1, 6, 2}, {0, 4, 6, 2}} {
 		qkv64, grad64 := randN(rng, 1, s.b, s.t, 3*s.d), randN(rng, 1, s.b, s.t, s.d)
-		for _, c := range []struct {
-			dt   tensor.DType
-			bf16 bool
-			ar   ops.Arithmetic
-		}{{tensor.Float32, false, ops.AMX}, {tensor.Float64, false, ops.AMX}, {tensor.Float32, true, ops.AMX}, {tensor.Float32, true, ops.Pairs}} {
+		for _, c := range attnPrecisions {
 			qkv, grad := qkv64.As(c.dt), grad64.As(c.dt)
 			kept := &ops.AttentionWork{BF16: c.bf16, Arithmetic: c.ar}
 			out, probs := tensor.Zeros(c.dt, s.b, s.t, s.d), tensor.Zeros(c.dt, s.b, s.heads, s.t, s.t)
@@ -281,6 +342,63 @@ func TestCausalSelfAttentionRecomputed(t *testing.T) {
 			}
 			if g := ops.CausalSelfAttentionBackward(grad, qkv, nil, s.heads); !c.bf16 {
 				wantBits(t, fmt.Sprintf("%v %v: CausalSelfAttentionBackward without probs", s, c.dt), g, gqkv)
+			}
+		}
+	}
+}
+
+// TestCausalSelfAttentionStatsBits: the statistics forms, as a layer runs
+// them, give out with the bits of CausalSelfAttention and gqkv with the
+// bits of the backward given kept probs or none, and of
+// CausalSelfAttentionRecomputeInto, whatever the thread budgets, at odd
+// lengths across the panels of 32 rows, 1 to 4 heads, in both dtypes and
+// in bf16 products; a batch cut in two halves gives the bits of the whole.
+func TestCausalSelfAttentionStatsBits(t *testing.T) {
+	rng := newRNG(79)
+	for _, s := range []attnShape{{3, 1, 6, 2}, {2, 31, 12, 4}, {3, 33, 12, 3}, {2, 100, 8, 1}, {4, 45, 24, 3}} {
+		qkv64, grad64 := randN(rng, 1, s.b, s.t, 3*s.d), randN(rng, 1, s.b, s.t, s.d)
+		for _, c := range attnPrecisions {
+			qkv, grad := qkv64.As(c.dt), grad64.As(c.dt)
+			one := &ops.AttentionWork{Threads: 1, BF16: c.bf16, Arithmetic: c.ar}
+			out, probs := tensor.Zeros(c.dt, s.b, s.t, s.d), tensor.Zeros(c.dt, s.b, s.heads, s.t, s.t)
+			ops.CausalSelfAttentionInto(out, probs, qkv, s.heads, one)
+			gqkv := garbage(qkv)
+			ops.CausalSelfAttentionBackwardInto(gqkv, grad, qkv, probs, s.heads, one)
+			var stats *tt
+			for _, threads := range []int{1, 2, 3, 8} {
+				desc := func(what string) string {
+					return fmt.Sprintf("%s %v %v bf16 %v %v, threads %d", what, s, c.dt, c.bf16, c.ar, threads)
+				}
+				work := &ops.AttentionWork{Threads: threads, BF16: c.bf16, Arithmetic: c.ar}
+				var o *tt
+				o, st := attnStats(qkv, s.heads, work)
+				wantBits(t, desc("out"), o, out)
+				if stats == nil {
+					stats = st
+				}
+				wantBits(t, desc("stats"), st, stats)
+				g := garbage(qkv)
+				ops.CausalSelfAttentionBackwardStatsInto(g, grad, qkv, st, s.heads, work)
+				wantBits(t, desc("gqkv from stats"), g, gqkv)
+				g = garbage(qkv)
+				ops.CausalSelfAttentionBackwardInto(g, grad, qkv, nil, s.heads, work)
+				wantBits(t, desc("gqkv without probs"), g, gqkv)
+				o, g = garbage(out), garbage(qkv)
+				ops.CausalSelfAttentionRecomputeInto(o, g, grad, qkv, s.heads, work)
+				wantBits(t, desc("CausalSelfAttentionRecomputeInto's out"), o, out)
+				wantBits(t, desc("CausalSelfAttentionRecomputeInto's gqkv"), g, gqkv)
+			}
+			half := s.b / 2
+			for _, r := range [][2]int{{0, half}, {half, s.b}} {
+				work := &ops.AttentionWork{BF16: c.bf16, Arithmetic: c.ar}
+				q, gr := batchPart(qkv, r[0], r[1]), batchPart(grad, r[0], r[1])
+				o, st := attnStats(q, s.heads, work)
+				g := garbage(q)
+				ops.CausalSelfAttentionBackwardStatsInto(g, gr, q, st, s.heads, work)
+				desc := fmt.Sprintf("%v %v bf16 %v %v, rows %v", s, c.dt, c.bf16, c.ar, r)
+				wantBits(t, desc+": out", o, batchPart(out, r[0], r[1]))
+				wantBits(t, desc+": stats", st, batchPart(stats, r[0], r[1]))
+				wantBits(t, desc+": gqkv", g, batchPart(gqkv, r[0], r[1]))
 			}
 		}
 	}
@@ -329,6 +447,11 @@ func TestCausalSelfAttentionErrors(t *testing.T) {
 		{"CausalSelfAttentionBackward", []string{"float32", "float64"}, func() { ops.CausalSelfAttentionBackward(grad, qkv, f32(2, 2, 5, 5), 2) }},
 		{"CausalSelfAttentionBackward", []string{"[5 12]", "3 axes"}, func() { ops.CausalSelfAttentionBackward(grad, z(5, 12), probs, 2) }},
 		{"CausalSelfAttentionBackwardInto", []string{"gqkv", "[2 5 4]", "[2 5 12]"}, func() { ops.CausalSelfAttentionBackwardInto(grad, grad, qkv, probs, 2, nil) }},
+		{"CausalSelfAttentionStatsInto", []string{"stats", "float32", "[2 2 5 2]"}, func() { ops.CausalSelfAttentionStatsInto(grad, f32(2, 2, 5, 2), qkv, 2, nil) }},
+		{"CausalSelfAttentionStatsInto", []string{"stats", "[2 2 5 1]", "[2 2 5 2]", "[2 5 12]"}, func() { ops.CausalSelfAttentionStatsInto(grad, z(2, 2, 5, 1), qkv, 2, nil) }},
+		{"CausalSelfAttentionStatsInto", []string{"out", "[2 5 5]", "[2 5 4]"}, func() { ops.CausalSelfAttentionStatsInto(z(2, 5, 5), z(2, 2, 5, 2), qkv, 2, nil) }},
+		{"CausalSelfAttentionBackwardStatsInto", []string{"stats", "[2 4 5 2]", "[2 2 5 2]"}, func() { ops.CausalSelfAttentionBackwardStatsInto(qkv, grad, qkv, z(2, 4, 5, 2), 2, nil) }},
+		{"CausalSelfAttentionBackwardStatsInto", []string{"gqkv", "[2 5 4]", "[2 5 12]"}, func() { ops.CausalSelfAttentionBackwardStatsInto(grad, grad, qkv, z(2, 2, 5, 2), 2, nil) }},
 		{"CausalSelfAttentionRecomputeInto", []string{"out", "[2 5 12]", "[2 5 4]"}, func() { ops.CausalSelfAttentionRecomputeInto(qkv, z(2, 5, 12), grad, qkv, 2, nil) }},
 		{"CausalSelfAttentionRecomputeInto", []string{"gqkv", "[2 5 4]", "[2 5 12]"}, func() { ops.CausalSelfAttentionRecomputeInto(grad, grad, grad, qkv, 2, nil) }},
 	} {
@@ -343,6 +466,7 @@ func TestCausalSelfAttentionAllocations(t *testing.T) {
 	rng := newRNG(76)
 	qkv, grad := randN(rng, 1, s.b, s.t, 3*s.d).As(tensor.Float32), randN(rng, 1, s.b, s.t, s.d).As(tensor.Float32)
 	out, probs, gqkv := tensor.Zeros(tensor.Float32, s.b, s.t, s.d), tensor.Zeros(tensor.Float32, s.b, s.heads, s.t, s.t), tensor.Zeros(tensor.Float32, s.b, s.t, 3*s.d)
+	stats := tensor.Zeros(tensor.Float64, s.b, s.heads, s.t, 2)
 	for _, threads := range []int{1, 2} {
 		work := &ops.AttentionWork{Threads: threads}
 		if n := testing.AllocsPerRun(20, func() { ops.CausalSelfAttentionInto(out, probs, qkv, s.heads, work) }); n != 0 {
@@ -357,9 +481,36 @@ func TestCausalSelfAttentionAllocations(t *testing.T) {
 		if n := testing.AllocsPerRun(20, func() { ops.CausalSelfAttentionBackwardInto(gqkv, grad, qkv, nil, s.heads, work) }); n != 0 {
 			t.Errorf("CausalSelfAttentionBackwardInto without probs, %d threads: %v allocations per call, want 0", threads, n)
 		}
+		if n := testing.AllocsPerRun(20, func() { ops.CausalSelfAttentionStatsInto(out, stats, qkv, s.heads, work) }); n != 0 {
+			t.Errorf("CausalSelfAttentionStatsInto, %d threads: %v allocations per call, want 0", threads, n)
+		}
+		if n := testing.AllocsPerRun(20, func() { ops.CausalSelfAttentionBackwardStatsInto(gqkv, grad, qkv, stats, s.heads, work) }); n != 0 {
+			t.Errorf("CausalSelfAttentionBackwardStatsInto, %d threads: %v allocations per call, want 0", threads, n)
+		}
 		if n := testing.AllocsPerRun(20, func() { ops.CausalSelfAttentionRecomputeInto(out, gqkv, grad, qkv, s.heads, work) }); n != 0 {
 			t.Errorf("CausalSelfAttentionRecomputeInto, %d threads: %v allocations per call, want 0", threads, n)
 		}
+	}
+}
+
+// TestAttentionWorkLinear: at the character recipe's width and heads and a
+// context of 1024, a training forward and backward from the statistics
+// leave two panels of 32 rows per part in the work (parts are at most 4
+// per thread), not a [T, T] matrix per pair or per part.
+func TestAttentionWorkLinear(t *testing.T) {
+	s := attnLongShape
+	s.b = 2
+	const threads = 2
+	qkv, grad := randN(newRNG(80), 1, s.b, s.t, 3*s.d).As(tensor.Float32), randN(newRNG(81), 1, s.b, s.t, s.d).As(tensor.Float32)
+	work := &ops.AttentionWork{Threads: threads}
+	_, stats := attnStats(qkv, s.heads, work)
+	ops.CausalSelfAttentionBackwardStatsInto(garbage(qkv), grad, qkv, stats, s.heads, work)
+	parts := min(s.b*s.heads, 4*threads)
+	if got, want := work.Bytes(), int64(parts*2*32*s.t*4); got != want {
+		t.Errorf("work holds %d bytes, want %d: two panels of 32×%d floats for each of %d parts", got, want, s.t, parts)
+	}
+	if got, square := work.Bytes(), int64(s.t*s.t*4); got >= square {
+		t.Errorf("work holds %d bytes, as much as one [T, T] matrix of %d", got, square)
 	}
 }
 
@@ -421,18 +572,19 @@ var attnLongShape = attnShape{1, 1024, 128, 4}
 // BenchmarkCausalSelfAttentionTrain reports float32 GFLOP/s of what a
 // TransformerBlock's attention runs in a training step: the forward Into
 // form keeping what the backward reads, then the backward Into form from
-// it (three times the forward's flops).
+// it (three times the forward's flops): the row statistics, not the
+// probabilities.
 func BenchmarkCausalSelfAttentionTrain(b *testing.B) {
 	for _, s := range append(attnBenchShapes[:len(attnBenchShapes):len(attnBenchShapes)], attnLongShape) {
 		b.Run(fmt.Sprintf("B%d_T%d_D%d_H%d", s.b, s.t, s.d, s.heads), func(b *testing.B) {
 			qkv, grad, _ := attnBenchInputs(s)
 			out, gqkv := tensor.Zeros(tensor.Float32, s.b, s.t, s.d), tensor.Zeros(tensor.Float32, s.b, s.t, 3*s.d)
-			probs := tensor.Zeros(tensor.Float32, s.b, s.heads, s.t, s.t)
+			stats := tensor.Zeros(tensor.Float64, s.b, s.heads, s.t, 2)
 			var work ops.AttentionWork
 			b.ReportAllocs()
 			for b.Loop() {
-				ops.CausalSelfAttentionInto(out, probs, qkv, s.heads, &work)
-				ops.CausalSelfAttentionBackwardInto(gqkv, grad, qkv, probs, s.heads, &work)
+				ops.CausalSelfAttentionStatsInto(out, stats, qkv, s.heads, &work)
+				ops.CausalSelfAttentionBackwardStatsInto(gqkv, grad, qkv, stats, s.heads, &work)
 			}
 			b.ReportMetric(3*attnFlops(s)*float64(b.N)/b.Elapsed().Seconds()/1e9, "GFLOP/s")
 		})

@@ -109,15 +109,24 @@
 // between c_attn and c_proj: qkv [B, T, 3D] holds q, k and v, each split
 // into heads of D/heads columns; probs [B, heads, T, T] is the causal softmax
 // of q·kᵀ/√(D/heads), masked entries exactly 0, and out [B, T, D] is probs·v
-// with the heads side by side. CausalSelfAttentionBackward takes probs
-// instead of recomputing them; given nil probs (selective recomputation:
-// the [B, heads, T, T] probabilities are the largest activation at long
-// contexts) it recomputes each pair's from qkv, the scores' GEMM and the
-// softmax through the forward's own code, so with the same bits. Each (batch, head) pair is computed alone, in
-// blocks of 32 positions on and below the diagonal, its products on the
-// GEMM with q, k and v read in place: the bits depend neither on the thread
-// budget nor on the rest of the batch. The softmax subtracts the row's
-// maximum and sums in float64.
+// with the heads side by side. Each (batch, head) pair is computed alone,
+// in panels of 32 rows on and below the diagonal (rows [i0, i0+32) need
+// keys [0, i0+32) only), its products on the GEMM with q, k and v read in
+// place: the bits depend neither on the thread budget nor on the rest of
+// the batch. The softmax subtracts the row's maximum and sums in float64.
+//
+// Memory linear in T, as FlashAttention-2 but in row panels, so that the
+// forward keeps its bits: CausalSelfAttentionStatsInto keeps, instead of
+// the probabilities, each row's maximum and inverse sum in stats
+// [B, heads, T, 2] (float64, so that both are exact), and
+// CausalSelfAttentionBackwardStatsInto recomputes each panel of
+// probabilities from q, k and them in one pass with the forward's bits,
+// then dQ for the panel's rows and the panel's share of dK and dV, added
+// into keys [0, i0+32) in the panels' order. The scratch is one or two
+// panels of 32 rows by T per part of a call (AttentionWork), never a
+// [T, T] matrix. CausalSelfAttentionBackward given kept probs, or nil
+// probs (recomputing the whole softmax), runs the same panels with the same
+// bits, and CausalSelfAttentionRecomputeInto also writes out.
 //
 // # Destinations
 //

@@ -6,8 +6,9 @@ import (
 	"testing"
 )
 
-// TestSoftmaxCausalBits: the float32 softmax and its backward, 8 floats at
-// a time, give the bits of the scalar steps they replace.
+// TestSoftmaxCausalBits: the float32 softmax, recomputed from its
+// statistics too, and its backward, 8 floats at a time, give the bits of
+// the scalar steps they replace.
 func TestSoftmaxCausalBits(t *testing.T) {
 	rng := rand.New(rand.NewPCG(11, 12))
 	for tt := 1; tt <= 67; tt++ {
@@ -26,10 +27,15 @@ func TestSoftmaxCausalBits(t *testing.T) {
 			}
 			clear(want[n:])
 			got := append([]float32(nil), row...)
-			softmaxCausal(got, n)
+			m, inv := softmaxCausal(got, n)
+			known := append([]float32(nil), row...)
+			softmaxKnown(known, n, m, inv)
 			for i := range got {
 				if math.Float32bits(got[i]) != math.Float32bits(want[i]) {
 					t.Fatalf("softmax of %d of %d: element %d is %v, want %v", n, tt, i, got[i], want[i])
+				}
+				if math.Float32bits(known[i]) != math.Float32bits(want[i]) {
+					t.Fatalf("softmax of %d of %d from its statistics: element %d is %v, want %v", n, tt, i, known[i], want[i])
 				}
 			}
 			d := make([]float32, tt)
