@@ -68,9 +68,13 @@
 //
 // Recomputation. A TransformerBlock's Recompute (Spec.Recompute) trades
 // compute for the memory a micro-batch holds between its forward and its
-// backward. RecomputeAttention keeps no attention probabilities
-// [N, heads, T, T]; the backward recomputes them from the kept q, k and v
-// (ops.CausalSelfAttentionBackwardInto with nil probs). RecomputeBlocks
+// backward. No mode keeps the attention probabilities [N, heads, T, T]:
+// the forward keeps each row's maximum and inverse sum
+// (ops.CausalSelfAttentionStatsInto) and the backward recomputes the
+// probabilities from them, 32 rows at a time, so memory grows linearly
+// with T. RecomputeAttention keeps neither those statistics nor the
+// attention's output [N, T, D]: the backward recomputes both from the kept
+// q, k and v (ops.CausalSelfAttentionRecomputeInto). RecomputeBlocks
 // keeps only the block's input: its forward runs in Pass.Scratch (an arena
 // the driver shares among the layers it runs one at a time, so it holds one
 // block's activations, not one per block and micro-batch), lends only the

@@ -43,7 +43,8 @@ type TransformerBlock struct {
 
 // blockSaved is what the backward needs beyond the sub-layers' own caches.
 type blockSaved struct {
-	qkv, probs *tensor.Tensor // probs nil: recomputed from qkv
+	qkv   *tensor.Tensor
+	stats *tensor.Tensor // the attention's row statistics; nil: recomputed from qkv
 }
 
 // blockConfig is how to build a block: its place in the model (for dropout's
@@ -148,8 +149,8 @@ func (b *TransformerBlock) Forward(p Pass, x *tensor.Tensor) *tensor.Tensor {
 	if p.Train && b.Recompute == RecomputeBlocks {
 		// everything but the output lives in the scratch, dropped once
 		// the output is made: the backward builds it again from x. The
-		// probabilities too, so that both passes ask the scratch for the
-		// same tensors, which it then keeps, not replaces.
+		// attention's statistics too, so that both passes ask the scratch
+		// for the same tensors, which it then keeps, not replaces.
 		sp := b.scratch(p)
 		y := b.forward(sp, p.Arena, sp.Arena, x, true, true)
 		for _, l := range b.layers() {
@@ -161,16 +162,16 @@ func (b *TransformerBlock) Forward(p Pass, x *tensor.Tensor) *tensor.Tensor {
 	}
 	if p.Train && b.Recompute == RecomputeAttention {
 		// the attention's output, c_proj's input, lives in the scratch
-		// too: the backward recomputes it with the probabilities
+		// and its statistics are not kept: the backward recomputes both
 		y := b.forward(p, p.Arena, b.scratch(p).Arena, x, false, true)
 		b.proj.forget(p.Micro)
 		return y
 	}
 	if !p.Train && p.Scratch != nil {
-		// an evaluation keeps only the output: the rest, probabilities
-		// included, lives in the scratch, which the next block reuses
+		// an evaluation keeps only the output: the rest lives in the
+		// scratch, which the next block reuses
 		sp := b.scratch(p)
-		return b.forward(sp, p.Arena, sp.Arena, x, true, true)
+		return b.forward(sp, p.Arena, sp.Arena, x, false, true)
 	}
 	return b.forward(p, p.Arena, p.Arena, x, p.Train, true)
 }
@@ -199,20 +200,25 @@ func (b *TransformerBlock) scratch(p Pass) Pass {
 }
 
 // forward runs the block on x, its tensors lent by p's arena but the
-// output, lent by out, and the attention's output, lent by attIn; keepProbs
-// keeps the attention probabilities for the backward, which otherwise
-// recomputes them. Without output it stops at what the backward reads
-// (RecomputeBlocks' second forward) and returns nil.
-func (b *TransformerBlock) forward(p Pass, out, attIn *Arena, x *tensor.Tensor, keepProbs, output bool) *tensor.Tensor {
+// output, lent by out, and the attention's output, lent by attIn; keepStats
+// keeps the attention's row statistics [N, heads, T, 2] for the backward,
+// which otherwise recomputes them. The probabilities are never kept: the
+// backward recomputes them from the statistics, so the memory is linear in
+// T. Without output it stops at what the backward reads (RecomputeBlocks'
+// second forward) and returns nil.
+func (b *TransformerBlock) forward(p Pass, out, attIn *Arena, x *tensor.Tensor, keepStats, output bool) *tensor.Tensor {
 	n := x.Dim(0)
 	xt := toTokens(p.Arena, x, b.Tokens, b.Dim)
 	qkv := b.attn.Forward(p, b.ln1.Forward(p, xt))
 	att := attIn.Tensor(x.DType(), n, b.Tokens, b.Dim)
-	var probs *tensor.Tensor
-	if keepProbs {
-		probs = p.Arena.Tensor(x.DType(), n, b.Heads, b.Tokens, b.Tokens)
+	qkvt := p.Arena.view(qkv, 0, n, b.Tokens, 3*b.Dim)
+	var stats *tensor.Tensor
+	if keepStats {
+		stats = p.Arena.Tensor(tensor.Float64, n, b.Heads, b.Tokens, 2)
+		ops.CausalSelfAttentionStatsInto(att, stats, qkvt, b.Heads, b.attention(p))
+	} else {
+		ops.CausalSelfAttentionInto(att, nil, qkvt, b.Heads, b.attention(p))
 	}
-	ops.CausalSelfAttentionInto(att, probs, p.Arena.view(qkv, 0, n, b.Tokens, 3*b.Dim), b.Heads, b.attention(p))
 	y := b.proj.Forward(p, attIn.view(att, 0, n*b.Tokens, b.Dim))
 	x2 := residual(p, xt, dropped(p, b.drop1, y, n))
 	h := b.gelu.Forward(p, b.fc.Forward(p, b.ln2.Forward(p, x2)))
@@ -220,14 +226,14 @@ func (b *TransformerBlock) forward(p Pass, out, attIn *Arena, x *tensor.Tensor, 
 		// a recomputation for the backward, which reads c_proj's input
 		// but not its output: a third of the forward's products spared
 		b.out.x.put(p, h)
-		b.saved.put(p, blockSaved{qkv: qkv, probs: probs})
+		b.saved.put(p, blockSaved{qkv: qkv, stats: stats})
 		return nil
 	}
 	z := b.out.Forward(p, h)
 	po := p
 	po.Arena = out
 	o := residual(po, x2, dropped(p, b.drop2, z, n))
-	b.saved.put(p, blockSaved{qkv: qkv, probs: probs})
+	b.saved.put(p, blockSaved{qkv: qkv, stats: stats})
 	return toSamples(out, o, b.Tokens, b.Dim)
 }
 
@@ -235,9 +241,9 @@ func (b *TransformerBlock) forward(p Pass, out, attIn *Arena, x *tensor.Tensor, 
 // stream's gradient to each branch's. Under RecomputeBlocks it first runs
 // the forward again from the kept input, into the scratch, with the same
 // Pass, so dropout draws the same masks and every kernel gives the same
-// bits. Under RecomputeAttention the attention's backward recomputes the
-// probabilities and the attention's output, c_proj's input, from the kept
-// qkv, before c_proj's weight gradient.
+// bits. The attention's backward recomputes the probabilities from the kept
+// qkv and statistics; under RecomputeAttention from qkv alone, with the
+// attention's output, c_proj's input, before c_proj's weight gradient.
 func (b *TransformerBlock) Backward(p Pass, dy *tensor.Tensor, needDX bool) *tensor.Tensor {
 	if b.Recompute == RecomputeBlocks {
 		x := b.inputs.take("TransformerBlock", p)
@@ -271,7 +277,7 @@ func (b *TransformerBlock) Backward(p Pass, dy *tensor.Tensor, needDX bool) *ten
 	} else {
 		datt := b.proj.Backward(p, dyp, true)
 		dqkv = p.Arena.Tensor(dy.DType(), n, b.Tokens, 3*b.Dim)
-		ops.CausalSelfAttentionBackwardInto(dqkv, p.Arena.view(datt, 0, n, b.Tokens, b.Dim), qkv, s.probs, b.Heads, work)
+		ops.CausalSelfAttentionBackwardStatsInto(dqkv, p.Arena.view(datt, 0, n, b.Tokens, b.Dim), qkv, s.stats, b.Heads, work)
 	}
 	dh1 := b.attn.Backward(p, p.Arena.view(dqkv, 0, n*b.Tokens, 3*b.Dim), true)
 	dx1 := b.ln1.Backward(p, dh1, needDX)
