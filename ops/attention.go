@@ -518,8 +518,8 @@ type attnBackward[T float] struct {
 // backward with row panels: the panel's probabilities (kept or
 // recomputed), dP = dO·Vᵀ, dS from it, dQ = dS·K for the panel's rows, and
 // the panel's share of dK = dSᵀ·Q and dV = Pᵀ·dO added into keys [0, i1).
-// The sums over the panels run in a fixed order, so the bits depend on T
-// alone.
+// The sums over the panels run in a fixed order, bottom to top, so the
+// bits depend on T alone.
 func (b *attnBackward[T]) Part(q int) {
 	pl := &b.pl
 	n, ld, tt, hd := pl.b*pl.heads, 3*pl.d, pl.t, pl.hd
@@ -529,12 +529,16 @@ func (b *attnBackward[T]) Part(q int) {
 		gq, gk, gv := pairQKV(pl, b.gqkv, p)
 		off := (p/pl.heads)*tt*pl.d + (p%pl.heads)*hd
 		do := b.grad[off:]
-		for r := range tt {
-			clear(gk[r*ld : r*ld+hd])
-			clear(gv[r*ld : r*ld+hd])
-		}
-		for i0 := 0; i0 < tt; i0 += attnBlock {
+		// Bottom panel first: its keys [0, T) are all the keys, so its
+		// products write dK and dV (beta 0) and the panels above add
+		// into them, with no pass zeroing them first.
+		last := (tt - 1) / attnBlock * attnBlock
+		for i0 := last; i0 >= 0; i0 -= attnBlock {
 			i1 := min(tt, i0+attnBlock)
+			beta := 1.0
+			if i0 == last {
+				beta = 0
+			}
 			rows := i1 - i0
 			pm := panel(b.probs, b.ps, p, q, i0, tt)
 			switch {
@@ -552,8 +556,8 @@ func (b *attnBackward[T]) Part(q int) {
 				softmaxCausalBackward(ds[r*tt:r*tt+i1], pm[r*tt:], i0+r+1, pl.scale)
 			}
 			attnGemm(b.threads, b.pr, false, false, rows, hd, i1, 1, ds, tt, km, ld, 0, gq[i0*ld:], ld)
-			attnGemm(b.threads, b.pr, true, false, i1, hd, rows, 1, ds, tt, qm[i0*ld:], ld, 1, gk, ld)
-			attnGemm(b.threads, b.pr, true, false, i1, hd, rows, 1, pm, tt, do[i0*pl.d:], pl.d, 1, gv, ld)
+			attnGemm(b.threads, b.pr, true, false, i1, hd, rows, 1, ds, tt, qm[i0*ld:], ld, beta, gk, ld)
+			attnGemm(b.threads, b.pr, true, false, i1, hd, rows, 1, pm, tt, do[i0*pl.d:], pl.d, beta, gv, ld)
 		}
 	}
 }
