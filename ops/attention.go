@@ -142,6 +142,7 @@ func checkStats(op string, stats, qkv *tensor.Tensor, pl *attnPlan) {
 	}
 }
 
+// orNew returns work, or a new AttentionWork for nil.
 func orNew(work *AttentionWork) *AttentionWork {
 	if work == nil {
 		return new(AttentionWork)
