@@ -68,11 +68,12 @@
 //
 // Recomputation. A TransformerBlock's Recompute (Spec.Recompute) trades
 // compute for the memory a micro-batch holds between its forward and its
-// backward. No mode keeps the attention probabilities [N, heads, T, T]:
-// the forward keeps each row's maximum and inverse sum
-// (ops.CausalSelfAttentionStatsInto) and the backward recomputes the
-// probabilities from them, 32 rows at a time, so memory grows linearly
-// with T. RecomputeAttention keeps neither those statistics nor the
+// backward. Above a context of 256 no mode keeps the attention
+// probabilities [N, heads, T, T]: the forward keeps each row's maximum and
+// inverse sum (ops.CausalSelfAttentionStatsInto) and the backward
+// recomputes the probabilities from them, 32 rows at a time, so memory
+// grows linearly with T; shorter contexts keep them, which is faster.
+// RecomputeAttention keeps neither the probabilities, those statistics nor the
 // attention's output [N, T, D]: the backward recomputes both from the kept
 // q, k and v (ops.CausalSelfAttentionRecomputeInto). RecomputeBlocks
 // keeps only the block's input: its forward runs in Pass.Scratch (an arena

@@ -11,11 +11,10 @@ const (
 	// RecomputeNone keeps everything the backward reads.
 	RecomputeNone Recompute = "none"
 	// RecomputeAttention keeps everything but the core attention's
-	// output [N, T, D] and its row statistics [N, heads, T, 2], which the
-	// backward recomputes from the kept q, k and v with the probabilities
-	// (the output for c_proj's weight gradient): one attention forward
-	// more. No mode keeps the probabilities [N, heads, T, T]: the backward
-	// recomputes them from the statistics, 32 rows at a time.
+	// output [N, T, D] and its probabilities [N, heads, T, T] (above a
+	// context of 256, their row statistics [N, heads, T, 2]), which the
+	// backward recomputes from the kept q, k and v (the output for c_proj's
+	// weight gradient): one attention forward more.
 	RecomputeAttention Recompute = "attention"
 	// RecomputeBlocks keeps only the block's input; the backward runs the
 	// block's forward again, then its backward.

@@ -75,8 +75,8 @@ func runRecompute(t *testing.T, dt tensor.DType, pr nn.Precision, r nn.Recompute
 // parameter gradients of one that keeps everything, bit for bit, with
 // several micro-batches in flight, with dropout, in both dtypes and in
 // bf16 products; and its forwards lend only what the backward keeps: the
-// attention's float64 row statistics and its output fewer under attention,
-// the block's output alone under blocks.
+// probabilities and the attention's output fewer under attention, the
+// block's output alone under blocks.
 func TestTransformerRecompute(t *testing.T) {
 	const tokens, dim, heads, blocks = 37, 8, 2, 2 // 37 tokens: a short block of 32 rows
 	for _, c := range []struct {
@@ -103,7 +103,7 @@ func TestTransformerRecompute(t *testing.T) {
 			}
 			perRow := map[nn.Recompute]int64{
 				nn.RecomputeNone:      want.lent[0] / 2,
-				nn.RecomputeAttention: want.lent[0]/2 - blocks*(heads*tokens*2*8+tokens*dim*size),
+				nn.RecomputeAttention: want.lent[0]/2 - blocks*(heads*tokens*tokens+tokens*dim)*size,
 				nn.RecomputeBlocks:    blocks * tokens * dim * size,
 			}
 			for _, r := range []nn.Recompute{nn.RecomputeAttention, nn.RecomputeBlocks} {

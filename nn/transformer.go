@@ -44,8 +44,21 @@ type TransformerBlock struct {
 // blockSaved is what the backward needs beyond the sub-layers' own caches.
 type blockSaved struct {
 	qkv   *tensor.Tensor
-	stats *tensor.Tensor // the attention's row statistics; nil: recomputed from qkv
+	probs *tensor.Tensor // the attention's probabilities, at short contexts (keepsProbs)
+	stats *tensor.Tensor // else its row statistics; both nil: recomputed from qkv
 }
+
+// keepsProbs reports whether the block keeps the attention probabilities
+// [N, heads, T, T] for the backward rather than each row's maximum and
+// inverse sum [N, heads, T, 2], from which the backward rebuilds them. At
+// short contexts rebuilding costs more than keeping (the recipe's T = 64:
+// the attention's forward and backward 30% slower, the step 4%); at long
+// ones the quadratic memory and its traffic cost more (T = 1024: 14-18%
+// faster rebuilt, and the memory linear in T). Either gives the same bits.
+func (b *TransformerBlock) keepsProbs() bool { return b.Tokens <= probsTokens }
+
+// probsTokens is the longest context whose probabilities a block keeps.
+const probsTokens = 256
 
 // blockConfig is how to build a block: its place in the model (for dropout's
 // streams) and the number of blocks (for GPT's init).
@@ -200,23 +213,26 @@ func (b *TransformerBlock) scratch(p Pass) Pass {
 }
 
 // forward runs the block on x, its tensors lent by p's arena but the
-// output, lent by out, and the attention's output, lent by attIn; keepStats
-// keeps the attention's row statistics [N, heads, T, 2] for the backward,
-// which otherwise recomputes them. The probabilities are never kept: the
-// backward recomputes them from the statistics, so the memory is linear in
-// T. Without output it stops at what the backward reads (RecomputeBlocks'
+// output, lent by out, and the attention's output, lent by attIn; keep
+// keeps what the attention's backward reads, the probabilities or their
+// rows' statistics (keepsProbs), which it otherwise recomputes from qkv.
+// Without output it stops at what the backward reads (RecomputeBlocks'
 // second forward) and returns nil.
-func (b *TransformerBlock) forward(p Pass, out, attIn *Arena, x *tensor.Tensor, keepStats, output bool) *tensor.Tensor {
+func (b *TransformerBlock) forward(p Pass, out, attIn *Arena, x *tensor.Tensor, keep, output bool) *tensor.Tensor {
 	n := x.Dim(0)
 	xt := toTokens(p.Arena, x, b.Tokens, b.Dim)
 	qkv := b.attn.Forward(p, b.ln1.Forward(p, xt))
 	att := attIn.Tensor(x.DType(), n, b.Tokens, b.Dim)
 	qkvt := p.Arena.view(qkv, 0, n, b.Tokens, 3*b.Dim)
-	var stats *tensor.Tensor
-	if keepStats {
+	var probs, stats *tensor.Tensor
+	switch {
+	case keep && b.keepsProbs():
+		probs = p.Arena.Tensor(x.DType(), n, b.Heads, b.Tokens, b.Tokens)
+		ops.CausalSelfAttentionInto(att, probs, qkvt, b.Heads, b.attention(p))
+	case keep:
 		stats = p.Arena.Tensor(tensor.Float64, n, b.Heads, b.Tokens, 2)
 		ops.CausalSelfAttentionStatsInto(att, stats, qkvt, b.Heads, b.attention(p))
-	} else {
+	default:
 		ops.CausalSelfAttentionInto(att, nil, qkvt, b.Heads, b.attention(p))
 	}
 	y := b.proj.Forward(p, attIn.view(att, 0, n*b.Tokens, b.Dim))
@@ -226,14 +242,14 @@ func (b *TransformerBlock) forward(p Pass, out, attIn *Arena, x *tensor.Tensor, 
 		// a recomputation for the backward, which reads c_proj's input
 		// but not its output: a third of the forward's products spared
 		b.out.x.put(p, h)
-		b.saved.put(p, blockSaved{qkv: qkv, stats: stats})
+		b.saved.put(p, blockSaved{qkv: qkv, probs: probs, stats: stats})
 		return nil
 	}
 	z := b.out.Forward(p, h)
 	po := p
 	po.Arena = out
 	o := residual(po, x2, dropped(p, b.drop2, z, n))
-	b.saved.put(p, blockSaved{qkv: qkv, stats: stats})
+	b.saved.put(p, blockSaved{qkv: qkv, probs: probs, stats: stats})
 	return toSamples(out, o, b.Tokens, b.Dim)
 }
 
@@ -277,7 +293,12 @@ func (b *TransformerBlock) Backward(p Pass, dy *tensor.Tensor, needDX bool) *ten
 	} else {
 		datt := b.proj.Backward(p, dyp, true)
 		dqkv = p.Arena.Tensor(dy.DType(), n, b.Tokens, 3*b.Dim)
-		ops.CausalSelfAttentionBackwardStatsInto(dqkv, p.Arena.view(datt, 0, n, b.Tokens, b.Dim), qkv, s.stats, b.Heads, work)
+		dat := p.Arena.view(datt, 0, n, b.Tokens, b.Dim)
+		if s.probs != nil {
+			ops.CausalSelfAttentionBackwardInto(dqkv, dat, qkv, s.probs, b.Heads, work)
+		} else {
+			ops.CausalSelfAttentionBackwardStatsInto(dqkv, dat, qkv, s.stats, b.Heads, work)
+		}
 	}
 	dh1 := b.attn.Backward(p, p.Arena.view(dqkv, 0, n*b.Tokens, 3*b.Dim), true)
 	dx1 := b.ln1.Backward(p, dh1, needDX)

@@ -24,7 +24,7 @@ func withRecompute(m pipeline.Model, r nn.Recompute) pipeline.Model {
 }
 
 // TestRecomputeEquivalence: a GPT whose blocks recompute the attention
-// or the whole block in the backward gives the losses and
+// probabilities or the whole block in the backward gives the losses and
 // weights of one that keeps everything (nn.Sequential, one micro-batch),
 // bit for bit, with dropout, under every schedule, with and without the
 // split backward, at 0, 1 and 2 stages and 1, 2 and 4 micro-batches; and
@@ -123,17 +123,17 @@ func peakBytes(t *testing.T, m pipeline.Model, cfg pipeline.Config) []int64 {
 
 // TestRecomputePeakBytes: the stage event's peak activation bytes show what
 // recomputation saves. One stage of tinyGPT, one micro-batch of 8 sequences
-// at a time: attention holds exactly the attention's row statistics and
-// outputs of 3 blocks fewer, 3·(heads·T·2 float64 + T·D float32) values a
-// sequence, and one block's attention output more (the stage's scratch,
-// where the backward rebuilds it); blocks holds the blocks' outputs and one
-// block's rebuilt activations (the scratch), less than attention.
+// at a time: attention holds exactly the probabilities and attention outputs
+// of 3 blocks fewer, 3·(heads·T·T + T·D) float32 values a sequence, and one
+// block's attention output more (the stage's scratch, where the backward
+// rebuilds it); blocks holds the blocks' outputs and one block's rebuilt
+// activations (the scratch), less than attention.
 func TestRecomputePeakBytes(t *testing.T) {
 	cfg := pipeline.Config{Schedule: actors.Sequential, MicroBatches: 2, Stages: 1}
 	none := peakBytes(t, tinyGPT, cfg)
 	attention := peakBytes(t, withRecompute(tinyGPT, nn.RecomputeAttention), cfg)
 	blocks := peakBytes(t, withRecompute(tinyGPT, nn.RecomputeBlocks), cfg)
-	const saved = 8 * (3*(2*8*2*8+8*8*4) - 8*8*4) // sequences × (blocks × (heads·T·2·8 + T·D·4) − T·D·4) bytes
+	const saved = 8 * (3*(2*8*8+8*8) - 8*8) * 4 // sequences × (blocks × (heads·T·T + T·D) − T·D) × bytes
 	if len(none) != 1 || none[0]-attention[0] != saved {
 		t.Errorf("peak activation bytes: none %v, attention %v: want attention %d bytes fewer", none, attention, saved)
 	}
