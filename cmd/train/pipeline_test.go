@@ -64,17 +64,17 @@ func TestSchedulesGiveIdenticalLosses(t *testing.T) {
 // steps, logs a tune event, keeps the fastest, and gives the losses of a
 // fixed layout bit for bit.
 func TestAuto(t *testing.T) {
-	base := strings.Replace(strings.Replace(baseConfig, "batch_size = 64", "batch_size = 256", 1), "epochs = 2", "epochs = 9", 1)
-	fixed := runCmd(t, t.TempDir(), base, "--set", "pipeline.micro_batches=1", "--set", "pipeline.stages=1", "--set", "train.max_steps=50")
-	auto := runCmd(t, t.TempDir(), base, "--set", "pipeline.schedule=auto", "--set", "pipeline.micro_batches=auto", "--set", "train.max_steps=50")
+	base := strings.Replace(strings.Replace(baseConfig, "batch_size = 64", "batch_size = 256", 1), "epochs = 2", "epochs = 12", 1)
+	fixed := runCmd(t, t.TempDir(), base, "--set", "pipeline.micro_batches=1", "--set", "pipeline.stages=1", "--set", "train.max_steps=70")
+	auto := runCmd(t, t.TempDir(), base, "--set", "pipeline.schedule=auto", "--set", "pipeline.micro_batches=auto", "--set", "train.max_steps=70")
 	for _, r := range []runResult{fixed, auto} {
 		if r.code != 0 {
 			t.Fatalf("exit %d:\n%s", r.code, r.stderr)
 		}
 	}
 	want, got := stepLosses(fixed.events), stepLosses(auto.events)
-	if len(got) != 50 || len(want) != 50 {
-		t.Fatalf("%d and %d step events, want 50", len(got), len(want))
+	if len(got) != 70 || len(want) != 70 {
+		t.Fatalf("%d and %d step events, want 70", len(got), len(want))
 	}
 	for s, l := range want {
 		if math.Float64bits(got[s]) != math.Float64bits(l) {
@@ -86,7 +86,7 @@ func TestAuto(t *testing.T) {
 		t.Fatalf("%d tune events, want 1", len(tunes))
 	}
 	cands := tunes[0]["candidates"].([]any)
-	wantCands := []string{"sequential/1/1", "1f1b/0/2", "1f1b/0/4", "1f1b/0/8"}
+	wantCands := []string{"sequential/1/1", "1f1b/0/2", "1f1b/0/4", "1f1b/0/8", "zb-h1/0/2", "zb-h1/0/4", "zb-h1/0/8"}
 	best, bestSPS := "", 0.0
 	var names []string
 	for _, c := range cands {

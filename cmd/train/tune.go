@@ -102,7 +102,9 @@ func candidates(c *config.Config, sample []int) []layout {
 	}
 	scheds := []string{p.Schedule}
 	if p.Schedule == "auto" {
-		scheds = []string{"sequential", "1f1b"}
+		// zb-h1 fills 1F1B's bubble with the weight gradients in 1F1B's
+		// memory; interleaved and zbv, which need chunks, run only when set
+		scheds = []string{"sequential", "1f1b", "zb-h1"}
 	}
 	reps := replicaCounts(p.Replicas, most, len(p.Hosts))
 	var out []layout
