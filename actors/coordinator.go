@@ -45,20 +45,21 @@ type Coordinator struct {
 	err         error
 
 	// the step in progress
-	req      *actor.PID
-	step     int
-	seq      int       // training steps run, counting this one
-	spans    []nn.Span // the step's micro-batches, share after share
-	share    []int     // per micro-batch, its share
-	replica  []int     // per micro-batch, its replica (ReplicaOf its share)
-	shares   []nn.Span // the step's shares of rows, in order
-	starts   []int     // per share, its first micro-batch; one more: the end
-	sent     int
-	bwd      map[int]int // micro-batch to first-position actors done with it
-	finished int         // micro-batches whose backward is done
-	stepLoss float64
-	haveLoss bool
-	updates  int
+	req       *actor.PID
+	step      int
+	seq       int       // training steps run, counting this one
+	spans     []nn.Span // the step's micro-batches, share after share
+	share     []int     // per micro-batch, its share
+	replica   []int     // per micro-batch, its replica (ReplicaOf its share)
+	shares    []nn.Span // the step's shares of rows, in order
+	starts    []int     // per share, its first micro-batch; one more: the end
+	sent      int
+	bwd       map[int]int // micro-batch to first-position actors done with it
+	finished  int         // micro-batches whose backward is done
+	stepLoss  float64
+	haveLoss  bool
+	updates   int
+	rollbacks int // of the step's updates, provisional ones put back
 
 	// messages and bookkeeping reused every step (see reused)
 	begin   BeginStep
@@ -119,6 +120,9 @@ func (c *Coordinator) Receive(ctx actor.Context) {
 		c.maybeDone(ctx)
 	case *UpdateApplied:
 		c.updates++
+		if m.Rolled {
+			c.rollbacks++
+		}
 		c.maybeDone(ctx)
 	case *RunEval:
 		c.runEval(ctx, m)
@@ -163,7 +167,7 @@ func (c *Coordinator) runStep(ctx actor.Context, m *RunStep) {
 	c.req, c.step = ctx.Sender(), m.Step
 	c.seq++
 	c.setViews(m.X)
-	c.sent, c.finished, c.updates, c.haveLoss = 0, 0, 0, false
+	c.sent, c.finished, c.updates, c.rollbacks, c.haveLoss = 0, 0, 0, 0, false
 	if c.bwd == nil {
 		c.bwd = map[int]int{}
 	}
@@ -246,7 +250,7 @@ func (c *Coordinator) maybeDone(ctx actor.Context) {
 	if c.req == nil || !c.haveLoss || c.finished < len(c.spans) || c.updates < c.paramActors {
 		return
 	}
-	c.result = StepResult{Step: c.step, Loss: c.stepLoss}
+	c.result = StepResult{Step: c.step, Loss: c.stepLoss, Rollbacks: c.rollbacks}
 	c.send(ctx, c.req, &c.result)
 	c.req = nil
 }

@@ -101,12 +101,18 @@ type GradNorm struct {
 type Update struct {
 	Step      int
 	LR, Scale float64
+	// Provisional: the update a stage may apply before the step's global
+	// norm is known, with Scale 1 (optimistic clipping); the final Update
+	// follows, and a stage that applied this one keeps it when the final
+	// one's Scale is 1, or puts its weights back and applies that one.
+	Provisional bool
 }
 
 // UpdateApplied reports that an actor holds the weights of the end of Step.
 // Actor to coordinator.
 type UpdateApplied struct {
 	Step, Actor int
+	Rolled      bool // a provisional update was put back and redone
 }
 
 // Failed reports that an actor cannot go on: a kernel panicked or produced a
@@ -135,9 +141,10 @@ type RunStep struct {
 
 // StepResult answers RunStep.
 type StepResult struct {
-	Step int
-	Loss float64
-	Err  error
+	Step      int
+	Loss      float64
+	Rollbacks int // stages that put a provisional update back (UpdateApplied.Rolled)
+	Err       error
 }
 
 // RunEval asks the coordinator to evaluate the model on X in chunks of Rows

@@ -22,11 +22,17 @@ type Optimizer struct {
 	order    map[int]int // actor id to position in the global parameter order
 	targets  []*actor.PID
 
+	// Optimistic sends each step's provisional Update (Scale 1) as the
+	// step begins, so that a stage updates as soon as its own gradients
+	// are complete, before the global norm; set before the actor starts.
+	Optimistic bool
+
 	step int
 	lr   float64
 	sums [][]float64 // per position, the sums of the step, copied from GradNorm
 	n    int
 	upd  Update // shared read-only by every target, rewritten each step
+	prov Update // the provisional one, likewise
 }
 
 // NewOptimizer returns the optimizer actor for parameter-owning stages whose
@@ -50,8 +56,11 @@ func (o *Optimizer) Receive(ctx actor.Context) {
 		o.coord = m.Coordinator
 	case *BeginStep:
 		o.step, o.lr, o.n = m.Step, m.LR, 0
-		if o.clipNorm == 0 {
-			o.broadcast(ctx, 1)
+		switch {
+		case o.clipNorm == 0:
+			o.broadcast(ctx, 1, false)
+		case o.Optimistic:
+			o.broadcast(ctx, 1, true)
 		}
 	case *GradNorm:
 		pos := o.order[m.Actor]
@@ -64,7 +73,7 @@ func (o *Optimizer) Receive(ctx actor.Context) {
 				scale = optim.ClipCoef(math.Sqrt(o.total()), o.clipNorm)
 				return nil
 			}) {
-				o.broadcast(ctx, scale)
+				o.broadcast(ctx, scale, false)
 			}
 		}
 	case *GetStats:
@@ -84,9 +93,13 @@ func (o *Optimizer) total() float64 {
 }
 
 // broadcast gives every stage the step's learning rate and clip factor.
-func (o *Optimizer) broadcast(ctx actor.Context, scale float64) {
-	o.upd = Update{Step: o.step, LR: o.lr, Scale: scale}
+func (o *Optimizer) broadcast(ctx actor.Context, scale float64, provisional bool) {
+	u := &o.upd
+	if provisional {
+		u = &o.prov // the final one follows while stages may still read this
+	}
+	*u = Update{Step: o.step, LR: o.lr, Scale: scale, Provisional: provisional}
 	for _, pid := range o.targets {
-		o.send(ctx, pid, &o.upd)
+		o.send(ctx, pid, u)
 	}
 }

@@ -199,9 +199,9 @@ func Encode(msg any, run Run, from string) (proto.Message, error) {
 	case *GradNorm:
 		return &wire.GradNorm{Run: r, Step: int64(m.Step), Actor: int64(m.Actor), Sums: append([]float64(nil), m.Sums...)}, nil
 	case *Update:
-		return &wire.Update{Run: r, Step: int64(m.Step), Lr: m.LR, Scale: m.Scale}, nil
+		return &wire.Update{Run: r, Step: int64(m.Step), Lr: m.LR, Scale: m.Scale, Provisional: m.Provisional}, nil
 	case *UpdateApplied:
-		return &wire.UpdateApplied{Run: r, Step: int64(m.Step), Actor: int64(m.Actor)}, nil
+		return &wire.UpdateApplied{Run: r, Step: int64(m.Step), Actor: int64(m.Actor), Rolled: m.Rolled}, nil
 	case *Failed:
 		return &wire.Failed{Run: r, Actor: int64(m.Actor), Err: toErr(m.Err)}, nil
 	case *Wire:
@@ -284,9 +284,9 @@ func Decode(msg any) (any, Run, error) {
 	case *wire.GradNorm:
 		return &GradNorm{Step: int(m.Step), Actor: int(m.Actor), Sums: m.Sums}, runOf(m.Run), nil
 	case *wire.Update:
-		return &Update{Step: int(m.Step), LR: m.Lr, Scale: m.Scale}, runOf(m.Run), nil
+		return &Update{Step: int(m.Step), LR: m.Lr, Scale: m.Scale, Provisional: m.Provisional}, runOf(m.Run), nil
 	case *wire.UpdateApplied:
-		return &UpdateApplied{Step: int(m.Step), Actor: int(m.Actor)}, runOf(m.Run), nil
+		return &UpdateApplied{Step: int(m.Step), Actor: int(m.Actor), Rolled: m.Rolled}, runOf(m.Run), nil
 	case *wire.Failed:
 		return &Failed{Actor: int(m.Actor), Err: m.Err.Err()}, runOf(m.Run), nil
 	}

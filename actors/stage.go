@@ -56,6 +56,11 @@ type Stage struct {
 	gradsDone  bool   // the step's last backward is done
 	upd        Update // the step's update, once haveUpd
 	haveUpd    bool
+	prov       Update // the step's provisional update (optimistic clipping), once haveProv
+	haveProv   bool
+	provDone   bool             // it is applied; kept and keptState hold what it replaced
+	kept       []*tensor.Tensor // the weights before it
+	keptState  optim.State      // the optimizer's state before it
 	clearTask  clearTask
 	pendingW   []pendingW // the step's weight gradients left by the split backward
 	fill       []int      // with Wire.FillWeights: micro-batches whose weight gradients wait, oldest first
@@ -302,6 +307,11 @@ func (s *Stage) Receive(ctx actor.Context) {
 	case *Backward:
 		s.gatherBackward(ctx, m)
 	case *Update:
+		if m.Provisional {
+			s.prov, s.haveProv = *m, true
+			s.maybeProvisional(ctx)
+			break
+		}
 		s.upd, s.haveUpd = *m, true
 		s.maybeApply(ctx)
 	case *GradTurn:
@@ -886,6 +896,7 @@ func (s *Stage) gradsReady(ctx actor.Context, step int) {
 		s.send(ctx, s.w.Optimizer, &s.norm)
 	}
 	s.gradsDone = true
+	s.maybeProvisional(ctx)
 	s.maybeApply(ctx)
 }
 
@@ -948,6 +959,20 @@ func (s *Stage) maybeApply(ctx actor.Context) {
 	}
 	s.gradsDone, s.haveUpd = false, false
 	m := s.upd
+	rolled := false
+	if s.provDone {
+		s.provDone = false
+		if m.Scale == 1 && m.LR == s.prov.LR { // the provisional update was the step's
+			s.zeroGrads()
+			s.applied = UpdateApplied{Step: m.Step, Actor: s.id}
+			s.send(ctx, s.coord, &s.applied)
+			return
+		}
+		rolled = true
+		if !s.work(ctx, SpanUpdate, m.Step, -1, s.restore) {
+			return
+		}
+	}
 	ok := s.work(ctx, SpanUpdate, m.Step, -1, func() error {
 		if m.Scale != 1 {
 			optim.ScaleGrads(s.ps, m.Scale)
@@ -965,8 +990,48 @@ func (s *Stage) maybeApply(ctx actor.Context) {
 	if s.rep.own {
 		s.sendWeights(ctx, m.Step) // they report UpdateApplied themselves
 	}
-	s.applied = UpdateApplied{Step: m.Step, Actor: s.id}
+	s.applied = UpdateApplied{Step: m.Step, Actor: s.id, Rolled: rolled}
 	s.send(ctx, s.coord, &s.applied)
+}
+
+// maybeProvisional applies the step's provisional update (Scale 1) as soon
+// as the stage's gradients are complete, before the global norm is known,
+// keeping the weights and the optimizer's state it replaces: the final
+// Update then keeps it or puts it back (maybeApply), so the result is the
+// bits of the update made after the norm, always.
+func (s *Stage) maybeProvisional(ctx actor.Context) {
+	if !s.gradsDone || !s.haveProv || s.provDone || s.haveUpd {
+		return
+	}
+	s.haveProv = false
+	m := s.prov
+	if s.work(ctx, SpanUpdate, m.Step, -1, func() error {
+		if len(s.kept) != len(s.ps) {
+			s.kept = make([]*tensor.Tensor, len(s.ps))
+		}
+		for i, p := range s.ps {
+			if s.kept[i] == nil {
+				s.kept[i] = p.Value.Clone()
+			} else {
+				s.kept[i].CopyFrom(p.Value)
+			}
+		}
+		s.updater.Optimizer.StateInto(&s.keptState)
+		s.weights++
+		return s.updater.Optimizer.Step(s.ps, m.LR)
+	}) {
+		s.provDone = true
+	}
+}
+
+// restore puts back the weights and optimizer state a provisional update
+// replaced.
+func (s *Stage) restore() error {
+	for i, p := range s.ps {
+		p.Value.CopyFrom(s.kept[i])
+	}
+	s.weights++
+	return s.updater.Optimizer.LoadState(s.keptState)
 }
 
 // turnThreads is the budget of the work other replicas wait for (the

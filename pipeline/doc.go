@@ -156,6 +156,14 @@
 // by 1F1B's dataflow rules. None of it changes a bit: each stage actor
 // still sees the micro-batches in order.
 //
+// Config.OptimisticClip (train sets it under ZBH1 and ZBV) has a stage
+// with clip_norm apply the step's update as soon as its own gradients are
+// complete, with the clip factor 1 (a provisional actors.Update sent as
+// the step begins), keeping what it replaced; the final Update, after the
+// global norm, keeps it or puts the weights and optimizer state back and
+// updates again: the synchronous bits always, Engine.Rollbacks counting
+// the redone.
+//
 // # Stages on other processes
 //
 // With Config.Hosts the stage actors run on workers (remote.NewWorker, `train

@@ -33,10 +33,16 @@ type Config struct {
 	Replicas  int   // copies of the chain, each on its share of a mini-batch's chunks (0 or 1: one)
 	Shards    []int // per layer: split a linear or conv2d layer's units over this many actors (0 or 1: none)
 	Loss      nn.Loss
-	Optimizer optim.Spec   // each parameter-owning stage builds its own from it
-	ClipNorm  float64      // 0: off
-	ClipValue float64      // 0: off
-	Precision nn.Precision // of the layers' products; the workers' stages get it too
+	Optimizer optim.Spec // each parameter-owning stage builds its own from it
+	ClipNorm  float64    // 0: off
+	// OptimisticClip, with ClipNorm, has each stage update as soon as its
+	// own gradients are complete, as if the norm will not clip, and put
+	// the update back and redo it when the step's global norm does clip
+	// (or is not finite): the bits of the update made after the norm, with
+	// no stage waiting for it unless it clips. One chain only.
+	OptimisticClip bool
+	ClipValue      float64      // 0: off
+	Precision      nn.Precision // of the layers' products; the workers' stages get it too
 
 	SampleRows    int  // rows of the cost sample (default 64)
 	GEMMThreads   int  // goroutines each stage actor's kernels may use; 0: all cores for one busy actor, else a share each
@@ -101,14 +107,15 @@ type Engine struct {
 	run   actors.Run
 	hosts *remote.Hosts // its system is this process's endpoint
 
-	busy    atomic.Bool    // a step or evaluation is in flight
-	step    int            // the last step asked for
-	runStep actors.RunStep // reused by every Step
-	stop    chan struct{}
-	stopped sync.WaitGroup
-	closed  bool
-	spans   map[int][]actors.Span
-	names   map[int]string
+	busy      atomic.Bool    // a step or evaluation is in flight
+	step      int            // the last step asked for
+	rollbacks int            // the last step's (Rollbacks)
+	runStep   actors.RunStep // reused by every Step
+	stop      chan struct{}
+	stopped   sync.WaitGroup
+	closed    bool
+	spans     map[int][]actors.Span
+	names     map[int]string
 }
 
 // StageInfo describes a stage actor.
@@ -147,6 +154,9 @@ func newEngine(layers []nn.Layer, m Model, cfg Config) (*Engine, error) {
 	}
 	if err := checkChunks(&cfg, len(layers)); err != nil {
 		return nil, err
+	}
+	if cfg.OptimisticClip && cfg.Replicas > 1 {
+		return nil, fmt.Errorf("pipeline: optimistic clipping runs one chain: replicas = %d", cfg.Replicas)
 	}
 	if cfg.EvalWindow < 0 {
 		return nil, fmt.Errorf("pipeline: eval window = %d must not be negative", cfg.EvalWindow)
@@ -244,6 +254,7 @@ func (e *Engine) start() error {
 	loss.SetRun(e.run)
 	e.loss = e.spawn(loss, loss.Status(), "")
 	opt := actors.NewOptimizer(n+1, e.graph, e.plan.ClipNorm, paramIDs, e.paramOf)
+	opt.Optimistic = e.plan.Optimistic
 	opt.SetRun(e.run)
 	e.opt = e.spawn(opt, opt.Status(), "")
 	first := make([][]*actor.PID, e.plan.Replicas)
@@ -411,8 +422,13 @@ func (e *Engine) Step(step int, lr float64, x *tensor.Tensor, t nn.Target) (floa
 		return math.NaN(), fmt.Errorf("pipeline: step %d: %w", step, err)
 	}
 	r := res.(*actors.StepResult)
+	e.rollbacks = r.Rollbacks
 	return r.Loss, r.Err
 }
+
+// Rollbacks returns how many stages put back the provisional update of
+// the last step (Config.OptimisticClip): the global norm clipped it.
+func (e *Engine) Rollbacks() int { return e.rollbacks }
 
 // Evaluate returns the model's mean loss on x and the accuracy (NaN without
 // labels), processing rows at a time.

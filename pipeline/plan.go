@@ -28,6 +28,7 @@ type Plan struct {
 	HostThreads   int        // each stage actor's on a worker; 0: the worker's share of its cores
 	Loss          nn.Loss
 	ClipNorm      float64 // the global gradient norm's bound; 0: none
+	Optimistic    bool    // stages update before the norm, and redo it when it clips (Config.OptimisticClip)
 	EvalWindow    int     // Config.EvalWindow
 }
 
@@ -140,7 +141,7 @@ func makePlan(layers []nn.Layer, features int, outs []int, cfg Config, build fun
 	}
 	p := &Plan{Schedule: cfg.Schedule, Micro: cfg.MicroBatches, Stages: cfg.Stages, Chunks: max(1, cfg.Chunks),
 		SplitBackward: cfg.SplitBackward || cfg.Schedule.SplitsBackward(), Replicas: max(1, cfg.Replicas),
-		Hosts: cfg.Hosts, HostThreads: cfg.GEMMThreads, Loss: cfg.Loss, ClipNorm: cfg.ClipNorm, EvalWindow: cfg.EvalWindow}
+		Hosts: cfg.Hosts, HostThreads: cfg.GEMMThreads, Loss: cfg.Loss, ClipNorm: cfg.ClipNorm, Optimistic: cfg.OptimisticClip && cfg.ClipNorm > 0, EvalWindow: cfg.EvalWindow}
 	if err := p.place(layers, bounds, cfg.Shards); err != nil {
 		return nil, err
 	}

@@ -275,3 +275,57 @@ func TestScheduleMemory(t *testing.T) {
 		t.Logf("%v: the order's peaks per stage %v", tc.sched, sim.Peak)
 	}
 }
+
+// TestOptimisticClip: stages that update before the global norm is known
+// and redo the update when it clips give the bits of the synchronous
+// update, for every model under zb-h1, zbv and 1f1b, in one process and on
+// two workers; a bound the norm never reaches rolls nothing back, and one
+// it exceeds rolls back every stage with weights.
+func TestOptimisticClip(t *testing.T) {
+	hosts := workers(t, 2, "")
+	for _, md := range scheduleModels {
+		for _, clip := range []float64{1e-3, 1e6} {
+			base := pipeline.Config{Schedule: actors.Sequential, MicroBatches: 1, Loss: nn.CrossEntropy, Optimizer: sgd, ClipNorm: clip,
+				RunID: "optimistic", Hang: 5 * time.Second}
+			wantLoss, wantW := trainEngineOn(t, md.m, base, md.batchOf)
+			for _, tc := range []struct {
+				sched  actors.Schedule
+				chunks int
+				hosts  []string
+			}{{actors.ZBH1, 1, nil}, {actors.ZBV, 2, nil}, {actors.OneFOneB, 1, nil}, {actors.ZBH1, 1, hosts}} {
+				t.Run(fmt.Sprintf("%s/clip=%g/%v/hosts=%d", md.name, clip, tc.sched, len(tc.hosts)), func(t *testing.T) {
+					cfg := base
+					cfg.Schedule, cfg.Stages, cfg.Chunks, cfg.MicroBatches, cfg.Hosts, cfg.OptimisticClip = tc.sched, 2, tc.chunks, 4, tc.hosts, true
+					eng, err := pipeline.New(md.m, cfg)
+					if err != nil {
+						t.Fatal(err)
+					}
+					defer eng.Close()
+					var losses []float64
+					rollbacks := 0
+					for step := 1; step <= steps; step++ {
+						x, tg := md.batchOf(step)
+						loss, err := eng.Step(step, lr(step), x, tg)
+						if err != nil {
+							t.Fatal(err)
+						}
+						losses = append(losses, loss)
+						rollbacks += eng.Rollbacks()
+					}
+					if why := within(losses, wantLoss, weightsOf(t, eng), wantW, 0); why != "" {
+						t.Error(why)
+					}
+					withParams := 0
+					for _, s := range eng.Plan().Slots {
+						if s.HasParams() {
+							withParams++
+						}
+					}
+					if want := map[bool]int{true: steps * withParams, false: 0}[clip < 1]; rollbacks != want {
+						t.Errorf("%d rollbacks in %d steps, want %d", rollbacks, steps, want)
+					}
+				})
+			}
+		}
+	}
+}

@@ -75,8 +75,9 @@ func newEngine(c *config.Config, log *runLog, lay layout, r *trainRun) (*pipelin
 	eng, err := pipeline.New(pipelineModel(c, r.sample), pipeline.Config{
 		Schedule: sched, MicroBatches: lay.Micro, Stages: lay.Stages, Chunks: lay.Chunks, Shards: shards, Replicas: lay.Replicas,
 		Loss: nn.Loss(c.Loss.Type), Optimizer: opt, Precision: precision(c), ClipNorm: c.Optimizer.ClipNorm, ClipValue: c.Optimizer.ClipValue,
-		SampleRows: max(1, c.Data.BatchSize/lay.Micro/max(1, lay.Replicas)),
-		Trace:      c.Log.Trace != "", Hang: hangAfter, Logger: &log.Logger,
+		OptimisticClip: sched.SplitsBackward(), // the zero-bubble schedules' post-validated update
+		SampleRows:     max(1, c.Data.BatchSize/lay.Micro/max(1, lay.Replicas)),
+		Trace:          c.Log.Trace != "", Hang: hangAfter, Logger: &log.Logger,
 		GEMMThreads: c.Pipeline.GEMMThreads, SplitBackward: lay.Split, EvalWindow: evalWindow(cmp.Or(r.val, r.test)),
 		Hosts: c.Pipeline.Hosts, Listen: c.Pipeline.Listen, Advertise: c.Pipeline.Advertise, Token: r.token, TLS: r.tls, RunID: log.id,
 	})

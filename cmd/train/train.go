@@ -60,8 +60,9 @@ type trainRun struct {
 	layout layout
 	tuner  *tuner
 
-	reason string    // why the run ended well: "completed" or "max_steps"
-	rate   rateClock // samples since the last step event
+	reason    string    // why the run ended well: "completed" or "max_steps"
+	rate      rateClock // samples since the last step event
+	rollbacks int       // provisional updates put back since the last step event (optimistic clipping)
 
 	// position: the next batch is (epoch, batch); step optimizer steps are done.
 	step, epoch, batch int
@@ -537,6 +538,9 @@ func (r *trainRun) record(loss, lr float64, rows int) {
 	r.stepLosses = append(r.stepLosses, point{float64(r.step), loss})
 	r.progress.step(r.epoch, loss, rows)
 	r.epochSum.add(loss, rows)
+	if r.eng != nil {
+		r.rollbacks += r.eng.Rollbacks()
+	}
 	if r.step%r.cfg.Log.Every == 0 {
 		now := time.Now()
 		rate := float64(r.rate.samples) / now.Sub(r.rate.since).Seconds()
@@ -546,8 +550,11 @@ func (r *trainRun) record(loss, lr float64, rows int) {
 		if r.text != nil {
 			ev = ev.Float64("tokens_per_sec", rate*float64(r.features))
 		}
+		if r.eng != nil && r.eng.Plan().Optimistic {
+			ev = ev.Int("rollbacks", r.rollbacks) // since the last step event
+		}
 		ev.Msg("")
-		r.rate = rateClock{since: now}
+		r.rate, r.rollbacks = rateClock{since: now}, 0
 	}
 }
 
