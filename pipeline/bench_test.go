@@ -348,7 +348,8 @@ func gptModel(blocks, dim, heads, tokens int) pipeline.Model {
 // per layer) under GPipe or 1F1B with M micro-batches ("gpipe-S-M",
 // "1f1b-S-M", "-split" with split_backward), or under the zero-bubble
 // and interleaved schedules ("zbh1-S-M", "zbv-S-M", "interleaved-S-M-c2"
-// with 2 chunks a stage); GOMAXPROCS sets the cores:
+// with 2 chunks a stage; "-opt" with optimistic clipping; the steps clip
+// at a norm of 1); GOMAXPROCS sets the cores:
 // GOMAXPROCS=1 go test -run '^$' -bench 'GPTStep/recipe/seq' ./pipeline/
 func BenchmarkGPTStep(b *testing.B) {
 	type layout struct {
@@ -357,21 +358,22 @@ func BenchmarkGPTStep(b *testing.B) {
 		stages, micro int
 		split         bool
 		chunks        int
+		optimistic    bool
 	}
-	layouts := []layout{{"seq", actors.Sequential, 1, 1, false, 1}}
+	layouts := []layout{{"seq", actors.Sequential, 1, 1, false, 1, false}}
 	for _, st := range []int{0, 2, 3} {
 		for _, m := range []int{2, 4, 8, 16} {
 			for _, split := range []bool{false, true} {
 				sfx := map[bool]string{true: "-split"}[split]
-				layouts = append(layouts, layout{fmt.Sprintf("gpipe-%d-%d%s", st, m, sfx), actors.GPipe, st, m, split, 1},
-					layout{fmt.Sprintf("1f1b-%d-%d%s", st, m, sfx), actors.OneFOneB, st, m, split, 1})
+				layouts = append(layouts, layout{fmt.Sprintf("gpipe-%d-%d%s", st, m, sfx), actors.GPipe, st, m, split, 1, false},
+					layout{fmt.Sprintf("1f1b-%d-%d%s", st, m, sfx), actors.OneFOneB, st, m, split, 1, false})
 			}
-			{
-				layouts = append(layouts, layout{fmt.Sprintf("zbh1-%d-%d", st, m), actors.ZBH1, st, m, true, 1},
-					layout{fmt.Sprintf("interleaved-%d-%d-c2", st, m), actors.Interleaved, st, m, false, 2},
-					layout{fmt.Sprintf("interleaved-%d-%d-c2-split", st, m), actors.Interleaved, st, m, true, 2},
-					layout{fmt.Sprintf("zbv-%d-%d", st, m), actors.ZBV, st, m, true, 2})
-			}
+			layouts = append(layouts, layout{fmt.Sprintf("zbh1-%d-%d", st, m), actors.ZBH1, st, m, true, 1, false},
+				layout{fmt.Sprintf("zbh1-%d-%d-opt", st, m), actors.ZBH1, st, m, true, 1, true},
+				layout{fmt.Sprintf("interleaved-%d-%d-c2", st, m), actors.Interleaved, st, m, false, 2, false},
+				layout{fmt.Sprintf("interleaved-%d-%d-c2-split", st, m), actors.Interleaved, st, m, true, 2, false},
+				layout{fmt.Sprintf("zbv-%d-%d", st, m), actors.ZBV, st, m, true, 2, false},
+				layout{fmt.Sprintf("zbv-%d-%d-opt", st, m), actors.ZBV, st, m, true, 2, true})
 		}
 	}
 	for _, c := range []struct {
@@ -384,7 +386,7 @@ func BenchmarkGPTStep(b *testing.B) {
 			}
 			b.Run(c.name+"/"+l.name, func(b *testing.B) {
 				benchGPT(b, gptModel(c.blocks, c.dim, c.heads, c.tokens), c.batch, c.tokens,
-					pipeline.Config{Schedule: l.sched, MicroBatches: l.micro, Stages: l.stages, SplitBackward: l.split, Chunks: l.chunks})
+					pipeline.Config{Schedule: l.sched, MicroBatches: l.micro, Stages: l.stages, SplitBackward: l.split, Chunks: l.chunks, OptimisticClip: l.optimistic})
 			})
 		}
 	}
