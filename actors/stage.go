@@ -640,10 +640,15 @@ func (s *Stage) backward(ctx actor.Context, step, micro int, dy *tensor.Tensor) 
 		s.send(ctx, s.coord, d)
 	}
 	s.done++
-	if s.done < s.micros {
-		return
+	if s.done == s.micros {
+		s.done = 0
+		s.backwardsOver(ctx, step)
 	}
-	s.done = 0
+}
+
+// backwardsOver ends the step's part of the stage once its last backward
+// is done: the weight gradients left, then the gradients' turn or update.
+func (s *Stage) backwardsOver(ctx actor.Context, step int) {
 	if s.shares() {
 		s.rep.bwdsDone = true
 		s.passTurn(ctx, step)
