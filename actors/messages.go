@@ -204,11 +204,6 @@ type Ack struct{ Err error }
 // already in its mailbox, so ready backwards run first.
 type kick struct{}
 
-// fillKick makes a stage run one micro-batch's weight gradients left by the
-// split backward (Wire.FillWeights), after the messages already in its
-// mailbox, so that backwards and forwards waiting there go first.
-type fillKick struct{}
-
 // turnKick tells a stage actor that its device's next op is its own
 // (Wire.Schedule): another actor of its stage has run its op.
 type turnKick struct{}
@@ -223,7 +218,6 @@ type Wire struct {
 	InShards               int          // forward blocks to gather: actors of the previous position, or 1
 	OutShards              int          // backward blocks to gather: actors of the next position, or 1
 	Limit                  int          // micro-batches admitted at once, until their backwards
-	Hold                   int          // with FillWeights: micro-batches holding activations, until their weight gradients; 0: Limit
 	SplitBackward          bool         // send dX upstream before computing dW
 	// OneArena: each micro-batch's work is over everywhere before the next
 	// one's starts (the sequential schedule, no split backward, no
@@ -241,15 +235,12 @@ type Wire struct {
 	// micro-batch only then); otherwise one BackwardDone (All) a step,
 	// which spares a message to another process per micro-batch.
 	EachDone bool
-	// FillWeights: the backward sends the input gradients upstream and
-	// leaves the weight gradients to run one micro-batch at a time when
-	// nothing more urgent waits (the zero-bubble schedules); a micro-batch
-	// holds its place under Limit until its weight gradients are done.
-	FillWeights bool
 	// Schedule, when Programmed, has the stage actor run each step's ops in
 	// the order Order gives over Stages stages of Chunks positions, in turn
 	// with its stage's other actors (SetDevice), each op once its input is
-	// there; Limit and Hold then bound only a step the order has none for.
+	// there; Limit then bounds only a step the order has none for. Under
+	// the zero-bubble schedules the backward sends the input gradients
+	// upstream and leaves the weight gradients for the order.
 	Schedule             Schedule
 	Stages, Chunks       int
 	NextNames, PrevNames []string   // the stage names of Next and Prev, for reports

@@ -208,7 +208,7 @@ func Encode(msg any, run Run, from string) (proto.Message, error) {
 		return &wire.Links{Run: r, Coordinator: ToPid(m.Coordinator), Optimizer: ToPid(m.Optimizer), Next: toPids(m.Next),
 			Prev: toPids(m.Prev), PrevSplit: wire.Int64s(m.PrevSplit), InShards: int64(m.InShards), OutShards: int64(m.OutShards),
 			Limit: int64(m.Limit), SplitBackward: m.SplitBackward, NextNames: m.NextNames, PrevNames: m.PrevNames, Tied: toTied(m.Tied),
-			Replica: int64(m.Replica), Copies: toPids(m.Copies), CopyNames: m.CopyNames, OwnCopies: m.OwnCopies, OneArena: m.OneArena, EvalWindow: int64(m.EvalWindow), EachDone: m.EachDone, FillWeights: m.FillWeights, Hold: int64(m.Hold),
+			Replica: int64(m.Replica), Copies: toPids(m.Copies), CopyNames: m.CopyNames, OwnCopies: m.OwnCopies, OneArena: m.OneArena, EvalWindow: int64(m.EvalWindow), EachDone: m.EachDone,
 			Schedule: m.Schedule.String(), Stages: int64(m.Stages), Chunks: int64(m.Chunks)}, nil
 	case *Lost:
 		return &wire.Lost{Run: r, Host: m.Host, Stages: m.Stages, Why: m.Why}, nil
@@ -301,7 +301,7 @@ func decodeControl(msg any) (any, Run, error) {
 		return &Wire{Coordinator: FromPid(m.Coordinator), Optimizer: FromPid(m.Optimizer), Next: fromPids(m.Next),
 			Prev: fromPids(m.Prev), PrevSplit: wire.Ints(m.PrevSplit), InShards: int(m.InShards), OutShards: int(m.OutShards),
 			Limit: int(m.Limit), SplitBackward: m.SplitBackward, NextNames: m.NextNames, PrevNames: m.PrevNames, Tied: fromTied(m.Tied),
-			Replica: int(m.Replica), Copies: fromPids(m.Copies), CopyNames: m.CopyNames, OwnCopies: m.OwnCopies, OneArena: m.OneArena, EvalWindow: int(m.EvalWindow), EachDone: m.EachDone, FillWeights: m.FillWeights, Hold: int(m.Hold),
+			Replica: int(m.Replica), Copies: fromPids(m.Copies), CopyNames: m.CopyNames, OwnCopies: m.OwnCopies, OneArena: m.OneArena, EvalWindow: int(m.EvalWindow), EachDone: m.EachDone,
 			Schedule: scheduleOf(m.Schedule), Stages: int(m.Stages), Chunks: int(m.Chunks)}, runOf(m.Run), nil
 	case *wire.Lost:
 		return &Lost{Host: m.Host, Stages: m.Stages, Why: m.Why}, runOf(m.Run), nil

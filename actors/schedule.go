@@ -60,7 +60,8 @@ func (s Schedule) BackwardsWait() bool { return s == GPipe }
 // their backwards come back, under s: 1F1B's p−i over the positions for
 // every pipelined schedule but GPipe (under Interleaved the positions of
 // every stage: its stage 0 then holds Megatron's (v+1)/2 stages' worth for
-// v = 2). Hold bounds the activations held longer, for weight gradients.
+// v = 2). The programmed schedules' orders bound them
+// otherwise (Programmed).
 func (s Schedule) Limit(i, p, micros int) int {
 	switch s {
 	case Sequential:
@@ -71,28 +72,10 @@ func (s Schedule) Limit(i, p, micros int) int {
 	return max(1, micros)
 }
 
-// Hold returns how many micro-batches position i of p may hold activations
-// for, until their weight gradients are done, under a schedule that fills
-// waits with them (SplitsBackward), or 0: Limit bounds them too. ZBH1 lets
-// every position hold p, 1F1B's first stage's memory, so that a later one
-// may leave its weight gradients for its waits. ZBV gives each stage's two
-// positions p chunks in all (p counts both arms: 1F1B's first stage's
-// memory), most to the first arm, whose forwards fill the stage's start:
-// p−1−i there, p−i on the second, whose last position needs one.
-func (s Schedule) Hold(i, p int) int {
-	switch {
-	case s == ZBH1:
-		return p
-	case s == ZBV && 2*i < p:
-		return max(1, p-1-i)
-	case s == ZBV:
-		return max(1, p-i)
-	}
-	return 0
-}
-
 // SplitsBackward reports whether s always splits the backward into input
-// and weight gradients and fills waits with the weight gradients.
+// and weight gradients and runs the weight gradients where its order puts
+// them, holding each micro-batch's activations until then (at most p
+// micro-batches' on a stage, 1F1B's first stage's, as Order places them).
 func (s Schedule) SplitsBackward() bool { return s == ZBH1 || s == ZBV }
 
 // Programmed reports whether the stages of s run each step's ops in the

@@ -1,7 +1,6 @@
 package actors
 
 import (
-	"cmp"
 	"fmt"
 	"slices"
 
@@ -31,47 +30,45 @@ type Stage struct {
 
 	w Wire
 
-	fwdParts   map[partKey][]*tensor.Tensor
-	bwdParts   map[int][]*tensor.Tensor
-	queue      []*Forward // complete forwards waiting for a credit
-	inFlight   int        // micro-batches holding activations: from the forward to the backward, or its weight gradients
-	open       int        // micro-batches from the forward to the backward
-	actBytes   []int64    // per micro-batch, the activation bytes its forward left in the arena
-	rows       []int      // per micro-batch, nn.Pass.Row of its forward, for its backward
-	liveBytes  int64      // their sum over the micro-batches in flight
-	kicked     bool
-	current    int // index into layers of the layer running, for failure messages
-	done       int // backwards finished in this step
-	micros     int
-	arenas     arenas             // the layers' outputs, reused every step
-	scratch    nn.Arena           // nn.Pass.Scratch: what a layer reads during one call only
-	evals      []nn.Arena         // with Wire.EvalWindow: evaluation chunk k's outputs in evals[k mod window]
-	attention  ops.AttentionWork  // nn.Pass.Attention: the attention's scratch, one for the stage's blocks
-	ps         []nn.Param         // the layers' parameters, in order
-	bufs       []namedBuffer      // the layers' buffers (batch norm's statistics), saved after the parameters
-	split      []nn.SplitBackward // per layer, the layer if it can split its backward, else nil
-	batch      []nn.BatchParams   // per layer, the layer if it batches its weight gradients, else nil
-	updater    Updater
-	weights    uint64 // nn.Pass.Weights: changed by every update and restore
-	gradsDone  bool   // the step's last backward is done
-	upd        Update // the step's update, once haveUpd
-	haveUpd    bool
-	prov       Update // the step's provisional update (optimistic clipping), once haveProv
-	haveProv   bool
-	provDone   bool             // it is applied; kept and keptState hold what it replaced
-	kept       []*tensor.Tensor // the weights before it
-	keptState  optim.State      // the optimizer's state before it
-	clearTask  clearTask
-	pendingW   []pendingW // the step's weight gradients left by the split backward
-	fill       []int      // with Wire.FillWeights: micro-batches whose weight gradients wait, oldest first
-	fillPosted bool       // a fillKick is in the mailbox
-	wKept      []pendingW // scratch for runW
-	wMine      []pendingW
-	bwdIn      []heldBackward   // under a programmed schedule: backwards waiting for their turn
-	wLeft      bool             // under a programmed schedule: the step's backwards are done, weight gradients not
-	wStep      int              // and the step's number
-	wPasses    []nn.Pass        // scratch for weightGrads
-	outs       []*tensor.Tensor // scratch: the outputs of a forward's layers, or a backward's input gradients
+	fwdParts  map[partKey][]*tensor.Tensor
+	bwdParts  map[int][]*tensor.Tensor
+	queue     []*Forward // complete forwards waiting for a credit
+	open      int        // micro-batches from the forward to the backward
+	actBytes  []int64    // per micro-batch, the activation bytes its forward left in the arena
+	rows      []int      // per micro-batch, nn.Pass.Row of its forward, for its backward
+	liveBytes int64      // their sum over the micro-batches in flight
+	kicked    bool
+	current   int // index into layers of the layer running, for failure messages
+	done      int // backwards finished in this step
+	micros    int
+	arenas    arenas             // the layers' outputs, reused every step
+	scratch   nn.Arena           // nn.Pass.Scratch: what a layer reads during one call only
+	evals     []nn.Arena         // with Wire.EvalWindow: evaluation chunk k's outputs in evals[k mod window]
+	attention ops.AttentionWork  // nn.Pass.Attention: the attention's scratch, one for the stage's blocks
+	ps        []nn.Param         // the layers' parameters, in order
+	bufs      []namedBuffer      // the layers' buffers (batch norm's statistics), saved after the parameters
+	split     []nn.SplitBackward // per layer, the layer if it can split its backward, else nil
+	batch     []nn.BatchParams   // per layer, the layer if it batches its weight gradients, else nil
+	updater   Updater
+	weights   uint64 // nn.Pass.Weights: changed by every update and restore
+	gradsDone bool   // the step's last backward is done
+	upd       Update // the step's update, once haveUpd
+	haveUpd   bool
+	prov      Update // the step's provisional update (optimistic clipping), once haveProv
+	haveProv  bool
+	provDone  bool             // it is applied; kept and keptState hold what it replaced
+	kept      []*tensor.Tensor // the weights before it
+	keptState optim.State      // the optimizer's state before it
+	clearTask clearTask
+	pendingW  []pendingW // the step's weight gradients left by the split backward
+	fill      []int      // under the zero-bubble schedules: micro-batches whose weight gradients wait, oldest first
+	wKept     []pendingW // scratch for runW
+	wMine     []pendingW
+	bwdIn     []heldBackward   // under a programmed schedule: backwards waiting for their turn
+	wLeft     bool             // under a programmed schedule: the step's backwards are done, weight gradients not
+	wStep     int              // and the step's number
+	wPasses   []nn.Pass        // scratch for weightGrads
+	outs      []*tensor.Tensor // scratch: the outputs of a forward's layers, or a backward's input gradients
 
 	// messages reused every step (see reused)
 	fwdIn   reused[Forward] // gathered inputs of several parts, per micro-batch
@@ -300,8 +297,6 @@ func (s *Stage) Receive(ctx actor.Context) {
 	case *kick:
 		s.kicked = false
 		s.runForward(ctx)
-	case *fillKick:
-		s.runFill(ctx)
 	case *turnKick:
 		s.advance(ctx)
 	case *Backward:
@@ -401,11 +396,8 @@ func (s *Stage) maybeKick(ctx actor.Context) {
 }
 
 // mayAdmit reports whether a forward may start: fewer than Limit
-// micro-batches wait for their backwards, and fewer than Hold hold
-// activations.
-func (s *Stage) mayAdmit() bool {
-	return s.open < s.w.Limit && s.inFlight < cmp.Or(s.w.Hold, s.w.Limit)
-}
+// micro-batches wait for their backwards.
+func (s *Stage) mayAdmit() bool { return s.open < s.w.Limit }
 
 func (s *Stage) runForward(ctx actor.Context) {
 	if s.programmed() || len(s.queue) == 0 || !s.mayAdmit() || s.rep.buffered && !s.hasTurn() {
@@ -413,7 +405,6 @@ func (s *Stage) runForward(ctx actor.Context) {
 	}
 	f := s.queue[0]
 	s.queue = s.queue[:copy(s.queue, s.queue[1:])] // keeps the slice's start, so appends reuse it
-	s.inFlight++
 	s.open++
 	s.micros = f.Micros
 	s.forward(ctx, f)
@@ -590,7 +581,7 @@ func (s *Stage) backward(ctx actor.Context, step, micro int, dy *tensor.Tensor) 
 	}
 	// replicas leave their weight gradients to the end of the step (a
 	// replica > 0 must wait for the turn), when the others wait for them
-	split := s.w.SplitBackward || s.w.FillWeights || s.shares() && !s.rep.ordered
+	split := s.w.SplitBackward || s.fillsWeights() || s.shares() && !s.rep.ordered
 	var dx *tensor.Tensor
 	ok := s.work(ctx, SpanBackward, step, micro, func() error {
 		g := dy
@@ -624,11 +615,8 @@ func (s *Stage) backward(ctx actor.Context, step, micro int, dy *tensor.Tensor) 
 		return
 	}
 	s.open--
-	if s.w.FillWeights && len(s.pendingW) > 0 {
-		s.fill = append(s.fill, micro) // it holds its place until its weight gradients are done
-		if !s.programmed() {
-			s.postFill(ctx)
-		}
+	if s.fillsWeights() && len(s.pendingW) > 0 {
+		s.fill = append(s.fill, micro) // its activations are held until its weight gradients are done
 	} else {
 		s.release(micro)
 	}
@@ -670,44 +658,17 @@ func (s *Stage) backwardsOver(ctx actor.Context, step int) {
 	}
 }
 
-// release frees micro's place: its activations are no longer needed.
+// fillsWeights reports whether the stage's schedule runs each
+// micro-batch's weight gradients apart, where its order puts them (the
+// zero-bubble schedules; in a step without an order, at the step's end).
+func (s *Stage) fillsWeights() bool { return s.w.Schedule.SplitsBackward() }
+
+// release notes that micro's activations are no longer needed.
 func (s *Stage) release(micro int) {
-	s.inFlight--
 	s.notePeak() // the micro-batch's activations were held until now
 	if micro < len(s.actBytes) {
 		s.liveBytes -= s.actBytes[micro]
 		s.actBytes[micro] = 0
-	}
-}
-
-// postFill asks the stage, after the messages already in its mailbox, to
-// run the weight gradients of the oldest micro-batch that left them.
-func (s *Stage) postFill(ctx actor.Context) {
-	if !s.fillPosted {
-		s.fillPosted = true
-		ctx.Send(ctx.Self(), &fillKick{})
-		s.status.sent.Add(1)
-	}
-}
-
-// runFill runs the weight gradients of the oldest micro-batch waiting for
-// them, in the micro-batches' order (each layer adds them up in it), and
-// frees its place for a forward, unless a forward may start first.
-func (s *Stage) runFill(ctx actor.Context) {
-	s.fillPosted = false
-	if len(s.fill) == 0 {
-		return
-	}
-	if s.kicked { // a forward may start: it goes first, and this after it
-		s.postFill(ctx)
-		return
-	}
-	if !s.runW(ctx, 1) {
-		return
-	}
-	s.maybeKick(ctx)
-	if len(s.fill) > 0 {
-		s.postFill(ctx)
 	}
 }
 
@@ -780,7 +741,6 @@ func (s *Stage) runOp(ctx actor.Context, op SimOp) bool {
 		}
 		f := s.queue[i]
 		s.queue = slices.Delete(s.queue, i, i+1)
-		s.inFlight++
 		s.open++
 		s.micros = f.Micros
 		s.forward(ctx, f)

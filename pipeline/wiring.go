@@ -64,7 +64,7 @@ func (e *Engine) wiring(r, i int) actors.Wire {
 	p := len(pos)
 	w := actors.Wire{Coordinator: e.coord, Optimizer: e.opt, InShards: 1, OutShards: 1, Replica: r,
 		Limit: e.plan.Schedule.Limit(i, p, e.plan.Micro), SplitBackward: e.plan.SplitBackward, OneArena: e.oneArena(), EvalWindow: e.plan.EvalWindow,
-		EachDone: e.plan.Schedule.OneAtATime(), FillWeights: e.plan.Schedule.SplitsBackward(), Hold: e.plan.Schedule.Hold(i, p)}
+		EachDone: e.plan.Schedule.OneAtATime()}
 	if e.plan.Schedule.Programmed() {
 		w.Schedule, w.Stages, w.Chunks = e.plan.Schedule, p/e.plan.Chunks, e.plan.Chunks
 	}

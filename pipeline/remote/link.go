@@ -38,8 +38,11 @@ import (
 // pipetrain-6: activations and their gradients cross on the data plane;
 // pipetrain-7: the turn and the weights go in parts, the weights along
 // the chain of copies (GradTurn.Part, Weights.Part);
-// pipetrain-8: one BackwardDone a step (All) unless each is needed.
-const Protocol = "pipetrain-8"
+// pipetrain-8: one BackwardDone a step (All) unless each is needed;
+// pipetrain-9: programmed schedules (Links.schedule, stages, chunks,
+// Build.stage, turnKick) and provisional updates (Update.provisional,
+// UpdateApplied.rolled).
+const Protocol = "pipetrain-9"
 
 // Metadata keys of every gRPC call between a coordinator and its workers.
 const (
