@@ -191,7 +191,7 @@ type base struct {
 	from     string                                      // its name and host, as messages to other processes give it
 	watched  map[string]string                           // neighbours in other processes: their names by PID
 	device   *Device                                     // the cores it takes turns on with its stage's other actors; nil: its own
-	position int                                         // its place in the chain, for the device's order
+	position int                                         // its place in the chain: its ops in its device's order
 
 	busy     time.Duration
 	wire     int64 // bytes sent to other processes
@@ -321,8 +321,8 @@ func (b *base) receive(ctx actor.Context) (any, bool) {
 // completed.
 func (b *base) work(ctx actor.Context, kind SpanKind, step, micro int, f func() error) (ok bool) {
 	if d := b.device; d != nil {
-		d.acquire(deviceRank(kind, micro, b.position))
-		defer d.release()
+		d.work.Lock()
+		defer d.work.Unlock()
 	}
 	b.status.working(kind, step, micro)
 	start := time.Now()

@@ -1,7 +1,6 @@
 package actors
 
 import (
-	"slices"
 	"sync"
 
 	"github.com/asynkron/protoactor-go/actor"
@@ -12,15 +11,13 @@ import (
 // step's ops in the order Order gives, in turn: the device holds the
 // cursor, and the actor whose op is next runs it once its input is there
 // and hands the turn on. Work outside the order (an update, an
-// evaluation) takes the device's lock too, a waiting backward first, then
-// a forward, then weight gradients, so a stage computes one thing at a
-// time and the stages' thread budgets stay apart. The order never changes
-// a result: each stage actor's sums run in micro-batch order whatever runs
-// between them.
+// evaluation) takes the device's lock too, so a stage computes one thing
+// at a time and the stages' thread budgets stay apart. The order never
+// changes a result: each stage actor's sums run in micro-batch order
+// whatever runs between them.
 type Device struct {
-	mu      sync.Mutex
-	busy    bool
-	waiting []deviceWait
+	work sync.Mutex // held while one of the stage's actors computes
+	mu   sync.Mutex // guards prog
 
 	index int // the stage's
 	prog  deviceProgram
@@ -38,11 +35,6 @@ type deviceProgram struct {
 	ops            []SimOp
 	at             int
 	pids           map[int]*actor.PID // the stage actors, by position
-}
-
-type deviceWait struct {
-	rank [3]int
-	go_  chan struct{}
 }
 
 // Device returns the device of stage i in g, made on first use: the stage
@@ -131,49 +123,6 @@ func (d *Device) done(seq, n int) *actor.PID {
 		return nil
 	}
 	return pr.pids[pr.ops[pr.at].Chunk]
-}
-
-// deviceRank orders waiting work: lower goes first.
-func deviceRank(kind SpanKind, micro, position int) [3]int {
-	switch kind {
-	case SpanBackward, SpanUpdate:
-		return [3]int{0, micro, position}
-	case SpanWeights:
-		return [3]int{2, micro, position}
-	}
-	return [3]int{1, micro, -position}
-}
-
-// acquire waits for the device's turn; release hands it on.
-func (d *Device) acquire(rank [3]int) {
-	d.mu.Lock()
-	if !d.busy {
-		d.busy = true
-		d.mu.Unlock()
-		return
-	}
-	w := deviceWait{rank, make(chan struct{})}
-	d.waiting = append(d.waiting, w)
-	d.mu.Unlock()
-	<-w.go_
-}
-
-func (d *Device) release() {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	if len(d.waiting) == 0 {
-		d.busy = false
-		return
-	}
-	best := 0
-	for i, w := range d.waiting {
-		if slices.Compare(w.rank[:], d.waiting[best].rank[:]) < 0 {
-			best = i
-		}
-	}
-	w := d.waiting[best]
-	d.waiting = append(d.waiting[:best], d.waiting[best+1:]...)
-	close(w.go_) // busy stays: the turn passes to w
 }
 
 // SetDevice makes the stage take turns on d with the other stage actors of
