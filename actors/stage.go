@@ -720,9 +720,9 @@ func (s *Stage) advance(ctx actor.Context) {
 		}
 		n := 1
 		if op.Kind == SimW {
-			n = s.device.runOf(s.position, SimW) // runOp ran them as one
+			n = s.device.runOf(s.position, SimW) // run as one batch
 		}
-		if !s.runOp(ctx, op) {
+		if !s.runOp(ctx, op, n) {
 			return
 		}
 		if pid := s.device.done(seq, n); pid != nil && !pid.Equal(ctx.Self()) {
@@ -731,8 +731,9 @@ func (s *Stage) advance(ctx actor.Context) {
 	}
 }
 
-// runOp runs op if its input is here, and reports whether it ran.
-func (s *Stage) runOp(ctx actor.Context, op SimOp) bool {
+// runOp runs op if its input is here, and reports whether it ran; a
+// weight gradient with the n-1 of the stage's that follow it in the order.
+func (s *Stage) runOp(ctx actor.Context, op SimOp, n int) bool {
 	switch op.Kind {
 	case SimF:
 		i := slices.IndexFunc(s.queue, func(f *Forward) bool { return f.Micro == op.Micro })
@@ -757,7 +758,7 @@ func (s *Stage) runOp(ctx actor.Context, op SimOp) bool {
 			return true // none: its layers have no weights here
 		}
 		// the weight gradients the order runs next here go as one batch
-		if !s.runW(ctx, s.device.runOf(s.position, SimW)) {
+		if !s.runW(ctx, n) {
 			return false
 		}
 		if s.wLeft && len(s.fill) == 0 {
