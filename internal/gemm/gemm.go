@@ -1,6 +1,8 @@
 package gemm
 
 import (
+	"fmt"
+
 	"github.com/pipetrain/pipetrain/internal/par"
 	"github.com/pipetrain/pipetrain/internal/vec"
 	"gonum.org/v1/gonum/blas"
@@ -39,6 +41,16 @@ func (t Threads) Sgemm(transA, transB bool, m, n, k int, alpha float32, a []floa
 // layer would otherwise do in a pass of its own over all of C, on one core or
 // split differently from the product. The zero Post does nothing.
 type Post struct {
+	// Bias, if not nil, is added to every row of the product, before the
+	// rest: C = Bias + alpha·op(A)·op(B), with the bits of a call whose C
+	// held Bias in each row and whose beta was 1, which it saves a pass
+	// over C (the call's beta must be 0). Only its first n values are read.
+	Bias []float32
+	// Add, if not nil, is added to C after the bias: C = (Bias + product) +
+	// Add, a residual connection. It is m×n with leading dimension LDAdd and
+	// may not overlap C.
+	Add   []float32
+	LDAdd int
 	// ReLU sets C to max(C, 0), as vec.Relu.
 	ReLU bool
 	// Mask, if not nil, keeps C where Mask > 0 and sets it to +0 elsewhere,
@@ -46,20 +58,46 @@ type Post struct {
 	// dimension LDMask. It may not overlap C.
 	Mask   []float32
 	LDMask int
+	// GELUGrad, if not nil, multiplies C by GELU's derivative at GELUGrad,
+	// as vec.GELUBackward with C as dy: the input gradient of a GELU's
+	// input. GELUGrad is m×n with leading dimension LDGELUGrad and may not
+	// overlap C.
+	GELUGrad   []float32
+	LDGELUGrad int
+	// GELU, if not nil, receives the exact GELU of C, as vec.GELU, done
+	// last: C keeps its values, the activation's input. GELU is m×n with
+	// leading dimension LDGELU and may not overlap C.
+	GELU   []float32
+	LDGELU int
 }
 
 // active reports whether p does anything.
-func (p *Post) active() bool { return p.ReLU || p.Mask != nil }
+func (p *Post) active() bool {
+	return p.Bias != nil || p.Add != nil || p.ReLU || p.Mask != nil || p.GELUGrad != nil || p.GELU != nil
+}
 
-// apply does p on rows [i0, i0+rows) and columns [j0, j0+cols) of c.
+// apply does p on rows [i0, i0+rows) and columns [j0, j0+cols) of c, which
+// hold the product's sums.
 func (p *Post) apply(c []float32, ldc, i0, rows, j0, cols int) {
 	for i := i0; i < i0+rows; i++ {
 		row := c[i*ldc+j0 : i*ldc+j0+cols]
+		if p.Bias != nil {
+			vec.Add(row, p.Bias[j0:j0+cols]) // sums + bias: bias + sums, bit for bit
+		}
+		if p.Add != nil {
+			vec.Add(row, p.Add[i*p.LDAdd+j0:i*p.LDAdd+j0+cols])
+		}
 		if p.ReLU {
 			vec.Relu(row, row)
 		}
 		if p.Mask != nil {
 			vec.ReluBackward(row, row, p.Mask[i*p.LDMask+j0:i*p.LDMask+j0+cols])
+		}
+		if p.GELUGrad != nil {
+			vec.GELUBackward(row, row, p.GELUGrad[i*p.LDGELUGrad+j0:i*p.LDGELUGrad+j0+cols])
+		}
+		if p.GELU != nil {
+			vec.GELU(p.GELU[i*p.LDGELU+j0:i*p.LDGELU+j0+cols], row)
 		}
 	}
 }
@@ -86,13 +124,12 @@ func (cl Call) SgemmChunked(transA, transB bool, m, n, k int, alpha float32, a [
 // their BF16 forms on it.
 func (cl Call) call(chunked bool, bf16 *kernelSet, transA, transB bool, m, n, k int, alpha float32, a []float32, lda int, b []float32, ldb int, beta float32, c []float32, ldc int) {
 	checkSgemm(transA, transB, m, n, k, a, lda, b, ldb, c, ldc)
-	cl.checkPost(m, n)
+	cl.checkPost(m, n, beta)
 	if m == 0 || n == 0 {
 		return
 	}
 	if k == 0 || alpha == 0 {
-		scale(m, n, beta, c, ldc)
-		cl.Post.apply(c, ldc, 0, m, 0, n)
+		cl.Post.empty(m, n, beta, c, ldc)
 		return
 	}
 	g := sgemmArgs{transA: transA, transB: transB, m: m, n: n, k: k, alpha: alpha, beta: beta,
@@ -100,11 +137,43 @@ func (cl Call) call(chunked bool, bf16 *kernelSet, transA, transB bool, m, n, k 
 	sgemm(&g, par.Budget(int(cl.Threads)))
 }
 
-// checkPost panics, as checkSgemm does, on a mask too short for m×n.
-func (cl Call) checkPost(m, n int) {
+// checkPost panics, as checkSgemm does, on a mask, addend or GELU operand too short
+// for m×n, a bias too short for n, or a bias with a beta that is not 0.
+func (cl Call) checkPost(m, n int, beta float32) {
 	if cl.Post.Mask != nil {
 		checkMatrix("mask", cl.Post.Mask, m, n, cl.Post.LDMask)
 	}
+	if cl.Post.Add != nil {
+		checkMatrix("add", cl.Post.Add, m, n, cl.Post.LDAdd)
+	}
+	if cl.Post.GELUGrad != nil {
+		checkMatrix("geluGrad", cl.Post.GELUGrad, m, n, cl.Post.LDGELUGrad)
+	}
+	if cl.Post.GELU != nil {
+		checkMatrix("gelu", cl.Post.GELU, m, n, cl.Post.LDGELU)
+	}
+	if cl.Post.Bias != nil {
+		if len(cl.Post.Bias) < n {
+			panic(fmt.Sprintf("gemm: bias of %d values for %d columns", len(cl.Post.Bias), n))
+		}
+		if beta != 0 {
+			panic(fmt.Sprintf("gemm: bias with beta %v, not 0", beta))
+		}
+	}
+}
+
+// empty sets C, m×n, to beta·C, or to the bias, and does the rest of p: a
+// call with no product to add (k or alpha 0).
+func (p *Post) empty(m, n int, beta float32, c []float32, ldc int) {
+	scale(m, n, beta, c, ldc)
+	q := *p
+	if q.Bias != nil {
+		for i := range m {
+			copy(c[i*ldc:i*ldc+n], q.Bias[:n])
+		}
+		q.Bias = nil
+	}
+	q.apply(c, ldc, 0, m, 0, n)
 }
 
 // KChunk is the length of the k chunks of SgemmChunked and DgemmChunked.

@@ -109,13 +109,12 @@ func (cl Call) packed(transA bool, m int, alpha float32, a []float32, lda int, p
 	ar, ac := stored(transA, m, k)
 	checkMatrix("a", a, ar, ac, lda)
 	checkMatrix("c", c, m, n, ldc)
-	cl.checkPost(m, n)
+	cl.checkPost(m, n, beta)
 	if m == 0 {
 		return
 	}
 	if alpha == 0 {
-		scale(m, n, beta, c, ldc)
-		cl.Post.apply(c, ldc, 0, m, 0, n)
+		cl.Post.empty(m, n, beta, c, ldc)
 		return
 	}
 	g := sgemmArgs{transA: transA, m: m, n: n, k: k, alpha: alpha, beta: beta,

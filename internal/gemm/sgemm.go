@@ -290,13 +290,21 @@ func (w *workspace) run(ks *kernelSet, g *sgemmArgs, i0, i1, j0, j1 int) {
 		defer ks.release()
 	}
 	c, ldc, alpha := g.c, g.ldc, g.alpha
-	post := g.post.active()
+	post := g.post
+	// A bias is added to the sums in the epilogue when k is one block,
+	// (sums + bias, the bits of bias + sums); over several blocks (or
+	// chunks) it must come first, so each row of tiles starts from it.
+	var biasFirst []float32
+	if post.Bias != nil && (g.chunked || kcb < g.k) {
+		biasFirst, post.Bias = post.Bias, nil
+	}
+	active := post.active()
 	for pc := 0; pc < g.k; pc += kcb {
 		kc := min(kcb, g.k-pc)
-		last := post && pc+kc == g.k
+		last := active && pc+kc == g.k
 		kd, bd := ks.depth(kc), ks.bDepth(pc, kc)
 		beta := g.beta
-		if pc > 0 {
+		if pc > 0 || biasFirst != nil {
 			beta = 1
 		}
 		// Rows of tiles go to the strip kernel when nothing else is asked
@@ -316,6 +324,11 @@ func (w *workspace) run(ks *kernelSet, g *sgemmArgs, i0, i1, j0, j1 int) {
 				}
 				for ir := 0; ir < mc; ir += mr {
 					mm := min(mr, mc-ir)
+					if pc == 0 && biasFirst != nil {
+						for i := ic + ir; i < ic+ir+mm; i++ {
+							copy(c[i*ldc+jc:i*ldc+jc+nc], biasFirst[jc:jc+nc])
+						}
+					}
 					jr0 := 0
 					if strip && mm == mr && nc >= 2*nr {
 						jr0 = nc / nr * nr
@@ -343,7 +356,7 @@ func (w *workspace) run(ks *kernelSet, g *sgemmArgs, i0, i1, j0, j1 int) {
 						w.edgeTile(ks, g, kern, kc, a[ir*kd:], bp, pw, c[ci:], mm, nn, beta, bsrc)
 					}
 					if last {
-						g.post.apply(c, ldc, ic+ir, mm, jc, nc)
+						post.apply(c, ldc, ic+ir, mm, jc, nc)
 					}
 				}
 			}
