@@ -22,10 +22,13 @@ type Activation struct {
 	forwardInto  func(dst, x *tensor.Tensor, threads int) *tensor.Tensor
 	backwardInto func(dst, dy, saved *tensor.Tensor, threads int) *tensor.Tensor
 
-	// A ReLU whose neighbour does its work (Fuse): the linear layer before
-	// it gives it its output already (passIn), the one after it gives its
-	// input gradient already masked (passGrad).
+	// An activation whose neighbour does its work (Fuse): the linear layer
+	// before a ReLU gives it its output already (passIn), the one before a
+	// GELU makes the GELU's output beside its own (pending, taken by the
+	// next Forward), the one after either gives its input gradient already
+	// through the activation's backward (passGrad).
 	passIn, passGrad bool
+	pending          *tensor.Tensor
 }
 
 func newActivation(kind string, useOut bool, f func(*tensor.Tensor) *tensor.Tensor, b func(dy, saved *tensor.Tensor) *tensor.Tensor) *Activation {
@@ -86,7 +89,9 @@ func (a *Activation) InFlight() int   { return len(a.saved) }
 
 func (a *Activation) Forward(p Pass, x *tensor.Tensor) *tensor.Tensor {
 	var y *tensor.Tensor
-	if a.passIn {
+	if a.pending != nil {
+		y, a.pending = a.pending, nil
+	} else if a.passIn {
 		y = x
 	} else if a.forwardInto != nil && p.Arena != nil {
 		y = a.forwardInto(p.Arena.Like(x), x, p.Threads)
@@ -101,6 +106,16 @@ func (a *Activation) Forward(p Pass, x *tensor.Tensor) *tensor.Tensor {
 		a.saved.put(p, x)
 	}
 	return y
+}
+
+// kept returns what the forward of pass p kept for the backward, which
+// is still to take it.
+func (a *Activation) kept(p Pass) *tensor.Tensor {
+	s, ok := a.saved[p.Micro]
+	if !ok {
+		a.saved.take(a.kind, p) // panics, naming the micro-batch
+	}
+	return s
 }
 
 func (a *Activation) Backward(p Pass, dy *tensor.Tensor, needDX bool) *tensor.Tensor {

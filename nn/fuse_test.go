@@ -8,19 +8,27 @@ import (
 	"github.com/pipetrain/pipetrain/tensor"
 )
 
-// TestFuseSameBits runs the same MLP, linear and ReLU layers in turn, fused
-// (nn.Fuse) and apart, and holds the fused one to the other's bits: the
-// ReLUs' outputs and input gradients (the model's output and input gradient
-// among them), and the weight and bias gradients. In float32 (products in
+// TestFuseSameBits runs the same MLP, linear layers and ReLUs or exact
+// GELUs in turn, fused (nn.Fuse) and apart, and holds the fused one to the
+// other's bits: the activations' outputs and input gradients (the model's
+// output and input gradient among them), and the weight and bias gradients.
+// In float32 (products in
 // fp32 and in bf16) and float64, on one and two threads, one micro-batch
 // (products that pack as they go) and three (weights packed once a step),
 // with Backward and with split backward (BackwardInput, BackwardParams).
 func TestFuseSameBits(t *testing.T) {
-	build := func(dt tensor.DType) []nn.Layer {
-		// ReLU first and last, so that the ends have no neighbour to fuse with.
-		return []nn.Layer{nn.NewReLU(), mustLinear(t, dt, 33, 70, nn.XavierUniform, 1), nn.NewReLU(),
-			mustLinear(t, dt, 70, 50, nn.XavierUniform, 2), nn.NewReLU(), mustLinear(t, dt, 50, 9, nn.XavierUniform, 3), nn.NewReLU()}
+	acts := map[string]func() *nn.Activation{"relu": nn.NewReLU, "gelu": func() *nn.Activation { return nn.NewGELU(false) }}
+	for act, newAct := range acts {
+		build := func(dt tensor.DType) []nn.Layer {
+			// an activation first and last, so that the ends have no neighbour to fuse with
+			return []nn.Layer{newAct(), mustLinear(t, dt, 33, 70, nn.XavierUniform, 1), newAct(),
+				mustLinear(t, dt, 70, 50, nn.XavierUniform, 2), newAct(), mustLinear(t, dt, 50, 9, nn.XavierUniform, 3), newAct()}
+		}
+		fuseSameBits(t, act, build)
 	}
+}
+
+func fuseSameBits(t *testing.T, act string, build func(tensor.DType) []nn.Layer) {
 	for _, c := range []struct {
 		dt tensor.DType
 		pr nn.Precision
@@ -29,7 +37,7 @@ func TestFuseSameBits(t *testing.T) {
 		for _, threads := range []int{1, 2} {
 			for _, micros := range []int{1, 3} {
 				for _, split := range []bool{false, true} {
-					name := fmt.Sprintf("%v/%v/threads=%d/micros=%d/split=%v", dt, c.pr, threads, micros, split)
+					name := fmt.Sprintf("%s/%v/%v/threads=%d/micros=%d/split=%v", act, dt, c.pr, threads, micros, split)
 					rng := newRNG(5)
 					xs, dys := make([]*tt, micros), make([]*tt, micros)
 					for m := range micros {
@@ -44,7 +52,7 @@ func TestFuseSameBits(t *testing.T) {
 							h := xs[m]
 							for _, l := range layers {
 								h = l.Forward(p, h)
-								if l.Kind() == "relu" { // a fused linear layer's own output is the ReLU's
+								if l.Kind() == act { // a linear layer fused with a ReLU gives its output
 									outs = append(outs, h.Clone())
 								}
 							}
@@ -59,7 +67,7 @@ func TestFuseSameBits(t *testing.T) {
 								} else {
 									g = layers[i].Backward(p, g, true)
 								}
-								if layers[i].Kind() == "relu" { // and its input gradient the ReLU's
+								if layers[i].Kind() == act { // and one after it its input gradient
 									grads = append(grads, g.Clone())
 								}
 							}
@@ -107,5 +115,56 @@ func TestFuseUndo(t *testing.T) {
 	}
 	if got := relu.Forward(p, y); got == y {
 		t.Fatal("the ReLU still passes its input on")
+	}
+}
+
+// TestTransformerFusedSameBits holds a transformer block, whose products
+// add the residuals and run the GELU and its backward on their tiles, to
+// the bits of the same block with every sub-layer run apart (nn.Apart): the
+// output, the input gradient and every parameter gradient, in fp32 and
+// bf16 products, on one and two threads, over micro-batches whose weights
+// are packed once (three) or not (one), with Backward whole and split.
+func TestTransformerFusedSameBits(t *testing.T) {
+	const tokens, dim = 9, 16
+	for _, pr := range []nn.Precision{nn.FP32, nn.BF16} {
+		for _, threads := range []int{1, 2} {
+			for _, micros := range []int{1, 3} {
+				name := fmt.Sprintf("%v/threads=%d/micros=%d", pr, threads, micros)
+				rng := newRNG(8)
+				xs, dys := make([]*tt, micros), make([]*tt, micros)
+				for m := range micros {
+					xs[m] = randN(rng, tensor.Float32, 1, 2+m, tokens*dim)
+					dys[m] = randN(rng, tensor.Float32, 1, 2+m, tokens*dim)
+				}
+				run := func(apart bool) (got []*tt) {
+					layers, err := nn.BuildShape([]nn.Spec{{Type: "transformer_block", Heads: 2, Init: nn.GPT}}, []int{tokens, dim}, 3, tensor.Float32, 0, 1)
+					if err != nil {
+						t.Fatal(err)
+					}
+					b := layers[0]
+					if apart {
+						nn.Apart(b)
+					}
+					for m := range micros {
+						p := nn.Pass{Step: 1, Micro: m, Micros: micros, Weights: 1, Train: true, Threads: threads, Arena: &nn.Arena{}, Precision: pr}
+						got = append(got, b.Forward(p, xs[m]).Clone())
+					}
+					for m := range micros {
+						p := nn.Pass{Step: 1, Micro: m, Micros: micros, Weights: 1, Train: true, Threads: threads, Arena: &nn.Arena{}, Precision: pr}
+						got = append(got, b.Backward(p, dys[m], true).Clone())
+					}
+					for _, p := range b.Params() {
+						got = append(got, p.Grad.Clone())
+					}
+					return got
+				}
+				want, got := run(true), run(false)
+				for i := range want {
+					if !sameBits(got[i], want[i]) {
+						t.Fatalf("%s: tensor %d differs (max diff %g)", name, i, maxDiff(got[i], want[i]))
+					}
+				}
+			}
+		}
 	}
 }

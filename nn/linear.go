@@ -25,10 +25,17 @@ type Linear struct {
 	fused   linearFused
 }
 
-// linearFused says which work of a ReLU next to the layer it does (Fuse).
+// linearFused says which work of an activation next to the layer it does
+// (Fuse).
 type linearFused struct {
 	reluOut bool // a ReLU follows: y = max(x·Wᵀ + b, 0)
 	maskIn  bool // a ReLU precedes: dX is kept only where the input is above 0
+	// a GELU follows: the product makes its output too, which the GELU
+	// then returns (Activation.pending)
+	geluOut *Activation
+	// a GELU precedes: dX is multiplied by its derivative at its input,
+	// which the GELU keeps
+	geluIn *Activation
 }
 
 // linearPacks are a float32 layer's weights packed for the GEMM, Wᵀ for the
@@ -82,16 +89,31 @@ func sgemmPacked(p Pass, post gemm.Post, m int, a []float32, lda int, pb *gemm.P
 	}
 }
 
-// outPost is the work the forward's product does on y as it completes.
-func (l *Linear) outPost() gemm.Post { return gemm.Post{ReLU: l.fused.reluOut} }
+// outPost is the work the forward's product does on y as it completes: the
+// bias, the residual r when not nil, and the ReLU after or the GELU's
+// output h, when fused.
+func (l *Linear) outPost(h, r *tensor.Tensor) gemm.Post {
+	post := gemm.Post{Bias: data[float32](l.B), ReLU: l.fused.reluOut}
+	if r != nil {
+		post.Add, post.LDAdd = r.Data32(), l.Out
+	}
+	if h != nil {
+		post.GELU, post.LDGELU = h.Data32(), l.Out
+	}
+	return post
+}
 
 // inPost is the work the input gradient's product does on dx as it
-// completes: the mask of x, the input, when a ReLU precedes.
-func (l *Linear) inPost(x *tensor.Tensor) gemm.Post {
-	if !l.fused.maskIn {
-		return gemm.Post{}
+// completes: the mask of x, the input, when a ReLU precedes; the GELU's
+// derivative at the GELU's input when a GELU does.
+func (l *Linear) inPost(p Pass, x *tensor.Tensor) gemm.Post {
+	switch {
+	case l.fused.maskIn:
+		return gemm.Post{Mask: x.Data32(), LDMask: l.In}
+	case l.fused.geluIn != nil:
+		return gemm.Post{GELUGrad: l.fused.geluIn.kept(p).Data32(), LDGELUGrad: l.In}
 	}
-	return gemm.Post{Mask: x.Data32(), LDMask: l.In}
+	return gemm.Post{}
 }
 
 // NewLinear returns a layer with weights drawn by init from rng, and biases
@@ -176,6 +198,23 @@ func (l *Linear) check(x *tensor.Tensor) int {
 func (l *Linear) Forward(p Pass, x *tensor.Tensor) *tensor.Tensor {
 	n := l.check(x)
 	y := p.Arena.Tensor(x.DType(), n, l.Out) // every element written below
+	l.forwardTo(p, y, x, nil)
+	return y
+}
+
+// forwardTo writes the layer's output for x into y, with the residual r
+// added when not nil: y = r + (x·Wᵀ + b), the bits of the sum made apart,
+// in one pass over y.
+func (l *Linear) forwardTo(p Pass, y, x, r *tensor.Tensor) {
+	n := l.check(x)
+	if r != nil && (!r.HasShape(n, l.Out) || r.DType() != x.DType()) {
+		panic(fmt.Errorf("nn.Linear: residual %v %v does not fit output [%d %d]", r.DType(), r.Shape(), n, l.Out))
+	}
+	var h *tensor.Tensor // the GELU's output, when fused
+	if l.fused.geluOut != nil {
+		h = p.Arena.Tensor(x.DType(), n, l.Out)
+		l.fused.geluOut.pending = h
+	}
 	packed, pack := false, false
 	if x.DType() == tensor.Float32 {
 		packed, pack = use(p, &l.packs.fwdFor)
@@ -184,18 +223,24 @@ func (l *Linear) Forward(p Pass, x *tensor.Tensor) *tensor.Tensor {
 		if pack {
 			l.packW(p, &l.packs.fwd, true, l.In, l.Out)
 		}
-		y32 := y.Data32()
-		sgemmPacked(p, l.outPost(), n, x.Data32(), l.In, &l.packs.fwd, biasRows(y32, data[float32](l.B), n), y32, l.Out)
+		sgemmPacked(p, l.outPost(h, r), n, x.Data32(), l.In, &l.packs.fwd, 0, y.Data32(), l.Out)
 	} else if x.DType() == tensor.Float32 {
-		linearForward(gemm.Call{Threads: gemm.Threads(p.Threads), Post: l.outPost()}, y.Data32(), x.Data32(), l.W.Data32(), data[float32](l.B), n, l.In, l.Out, sgemmFor(p.Precision, false))
+		sgemmFor(p.Precision, false)(gemm.Call{Threads: gemm.Threads(p.Threads), Post: l.outPost(h, r)}, false, true, n, l.Out, l.In, 1, x.Data32(), l.In, l.W.Data32(), l.In, 0, y.Data32(), l.Out)
 	} else {
 		linearForward(gemm.Call{}, y.Data64(), x.Data64(), l.W.Data64(), data[float64](l.B), n, l.In, l.Out, dgemm)
+		if r != nil {
+			for i, v := range r.Data64() {
+				y.Data64()[i] = v + y.Data64()[i]
+			}
+		}
 		if l.fused.reluOut {
 			ops.ReLUInto(y, y, p.Threads)
 		}
+		if h != nil {
+			ops.GELUInto(h, y, p.Threads)
+		}
 	}
 	l.x.put(p, x)
-	return y
 }
 
 func (l *Linear) Backward(p Pass, dy *tensor.Tensor, needDX bool) *tensor.Tensor {
@@ -303,19 +348,22 @@ func (l *Linear) inputPacks(p Pass) bool {
 	return packed
 }
 
-// inputGrad writes dX = dY·W into dx, masked by x > 0 when a ReLU precedes
-// (Fuse).
+// inputGrad writes dX = dY·W into dx, masked by x > 0 when a ReLU precedes,
+// times GELU's derivative when a GELU does (Fuse).
 func (l *Linear) inputGrad(p Pass, packed bool, x, dy, dx *tensor.Tensor) {
 	n := dy.Dim(0)
 	switch {
 	case packed:
-		sgemmPacked(p, l.inPost(x), n, dy.Data32(), l.Out, &l.packs.bwd, 0, dx.Data32(), l.In)
+		sgemmPacked(p, l.inPost(p, x), n, dy.Data32(), l.Out, &l.packs.bwd, 0, dx.Data32(), l.In)
 	case dy.DType() == tensor.Float32:
-		sgemmFor(p.Precision, false)(gemm.Call{Threads: gemm.Threads(p.Threads), Post: l.inPost(x)}, false, false, n, l.In, l.Out, 1, dy.Data32(), l.Out, l.W.Data32(), l.In, 0, dx.Data32(), l.In)
+		sgemmFor(p.Precision, false)(gemm.Call{Threads: gemm.Threads(p.Threads), Post: l.inPost(p, x)}, false, false, n, l.In, l.Out, 1, dy.Data32(), l.Out, l.W.Data32(), l.In, 0, dx.Data32(), l.In)
 	default:
 		gemm.Dgemm(false, false, n, l.In, l.Out, 1, dy.Data64(), l.Out, l.W.Data64(), l.In, 0, dx.Data64(), l.In)
 		if l.fused.maskIn {
 			ops.ReLUBackwardInto(dx, dx, x, p.Threads)
+		}
+		if g := l.fused.geluIn; g != nil {
+			ops.GELUBackwardInto(dx, dx, g.kept(p), p.Threads)
 		}
 	}
 }

@@ -32,6 +32,13 @@ func isReLU(l Layer) bool {
 	return ok && a.kind == "relu"
 }
 
+// isGELU reports whether l is the exact GELU, whose kernels a linear layer
+// next to it can run on its tiles (Fuse).
+func isGELU(l Layer) bool {
+	a, ok := l.(*Activation)
+	return ok && a.kind == "gelu" && a.forwardInto != nil
+}
+
 func isMaxPool(l Layer) bool {
 	if w, ok := l.(*imageLayer); ok {
 		l = w.Layer

@@ -39,6 +39,9 @@ type TransformerBlock struct {
 	own          Arena                 // the scratch when a pass brings none (Pass.Scratch)
 	work         ops.AttentionWork
 	params       []Param
+	// apart runs the sub-layers without the fused residual adds and
+	// GELU: the reference the tests hold the fused block to
+	apart bool
 }
 
 // blockSaved is what the backward needs beyond the sub-layers' own caches.
@@ -113,6 +116,8 @@ func newTransformerBlock(dt tensor.DType, c blockConfig, rng *rand.Rand) (*Trans
 		}
 		b.drop2, _ = NewDropout(c.dropout, c.seed, c.index<<20|2)
 	}
+	// the MLP's GELU runs on c_fc's tiles, its backward on c_proj's
+	Fuse([]Layer{b.fc, b.gelu, b.out})
 	return b, nil
 }
 
@@ -235,8 +240,15 @@ func (b *TransformerBlock) forward(p Pass, out, attIn *Arena, x *tensor.Tensor, 
 	default:
 		ops.CausalSelfAttentionInto(att, nil, qkvt, b.Heads, b.attention(p))
 	}
-	y := b.proj.Forward(p, attIn.view(att, 0, n*b.Tokens, b.Dim))
-	x2 := residual(p, xt, dropped(p, b.drop1, y, n))
+	var x2 *tensor.Tensor
+	if b.drop1 == nil && !b.apart {
+		// the residual added on c_proj's tiles: one pass over x2, not three
+		x2 = p.Arena.Like(xt)
+		b.proj.forwardTo(p, x2, attIn.view(att, 0, n*b.Tokens, b.Dim), xt)
+	} else {
+		y := b.proj.Forward(p, attIn.view(att, 0, n*b.Tokens, b.Dim))
+		x2 = residual(p, xt, dropped(p, b.drop1, y, n))
+	}
 	h := b.gelu.Forward(p, b.fc.Forward(p, b.ln2.Forward(p, x2)))
 	if !output && b.drop2 == nil {
 		// a recomputation for the backward, which reads c_proj's input
@@ -245,10 +257,16 @@ func (b *TransformerBlock) forward(p Pass, out, attIn *Arena, x *tensor.Tensor, 
 		b.saved.put(p, blockSaved{qkv: qkv, probs: probs, stats: stats})
 		return nil
 	}
-	z := b.out.Forward(p, h)
-	po := p
-	po.Arena = out
-	o := residual(po, x2, dropped(p, b.drop2, z, n))
+	var o *tensor.Tensor
+	if b.drop2 == nil && !b.apart {
+		o = out.Like(x2)
+		b.out.forwardTo(p, o, h, x2)
+	} else {
+		z := b.out.Forward(p, h)
+		po := p
+		po.Arena = out
+		o = residual(po, x2, dropped(p, b.drop2, z, n))
+	}
 	b.saved.put(p, blockSaved{qkv: qkv, probs: probs, stats: stats})
 	return toSamples(out, o, b.Tokens, b.Dim)
 }
