@@ -56,6 +56,25 @@ type Optimizer interface {
 	StateView() State
 }
 
+// ScaledStepper is an Optimizer that can take gradient clipping's scale and
+// clear the gradients in its update's pass, reading each gradient once
+// where ScaleGrads, Step and ZeroGrad read it three times.
+type ScaledStepper interface {
+	Optimizer
+	// StepScaled is, bit for bit,
+	//
+	//	if scale != 1 {
+	//		ScaleGrads(params, scale)
+	//	}
+	//	Step(params, lr)
+	//	if zero {
+	//		ZeroGrad(params)
+	//	}
+	//
+	// but on error nothing is modified, the gradients neither.
+	StepScaled(params []Param, lr, scale float64, zero bool) error
+}
+
 // State is an optimizer's state as plain data, for checkpoints.
 //
 // Tensors are named "<index>.<slot>", where index is the parameter's position in the
