@@ -198,19 +198,12 @@ func adam64(w, g, m, v []float64, s *adamScalars) {
 	small := lw < 0.5
 	olw := 1 - lw
 	negStep := -s.stepSize
+	op := gradOp[float64]{s.scale, s.scaled, s.zero}
 	for i := range w {
 		if s.decouple {
 			w[i] = float64(w[i] * s.decay)
 		}
-		gi := g[i]
-		if s.scaled {
-			gi = gi * s.scale
-		}
-		if s.zero {
-			g[i] = 0
-		} else if s.scaled {
-			g[i] = gi
-		}
+		gi := op.take(g, i)
 		if s.coupled {
 			gi = gi + float64(s.wd*w[i])
 		}

@@ -9,10 +9,13 @@ import (
 	"github.com/pipetrain/pipetrain/tensor"
 )
 
-var _ ScaledStepper = (*Adam)(nil)
+var (
+	_ ScaledStepper = (*Adam)(nil)
+	_ ScaledStepper = (*SGD)(nil)
+)
 
 // fusedCases are the optimizers whose StepScaled is tested, Threads 2 so
-// that a large parameter's update is split.
+// that a large parameter's update is split, in SGD's chunks too.
 var fusedCases = []struct {
 	name string
 	new  func() (ScaledStepper, error)
@@ -28,6 +31,11 @@ var fusedCases = []struct {
 	}},
 	{"adamw weight_decay matrices", func() (ScaledStepper, error) {
 		return NewAdamW(AdamConfig{Betas: [2]float64{0.9, 0.95}, Eps: 1e-8, WeightDecay: 0.1, MatricesOnly: true, Threads: 2})
+	}},
+	{"sgd", func() (ScaledStepper, error) { return NewSGD(SGDConfig{Threads: 2}) }},
+	{"sgd momentum", func() (ScaledStepper, error) { return NewSGD(SGDConfig{Momentum: 0.9, Threads: 2}) }},
+	{"sgd nesterov weight_decay matrices", func() (ScaledStepper, error) {
+		return NewSGD(SGDConfig{Momentum: 0.8, Nesterov: true, WeightDecay: 0.01, MatricesOnly: true, Threads: 2})
 	}},
 	{"adamw small lerp", func() (ScaledStepper, error) { // 1 - beta1 >= 0.5: torch's other lerp
 		return NewAdamW(AdamConfig{Betas: [2]float64{0.3, 0.9}, Eps: 1e-6, WeightDecay: 0.01, Threads: 2})

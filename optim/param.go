@@ -75,6 +75,28 @@ type ScaledStepper interface {
 	StepScaled(params []Param, lr, scale float64, zero bool) error
 }
 
+// gradOp is what an update's pass does to a gradient besides reading it,
+// in place of ScaleGrads before it and ZeroGrad after.
+type gradOp[T float32 | float64] struct {
+	scale        T
+	scaled, zero bool // multiply by scale (and keep the product); clear
+}
+
+// take returns g[i], scaled when op is, and leaves in g[i] what ScaleGrads
+// and ZeroGrad would.
+func (op gradOp[T]) take(g []T, i int) T {
+	gi := g[i]
+	if op.scaled {
+		gi = gi * op.scale
+	}
+	if op.zero {
+		g[i] = 0
+	} else if op.scaled {
+		g[i] = gi
+	}
+	return gi
+}
+
 // State is an optimizer's state as plain data, for checkpoints.
 //
 // Tensors are named "<index>.<slot>", where index is the parameter's position in the
