@@ -163,6 +163,52 @@ func TestStepScaled(t *testing.T) {
 	}
 }
 
+// TestStepScaledNaN: a NaN scale (the clip factor of a NaN norm) and NaN or
+// infinite gradients give the three passes' bits too, NaN payloads
+// included, gradients kept or cleared.
+func TestStepScaledNaN(t *testing.T) {
+	scale := math.Float64frombits(0x7ff8100000000000) // a payload float32 keeps
+	for _, c := range fusedCases {
+		for _, dt := range dtypes {
+			for _, zero := range []bool{true, false} {
+				for _, sc := range []float64{scale, 0.5, math.Inf(1)} {
+					inputs := fmt.Sprintf("%s %v zero=%v scale %v", c.name, dt, zero, sc)
+					r := rand.New(rand.NewPCG(7, 8))
+					got := fusedParams(dt, r)
+					for _, p := range got {
+						p.Grad.CopyFrom(randTensor(dt, r, 1e-2, p.Grad.Shape()...))
+						if dt == tensor.Float32 {
+							g := p.Grad.Data32()
+							for i := 0; i < len(g); i += 7 {
+								g[i] = math.Float32frombits([]uint32{0x7fc00001, 0xffc00002, 0x7f800000, 0xff800000}[i%4])
+							}
+						} else {
+							g := p.Grad.Data64()
+							for i := 0; i < len(g); i += 7 {
+								g[i] = math.Float64frombits([]uint64{0x7ff8000000000001, 0xfff8000000000002, 0x7ff0000000000000, 0xfff0000000000000}[i%4])
+							}
+						}
+					}
+					want := cloneParams(got)
+					og, _ := c.new()
+					ow, _ := c.new()
+					if err := og.StepScaled(got, 1e-3, sc, zero); err != nil {
+						t.Fatal(err)
+					}
+					ScaleGrads(want, sc)
+					if err := ow.Step(want, 1e-3); err != nil {
+						t.Fatal(err)
+					}
+					if zero {
+						ZeroGrad(want)
+					}
+					checkSame(t, got, want, og, ow, inputs)
+				}
+			}
+		}
+	}
+}
+
 // TestStepScaledErrors: a StepScaled that fails leaves weights, gradients
 // and state as they were, before the first step and after one.
 func TestStepScaledErrors(t *testing.T) {
@@ -216,40 +262,51 @@ func TestStepScaledErrors(t *testing.T) {
 	}
 }
 
-// BenchmarkAdamFused times AdamW's end of a step on a parameter of the
-// recipe GPT's size (about 0.8M float32), clipping's scale not 1: the
-// three passes ScaleGrads, Step and ZeroGrad, and StepScaled's one. Run
-// with GOMAXPROCS=1 to time the passes, not the cores.
-func BenchmarkAdamFused(b *testing.B) {
+// BenchmarkStepScaled times the end of a step on a parameter of the recipe
+// GPT's size (about 0.8M float32), clipping's scale not 1: the three
+// passes ScaleGrads, Step and ZeroGrad, and StepScaled's one, for AdamW
+// (the recipe's) and SGD with momentum. Run with GOMAXPROCS=1 to time the
+// passes, not the cores.
+func BenchmarkStepScaled(b *testing.B) {
 	const n = 800 << 10
 	r := rand.New(rand.NewPCG(5, 6))
 	g := randTensor(tensor.Float32, r, 1e-2, n)
-	for _, c := range []struct {
+	opts := []struct {
 		name string
-		step func(o *Adam, ps []Param) error
+		new  func() (ScaledStepper, error)
 	}{
-		{"three", func(o *Adam, ps []Param) error {
-			ScaleGrads(ps, 0.5)
-			if err := o.Step(ps, 1e-3); err != nil {
-				return err
-			}
-			ZeroGrad(ps)
-			return nil
+		{"adamw", func() (ScaledStepper, error) {
+			return NewAdamW(AdamConfig{Betas: [2]float64{0.9, 0.95}, Eps: 1e-8, WeightDecay: 0.1})
 		}},
-		{"fused", func(o *Adam, ps []Param) error { return o.StepScaled(ps, 1e-3, 0.5, true) }},
-	} {
-		b.Run(c.name, func(b *testing.B) {
-			o, _ := NewAdamW(AdamConfig{Betas: [2]float64{0.9, 0.95}, Eps: 1e-8, WeightDecay: 0.1})
-			ps := []Param{{Name: "w", Value: randTensor(tensor.Float32, r, 0.02, n), Grad: tensor.Zeros(tensor.Float32, n)}}
-			b.SetBytes(4 * 4 * n)
-			for b.Loop() {
-				b.StopTimer()
-				ps[0].Grad.CopyFrom(g) // the cleared gradient back, as a backward pass writes it
-				b.StartTimer()
-				if err := c.step(o, ps); err != nil {
-					b.Fatal(err)
+		{"sgd", func() (ScaledStepper, error) { return NewSGD(SGDConfig{Momentum: 0.9}) }},
+	}
+	for _, opt := range opts {
+		for _, c := range []struct {
+			name string
+			step func(o ScaledStepper, ps []Param) error
+		}{
+			{"three", func(o ScaledStepper, ps []Param) error {
+				ScaleGrads(ps, 0.5)
+				if err := o.Step(ps, 1e-3); err != nil {
+					return err
 				}
-			}
-		})
+				ZeroGrad(ps)
+				return nil
+			}},
+			{"fused", func(o ScaledStepper, ps []Param) error { return o.StepScaled(ps, 1e-3, 0.5, true) }},
+		} {
+			b.Run(opt.name+"/"+c.name, func(b *testing.B) {
+				o, _ := opt.new()
+				ps := []Param{{Name: "w", Value: randTensor(tensor.Float32, r, 0.02, n), Grad: tensor.Zeros(tensor.Float32, n)}}
+				for b.Loop() {
+					b.StopTimer()
+					ps[0].Grad.CopyFrom(g) // the cleared gradient back, as a backward pass writes it
+					b.StartTimer()
+					if err := c.step(o, ps); err != nil {
+						b.Fatal(err)
+					}
+				}
+			})
+		}
 	}
 }
