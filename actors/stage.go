@@ -850,9 +850,7 @@ func (s *Stage) gradsReady(ctx actor.Context, step int) {
 		optim.ClipGradValue(s.ps, s.updater.ClipValue)
 	}
 	if s.updater.ClipNorm {
-		for i, p := range s.ps {
-			s.norm.Sums[i] = optim.SumSquares(p)
-		}
+		optim.SumsOfSquares(s.norm.Sums, s.ps)
 		for _, l := range s.w.Tied {
 			if l.Head {
 				s.norm.Sums[l.Param] = 0 // counted once, as the embedding's
