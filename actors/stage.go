@@ -850,9 +850,7 @@ func (s *Stage) gradsReady(ctx actor.Context, step int) {
 		optim.ClipGradValue(s.ps, s.updater.ClipValue)
 	}
 	if s.updater.ClipNorm {
-		for i, p := range s.ps {
-			s.norm.Sums[i] = optim.SumSquares(p)
-		}
+		optim.SumsOfSquares(s.norm.Sums, s.ps)
 		for _, l := range s.w.Tied {
 			if l.Head {
 				s.norm.Sums[l.Param] = 0 // counted once, as the embedding's
@@ -940,15 +938,8 @@ func (s *Stage) maybeApply(ctx actor.Context) {
 		}
 	}
 	ok := s.work(ctx, SpanUpdate, m.Step, -1, func() error {
-		if m.Scale != 1 {
-			optim.ScaleGrads(s.ps, m.Scale)
-		}
 		s.weights++ // even a failed step may have written some
-		if err := s.updater.Optimizer.Step(s.ps, m.LR); err != nil {
-			return err
-		}
-		s.zeroGrads()
-		return nil
+		return s.step(m.LR, m.Scale)
 	})
 	if !ok {
 		return
@@ -958,6 +949,25 @@ func (s *Stage) maybeApply(ctx actor.Context) {
 	}
 	s.applied = UpdateApplied{Step: m.Step, Actor: s.id, Rolled: rolled}
 	s.send(ctx, s.coord, &s.applied)
+}
+
+// step scales the gradients by clipping's factor, updates the weights and
+// clears the gradients: in one pass over each parameter when the optimizer
+// can. Its clearing then runs on the update's goroutines, which are at
+// least turnThreads (the recipe gives the optimizer the larger budget), and
+// before the step's end is reported, as zeroGrads.
+func (s *Stage) step(lr, scale float64) error {
+	if o, ok := s.updater.Optimizer.(optim.ScaledStepper); ok {
+		return o.StepScaled(s.ps, lr, scale, true)
+	}
+	if scale != 1 {
+		optim.ScaleGrads(s.ps, scale)
+	}
+	if err := s.updater.Optimizer.Step(s.ps, lr); err != nil {
+		return err
+	}
+	s.zeroGrads()
+	return nil
 }
 
 // maybeProvisional applies the step's provisional update (Scale 1) as soon

@@ -97,11 +97,18 @@ type adamScalars struct {
 	eps      float64
 	coupled  bool // Adam: add weight_decay*w to the gradient
 	decouple bool // AdamW: shrink w first
+	scale    float64
+	scaled   bool // multiply the gradient by scale first, and keep it so
+	zero     bool // clear the gradient
 }
 
 // Step applies one Adam (or AdamW) update with learning rate lr to every parameter,
 // in the parameter's own dtype.
-func (o *Adam) Step(params []Param, lr float64) error {
+func (o *Adam) Step(params []Param, lr float64) error { return o.StepScaled(params, lr, 1, false) }
+
+// StepScaled is Step on the gradients multiplied by scale, clearing them
+// after when zero: ScaledStepper's one pass over each parameter.
+func (o *Adam) StepScaled(params []Param, lr, scale float64, zero bool) error {
 	if err := checkLR(o.kind, lr); err != nil {
 		return err
 	}
@@ -132,6 +139,9 @@ func (o *Adam) Step(params []Param, lr float64) error {
 		eps:      o.cfg.Eps,
 		coupled:  o.kind == "adam" && wd != 0,
 		decouple: o.kind == "adamw" && wd != 0,
+		scale:    scale,
+		scaled:   scale != 1, // as the ScaleGrads it replaces, called only then
+		zero:     zero,
 	}
 	plain := s // for the parameters weight decay leaves out
 	plain.decay, plain.wd, plain.coupled, plain.decouple = 1, 0, false, false
@@ -164,6 +174,7 @@ func adam32(t *adamTask, threads int, w, g, m, v []float32, s *adamScalars) {
 		Beta2: float32(s.beta2), OmBeta2: float32(s.omb2),
 		BC2Sqrt: float32(s.bc2Sqrt), Eps: float32(s.eps), NegStep: float32(-s.stepSize),
 		Decouple: s.decouple, Coupled: s.coupled,
+		Scale: float32(s.scale), Scaled: s.scaled, Zero: s.zero,
 	}}
 	par.For(threads, len(w), adamGrain, t)
 }
@@ -187,11 +198,12 @@ func adam64(w, g, m, v []float64, s *adamScalars) {
 	small := lw < 0.5
 	olw := 1 - lw
 	negStep := -s.stepSize
+	op := gradOp[float64]{s.scale, s.scaled, s.zero}
 	for i := range w {
 		if s.decouple {
 			w[i] = float64(w[i] * s.decay)
 		}
-		gi := g[i]
+		gi := op.take(g, i)
 		if s.coupled {
 			gi = gi + float64(s.wd*w[i])
 		}

@@ -29,13 +29,90 @@ func SumSquares(p Param) float64 {
 		return 0
 	}
 	if p.Grad.DType() == tensor.Float32 {
-		for _, g := range p.Grad.Data32() {
-			x := float64(g)
-			sum += x * x
-		}
-		return sum
+		return sumFrom(0, p.Grad.Data32())
 	}
 	for _, x := range p.Grad.Data64() {
+		sum += x * x
+	}
+	return sum
+}
+
+// SumsOfSquares sets sums[i] to SumSquares(params[i]) for every i, with the
+// same bits, faster: each sum is a chain of dependent additions, bound by
+// their latency, so it runs the chains of sumLanes float32 gradients side
+// by side, taking the next gradient into a lane as one ends.
+func SumsOfSquares(sums []float64, params []Param) {
+	sums = sums[:len(params)]
+	var lanes [sumLanes]sumChain
+	active, next := 0, 0
+	for {
+		// fill the free lanes; other gradients are summed at once
+		for active < sumLanes && next < len(params) {
+			p := params[next]
+			if p.Grad == nil || p.Grad.DType() != tensor.Float32 || p.Grad.Size() == 0 {
+				sums[next] = SumSquares(p)
+			} else {
+				lanes[active] = sumChain{g: p.Grad.Data32(), at: next}
+				active++
+			}
+			next++
+		}
+		if active == 0 {
+			return
+		}
+		for k := active; k < sumLanes; k++ {
+			lanes[k] = lanes[0] // idle: lane 0's sum again, thrown away
+		}
+		n := len(lanes[0].g)
+		for _, l := range lanes[1:] {
+			n = min(n, len(l.g))
+		}
+		sumLanes4(&lanes, n)
+		for k := 0; k < active; {
+			if len(lanes[k].g) > 0 {
+				k++
+				continue
+			}
+			sums[lanes[k].at] = lanes[k].sum
+			active--
+			lanes[k] = lanes[active]
+		}
+	}
+}
+
+// sumLanes is how many sums SumsOfSquares runs side by side: enough to
+// cover the latency of an addition on common CPUs, few enough to stay in
+// registers.
+const sumLanes = 4
+
+// sumChain is a gradient's sum of squares under way: sum over the elements
+// before g, the rest of the gradient of parameter at.
+type sumChain struct {
+	g   []float32
+	sum float64
+	at  int
+}
+
+// sumLanes4 adds the squares of the next n elements of every lane's
+// gradient to its sum, each sum in element order.
+func sumLanes4(l *[sumLanes]sumChain, n int) {
+	a, b, c, d := l[0].g[:n], l[1].g[:n], l[2].g[:n], l[3].g[:n]
+	sa, sb, sc, sd := l[0].sum, l[1].sum, l[2].sum, l[3].sum
+	for i := range a {
+		x, y, z, w := float64(a[i]), float64(b[i]), float64(c[i]), float64(d[i])
+		sa += x * x
+		sb += y * y
+		sc += z * z
+		sd += w * w
+	}
+	l[0].sum, l[1].sum, l[2].sum, l[3].sum = sa, sb, sc, sd
+	l[0].g, l[1].g, l[2].g, l[3].g = l[0].g[n:], l[1].g[n:], l[2].g[n:], l[3].g[n:]
+}
+
+// sumFrom returns sum plus the squares of g, added in order, as SumSquares.
+func sumFrom(sum float64, g []float32) float64 {
+	for _, v := range g {
+		x := float64(v)
 		sum += x * x
 	}
 	return sum

@@ -3,6 +3,7 @@ package optim
 import (
 	"fmt"
 	"math"
+	"math/rand/v2"
 	"testing"
 
 	"github.com/pipetrain/pipetrain/tensor"
@@ -215,4 +216,81 @@ func TestClipPanics(t *testing.T) {
 	mustPanic(t, "ClipGradValue(clip=NaN)", func() { ClipGradValue(ps, math.NaN()) })
 	mustPanic(t, "ClipGradNorm(maxNorm=-1)", func() { ClipGradNorm(ps, -1) })
 	mustPanic(t, "ClipCoef(maxNorm=NaN)", func() { ClipCoef(1, math.NaN()) })
+}
+
+// gptShapes are the parameters of the recipe GPT (4 blocks of width 128, 65
+// characters, 64 positions), about 0.8M: a stage's sums of squares.
+func gptShapes() [][]int {
+	shapes := [][]int{{65, 128}, {64, 128}}
+	for range 4 {
+		shapes = append(shapes, []int{128}, []int{128}, []int{128, 384}, []int{384}, []int{128, 128}, []int{128},
+			[]int{128}, []int{128}, []int{128, 512}, []int{512}, []int{512, 128}, []int{128})
+	}
+	return append(shapes, []int{128}, []int{128}, []int{128, 65}, []int{65})
+}
+
+// TestSumsOfSquares holds SumsOfSquares to SumSquares bit for bit, over
+// lists of gradients of every length from none to thousands, float32 and
+// float64, missing ones, and the non-finite.
+func TestSumsOfSquares(t *testing.T) {
+	r := rand.New(rand.NewPCG(9, 10))
+	var lists [][]Param
+	for k := range 40 {
+		var ps []Param
+		for range k % 13 {
+			dt := tensor.Float32
+			if r.IntN(8) == 0 {
+				dt = tensor.Float64
+			}
+			n := []int{0, 1, 7, 100, 1000, 5000}[r.IntN(6)] + r.IntN(3)
+			p := Param{Name: "p", Value: tensor.Zeros(dt, n), Grad: randTensor(dt, r, 1, n)}
+			switch r.IntN(10) {
+			case 0:
+				p.Grad = nil
+			case 1:
+				p.Grad.Set(math.Inf(1), 0)
+			case 2:
+				p.Grad.Set(math.NaN(), n/2)
+			}
+			ps = append(ps, p)
+		}
+		lists = append(lists, ps)
+	}
+	var gpt []Param
+	for _, s := range gptShapes() {
+		gpt = append(gpt, Param{Name: "p", Value: tensor.Zeros(tensor.Float32, s...), Grad: randTensor(tensor.Float32, r, 1e-2, s...)})
+	}
+	lists = append(lists, gpt)
+	for k, ps := range lists {
+		got := make([]float64, len(ps))
+		SumsOfSquares(got, ps)
+		for i, p := range ps {
+			if want := SumSquares(p); math.Float64bits(got[i]) != math.Float64bits(want) {
+				t.Errorf("list %d: parameter %d of %d: %v, want %v", k, i, len(ps), got[i], want)
+			}
+		}
+	}
+}
+
+// BenchmarkSumsOfSquares times the recipe GPT's sums of squares, one
+// gradient after another (SumSquares) and side by side.
+func BenchmarkSumsOfSquares(b *testing.B) {
+	r := rand.New(rand.NewPCG(11, 12))
+	var ps []Param
+	for _, s := range gptShapes() {
+		ps = append(ps, Param{Name: "p", Value: tensor.Zeros(tensor.Float32, s...), Grad: randTensor(tensor.Float32, r, 1e-2, s...)})
+	}
+	sums := make([]float64, len(ps))
+	b.Run("one", func(b *testing.B) {
+		for b.Loop() {
+			for i, p := range ps {
+				sums[i] = SumSquares(p)
+			}
+		}
+	})
+	b.Run("lanes", func(b *testing.B) {
+		for b.Loop() {
+			SumsOfSquares(sums, ps)
+		}
+	})
 }

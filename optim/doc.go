@@ -97,5 +97,7 @@
 // global order and computes ClipCoef, and each owner runs ScaleGrads on its own
 // gradients. ClipGradNorm is exactly that composition, so the pipelined and the
 // sequential trainer agree bit for bit when they list the parameters in the same
-// order, and no gradient leaves its owner.
+// order, and no gradient leaves its owner. An owner whose optimizer is a
+// ScaledStepper (SGD, Adam, AdamW) scales, steps and clears its gradients in one
+// pass over each parameter, with the same bits.
 package optim

@@ -56,6 +56,47 @@ type Optimizer interface {
 	StateView() State
 }
 
+// ScaledStepper is an Optimizer that can take gradient clipping's scale and
+// clear the gradients in its update's pass, reading each gradient once
+// where ScaleGrads, Step and ZeroGrad read it three times.
+type ScaledStepper interface {
+	Optimizer
+	// StepScaled is, bit for bit,
+	//
+	//	if scale != 1 {
+	//		ScaleGrads(params, scale)
+	//	}
+	//	Step(params, lr)
+	//	if zero {
+	//		ZeroGrad(params)
+	//	}
+	//
+	// but on error nothing is modified, the gradients neither.
+	StepScaled(params []Param, lr, scale float64, zero bool) error
+}
+
+// gradOp is what an update's pass does to a gradient besides reading it,
+// in place of ScaleGrads before it and ZeroGrad after.
+type gradOp[T float32 | float64] struct {
+	scale        T
+	scaled, zero bool // multiply by scale (and keep the product); clear
+}
+
+// take returns g[i], scaled when op is, and leaves in g[i] what ScaleGrads
+// and ZeroGrad would.
+func (op gradOp[T]) take(g []T, i int) T {
+	gi := g[i]
+	if op.scaled {
+		gi = gi * op.scale
+	}
+	if op.zero {
+		g[i] = 0
+	} else if op.scaled {
+		g[i] = gi
+	}
+	return gi
+}
+
 // State is an optimizer's state as plain data, for checkpoints.
 //
 // Tensors are named "<index>.<slot>", where index is the parameter's position in the

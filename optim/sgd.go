@@ -61,7 +61,11 @@ func (o *SGD) StepCount() int { return o.step }
 
 // Step applies one SGD update with learning rate lr to every parameter, in the
 // parameter's own dtype.
-func (o *SGD) Step(params []Param, lr float64) error {
+func (o *SGD) Step(params []Param, lr float64) error { return o.StepScaled(params, lr, 1, false) }
+
+// StepScaled is Step on the gradients multiplied by scale, clearing them
+// after when zero: ScaledStepper's one pass over each parameter.
+func (o *SGD) StepScaled(params []Param, lr, scale float64, zero bool) error {
 	if err := checkLR("sgd", lr); err != nil {
 		return err
 	}
@@ -70,6 +74,7 @@ func (o *SGD) Step(params []Param, lr float64) error {
 	}
 	mom := o.cfg.Momentum != 0
 	first := o.step == 0
+	scaled := scale != 1 // as the ScaleGrads it replaces, called only then
 	if mom && o.buf == nil {
 		o.buf = make([]*tensor.Tensor, len(params))
 		for i, p := range params {
@@ -90,13 +95,14 @@ func (o *SGD) Step(params []Param, lr float64) error {
 			if buf != nil {
 				b = buf.Data32()
 			}
-			sgd32(&o.task, o.cfg.Threads, p.Value.Data32(), p.Grad.Data32(), b, float32(lr), float32(o.cfg.Momentum), float32(wd), wd != 0, first, o.cfg.Nesterov)
+			op := gradOp[float32]{float32(scale), scaled, zero}
+			sgd32(&o.task, o.cfg.Threads, p.Value.Data32(), p.Grad.Data32(), b, float32(lr), float32(o.cfg.Momentum), float32(wd), wd != 0, first, o.cfg.Nesterov, op)
 		} else {
 			var b []float64
 			if buf != nil {
 				b = buf.Data64()
 			}
-			sgdLoop(p.Value.Data64(), p.Grad.Data64(), b, lr, o.cfg.Momentum, wd, wd != 0, first, o.cfg.Nesterov)
+			sgdLoop(p.Value.Data64(), p.Grad.Data64(), b, lr, o.cfg.Momentum, wd, wd != 0, first, o.cfg.Nesterov, gradOp[float64]{scale, scaled, zero})
 		}
 	}
 	o.layout = o.layout.bind(params)
@@ -107,17 +113,13 @@ func (o *SGD) Step(params []Param, lr float64) error {
 // sgd32 updates w in float32. buf is nil without momentum. Every product is
 // rounded before the addition (no FMA); the common cases run vectorised, with
 // the same bits as the loop.
-func sgd32(t *sgdTask, threads int, w, g, buf []float32, lr, mom, wd float32, decay, first, nesterov bool) {
+func sgd32(t *sgdTask, threads int, w, g, buf []float32, lr, mom, wd float32, decay, first, nesterov bool, op gradOp[float32]) {
 	if !decay && !nesterov {
-		*t = sgdTask{w: w, g: g, buf: buf, lr: lr, mom: mom}
-		if first && buf != nil {
-			copy(buf, g)
-			t.g, t.buf = buf, nil
-		}
+		*t = sgdTask{w: w, g: g, buf: buf, lr: lr, mom: mom, first: first && buf != nil, op: op}
 		par.For(threads, len(w), sgdGrain, t)
 		return
 	}
-	sgdLoop(w, g, buf, lr, mom, wd, decay, first, nesterov)
+	sgdLoop(w, g, buf, lr, mom, wd, decay, first, nesterov, op)
 }
 
 // sgdGrain is the fewest elements worth a part of a parallel update: a large
@@ -128,22 +130,47 @@ const sgdGrain = 1 << 15
 type sgdTask struct {
 	w, g, buf []float32
 	lr, mom   float32
+	first     bool // momentum's first step: buf = g
+	op        gradOp[float32]
 }
 
+// sgdChunk is the most elements the vectorised update scales, updates and
+// clears in turn: the gradient's piece stays in L1 from one to the next.
+const sgdChunk = 2048
+
 func (t *sgdTask) Run(lo, hi int) {
-	if t.buf == nil {
-		vec.SGD(t.w[lo:hi], t.g[lo:hi], t.lr)
-		return
+	for lo < hi {
+		n := hi - lo
+		if t.op.scaled || t.op.zero {
+			n = min(n, sgdChunk)
+		}
+		w, g := t.w[lo:lo+n], t.g[lo:lo+n]
+		if t.op.scaled {
+			scaleBy(g, t.op.scale)
+		}
+		switch {
+		case t.buf == nil:
+			vec.SGD(w, g, t.lr)
+		case t.first:
+			b := t.buf[lo : lo+n]
+			copy(b, g)
+			vec.SGD(w, b, t.lr)
+		default:
+			vec.SGDMomentum(w, g, t.buf[lo:lo+n], t.lr, t.mom)
+		}
+		if t.op.zero {
+			clear(g)
+		}
+		lo += n
 	}
-	vec.SGDMomentum(t.w[lo:hi], t.g[lo:hi], t.buf[lo:hi], t.lr, t.mom)
 }
 
 // sgdLoop is the update one element at a time, in either float type: the
 // float64 path, and float32's with weight decay or Nesterov. The explicit
 // conversions round each product before it is added.
-func sgdLoop[T float32 | float64](w, g, buf []T, lr, mom, wd T, decay, first, nesterov bool) {
+func sgdLoop[T float32 | float64](w, g, buf []T, lr, mom, wd T, decay, first, nesterov bool, op gradOp[T]) {
 	for i := range w {
-		gi := g[i]
+		gi := op.take(g, i)
 		if decay {
 			gi = gi + T(wd*w[i])
 		}

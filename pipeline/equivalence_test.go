@@ -58,14 +58,6 @@ func lr(step int) float64 { return 0.1 / float64(step) }
 // state and its reading of the weights both matter.
 var sgd = optim.Spec{Kind: "sgd", Momentum: 0.9, WeightDecay: 1e-3}
 
-func newSGD(t testing.TB) optim.Optimizer {
-	opt, err := sgd.New()
-	if err != nil {
-		t.Fatal(err)
-	}
-	return opt
-}
-
 const clipNorm = 0.5
 
 // reference trains the model with nn.Sequential on one goroutine.
@@ -88,7 +80,16 @@ func referenceOn(t testing.TB, layers []nn.Layer, batchOf func(step int) (*tenso
 // ties it trains as a trainer of tied weights does: the copies' gradients
 // summed, the norm counting each weight once.
 func trainSequential(t testing.TB, seq *nn.Sequential, batchOf func(step int) (*tensor.Tensor, nn.Target), micro int, ties ...nn.Tie) ([]float64, map[string][]float32) {
-	opt := newSGD(t)
+	return trainSequentialWith(t, seq, sgd, clipNorm, batchOf, micro, ties...)
+}
+
+// trainSequentialWith is trainSequential with the optimizer of spec and the
+// norm clip, as three passes: ScaleGrads, Step, and the next step's ZeroGrad.
+func trainSequentialWith(t testing.TB, seq *nn.Sequential, spec optim.Spec, clip float64, batchOf func(step int) (*tensor.Tensor, nn.Target), micro int, ties ...nn.Tie) ([]float64, map[string][]float32) {
+	opt, err := spec.New()
+	if err != nil {
+		t.Fatal(err)
+	}
 	ps := seq.Params() // optimizers take the layers' parameters as they are
 	var losses []float64
 	for step := 1; step <= steps; step++ {
@@ -99,10 +100,10 @@ func trainSequential(t testing.TB, seq *nn.Sequential, batchOf func(step int) (*
 			t.Fatal(err)
 		}
 		if len(ties) == 0 {
-			optim.ClipGradNorm(ps, clipNorm)
+			optim.ClipGradNorm(ps, clip)
 		} else {
 			nn.SumTied(ps, ties)
-			optim.ScaleGrads(ps, optim.ClipCoef(optim.GradNorm(nn.Untied(ps, ties)), clipNorm))
+			optim.ScaleGrads(ps, optim.ClipCoef(optim.GradNorm(nn.Untied(ps, ties)), clip))
 		}
 		if err := opt.Step(ps, lr(step)); err != nil {
 			t.Fatal(err)

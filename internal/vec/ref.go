@@ -67,6 +67,14 @@ func adamRef(w, g, m, v []float32, s *AdamStep) {
 			w[i] = float32(w[i] * s.Decay) // rounded before any sum (no FMA)
 		}
 		gi := g[i]
+		if s.Scaled {
+			gi = gi * s.Scale
+		}
+		if s.Zero {
+			g[i] = 0
+		} else if s.Scaled {
+			g[i] = gi
+		}
 		if s.Coupled {
 			gi = gi + float32(s.WD*w[i])
 		}

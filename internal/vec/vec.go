@@ -60,13 +60,19 @@ type AdamStep struct {
 	Beta2, OmBeta2 float32 // v = v·Beta2 + (OmBeta2·g)·g
 	BC2Sqrt, Eps   float32 // denom = sqrt(v)/BC2Sqrt + Eps
 	NegStep        float32 // w = w + (NegStep·m)/denom
+	Scale          float32 // g = g·Scale before all else when Scaled
 	Decouple       bool
 	Coupled, Small bool
+	// Scaled and Zero fold gradient clipping's scaling and the clearing of
+	// the gradients into the update's pass: g is written back scaled when
+	// Scaled, or 0 when Zero, in place of passes of their own.
+	Scaled, Zero bool
 }
 
 // Adam updates w, m and v by one Adam (AdamW) step of s, element by
 // element, every product and quotient rounded to float32 before the next
-// operation (no FMA). w, g, m and v must not overlap.
+// operation (no FMA). It writes g only when s.Scaled or s.Zero. w, g, m and
+// v must not overlap.
 func Adam(w, g, m, v []float32, s *AdamStep) {
 	if len(w) != len(g) || len(w) != len(m) || len(w) != len(v) {
 		panic(fmt.Sprintf("vec: Adam: len(w)=%d, len(g)=%d, len(m)=%d, len(v)=%d", len(w), len(g), len(m), len(v)))

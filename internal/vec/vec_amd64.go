@@ -105,13 +105,16 @@ func sgd(w, g []float32, lr float32) {
 	sgdRef(w[n:], g[n:], lr)
 }
 
-// adamAVX2 reads AdamStep's floats at 0 to 32 and its flags at 36 to 38:
+// adamAVX2 reads AdamStep's floats at 0 to 36 and its flags at 40 to 44:
 // a change of its layout fails to compile here.
 var (
 	_ = [1]struct{}{}[unsafe.Offsetof(AdamStep{}.NegStep)-32]
-	_ = [1]struct{}{}[unsafe.Offsetof(AdamStep{}.Decouple)-36]
-	_ = [1]struct{}{}[unsafe.Offsetof(AdamStep{}.Coupled)-37]
-	_ = [1]struct{}{}[unsafe.Offsetof(AdamStep{}.Small)-38]
+	_ = [1]struct{}{}[unsafe.Offsetof(AdamStep{}.Scale)-36]
+	_ = [1]struct{}{}[unsafe.Offsetof(AdamStep{}.Decouple)-40]
+	_ = [1]struct{}{}[unsafe.Offsetof(AdamStep{}.Coupled)-41]
+	_ = [1]struct{}{}[unsafe.Offsetof(AdamStep{}.Small)-42]
+	_ = [1]struct{}{}[unsafe.Offsetof(AdamStep{}.Scaled)-43]
+	_ = [1]struct{}{}[unsafe.Offsetof(AdamStep{}.Zero)-44]
 )
 
 func adam(w, g, m, v []float32, s *AdamStep) {

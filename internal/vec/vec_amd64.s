@@ -318,8 +318,9 @@ TEXT ·addConstAVX2(SB), NOSPLIT, $0-24
 
 // func adamAVX2(w, grad, m, v *float32, n int, s *AdamStep)
 //
-// As adamRef, 8 floats a step. AdamStep's floats are at 0 to 32 in its
-// order, its three flags at 36, 37 and 38 (Decouple, Coupled, Small).
+// As adamRef, 8 floats a step. AdamStep's floats are at 0 to 36 in its
+// order, its five flags at 40 to 44 (Decouple, Coupled, Small, Scaled,
+// Zero).
 TEXT ·adamAVX2(SB), NOSPLIT, $0-48
 	MOVQ         w+0(FP), DI
 	MOVQ         grad+8(FP), SI
@@ -336,9 +337,12 @@ TEXT ·adamAVX2(SB), NOSPLIT, $0-48
 	VBROADCASTSS 24(R9), Y13 // BC2Sqrt
 	VBROADCASTSS 28(R9), Y14 // Eps
 	VBROADCASTSS 32(R9), Y15 // NegStep
-	MOVBQZX      36(R9), R10
-	MOVBQZX      37(R9), R11
-	MOVBQZX      38(R9), R12
+	VBROADCASTSS 36(R9), Y6  // Scale
+	MOVBQZX      40(R9), R10
+	MOVBQZX      41(R9), R11
+	MOVBQZX      42(R9), R12
+	MOVBQZX      43(R9), R13
+	MOVBQZX      44(R9), BX
 
 adamStep:
 	VMOVUPS (DI), Y0
@@ -348,6 +352,20 @@ adamStep:
 
 adamG:
 	VMOVUPS (SI), Y1
+	TESTQ   R13, R13
+	JZ      adamZero
+	VMULPS  Y6, Y1, Y1 // g·Scale
+	TESTQ   BX, BX
+	JNZ     adamZero
+	VMOVUPS Y1, (SI) // the scaled gradient stays
+
+adamZero:
+	TESTQ   BX, BX
+	JZ      adamWD
+	VXORPS  Y5, Y5, Y5 // Y5 is free until the last steps
+	VMOVUPS Y5, (SI)
+
+adamWD:
 	TESTQ   R11, R11
 	JZ      adamM
 	VMULPS  Y0, Y8, Y2

@@ -609,6 +609,78 @@ func TestAdam(t *testing.T) {
 	}
 }
 
+// TestAdamFused holds Adam with the gradient's scaling and clearing folded
+// in (Scaled, Zero) to adamRef and to the passes it replaces, scaling, Adam,
+// clearing, bit for bit (any NaN for a NaN), on every length to 70 and a
+// few longer, with each flag on and off; g is written in its range only.
+func TestAdamFused(t *testing.T) {
+	r := rand.New(rand.NewPCG(14, 15))
+	ns := []int{1000, 4099}
+	for n := range 71 {
+		ns = append(ns, n)
+	}
+	scales := []float32{1, 0.37, 1e-3}
+	for _, n := range ns {
+		for _, off := range []int{0, 3} {
+			for flags := range 32 {
+				for _, scale := range append(scales, randFinite(r)) {
+					s := AdamStep{Decay: 1 - 1e-3, WD: 0.1, Lerp: 0.1, OneMinus: 0.9,
+						Beta2: 0.999, OmBeta2: 0.001, BC2Sqrt: 0.3, Eps: 1e-8, NegStep: -1e-3, Scale: scale,
+						Decouple: flags&1 != 0, Coupled: flags&2 != 0, Small: flags&4 != 0,
+						Scaled: flags&8 != 0, Zero: flags&16 != 0}
+					if r.IntN(2) == 0 {
+						s.Decay, s.WD, s.BC2Sqrt, s.NegStep = randFinite(r), randFinite(r), randFinite(r), randFinite(r)
+					}
+					var got, ref, sep [4][]float32
+					for j := range got {
+						b := make([]float32, off+n+guard)
+						for i := range b {
+							b[i] = randVal(r)
+						}
+						b = b[:off+n]
+						got[j], ref[j], sep[j] = b[off:], slices.Clone(b[off:]), slices.Clone(b[off:])
+					}
+					tail := got[1][n : n+guard] // past g's end, not to be written
+					for i := range tail {
+						tail[i] = sentinel
+					}
+					Adam(got[0], got[1], got[2], got[3], &s)
+					adamRef(ref[0], ref[1], ref[2], ref[3], &s)
+					plain := s
+					plain.Scaled, plain.Zero = false, false
+					if s.Scaled {
+						for i := range sep[1] {
+							sep[1][i] = sep[1][i] * s.Scale
+						}
+					}
+					Adam(sep[0], sep[1], sep[2], sep[3], &plain)
+					if s.Zero {
+						clear(sep[1])
+					}
+					for _, want := range []struct {
+						name string
+						a    [4][]float32
+					}{{"adamRef", ref}, {"three passes", sep}} {
+						for j := range got {
+							for i := range got[j] {
+								g, w := got[j][i], want.a[j][i]
+								if math.Float32bits(g) != math.Float32bits(w) && !(isNaN32(g) && isNaN32(w)) {
+									t.Fatalf("n=%d off=%d step %+v: array %d element %d: %#08x, want %#08x as %s", n, off, s, j, i, math.Float32bits(g), math.Float32bits(w), want.name)
+								}
+							}
+						}
+					}
+					for i, v := range tail {
+						if math.Float32bits(v) != math.Float32bits(sentinel) {
+							t.Fatalf("n=%d off=%d step %+v: g[%d] past the end written", n, off, s, n+i)
+						}
+					}
+				}
+			}
+		}
+	}
+}
+
 // BenchmarkAdam times Adam and adamRef, the scalar loop it replaces, over
 // 2²⁰ parameters (the GPT recipe has about 0.8M).
 func BenchmarkAdam(b *testing.B) {
