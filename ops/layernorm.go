@@ -4,6 +4,7 @@ import (
 	"math"
 
 	"github.com/pipetrain/pipetrain/internal/par"
+	"github.com/pipetrain/pipetrain/internal/vec"
 	"github.com/pipetrain/pipetrain/tensor"
 )
 
@@ -35,8 +36,8 @@ type lnWork[T float] struct {
 
 // Rows of float64 scratch per part: a forward's four rows widened, or a
 // backward's chunk sums of the weight and bias gradients and the x̂ and
-// weight·grad of the row in hand.
-const lnPartRows = 4
+// weight·grad of the four rows in hand.
+const lnPartRows = 2 + 2*4
 
 // Parallel parts get at least this many elements, so that starting a helper
 // pays off.
@@ -193,10 +194,10 @@ func (t *lnForward[T]) Part(q int) {
 			q2 += d2 * d2
 			q3 += d3 * d3
 		}
-		t.finish(i, w0, m0, q0)
-		t.finish(i+1, w1, m1, q1)
-		t.finish(i+2, w2, m2, q2)
-		t.finish(i+3, w3, m3, q3)
+		t.finish(i, m0, q0)
+		t.finish(i+1, m1, q1)
+		t.finish(i+2, m2, q2)
+		t.finish(i+3, m3, q3)
 	}
 	for ; i < hi; i++ {
 		row := s[:f]
@@ -210,19 +211,29 @@ func (t *lnForward[T]) Part(q int) {
 		for _, v := range row {
 			q0 += (v - m) * (v - m)
 		}
-		t.finish(i, row, m, q0)
+		t.finish(i, m, q0)
 	}
 }
 
 // finish writes row i's statistics, given its mean and sum of squared
-// deviations, and its output from the row widened.
-func (t *lnForward[T]) finish(i int, row []float64, m, q float64) {
+// deviations, and its output.
+func (t *lnForward[T]) finish(i int, m, q float64) {
 	rs := 1 / math.Sqrt(q/float64(t.f)+t.eps)
 	t.mean[i], t.rstd[i] = T(m), T(rs)
-	out, w, b := t.out[i*t.f:][:len(row)], t.w[:len(row)], t.b[:len(row)]
-	for j, v := range row {
-		h := (v - m) * rs
-		out[j] = T(h*w[j] + b[j])
+	lnOut(t.out[i*t.f:(i+1)*t.f], t.x[i*t.f:(i+1)*t.f], t.w, t.b, m, rs)
+}
+
+// lnOut writes a row's output, out[j] = T((x[j]−mean)·rstd·weight[j] +
+// bias[j]) in float64: float32 rows in vec's assembly, which gives these
+// bits.
+func lnOut[T float](out, x []T, w, b []float64, m, rs float64) {
+	if o, ok := any(out).([]float32); ok {
+		vec.LayerNormOut(o, any(x).([]float32), w, b, m, rs)
+		return
+	}
+	w, b = w[:len(x)], b[:len(x)]
+	for j, v := range x[:len(out)] {
+		out[j] = T((float64(v)-m)*rs*w[j] + b[j])
 	}
 }
 
@@ -332,8 +343,9 @@ func (t *lnBackward[T]) Part(q int) {
 	for c := par.Bound(q, t.parts, t.chunks, 1); c < par.Bound(q+1, t.parts, t.chunks, 1); c++ {
 		clear(gw)
 		clear(gb)
-		for i := c * LayerNormChunkRows; i < min(t.n, (c+1)*LayerNormChunkRows); i++ {
-			t.row(i, gw, gb, s[2*f:])
+		hi := min(t.n, (c+1)*LayerNormChunkRows)
+		for i := c * LayerNormChunkRows; i < hi; i += 4 {
+			t.rows(i, min(hi, i+4), gw, gb, s[2*f:])
 		}
 		if t.sums == nil {
 			lnAddRounded(t.gw, gw)
@@ -345,34 +357,89 @@ func (t *lnBackward[T]) Part(q int) {
 	}
 }
 
-// row adds row i into the chunk sums gw and gb and writes its input
-// gradient, keeping x̂ and ĝ in tmp between the two loops.
-func (t *lnBackward[T]) row(i int, gw, gb, tmp []float64) {
+// rows adds rows [lo, hi), at most four, into the chunk sums gw and gb, in
+// row order, and writes their input gradients. Each row's x̂ and ĝ wait in
+// tmp, so that the rows' sums Σĝ and Σĝx̂, each in element order, can then
+// run side by side.
+func (t *lnBackward[T]) rows(lo, hi int, gw, gb, tmp []float64) {
 	f := t.f
-	x0 := t.x[i*f : (i+1)*f]
-	g0, w, gw, gb := t.g[i*f:][:len(x0)], t.w[:len(x0)], gw[:len(x0)], gb[:len(x0)]
-	xh, dh := tmp[:len(x0)], tmp[f:][:len(x0)]
-	m, rs := float64(t.mean[i]), float64(t.rstd[i])
-	var sd, sx float64
-	for j, v := range x0 {
-		d := float64(g0[j])
-		h := (float64(v) - m) * rs
-		e := d * w[j]
-		gw[j] += d * h
-		gb[j] += d
-		sd += e
-		sx += e * h
-		xh[j], dh[j] = h, e
+	for i := lo; i < hi; i++ {
+		r := 2 * (i - lo) * f
+		lnRowGrad(tmp[r:r+f], tmp[r+f:r+2*f], gw, gb, t.x[i*f:(i+1)*f], t.g[i*f:(i+1)*f], t.w, float64(t.mean[i]), float64(t.rstd[i]))
 	}
-	if t.gx != nil {
-		lnInputGrad(t.gx[i*f:][:len(x0)], xh, dh, rs, sd, sx)
+	if t.gx == nil {
+		return
+	}
+	var sd, sx [4]float64
+	if hi-lo == 4 {
+		sd, sx = lnSums4(tmp, f)
+	} else {
+		for r := range hi - lo {
+			sd[r], sx[r] = lnSums(tmp[2*r*f:][:f], tmp[(2*r+1)*f:][:f])
+		}
+	}
+	for i := lo; i < hi; i++ {
+		r := i - lo
+		lnInputGrad(t.gx[i*f:(i+1)*f], tmp[2*r*f:][:f], tmp[(2*r+1)*f:][:f], float64(t.rstd[i]), sd[r], sx[r])
 	}
 }
 
-// lnInputGrad writes gx = rstd/F·(F·ĝ − Σĝ − x̂·Σĝx̂) for one row.
+// lnRowGrad takes one row with x̂ = (x−mean)·rstd and ĝ = grad·weight: it
+// sets xh = x̂ and dh = ĝ and adds grad·x̂ into gw and grad into gb; float32
+// rows in vec's assembly, which gives these bits.
+func lnRowGrad[T float](xh, dh, gw, gb []float64, x, g []T, w []float64, m, rs float64) {
+	if x32, ok := any(x).([]float32); ok {
+		vec.LayerNormRowGrad(xh, dh, gw, gb, x32, any(g).([]float32), w, m, rs)
+		return
+	}
+	g, w, gw, gb, xh, dh = g[:len(x)], w[:len(x)], gw[:len(x)], gb[:len(x)], xh[:len(x)], dh[:len(x)]
+	for j, v := range x {
+		d := float64(g[j])
+		h := (float64(v) - m) * rs
+		gw[j] += d * h
+		gb[j] += d
+		xh[j], dh[j] = h, d*w[j]
+	}
+}
+
+// lnSums returns Σĝ and Σĝx̂ of one row, in order.
+func lnSums(xh, dh []float64) (sd, sx float64) {
+	xh = xh[:len(dh)]
+	for j, e := range dh {
+		sd += e
+		sx += e * xh[j]
+	}
+	return sd, sx
+}
+
+// lnSums4 is lnSums of the four rows in tmp, side by side.
+func lnSums4(tmp []float64, f int) (sd, sx [4]float64) {
+	h0, e0 := tmp[:f], tmp[f:2*f]
+	h1, e1, h2, e2 := tmp[2*f:][:f], tmp[3*f:][:f], tmp[4*f:][:f], tmp[5*f:][:f]
+	h3, e3 := tmp[6*f:][:f], tmp[7*f:][:f]
+	var d0, d1, d2, d3, x0, x1, x2, x3 float64
+	for j, e := range e0 {
+		d0 += e
+		x0 += e * h0[j]
+		d1 += e1[j]
+		x1 += e1[j] * h1[j]
+		d2 += e2[j]
+		x2 += e2[j] * h2[j]
+		d3 += e3[j]
+		x3 += e3[j] * h3[j]
+	}
+	return [4]float64{d0, d1, d2, d3}, [4]float64{x0, x1, x2, x3}
+}
+
+// lnInputGrad writes gx = rstd/F·(F·ĝ − Σĝ − x̂·Σĝx̂) for one row; float32
+// rows in vec's assembly, which gives these bits.
 func lnInputGrad[T float](gx []T, xh, dh []float64, rs, sd, sx float64) {
 	ff := float64(len(gx))
 	k := rs / ff
+	if g, ok := any(gx).([]float32); ok {
+		vec.LayerNormInputGrad(g, xh, dh, k, ff, sd, sx)
+		return
+	}
 	xh, dh = xh[:len(gx)], dh[:len(gx)]
 	for j, e := range dh {
 		gx[j] = T(k * (ff*e - sd - xh[j]*sx))
