@@ -64,3 +64,81 @@ func layerNormInputGradRef(gx []float32, xh, dh []float64, k, ff, sd, sx float64
 		gx[j] = float32(k * (ff*e - sd - xh[j]*sx))
 	}
 }
+
+// LayerNormRows is the number of rows LayerNormStats takes at once.
+const LayerNormRows = 16
+
+// HasLayerNormStats reports whether LayerNormStats runs in assembly; where
+// it does not, a caller does better with rows side by side of its own.
+var HasLayerNormStats = hasLayerNormStats
+
+// LayerNormStats sets, for each of the LayerNormRows rows of f floats
+// starting every f in x, s[k] = Σ float64(x) and then, with m[k] =
+// s[k]/float64(f), q[k] = Σ (float64(x) − m[k])², each sum in element
+// order in float64 from zero: a layer norm's row statistics. t is scratch
+// of LayerNormRows·f.
+func LayerNormStats(x []float32, f int, t []float64, m, q *[LayerNormRows]float64) {
+	if f <= 0 || len(x) < LayerNormRows*f || len(t) < LayerNormRows*f {
+		panic(fmt.Sprintf("vec: LayerNormStats: f=%d, len(x)=%d, len(t)=%d", f, len(x), len(t)))
+	}
+	layerNormStats(x, f, t, m, q)
+}
+
+func layerNormStats(x []float32, f int, t []float64, m, q *[LayerNormRows]float64) {
+	var s [LayerNormRows]float64
+	n := layerNormSums(x, f, t, &s)
+	for k := range s {
+		for _, v := range x[k*f+n : (k+1)*f] {
+			s[k] += float64(v)
+		}
+		m[k] = s[k] / float64(f)
+	}
+	*q = [LayerNormRows]float64{}
+	layerNormSqDevs(t, n, m, q)
+	for k, mk := range m {
+		for _, v := range x[k*f+n : (k+1)*f] {
+			q[k] += (float64(v) - mk) * (float64(v) - mk)
+		}
+	}
+}
+
+// LayerNormGradRows is the number of rows LayerNormGradSums takes at once.
+const LayerNormGradRows = 8
+
+// LayerNormGradSums sets sd[k] = Σ dh and sx[k] = Σ dh·xh over the f
+// elements of row k, which start at k·stride in xh and in dh, each sum in
+// element order in float64 from zero: the sums Σĝ and Σĝx̂ of a layer
+// norm's input gradient, for LayerNormGradRows rows.
+func LayerNormGradSums(xh, dh []float64, stride, f int, sd, sx *[LayerNormGradRows]float64) {
+	if end := (LayerNormGradRows-1)*stride + f; f <= 0 || stride < f || len(xh) < end || len(dh) < end {
+		panic(fmt.Sprintf("vec: LayerNormGradSums: f=%d, stride=%d, len(xh)=%d, len(dh)=%d", f, stride, len(xh), len(dh)))
+	}
+	n := layerNormGradSums(xh, dh, stride, f, sd, sx)
+	for k := range LayerNormGradRows {
+		h, e := xh[k*stride:][n:f], dh[k*stride:][n:f]
+		d, x := sd[k], sx[k]
+		for j, v := range e {
+			d += v
+			x += v * h[j]
+		}
+		sd[k], sx[k] = d, x
+	}
+}
+
+// LayerNormRowGrads is LayerNormRowGrad on LayerNormGradRows rows of f
+// elements at once, in row order: row k of x and g starts at k·f, its xh
+// and dh at 2k·f and (2k+1)·f of t, its mean and rstd are m[k] and rs[k];
+// gwb holds gw and then gb, f each.
+func LayerNormRowGrads(t, gwb []float64, x, g []float32, w []float64, f int, m, rs *[LayerNormGradRows]float64) {
+	const r = LayerNormGradRows
+	if f <= 0 || len(t) < 2*r*f || len(gwb) < 2*f || len(x) < r*f || len(g) < r*f || len(w) < f {
+		panic(fmt.Sprintf("vec: LayerNormRowGrads: f=%d, len(t)=%d, len(gwb)=%d, len(x)=%d, len(g)=%d, len(w)=%d", f, len(t), len(gwb), len(x), len(g), len(w)))
+	}
+	n := layerNormRowGrads(t, gwb, x, g, w, f, m, rs)
+	if n == f {
+		return
+	}
+	for k := range r {
+		layerNormRowGrad(t[2*k*f+n:(2*k+1)*f], t[(2*k+1)*f+n:(2*k+2)*f], gwb[n:f], gwb[f+n:2*f], x[k*f+n:(k+1)*f], g[k*f+n:(k+1)*f], w[n:f], m[k], rs[k])
+	}
+}

@@ -26,7 +26,23 @@ func randF64(rng *rand.Rand, n int, std float64) []float64 {
 
 // TestLayerNormKernels: the layer-norm kernels give their references' bits
 // at every length up to 70 and past, specials included.
-func TestLayerNormKernels(t *testing.T) {
+func TestLayerNormKernels(t *testing.T) { eachLNKernel(t, testLayerNormKernels) }
+
+// eachLNKernel runs test on the AVX2 kernels, or the Go ones, and on the
+// AVX-512 ones where the CPU has them.
+func eachLNKernel(t *testing.T, test func(*testing.T)) {
+	has := useAVX512LN
+	defer func() { useAVX512LN = has }()
+	for _, on := range []bool{false, true} {
+		if on && !has {
+			break
+		}
+		useAVX512LN = on
+		t.Run(map[bool]string{false: "avx2", true: "avx512"}[on], test)
+	}
+}
+
+func testLayerNormKernels(t *testing.T) {
 	rng := rand.New(rand.NewPCG(7, 8))
 	rows := softmaxRows()
 	for _, n := range []int{128, 131, 384, 768} {
@@ -65,4 +81,105 @@ func TestLayerNormKernels(t *testing.T) {
 			sameBits(t, "LayerNormInputGrad", got, want)
 		}
 	}
+}
+
+// TestLayerNormStats: LayerNormStats gives the bits of a plain loop a row
+// at a time, at every width to 70 and a GPT's.
+func TestLayerNormStats(t *testing.T) { eachLNKernel(t, testLayerNormStats) }
+
+func testLayerNormStats(t *testing.T) {
+	rng := rand.New(rand.NewPCG(9, 10))
+	for _, f := range lnWidths() {
+		for c := range 3 {
+			x := make([]float32, LayerNormRows*f+5)
+			for i := range x {
+				x[i] = float32(rng.NormFloat64()*2 + float64(i/f))
+				if c == 2 && rng.IntN(50) == 0 {
+					x[i] = []float32{float32(math.Inf(1)), 3e38, -1e-40, 0}[rng.IntN(4)]
+				}
+			}
+			var m, q [LayerNormRows]float64
+			LayerNormStats(x, f, make([]float64, LayerNormRows*f), &m, &q)
+			for k := range LayerNormRows {
+				var s, d float64
+				for _, v := range x[k*f : (k+1)*f] {
+					s += float64(v)
+				}
+				wm := s / float64(f)
+				for _, v := range x[k*f : (k+1)*f] {
+					d += (float64(v) - wm) * (float64(v) - wm)
+				}
+				sameBits64(t, "LayerNormStats mean", m[k:k+1], []float64{wm})
+				sameBits64(t, "LayerNormStats squared deviations", q[k:k+1], []float64{d})
+			}
+		}
+	}
+}
+
+// TestLayerNormGradSums: LayerNormGradSums gives the bits of a plain loop
+// a row at a time.
+func TestLayerNormGradSums(t *testing.T) { eachLNKernel(t, testLayerNormGradSums) }
+
+func testLayerNormGradSums(t *testing.T) {
+	rng := rand.New(rand.NewPCG(11, 12))
+	for _, f := range lnWidths() {
+		for _, stride := range []int{f, 2*f + 3} {
+			xh, dh := randF64(rng, LayerNormGradRows*stride, 3), randF64(rng, LayerNormGradRows*stride, 1)
+			if f%5 == 0 {
+				dh[rng.IntN(len(dh))] = math.Inf(-1)
+				xh[rng.IntN(len(xh))] = 1e300
+			}
+			var sd, sx [LayerNormGradRows]float64
+			LayerNormGradSums(xh, dh, stride, f, &sd, &sx)
+			for k := range LayerNormGradRows {
+				var d, x float64
+				for j := range f {
+					d += dh[k*stride+j]
+					x += dh[k*stride+j] * xh[k*stride+j]
+				}
+				sameBits64(t, "LayerNormGradSums sd", sd[k:k+1], []float64{d})
+				sameBits64(t, "LayerNormGradSums sx", sx[k:k+1], []float64{x})
+			}
+		}
+	}
+}
+
+// TestLayerNormRowGrads: LayerNormRowGrads gives the bits of
+// layerNormRowGradRef a row after the other.
+func TestLayerNormRowGrads(t *testing.T) { eachLNKernel(t, testLayerNormRowGrads) }
+
+func testLayerNormRowGrads(t *testing.T) {
+	const r = LayerNormGradRows
+	rng := rand.New(rand.NewPCG(13, 14))
+	for _, f := range lnWidths() {
+		x, g := make([]float32, r*f), make([]float32, r*f)
+		for i := range x {
+			x[i], g[i] = float32(rng.NormFloat64()*2+1), float32(rng.NormFloat64())
+		}
+		if f%7 == 0 {
+			x[rng.IntN(len(x))], g[rng.IntN(len(g))] = float32(math.Inf(1)), 1e-40
+		}
+		w, gwb := randF64(rng, f, 1), randF64(rng, 2*f, 3)
+		var m, rs [r]float64
+		for k := range r {
+			m[k], rs[k] = rng.NormFloat64(), math.Abs(rng.NormFloat64())+0.1
+		}
+		tmp, wtmp, wgwb := randF64(rng, 2*r*f, 1), make([]float64, 2*r*f), append([]float64(nil), gwb...)
+		LayerNormRowGrads(tmp, gwb, x, g, w, f, &m, &rs)
+		for k := range r {
+			layerNormRowGradRef(wtmp[2*k*f:(2*k+1)*f], wtmp[(2*k+1)*f:(2*k+2)*f], wgwb[:f], wgwb[f:], x[k*f:(k+1)*f], g[k*f:(k+1)*f], w, m[k], rs[k])
+		}
+		sameBits64(t, "LayerNormRowGrads xh and dh", tmp, wtmp)
+		sameBits64(t, "LayerNormRowGrads gw and gb", gwb, wgwb)
+	}
+}
+
+// lnWidths returns the row widths the layer-norm tests take: all to 70,
+// and a GPT's.
+func lnWidths() []int {
+	widths := []int{128, 384, 768}
+	for f := 1; f <= 70; f++ {
+		widths = append(widths, f)
+	}
+	return widths
 }
