@@ -34,10 +34,13 @@ type lnWork[T float] struct {
 	bwd    lnBackward[T]
 }
 
-// Rows of float64 scratch per part: a forward's four rows widened, or a
-// backward's chunk sums of the weight and bias gradients and the x̂ and
-// weight·grad of the four rows in hand.
-const lnPartRows = 2 + 2*4
+// Rows of float64 scratch per part: a forward's rows widened, four or
+// vec.LayerNormRows at a time, or a backward's chunk sums of the weight and
+// bias gradients and the x̂ and weight·grad of the lnGroup rows in hand.
+const lnPartRows = max(vec.LayerNormRows, 2+2*lnGroup)
+
+// lnGroup is the number of rows whose backward sums run side by side.
+const lnGroup = vec.LayerNormGradRows
 
 // Parallel parts get at least this many elements, so that starting a helper
 // pays off.
@@ -163,15 +166,30 @@ type lnForward[T float] struct {
 	eps                float64
 }
 
-// Part normalises four rows at a time: it widens them into the part's
-// scratch while summing them, each row in order in its own chain of
-// additions so that their latencies overlap, and then works on the wide
-// copies. A row's bits do not depend on its neighbours.
+// Part normalises float32 rows vec.LayerNormRows at a time where vec has
+// their statistics in assembly, and else four rows at a time: it widens
+// them into the part's scratch while summing them, each row in order in
+// its own chain of additions so that their latencies overlap, and then
+// works on the wide copies. A row's bits do not depend on its neighbours.
 func (t *lnForward[T]) Part(q int) {
 	f, ff := t.f, float64(t.f)
 	s := t.scratch[q*lnPartRows*f : (q+1)*lnPartRows*f]
 	lo, hi := par.Bound(q, t.parts, t.n, 1), par.Bound(q+1, t.parts, t.n, 1)
 	i := lo
+	if x, ok := any(t.x).([]float32); ok && vec.HasLayerNormStats {
+		var m, sq, rs [vec.LayerNormRows]float64
+		for ; i+vec.LayerNormRows <= hi; i += vec.LayerNormRows {
+			vec.LayerNormStats(x[i*f:], f, s, &m, &sq)
+			// The rows' square roots and divisions overlap when apart
+			// from the outputs.
+			for k := range m {
+				rs[k] = t.stats(i+k, m[k], sq[k])
+			}
+			for k := range m {
+				lnOut(t.out[(i+k)*f:(i+k+1)*f], t.x[(i+k)*f:(i+k+1)*f], t.w, t.b, m[k], rs[k])
+			}
+		}
+	}
 	for ; i+4 <= hi; i += 4 {
 		r0 := t.x[i*f : (i+1)*f]
 		r1, r2, r3 := t.x[(i+1)*f:][:len(r0)], t.x[(i+2)*f:][:len(r0)], t.x[(i+3)*f:][:len(r0)]
@@ -218,9 +236,15 @@ func (t *lnForward[T]) Part(q int) {
 // finish writes row i's statistics, given its mean and sum of squared
 // deviations, and its output.
 func (t *lnForward[T]) finish(i int, m, q float64) {
+	rs := t.stats(i, m, q)
+	lnOut(t.out[i*t.f:(i+1)*t.f], t.x[i*t.f:(i+1)*t.f], t.w, t.b, m, rs)
+}
+
+// stats writes row i's mean and rstd and returns rstd in float64.
+func (t *lnForward[T]) stats(i int, m, q float64) float64 {
 	rs := 1 / math.Sqrt(q/float64(t.f)+t.eps)
 	t.mean[i], t.rstd[i] = T(m), T(rs)
-	lnOut(t.out[i*t.f:(i+1)*t.f], t.x[i*t.f:(i+1)*t.f], t.w, t.b, m, rs)
+	return rs
 }
 
 // lnOut writes a row's output, out[j] = T((x[j]−mean)·rstd·weight[j] +
@@ -344,8 +368,8 @@ func (t *lnBackward[T]) Part(q int) {
 		clear(gw)
 		clear(gb)
 		hi := min(t.n, (c+1)*LayerNormChunkRows)
-		for i := c * LayerNormChunkRows; i < hi; i += 4 {
-			t.rows(i, min(hi, i+4), gw, gb, s[2*f:])
+		for i := c * LayerNormChunkRows; i < hi; i += lnGroup {
+			t.rows(i, min(hi, i+lnGroup), s)
 		}
 		if t.sums == nil {
 			lnAddRounded(t.gw, gw)
@@ -357,26 +381,45 @@ func (t *lnBackward[T]) Part(q int) {
 	}
 }
 
-// rows adds rows [lo, hi), at most four, into the chunk sums gw and gb, in
-// row order, and writes their input gradients. Each row's x̂ and ĝ wait in
-// tmp, so that the rows' sums Σĝ and Σĝx̂, each in element order, can then
-// run side by side.
-func (t *lnBackward[T]) rows(lo, hi int, gw, gb, tmp []float64) {
+// rows adds rows [lo, hi), at most lnGroup, into the chunk sums gw and gb
+// at the start of s, in row order, and writes their input gradients. Each
+// row's x̂ and ĝ wait in the rest of s, so that the rows' sums Σĝ and Σĝx̂,
+// each in element order, can then run side by side: lnGroup rows in vec's
+// assembly where it has them, else four in Go.
+func (t *lnBackward[T]) rows(lo, hi int, s []float64) {
 	f := t.f
-	for i := lo; i < hi; i++ {
-		r := 2 * (i - lo) * f
-		lnRowGrad(tmp[r:r+f], tmp[r+f:r+2*f], gw, gb, t.x[i*f:(i+1)*f], t.g[i*f:(i+1)*f], t.w, float64(t.mean[i]), float64(t.rstd[i]))
+	gw, gb, tmp := s[:f], s[f:2*f], s[2*f:]
+	x, ok := any(t.x).([]float32)
+	if ok && hi-lo == lnGroup && vec.HasLayerNormStats {
+		// A full group of float32 rows at once, each column's gw and gb
+		// in registers from row to row.
+		var m, rs [lnGroup]float64
+		for r := range m {
+			m[r], rs[r] = float64(t.mean[lo+r]), float64(t.rstd[lo+r])
+		}
+		vec.LayerNormRowGrads(tmp, s[:2*f], x[lo*f:hi*f], any(t.g).([]float32)[lo*f:hi*f], t.w, f, &m, &rs)
+	} else {
+		for i := lo; i < hi; i++ {
+			r := 2 * (i - lo) * f
+			lnRowGrad(tmp[r:r+f], tmp[r+f:r+2*f], gw, gb, t.x[i*f:(i+1)*f], t.g[i*f:(i+1)*f], t.w, float64(t.mean[i]), float64(t.rstd[i]))
+		}
 	}
 	if t.gx == nil {
 		return
 	}
-	var sd, sx [4]float64
-	if hi-lo == 4 {
-		sd, sx = lnSums4(tmp, f)
-	} else {
-		for r := range hi - lo {
-			sd[r], sx[r] = lnSums(tmp[2*r*f:][:f], tmp[(2*r+1)*f:][:f])
-		}
+	var sd, sx [lnGroup]float64
+	r := 0
+	if hi-lo == lnGroup && vec.HasLayerNormStats {
+		vec.LayerNormGradSums(tmp, tmp[f:], 2*f, f, &sd, &sx)
+		r = lnGroup
+	}
+	for ; r+4 <= hi-lo; r += 4 {
+		d, x := lnSums4(tmp[2*r*f:], f)
+		copy(sd[r:], d[:])
+		copy(sx[r:], x[:])
+	}
+	for ; r < hi-lo; r++ {
+		sd[r], sx[r] = lnSums(tmp[2*r*f:][:f], tmp[(2*r+1)*f:][:f])
 	}
 	for i := lo; i < hi; i++ {
 		r := i - lo
