@@ -185,9 +185,8 @@ func (t *lnForward[T]) Part(q int) {
 			for k := range m {
 				rs[k] = t.stats(i+k, m[k], sq[k])
 			}
-			for k := range m {
-				lnOut(t.out[(i+k)*f:(i+k+1)*f], t.x[(i+k)*f:(i+k+1)*f], t.w, t.b, m[k], rs[k])
-			}
+			out := any(t.out).([]float32)
+			vec.LayerNormOuts(out[i*f:(i+len(m))*f], x[i*f:(i+len(m))*f], t.w, t.b, f, m[:], rs[:])
 		}
 	}
 	for ; i+4 <= hi; i += 4 {
@@ -389,11 +388,12 @@ func (t *lnBackward[T]) Part(q int) {
 func (t *lnBackward[T]) rows(lo, hi int, s []float64) {
 	f := t.f
 	gw, gb, tmp := s[:f], s[f:2*f], s[2*f:]
+	// A full group of float32 rows goes to vec at once: each column's
+	// gw and gb stay in registers from row to row, and calls are few.
 	x, ok := any(t.x).([]float32)
-	if ok && hi-lo == lnGroup && vec.HasLayerNormStats {
-		// A full group of float32 rows at once, each column's gw and gb
-		// in registers from row to row.
-		var m, rs [lnGroup]float64
+	full := ok && hi-lo == lnGroup && vec.HasLayerNormStats
+	var m, rs [lnGroup]float64
+	if full {
 		for r := range m {
 			m[r], rs[r] = float64(t.mean[lo+r]), float64(t.rstd[lo+r])
 		}
@@ -420,6 +420,14 @@ func (t *lnBackward[T]) rows(lo, hi int, s []float64) {
 	}
 	for ; r < hi-lo; r++ {
 		sd[r], sx[r] = lnSums(tmp[2*r*f:][:f], tmp[(2*r+1)*f:][:f])
+	}
+	if full {
+		var k [lnGroup]float64
+		for r, v := range rs {
+			k[r] = v / float64(f)
+		}
+		vec.LayerNormInputGrads(any(t.gx).([]float32)[lo*f:hi*f], tmp, f, k[:], sd[:], sx[:])
+		return
 	}
 	for i := lo; i < hi; i++ {
 		r := i - lo

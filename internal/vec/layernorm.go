@@ -142,3 +142,37 @@ func LayerNormRowGrads(t, gwb []float64, x, g []float32, w []float64, f int, m, 
 		layerNormRowGrad(t[2*k*f+n:(2*k+1)*f], t[(2*k+1)*f+n:(2*k+2)*f], gwb[n:f], gwb[f+n:2*f], x[k*f+n:(k+1)*f], g[k*f+n:(k+1)*f], w[n:f], m[k], rs[k])
 	}
 }
+
+// LayerNormOuts is LayerNormOut on len(m) rows of f at once: row k of out
+// and x starts at k·f, and its mean and rstd are m[k] and rs[k].
+func LayerNormOuts(out, x []float32, w, b []float64, f int, m, rs []float64) {
+	rows := len(m)
+	if f <= 0 || len(rs) != rows || len(out) < rows*f || len(x) < rows*f || len(w) < f || len(b) < f {
+		panic(fmt.Sprintf("vec: LayerNormOuts: f=%d, len(m)=%d, len(rs)=%d, len(out)=%d, len(x)=%d, len(w)=%d, len(b)=%d", f, rows, len(rs), len(out), len(x), len(w), len(b)))
+	}
+	n := layerNormOuts(out, x, w, b, f, m, rs)
+	if n == f {
+		return
+	}
+	for k := range rows {
+		layerNormOut(out[k*f+n:(k+1)*f], x[k*f+n:(k+1)*f], w[n:f], b[n:f], m[k], rs[k])
+	}
+}
+
+// LayerNormInputGrads is LayerNormInputGrad on len(k) rows of f at once,
+// with ff = f: row r of gx starts at r·f, its xh and dh at 2r·f and
+// (2r+1)·f of t, as LayerNormRowGrads leaves them, and its constants are
+// k[r], sd[r] and sx[r].
+func LayerNormInputGrads(gx []float32, t []float64, f int, k, sd, sx []float64) {
+	rows := len(k)
+	if f <= 0 || len(sd) != rows || len(sx) != rows || len(gx) < rows*f || len(t) < 2*rows*f {
+		panic(fmt.Sprintf("vec: LayerNormInputGrads: f=%d, len(k)=%d, len(sd)=%d, len(sx)=%d, len(gx)=%d, len(t)=%d", f, rows, len(sd), len(sx), len(gx), len(t)))
+	}
+	n := layerNormInputGrads(gx, t, f, k, sd, sx)
+	if n == f {
+		return
+	}
+	for r := range rows {
+		layerNormInputGrad(gx[r*f+n:(r+1)*f], t[2*r*f+n:(2*r+1)*f], t[(2*r+1)*f+n:(2*r+2)*f], k[r], float64(f), sd[r], sx[r])
+	}
+}

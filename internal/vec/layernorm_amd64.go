@@ -17,13 +17,7 @@ func layerNormRowGradAVX2(xh, dh, gw, gb *float64, x, dy *float32, w *float64, n
 func layerNormInputGradAVX2(gx *float32, xh, dh *float64, n int, k, ff, sd, sx float64)
 
 //go:noescape
-func layerNormOutAVX512(out, x *float32, w, b *float64, n int, m, rs float64)
-
-//go:noescape
 func layerNormRowGradAVX512(xh, dh, gw, gb *float64, x, dy *float32, w *float64, n int, m, rs float64)
-
-//go:noescape
-func layerNormInputGradAVX512(gx *float32, xh, dh *float64, n int, k, ff, sd, sx float64)
 
 // useAVX512LN: the layer-norm kernels on AVX-512, a row a lane in the
 // statistics and twice AVX2's width in the rest.
@@ -32,7 +26,7 @@ var useAVX512LN = cpu.X86.HasAVX512F
 func layerNormOut(out, x []float32, w, b []float64, m, rs float64) {
 	n := asmPrefix(len(out), func(n int) {
 		if useAVX512LN {
-			layerNormOutAVX512(&out[0], &x[0], &w[0], &b[0], n, m, rs)
+			layerNormOutsAVX512(&out[0], &x[0], &w[0], &b[0], n, n, 1, &m, &rs) // one row
 		} else {
 			layerNormOutAVX2(&out[0], &x[0], &w[0], &b[0], n, m, rs)
 		}
@@ -52,13 +46,9 @@ func layerNormRowGrad(xh, dh, gw, gb []float64, x, g []float32, w []float64, m, 
 }
 
 func layerNormInputGrad(gx []float32, xh, dh []float64, k, ff, sd, sx float64) {
-	n := asmPrefix(len(gx), func(n int) {
-		if useAVX512LN {
-			layerNormInputGradAVX512(&gx[0], &xh[0], &dh[0], n, k, ff, sd, sx)
-		} else {
-			layerNormInputGradAVX2(&gx[0], &xh[0], &dh[0], n, k, ff, sd, sx)
-		}
-	})
+	// A row alone is rare enough (the rest of a backward's group) to
+	// stay on AVX2.
+	n := asmPrefix(len(gx), func(n int) { layerNormInputGradAVX2(&gx[0], &xh[0], &dh[0], n, k, ff, sd, sx) })
 	layerNormInputGradRef(gx[n:], xh[n:], dh[n:], k, ff, sd, sx)
 }
 
@@ -124,5 +114,31 @@ func layerNormRowGrads(t, gwb []float64, x, g []float32, w []float64, f int, m, 
 		return 0
 	}
 	layerNormRowGradsAVX512(&t[0], &gwb[0], &x[0], &g[0], &w[0], f, n, m, rs)
+	return n
+}
+
+//go:noescape
+func layerNormOutsAVX512(out, x *float32, w, b *float64, f, n, rows int, m, rs *float64)
+
+//go:noescape
+func layerNormInputGradsAVX512(gx *float32, t *float64, f, n, rows int, k, sd, sx *float64, ff float64)
+
+// layerNormOuts and layerNormInputGrads take the first n = f&^7 elements
+// of every row, one call for all of them, and return n: 0 without AVX-512.
+func layerNormOuts(out, x []float32, w, b []float64, f int, m, rs []float64) int {
+	n := f &^ 7
+	if !useAVX512LN || n == 0 || len(m) == 0 {
+		return 0
+	}
+	layerNormOutsAVX512(&out[0], &x[0], &w[0], &b[0], f, n, len(m), &m[0], &rs[0])
+	return n
+}
+
+func layerNormInputGrads(gx []float32, t []float64, f int, k, sd, sx []float64) int {
+	n := f &^ 7
+	if !useAVX512LN || n == 0 || len(k) == 0 {
+		return 0
+	}
+	layerNormInputGradsAVX512(&gx[0], &t[0], f, n, len(k), &k[0], &sd[0], &sx[0], float64(f))
 	return n
 }

@@ -240,34 +240,7 @@ sqDevLoop:
 	VZEROUPPER
 	RET
 
-// The row kernels again on AVX-512, 8 elements a step in one register.
-
-// func layerNormOutAVX512(out, x *float32, w, b *float64, n int, m, rs float64)
-TEXT ·layerNormOutAVX512(SB), NOSPLIT, $0-56
-	MOVQ         out+0(FP), DI
-	MOVQ         x+8(FP), SI
-	MOVQ         w+16(FP), R8
-	MOVQ         b+24(FP), R9
-	MOVQ         n+32(FP), CX
-	VBROADCASTSD m+40(FP), Z6
-	VBROADCASTSD rs+48(FP), Z7
-
-out512Loop:
-	VCVTPS2PD (SI), Z0
-	VSUBPD    Z6, Z0, Z0
-	VMULPD    Z7, Z0, Z0
-	VMULPD    (R8), Z0, Z0
-	VADDPD    (R9), Z0, Z0
-	VCVTPD2PS Z0, Y0
-	VMOVUPS   Y0, (DI)
-	ADDQ      $32, SI
-	ADDQ      $32, DI
-	ADDQ      $64, R8
-	ADDQ      $64, R9
-	SUBQ      $8, CX
-	JNZ       out512Loop
-	VZEROUPPER
-	RET
+// The row gradient again on AVX-512, 8 elements a step in one register.
 
 // func layerNormRowGradAVX512(xh, dh, gw, gb *float64, x, dy *float32, w *float64, n int, m, rs float64)
 TEXT ·layerNormRowGradAVX512(SB), NOSPLIT, $0-80
@@ -307,32 +280,6 @@ grad512Loop:
 	VZEROUPPER
 	RET
 
-// func layerNormInputGradAVX512(gx *float32, xh, dh *float64, n int, k, ff, sd, sx float64)
-TEXT ·layerNormInputGradAVX512(SB), NOSPLIT, $0-64
-	MOVQ         gx+0(FP), DI
-	MOVQ         xh+8(FP), SI
-	MOVQ         dh+16(FP), DX
-	MOVQ         n+24(FP), CX
-	VBROADCASTSD k+32(FP), Z12
-	VBROADCASTSD ff+40(FP), Z13
-	VBROADCASTSD sd+48(FP), Z14
-	VBROADCASTSD sx+56(FP), Z15
-
-in512Loop:
-	VMULPD    (DX), Z13, Z0
-	VSUBPD    Z14, Z0, Z0
-	VMULPD    (SI), Z15, Z2
-	VSUBPD    Z2, Z0, Z0
-	VMULPD    Z12, Z0, Z0
-	VCVTPD2PS Z0, Y0
-	VMOVUPS   Y0, (DI)
-	ADDQ      $32, DI
-	ADDQ      $64, SI
-	ADDQ      $64, DX
-	SUBQ      $8, CX
-	JNZ       in512Loop
-	VZEROUPPER
-	RET
 
 // TRANSPOSE8x4D loads four float64s of each of the eight rows from B on
 // (strides as in TRANSPOSE8x4) and leaves them in O0 to O3, a column each,
@@ -475,5 +422,92 @@ rowGradsLoop:
 	ADDQ    $64, R13
 	SUBQ    $8, CX
 	JNZ     rowGradsLoop
+	VZEROUPPER
+	RET
+
+// func layerNormOutsAVX512(out, x *float32, w, b *float64, f, n, rows int, m, rs *float64)
+//
+// layerNormOutAVX2 on AVX-512, 8 elements a step, on rows rows f apart,
+// with m and rs a row each.
+TEXT ·layerNormOutsAVX512(SB), NOSPLIT, $0-72
+	MOVQ out+0(FP), DI
+	MOVQ x+8(FP), SI
+	MOVQ w+16(FP), R8
+	MOVQ b+24(FP), R9
+	MOVQ f+32(FP), R10
+	SHLQ $2, R10
+	MOVQ n+40(FP), R11
+	MOVQ rows+48(FP), R12
+	MOVQ m+56(FP), AX
+	MOVQ rs+64(FP), BX
+
+outsRow:
+	VBROADCASTSD (AX), Z6
+	VBROADCASTSD (BX), Z7
+	XORQ         DX, DX
+
+outsCol:
+	VCVTPS2PD (SI)(DX*4), Z0
+	VSUBPD    Z6, Z0, Z0
+	VMULPD    Z7, Z0, Z0
+	VMULPD    (R8)(DX*8), Z0, Z0
+	VADDPD    (R9)(DX*8), Z0, Z0
+	VCVTPD2PS Z0, Y0
+	VMOVUPS   Y0, (DI)(DX*4)
+	ADDQ      $8, DX
+	CMPQ      DX, R11
+	JB        outsCol
+	ADDQ      R10, SI
+	ADDQ      R10, DI
+	ADDQ      $8, AX
+	ADDQ      $8, BX
+	DECQ      R12
+	JNZ       outsRow
+	VZEROUPPER
+	RET
+
+// func layerNormInputGradsAVX512(gx *float32, t *float64, f, n, rows int, k, sd, sx *float64, ff float64)
+//
+// layerNormInputGradAVX2 on AVX-512, 8 elements a step, on rows rows:
+// gx's f apart, their xh and dh 2f apart from t and t+f, with k, sd and sx
+// a row each.
+TEXT ·layerNormInputGradsAVX512(SB), NOSPLIT, $0-72
+	MOVQ         gx+0(FP), DI
+	MOVQ         t+8(FP), SI
+	MOVQ         f+16(FP), R10
+	LEAQ         (SI)(R10*8), R9
+	SHLQ         $2, R10
+	MOVQ         n+24(FP), R11
+	MOVQ         rows+32(FP), R12
+	MOVQ         k+40(FP), AX
+	MOVQ         sd+48(FP), BX
+	MOVQ         sx+56(FP), R13
+	VBROADCASTSD ff+64(FP), Z13
+
+inGradsRow:
+	VBROADCASTSD (AX), Z12
+	VBROADCASTSD (BX), Z14
+	VBROADCASTSD (R13), Z15
+	XORQ         DX, DX
+
+inGradsCol:
+	VMULPD    (R9)(DX*8), Z13, Z0
+	VSUBPD    Z14, Z0, Z0
+	VMULPD    (SI)(DX*8), Z15, Z2
+	VSUBPD    Z2, Z0, Z0
+	VMULPD    Z12, Z0, Z0
+	VCVTPD2PS Z0, Y0
+	VMOVUPS   Y0, (DI)(DX*4)
+	ADDQ      $8, DX
+	CMPQ      DX, R11
+	JB        inGradsCol
+	ADDQ      R10, DI
+	LEAQ      (SI)(R10*4), SI
+	LEAQ      (R9)(R10*4), R9
+	ADDQ      $8, AX
+	ADDQ      $8, BX
+	ADDQ      $8, R13
+	DECQ      R12
+	JNZ       inGradsRow
 	VZEROUPPER
 	RET

@@ -33,3 +33,10 @@ func layerNormGradSums(xh, dh []float64, stride, f int, sd, sx *[LayerNormGradRo
 func layerNormRowGrads(t, gwb []float64, x, g []float32, w []float64, f int, m, rs *[LayerNormGradRows]float64) int {
 	return 0
 }
+
+// layerNormOuts and layerNormInputGrads leave all the elements to the
+// kernels of one row.
+func layerNormOuts(out, x []float32, w, b []float64, f int, m, rs []float64) int { return 0 }
+func layerNormInputGrads(gx []float32, t []float64, f int, k, sd, sx []float64) int {
+	return 0
+}

@@ -183,3 +183,37 @@ func lnWidths() []int {
 	}
 	return widths
 }
+
+// TestLayerNormManyRows: LayerNormOuts and LayerNormInputGrads give the
+// bits of their one-row references a row after the other.
+func TestLayerNormManyRows(t *testing.T) { eachLNKernel(t, testLayerNormManyRows) }
+
+func testLayerNormManyRows(t *testing.T) {
+	rng := rand.New(rand.NewPCG(15, 16))
+	for _, f := range lnWidths() {
+		for _, rows := range []int{1, 3, 8, 16} {
+			x := make([]float32, rows*f)
+			for i := range x {
+				x[i] = float32(rng.NormFloat64()*2 + 1)
+			}
+			if f%9 == 0 {
+				x[rng.IntN(len(x))] = float32(math.Inf(-1))
+			}
+			w, b := randF64(rng, f, 1), randF64(rng, f, 1)
+			m, rs, sd, sx := randF64(rng, rows, 1), randF64(rng, rows, 1), randF64(rng, rows, 9), randF64(rng, rows, 9)
+			got, want := make([]float32, rows*f), make([]float32, rows*f)
+			LayerNormOuts(got, x, w, b, f, m, rs)
+			for k := range rows {
+				layerNormOutRef(want[k*f:(k+1)*f], x[k*f:(k+1)*f], w, b, m[k], rs[k])
+			}
+			sameBits(t, "LayerNormOuts", got, want)
+
+			tmp := randF64(rng, 2*rows*f, 2)
+			LayerNormInputGrads(got, tmp, f, rs, sd, sx)
+			for r := range rows {
+				layerNormInputGradRef(want[r*f:(r+1)*f], tmp[2*r*f:(2*r+1)*f], tmp[(2*r+1)*f:(2*r+2)*f], rs[r], float64(f), sd[r], sx[r])
+			}
+			sameBits(t, "LayerNormInputGrads", got, want)
+		}
+	}
+}
