@@ -28,7 +28,7 @@ type LayerNormWork struct {
 // lnWork is a LayerNormWork's memory for one float type.
 type lnWork[T float] struct {
 	wb     []float64 // weight and bias widened, read by every part
-	parts  []float64 // per part: a forward's rows widened, a backward's sums and row
+	parts  []float64 // per part: a forward's rows widened, a backward's sums and rows
 	chunks []T       // per chunk, its weight then bias gradient, when parts > 1
 	fwd    lnForward[T]
 	bwd    lnBackward[T]
@@ -177,6 +177,7 @@ func (t *lnForward[T]) Part(q int) {
 	lo, hi := par.Bound(q, t.parts, t.n, 1), par.Bound(q+1, t.parts, t.n, 1)
 	i := lo
 	if x, ok := any(t.x).([]float32); ok && vec.HasLayerNormStats {
+		out := any(t.out).([]float32)
 		var m, sq, rs [vec.LayerNormRows]float64
 		for ; i+vec.LayerNormRows <= hi; i += vec.LayerNormRows {
 			vec.LayerNormStats(x[i*f:], f, s, &m, &sq)
@@ -185,7 +186,6 @@ func (t *lnForward[T]) Part(q int) {
 			for k := range m {
 				rs[k] = t.stats(i+k, m[k], sq[k])
 			}
-			out := any(t.out).([]float32)
 			vec.LayerNormOuts(out[i*f:(i+len(m))*f], x[i*f:(i+len(m))*f], t.w, t.b, f, m[:], rs[:])
 		}
 	}
