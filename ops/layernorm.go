@@ -497,8 +497,13 @@ func lnInputGrad[T float](gx []T, xh, dh []float64, rs, sd, sx float64) {
 	}
 }
 
-// lnAddRounded sets dst[j] += T(src[j]).
+// lnAddRounded sets dst[j] += T(src[j]); float32 in vec's assembly, which
+// gives these bits.
 func lnAddRounded[T float](dst []T, src []float64) {
+	if d, ok := any(dst).([]float32); ok {
+		vec.LayerNormAddRounded(d, src)
+		return
+	}
 	for j, v := range src[:len(dst)] {
 		dst[j] += T(v)
 	}

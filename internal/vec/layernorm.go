@@ -176,3 +176,18 @@ func LayerNormInputGrads(gx []float32, t []float64, f int, k, sd, sx []float64) 
 		layerNormInputGrad(gx[r*f+n:(r+1)*f], t[2*r*f+n:(2*r+1)*f], t[(2*r+1)*f+n:(2*r+2)*f], k[r], float64(f), sd[r], sx[r])
 	}
 }
+
+// LayerNormAddRounded sets dst[j] += float32(src[j]): a chunk's float64
+// sums of a layer norm's weight or bias gradient added in.
+func LayerNormAddRounded(dst []float32, src []float64) {
+	if len(src) < len(dst) {
+		panic(fmt.Sprintf("vec: LayerNormAddRounded: len(dst)=%d, len(src)=%d", len(dst), len(src)))
+	}
+	layerNormAddRounded(dst, src)
+}
+
+func layerNormAddRoundedRef(dst []float32, src []float64) {
+	for j, v := range src[:len(dst)] {
+		dst[j] += float32(v)
+	}
+}

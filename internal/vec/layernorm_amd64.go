@@ -142,3 +142,11 @@ func layerNormInputGrads(gx []float32, t []float64, f int, k, sd, sx []float64) 
 	layerNormInputGradsAVX512(&gx[0], &t[0], f, n, len(k), &k[0], &sd[0], &sx[0], float64(f))
 	return n
 }
+
+//go:noescape
+func layerNormAddRoundedAVX2(dst *float32, src *float64, n int)
+
+func layerNormAddRounded(dst []float32, src []float64) {
+	n := asmPrefix(len(dst), func(n int) { layerNormAddRoundedAVX2(&dst[0], &src[0], n) })
+	layerNormAddRoundedRef(dst[n:], src[n:])
+}

@@ -511,3 +511,25 @@ inGradsCol:
 	JNZ       inGradsRow
 	VZEROUPPER
 	RET
+
+// func layerNormAddRoundedAVX2(dst *float32, src *float64, n int)
+//
+// dst[j] += float32(src[j]), rounded and then added in float32.
+TEXT ·layerNormAddRoundedAVX2(SB), NOSPLIT, $0-24
+	MOVQ dst+0(FP), DI
+	MOVQ src+8(FP), SI
+	MOVQ n+16(FP), CX
+
+addRoundedLoop:
+	VCVTPD2PSY (SI), X0
+	VCVTPD2PSY 32(SI), X1
+	VADDPS     (DI), X0, X0
+	VADDPS     16(DI), X1, X1
+	VMOVUPS    X0, (DI)
+	VMOVUPS    X1, 16(DI)
+	ADDQ       $64, SI
+	ADDQ       $32, DI
+	SUBQ       $8, CX
+	JNZ        addRoundedLoop
+	VZEROUPPER
+	RET

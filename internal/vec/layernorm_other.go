@@ -40,3 +40,5 @@ func layerNormOuts(out, x []float32, w, b []float64, f int, m, rs []float64) int
 func layerNormInputGrads(gx []float32, t []float64, f int, k, sd, sx []float64) int {
 	return 0
 }
+
+func layerNormAddRounded(dst []float32, src []float64) { layerNormAddRoundedRef(dst, src) }

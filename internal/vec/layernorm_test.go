@@ -75,6 +75,11 @@ func testLayerNormKernels(t *testing.T) {
 				sameBits64(t, []string{"LayerNormRowGrad xh", "dh", "gw", "gb"}[k], p[0], p[1])
 			}
 
+			sum, wsum := append([]float32(nil), g...), append([]float32(nil), g...)
+			LayerNormAddRounded(sum, gw)
+			layerNormAddRoundedRef(wsum, gw)
+			sameBits(t, "LayerNormAddRounded", sum, wsum)
+
 			k, ff, sd, sx := rs/float64(n), float64(n), rng.NormFloat64()*5, rng.NormFloat64()*5
 			LayerNormInputGrad(got, wxh, wdh, k, ff, sd, sx)
 			layerNormInputGradRef(want, wxh, wdh, k, ff, sd, sx)
