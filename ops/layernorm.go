@@ -414,9 +414,9 @@ func (t *lnBackward[T]) rows(lo, hi int, s []float64) {
 		r = lnGroup
 	}
 	for ; r+4 <= hi-lo; r += 4 {
-		d, x := lnSums4(tmp[2*r*f:], f)
-		copy(sd[r:], d[:])
-		copy(sx[r:], x[:])
+		d4, x4 := lnSums4(tmp[2*r*f:], f)
+		copy(sd[r:], d4[:])
+		copy(sx[r:], x4[:])
 	}
 	for ; r < hi-lo; r++ {
 		sd[r], sx[r] = lnSums(tmp[2*r*f:][:f], tmp[(2*r+1)*f:][:f])
