@@ -4,6 +4,7 @@ import (
 	"math"
 
 	"github.com/pipetrain/pipetrain/internal/par"
+	"github.com/pipetrain/pipetrain/internal/vec"
 	"github.com/pipetrain/pipetrain/tensor"
 )
 
@@ -27,16 +28,19 @@ type LayerNormWork struct {
 // lnWork is a LayerNormWork's memory for one float type.
 type lnWork[T float] struct {
 	wb     []float64 // weight and bias widened, read by every part
-	parts  []float64 // per part: a forward's rows widened, a backward's sums and row
+	parts  []float64 // per part: a forward's rows widened, a backward's sums and rows
 	chunks []T       // per chunk, its weight then bias gradient, when parts > 1
 	fwd    lnForward[T]
 	bwd    lnBackward[T]
 }
 
-// Rows of float64 scratch per part: a forward's four rows widened, or a
-// backward's chunk sums of the weight and bias gradients and the x̂ and
-// weight·grad of the row in hand.
-const lnPartRows = 4
+// Rows of float64 scratch per part: a forward's rows widened, four or
+// vec.LayerNormRows at a time, or a backward's chunk sums of the weight and
+// bias gradients and the x̂ and weight·grad of the lnGroup rows in hand.
+const lnPartRows = max(vec.LayerNormRows, 2+2*lnGroup)
+
+// lnGroup is the number of rows whose backward sums run side by side.
+const lnGroup = vec.LayerNormGradRows
 
 // Parallel parts get at least this many elements, so that starting a helper
 // pays off.
@@ -162,15 +166,29 @@ type lnForward[T float] struct {
 	eps                float64
 }
 
-// Part normalises four rows at a time: it widens them into the part's
-// scratch while summing them, each row in order in its own chain of
-// additions so that their latencies overlap, and then works on the wide
-// copies. A row's bits do not depend on its neighbours.
+// Part normalises float32 rows vec.LayerNormRows at a time where vec has
+// their statistics in assembly, and else four rows at a time: it widens
+// them into the part's scratch while summing them, each row in order in
+// its own chain of additions so that their latencies overlap, and then
+// works on the wide copies. A row's bits do not depend on its neighbours.
 func (t *lnForward[T]) Part(q int) {
 	f, ff := t.f, float64(t.f)
 	s := t.scratch[q*lnPartRows*f : (q+1)*lnPartRows*f]
 	lo, hi := par.Bound(q, t.parts, t.n, 1), par.Bound(q+1, t.parts, t.n, 1)
 	i := lo
+	if x, ok := any(t.x).([]float32); ok && vec.HasLayerNormStats {
+		out := any(t.out).([]float32)
+		var m, sq, rs [vec.LayerNormRows]float64
+		for ; i+vec.LayerNormRows <= hi; i += vec.LayerNormRows {
+			vec.LayerNormStats(x[i*f:], f, s, &m, &sq)
+			// The rows' square roots and divisions overlap when apart
+			// from the outputs.
+			for k := range m {
+				rs[k] = t.stats(i+k, m[k], sq[k])
+			}
+			vec.LayerNormOuts(out[i*f:(i+len(m))*f], x[i*f:(i+len(m))*f], t.w, t.b, f, m[:], rs[:])
+		}
+	}
 	for ; i+4 <= hi; i += 4 {
 		r0 := t.x[i*f : (i+1)*f]
 		r1, r2, r3 := t.x[(i+1)*f:][:len(r0)], t.x[(i+2)*f:][:len(r0)], t.x[(i+3)*f:][:len(r0)]
@@ -193,10 +211,10 @@ func (t *lnForward[T]) Part(q int) {
 			q2 += d2 * d2
 			q3 += d3 * d3
 		}
-		t.finish(i, w0, m0, q0)
-		t.finish(i+1, w1, m1, q1)
-		t.finish(i+2, w2, m2, q2)
-		t.finish(i+3, w3, m3, q3)
+		t.finish(i, m0, q0)
+		t.finish(i+1, m1, q1)
+		t.finish(i+2, m2, q2)
+		t.finish(i+3, m3, q3)
 	}
 	for ; i < hi; i++ {
 		row := s[:f]
@@ -210,19 +228,35 @@ func (t *lnForward[T]) Part(q int) {
 		for _, v := range row {
 			q0 += (v - m) * (v - m)
 		}
-		t.finish(i, row, m, q0)
+		t.finish(i, m, q0)
 	}
 }
 
 // finish writes row i's statistics, given its mean and sum of squared
-// deviations, and its output from the row widened.
-func (t *lnForward[T]) finish(i int, row []float64, m, q float64) {
+// deviations, and its output.
+func (t *lnForward[T]) finish(i int, m, q float64) {
+	rs := t.stats(i, m, q)
+	lnOut(t.out[i*t.f:(i+1)*t.f], t.x[i*t.f:(i+1)*t.f], t.w, t.b, m, rs)
+}
+
+// stats writes row i's mean and rstd and returns rstd in float64.
+func (t *lnForward[T]) stats(i int, m, q float64) float64 {
 	rs := 1 / math.Sqrt(q/float64(t.f)+t.eps)
 	t.mean[i], t.rstd[i] = T(m), T(rs)
-	out, w, b := t.out[i*t.f:][:len(row)], t.w[:len(row)], t.b[:len(row)]
-	for j, v := range row {
-		h := (v - m) * rs
-		out[j] = T(h*w[j] + b[j])
+	return rs
+}
+
+// lnOut writes a row's output, out[j] = T((x[j]−mean)·rstd·weight[j] +
+// bias[j]) in float64: float32 rows in vec's assembly, which gives these
+// bits.
+func lnOut[T float](out, x []T, w, b []float64, m, rs float64) {
+	if o, ok := any(out).([]float32); ok {
+		vec.LayerNormOut(o, any(x).([]float32), w, b, m, rs)
+		return
+	}
+	w, b = w[:len(x)], b[:len(x)]
+	for j, v := range x[:len(out)] {
+		out[j] = T((float64(v)-m)*rs*w[j] + b[j])
 	}
 }
 
@@ -332,8 +366,9 @@ func (t *lnBackward[T]) Part(q int) {
 	for c := par.Bound(q, t.parts, t.chunks, 1); c < par.Bound(q+1, t.parts, t.chunks, 1); c++ {
 		clear(gw)
 		clear(gb)
-		for i := c * LayerNormChunkRows; i < min(t.n, (c+1)*LayerNormChunkRows); i++ {
-			t.row(i, gw, gb, s[2*f:])
+		hi := min(t.n, (c+1)*LayerNormChunkRows)
+		for i := c * LayerNormChunkRows; i < hi; i += lnGroup {
+			t.rows(i, min(hi, i+lnGroup), s)
 		}
 		if t.sums == nil {
 			lnAddRounded(t.gw, gw)
@@ -345,42 +380,130 @@ func (t *lnBackward[T]) Part(q int) {
 	}
 }
 
-// row adds row i into the chunk sums gw and gb and writes its input
-// gradient, keeping x̂ and ĝ in tmp between the two loops.
-func (t *lnBackward[T]) row(i int, gw, gb, tmp []float64) {
+// rows adds rows [lo, hi), at most lnGroup, into the chunk sums gw and gb
+// at the start of s, in row order, and writes their input gradients. Each
+// row's x̂ and ĝ wait in the rest of s, so that the rows' sums Σĝ and Σĝx̂,
+// each in element order, can then run side by side: lnGroup rows in vec's
+// assembly where it has them, else four in Go.
+func (t *lnBackward[T]) rows(lo, hi int, s []float64) {
 	f := t.f
-	x0 := t.x[i*f : (i+1)*f]
-	g0, w, gw, gb := t.g[i*f:][:len(x0)], t.w[:len(x0)], gw[:len(x0)], gb[:len(x0)]
-	xh, dh := tmp[:len(x0)], tmp[f:][:len(x0)]
-	m, rs := float64(t.mean[i]), float64(t.rstd[i])
-	var sd, sx float64
-	for j, v := range x0 {
-		d := float64(g0[j])
-		h := (float64(v) - m) * rs
-		e := d * w[j]
-		gw[j] += d * h
-		gb[j] += d
-		sd += e
-		sx += e * h
-		xh[j], dh[j] = h, e
+	gw, gb, tmp := s[:f], s[f:2*f], s[2*f:]
+	// A full group of float32 rows goes to vec at once: each column's
+	// gw and gb stay in registers from row to row, and calls are few.
+	x, ok := any(t.x).([]float32)
+	full := ok && hi-lo == lnGroup && vec.HasLayerNormStats
+	var m, rs [lnGroup]float64
+	if full {
+		for r := range m {
+			m[r], rs[r] = float64(t.mean[lo+r]), float64(t.rstd[lo+r])
+		}
+		vec.LayerNormRowGrads(tmp, s[:2*f], x[lo*f:hi*f], any(t.g).([]float32)[lo*f:hi*f], t.w, f, &m, &rs)
+	} else {
+		for i := lo; i < hi; i++ {
+			r := 2 * (i - lo) * f
+			lnRowGrad(tmp[r:r+f], tmp[r+f:r+2*f], gw, gb, t.x[i*f:(i+1)*f], t.g[i*f:(i+1)*f], t.w, float64(t.mean[i]), float64(t.rstd[i]))
+		}
 	}
-	if t.gx != nil {
-		lnInputGrad(t.gx[i*f:][:len(x0)], xh, dh, rs, sd, sx)
+	if t.gx == nil {
+		return
+	}
+	var sd, sx [lnGroup]float64
+	r := 0
+	if hi-lo == lnGroup && vec.HasLayerNormStats {
+		vec.LayerNormGradSums(tmp, tmp[f:], 2*f, f, &sd, &sx)
+		r = lnGroup
+	}
+	for ; r+4 <= hi-lo; r += 4 {
+		d4, x4 := lnSums4(tmp[2*r*f:], f)
+		copy(sd[r:], d4[:])
+		copy(sx[r:], x4[:])
+	}
+	for ; r < hi-lo; r++ {
+		sd[r], sx[r] = lnSums(tmp[2*r*f:][:f], tmp[(2*r+1)*f:][:f])
+	}
+	if full {
+		var k [lnGroup]float64
+		for r, v := range rs {
+			k[r] = v / float64(f)
+		}
+		vec.LayerNormInputGrads(any(t.gx).([]float32)[lo*f:hi*f], tmp, f, k[:], sd[:], sx[:])
+		return
+	}
+	for i := lo; i < hi; i++ {
+		r := i - lo
+		lnInputGrad(t.gx[i*f:(i+1)*f], tmp[2*r*f:][:f], tmp[(2*r+1)*f:][:f], float64(t.rstd[i]), sd[r], sx[r])
 	}
 }
 
-// lnInputGrad writes gx = rstd/F·(F·ĝ − Σĝ − x̂·Σĝx̂) for one row.
+// lnRowGrad takes one row with x̂ = (x−mean)·rstd and ĝ = grad·weight: it
+// sets xh = x̂ and dh = ĝ and adds grad·x̂ into gw and grad into gb; float32
+// rows in vec's assembly, which gives these bits.
+func lnRowGrad[T float](xh, dh, gw, gb []float64, x, g []T, w []float64, m, rs float64) {
+	if x32, ok := any(x).([]float32); ok {
+		vec.LayerNormRowGrad(xh, dh, gw, gb, x32, any(g).([]float32), w, m, rs)
+		return
+	}
+	g, w, gw, gb, xh, dh = g[:len(x)], w[:len(x)], gw[:len(x)], gb[:len(x)], xh[:len(x)], dh[:len(x)]
+	for j, v := range x {
+		d := float64(g[j])
+		h := (float64(v) - m) * rs
+		gw[j] += d * h
+		gb[j] += d
+		xh[j], dh[j] = h, d*w[j]
+	}
+}
+
+// lnSums returns Σĝ and Σĝx̂ of one row, in order.
+func lnSums(xh, dh []float64) (sd, sx float64) {
+	xh = xh[:len(dh)]
+	for j, e := range dh {
+		sd += e
+		sx += e * xh[j]
+	}
+	return sd, sx
+}
+
+// lnSums4 is lnSums of the four rows in tmp, side by side.
+func lnSums4(tmp []float64, f int) (sd, sx [4]float64) {
+	h0, e0 := tmp[:f], tmp[f:2*f]
+	h1, e1, h2, e2 := tmp[2*f:][:f], tmp[3*f:][:f], tmp[4*f:][:f], tmp[5*f:][:f]
+	h3, e3 := tmp[6*f:][:f], tmp[7*f:][:f]
+	var d0, d1, d2, d3, x0, x1, x2, x3 float64
+	for j, e := range e0 {
+		d0 += e
+		x0 += e * h0[j]
+		d1 += e1[j]
+		x1 += e1[j] * h1[j]
+		d2 += e2[j]
+		x2 += e2[j] * h2[j]
+		d3 += e3[j]
+		x3 += e3[j] * h3[j]
+	}
+	return [4]float64{d0, d1, d2, d3}, [4]float64{x0, x1, x2, x3}
+}
+
+// lnInputGrad writes gx = rstd/F·(F·ĝ − Σĝ − x̂·Σĝx̂) for one row; float32
+// rows in vec's assembly, which gives these bits.
 func lnInputGrad[T float](gx []T, xh, dh []float64, rs, sd, sx float64) {
 	ff := float64(len(gx))
 	k := rs / ff
+	if g, ok := any(gx).([]float32); ok {
+		vec.LayerNormInputGrad(g, xh, dh, k, ff, sd, sx)
+		return
+	}
 	xh, dh = xh[:len(gx)], dh[:len(gx)]
 	for j, e := range dh {
 		gx[j] = T(k * (ff*e - sd - xh[j]*sx))
 	}
 }
 
-// lnAddRounded sets dst[j] += T(src[j]).
+// lnAddRounded sets dst[j] += T(src[j]); float32 in vec's assembly, which
+// gives these bits.
 func lnAddRounded[T float](dst []T, src []float64) {
+	if d, ok := any(dst).([]float32); ok {
+		vec.LayerNormAddRounded(d, src)
+		return
+	}
 	for j, v := range src[:len(dst)] {
 		dst[j] += T(v)
 	}
