@@ -6,7 +6,6 @@ import (
 
 	"github.com/pipetrain/pipetrain/internal/gemm"
 	"github.com/pipetrain/pipetrain/internal/par"
-	"github.com/pipetrain/pipetrain/internal/vec"
 	"github.com/pipetrain/pipetrain/ops"
 	"github.com/pipetrain/pipetrain/tensor"
 )
@@ -499,15 +498,15 @@ func biasRows[T float32 | float64](y, b []T, n int) T {
 // of ChunkRows: mm sums the rows in chunks of ChunkRows added into dW in order
 // (gemm.SgemmChunked), and db takes one row at a time, in row order.
 func linearParamGrads[T float32 | float64](threads int, dy, x, gw, gb []T, n, in, out int, mm gemmFunc[T]) {
-	mm(gemm.Call{Threads: gemm.Threads(threads)}, true, false, out, in, n, 1, dy, out, x, in, 1, gw, in)
-	if gb == nil {
-		return
+	cl := gemm.Call{Threads: gemm.Threads(threads)}
+	gb32, f32 := any(gb).([]float32)
+	if f32 {
+		// db as the product's packing reads dY's rows: the bits of
+		// vec.Add of each row in turn, in one pass over dY, not two
+		cl.Post.RowSumsA = gb32
 	}
-	if gb32, ok := any(gb).([]float32); ok {
-		dy32 := any(dy).([]float32)
-		for i := range n {
-			vec.Add(gb32, dy32[i*out:(i+1)*out])
-		}
+	mm(cl, true, false, out, in, n, 1, dy, out, x, in, 1, gw, in)
+	if gb == nil || f32 {
 		return
 	}
 	for i := range n {

@@ -51,6 +51,13 @@ type Post struct {
 	// may not overlap C.
 	Add   []float32
 	LDAdd int
+	// RowSumsA, if not nil, gets each row of op(A) added into it, m values:
+	// RowSumsA[i] += op(A)[i, p] for p in order, each sum rounded to
+	// float32 (vec.Add of the rows of A when op(A) = Aᵀ), read while
+	// the packing has the values in cache: a linear layer's bias gradient
+	// beside its weight gradient. Not done on C, it does not make the Post
+	// active.
+	RowSumsA []float32
 	// ReLU sets C to max(C, 0), as vec.Relu.
 	ReLU bool
 	// Mask, if not nil, keeps C where Mask > 0 and sets it to +0 elsewhere,
@@ -129,6 +136,9 @@ func (cl Call) call(chunked bool, bf16 *kernelSet, transA, transB bool, m, n, k 
 		return
 	}
 	if k == 0 || alpha == 0 {
+		if cl.Post.RowSumsA != nil {
+			addRowSums(cl.Post.RowSumsA, a, lda, transA, 0, m, 0, k)
+		}
 		cl.Post.empty(m, n, beta, c, ldc)
 		return
 	}
@@ -151,6 +161,9 @@ func (cl Call) checkPost(m, n int, beta float32) {
 	}
 	if cl.Post.GELU != nil {
 		checkMatrix("gelu", cl.Post.GELU, m, n, cl.Post.LDGELU)
+	}
+	if cl.Post.RowSumsA != nil && len(cl.Post.RowSumsA) < m {
+		panic(fmt.Sprintf("gemm: row sums of %d values for %d rows", len(cl.Post.RowSumsA), m))
 	}
 	if cl.Post.Bias != nil {
 		if len(cl.Post.Bias) < n {

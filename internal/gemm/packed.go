@@ -114,6 +114,9 @@ func (cl Call) packed(transA bool, m int, alpha float32, a []float32, lda int, p
 		return
 	}
 	if alpha == 0 {
+		if cl.Post.RowSumsA != nil {
+			addRowSums(cl.Post.RowSumsA, a, lda, transA, 0, m, 0, k)
+		}
 		cl.Post.empty(m, n, beta, c, ldc)
 		return
 	}

@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"sync"
 	"sync/atomic"
+
+	"github.com/pipetrain/pipetrain/internal/vec"
 )
 
 // microKernel computes one mr×nr tile of C from a packed A micro-panel (k steps
@@ -315,6 +317,9 @@ func (w *workspace) run(ks *kernelSet, g *sgemmArgs, i0, i1, j0, j1 int) {
 			mc := min(mcb, i1-ic)
 			a := w.ap
 			ks.packA(a, g.a, g.lda, g.transA, ic, mc, pc, kc)
+			if post.RowSumsA != nil && j0 == 0 { // once: column parts each pack all of A
+				addRowSums(post.RowSumsA, g.a, g.lda, g.transA, ic, mc, pc, kc)
+			}
 			for jc := j0; jc < j1; jc += ncb {
 				nc := min(ncb, j1-jc)
 				bpk, fused := w.blockB(ks, g, pc, kc, jc, nc)
@@ -431,6 +436,23 @@ func (ks *kernelSet) packA(dst, a []float32, lda int, trans bool, i0, mc, p0, kc
 			copyA(d, a[p0*lda+i0+ir:], lda, kc, mm, mr)
 		} else {
 			transA(d, a[(i0+ir)*lda+p0:], lda, kc, mm, mr)
+		}
+	}
+}
+
+// addRowSums adds op(A)[i, p0:p0+kc] into sums[i] for the rows i0 <= i <
+// i0+mc, p in order.
+func addRowSums(sums, a []float32, lda int, trans bool, i0, mc, p0, kc int) {
+	s := sums[i0 : i0+mc]
+	if trans {
+		for p := p0; p < p0+kc; p++ {
+			vec.Add(s, a[p*lda+i0:p*lda+i0+mc])
+		}
+		return
+	}
+	for i := range s {
+		for _, v := range a[(i0+i)*lda+p0 : (i0+i)*lda+p0+kc] {
+			s[i] += v
 		}
 	}
 }
