@@ -321,8 +321,8 @@ func (w *workspace) run(ks *kernelSet, g *sgemmArgs, i0, i1, j0, j1 int) {
 				addRowSums(post.RowSumsA, g.a, g.lda, g.transA, ic, mc, pc, kc)
 			}
 			for jc := j0; jc < j1; jc += ncb {
-				nc := min(ncb, j1-jc)
-				bpk, fused := w.blockB(ks, g, pc, kc, jc, nc)
+				bl := tileBlock{pc: pc, kc: kc, bd: bd, jc: jc, nc: min(ncb, j1-jc), beta: beta, strip: strip}
+				bl.bpk, bl.fused = w.blockB(ks, g, pc, kc, jc, bl.nc)
 				var pf []float32
 				if prefetch {
 					pf = g.bpre.nextBlock(pc, kcb, jc, ncb, j0, j1)
@@ -331,42 +331,63 @@ func (w *workspace) run(ks *kernelSet, g *sgemmArgs, i0, i1, j0, j1 int) {
 					mm := min(mr, mc-ir)
 					if pc == 0 && biasFirst != nil {
 						for i := ic + ir; i < ic+ir+mm; i++ {
-							copy(c[i*ldc+jc:i*ldc+jc+nc], biasFirst[jc:jc+nc])
+							copy(c[i*ldc+jc:i*ldc+jc+bl.nc], biasFirst[jc:jc+bl.nc])
 						}
 					}
-					jr0 := 0
-					if strip && mm == mr && nc >= 2*nr {
-						jr0 = nc / nr * nr
-						ks.strip(jr0/nr, &a[ir*kd], &bpk[0], &c[(ic+ir)*ldc+jc], ldc, nr*bd)
-					}
-					for jr := jr0; jr < nc; jr += nr {
-						nn := min(nr, nc-jr)
-						pw := roundUp(nn, vec)
-						kern := ks.kerns[pw/vec-1]
-						bp := bpk[jr*bd:]
-						ci := (ic+ir)*ldc + jc + jr
-						var bsrc []float32
-						if fused && ir == 0 && nn == nr {
-							bsrc = g.b[pc*g.ldb+jc+jr:]
-						}
-						if mm == mr && nn == pw {
-							var pfp []float32
-							if nn == nr {
-								pfp = pf
-								pf = pf[min(len(pf), kc*lineFloats):]
-							}
-							ks.segment(g.chunked, kern, kc, a[ir*kd:], bp, pw, &c[ci], ldc, alpha, beta, bsrc, g.ldb, pfp)
-							continue
-						}
-						w.edgeTile(ks, g, kern, kc, a[ir*kd:], bp, pw, c[ci:], mm, nn, beta, bsrc)
-					}
+					pf = w.tiles(ks, g, &bl, a[ir*kd:], ic+ir, mm, ir == 0, pf)
 					if last {
-						post.apply(c, ldc, ic+ir, mm, jc, nc)
+						post.apply(c, ldc, ic+ir, mm, jc, bl.nc)
 					}
 				}
 			}
 		}
 	}
+}
+
+// tileBlock is what the tiles of a k block's column block share: the k
+// block (pc, kc, B's depth bd), the columns [jc, jc+nc), the packed B
+// block and whether the kernel packs it as it goes (fused), beta, and
+// whether whole rows of tiles may go to the strip kernel.
+type tileBlock struct {
+	pc, kc, bd, jc, nc int
+	bpk                []float32
+	fused, strip       bool
+	beta               float32
+}
+
+// tiles runs the tiles of one row panel of bl, mm rows of C from row on
+// the packed A micro-panel a; first tells the block's first panel, which
+// packs B when the kernel does. It returns what is left of pf, the
+// prefetching kernel's lines.
+func (w *workspace) tiles(ks *kernelSet, g *sgemmArgs, bl *tileBlock, a []float32, row, mm int, first bool, pf []float32) []float32 {
+	mr, nr, c, ldc := ks.mr, ks.nr(), g.c, g.ldc
+	jr0 := 0
+	if bl.strip && mm == mr && bl.nc >= 2*nr {
+		jr0 = bl.nc / nr * nr
+		ks.strip(jr0/nr, &a[0], &bl.bpk[0], &c[row*ldc+bl.jc], ldc, nr*bl.bd)
+	}
+	for jr := jr0; jr < bl.nc; jr += nr {
+		nn := min(nr, bl.nc-jr)
+		pw := roundUp(nn, ks.vec)
+		kern := ks.kerns[pw/ks.vec-1]
+		bp := bl.bpk[jr*bl.bd:]
+		ci := row*ldc + bl.jc + jr
+		var bsrc []float32
+		if bl.fused && first && nn == nr {
+			bsrc = g.b[bl.pc*g.ldb+bl.jc+jr:]
+		}
+		if mm == mr && nn == pw {
+			var pfp []float32
+			if nn == nr {
+				pfp = pf
+				pf = pf[min(len(pf), bl.kc*lineFloats):]
+			}
+			ks.segment(g.chunked, kern, bl.kc, a, bp, pw, &c[ci], ldc, g.alpha, bl.beta, bsrc, g.ldb, pfp)
+			continue
+		}
+		w.edgeTile(ks, g, kern, bl.kc, a, bp, pw, c[ci:], mm, nn, bl.beta, bsrc)
+	}
+	return pf
 }
 
 // fusesB reports whether the kernel packs g's op(B) as it goes (kernPack):
